@@ -1,0 +1,45 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/berth-dev/berth/internal/controlplane"
+)
+
+func newDownCommand() *cobra.Command {
+	var f instanceFlags
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "down",
+		Short: "Stop a control plane started with 'berth up --detach'",
+		Long: `Stop the instance and return once every process it started has exited.
+Components stop in reverse start order; whatever has not stopped after --timeout
+is killed. Data stays in the data directory for the next 'berth up'.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			dir, err := f.resolve()
+			if err != nil {
+				return err
+			}
+			ran, err := controlplane.Down(context.Background(), dir, timeout)
+			var none *controlplane.ErrNoInstance
+			if err != nil && !errors.As(err, &none) {
+				return err
+			}
+			if ran {
+				fmt.Fprintf(cmd.OutOrStdout(), "berth %q stopped (data kept in %s)\n", f.name, dir)
+			} else {
+				fmt.Fprintf(cmd.OutOrStdout(), "berth %q is not running (data directory %s)\n", f.name, dir)
+			}
+			return nil
+		},
+	}
+	f.add(cmd)
+	cmd.Flags().DurationVar(&timeout, "timeout", controlplane.DownTimeout, "how long to wait for an orderly stop before killing")
+	return cmd
+}

@@ -1,0 +1,40 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/berth-dev/berth/internal/controlplane"
+)
+
+// instanceFlags select a local instance: by name, with its data directory
+// defaulting to ~/.berth/<name>.
+type instanceFlags struct {
+	name    string
+	dataDir string
+}
+
+func (f *instanceFlags) add(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.name, "name", envOr("BERTH_NAME", "berth"), "instance name (env BERTH_NAME)")
+	cmd.Flags().StringVar(&f.dataDir, "data-dir", os.Getenv("BERTH_DATA_DIR"), "data directory (env BERTH_DATA_DIR; default ~/.berth/<name>)")
+}
+
+// resolve validates the name and returns the absolute data directory.
+func (f *instanceFlags) resolve() (string, error) {
+	if err := controlplane.ValidateName(f.name); err != nil {
+		return "", err
+	}
+	if f.dataDir == "" {
+		return controlplane.DefaultDataDir(f.name)
+	}
+	return filepath.Abs(f.dataDir)
+}
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}

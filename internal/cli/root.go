@@ -1,0 +1,49 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+)
+
+// exitError carries a specific exit code; its message, if any, has already been printed.
+type exitError struct{ code int }
+
+func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
+
+// Main runs berth with args and returns the process exit code.
+func Main(args []string) int {
+	// Re-executed components bypass cobra entirely: their flags are theirs.
+	if len(args) > 0 && args[0] == componentCommand {
+		return runComponent(args[1:])
+	}
+	root := newRoot()
+	root.SetArgs(args)
+	err := root.Execute()
+	var ee exitError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &ee):
+		return ee.code
+	default:
+		fmt.Fprintf(os.Stderr, "error: %v\n", err)
+		return 1
+	}
+}
+
+func newRoot() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "berth",
+		Short: "A batch-workload control plane for Kubernetes",
+		Long: `berth queues batch work against quotas, places pod gangs topology-aware,
+dispatches work to worker clusters and runs virtual clusters, all in one binary.
+'berth up' starts a complete local Kubernetes control plane to try it on.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(newUpCommand(), newDownCommand(), newStatusCommand(), newKubeconfigCommand(), newKubectlCommand())
+	return root
+}

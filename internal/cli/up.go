@@ -1,0 +1,243 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/berth-dev/berth/internal/controlplane"
+)
+
+type upOptions struct {
+	instanceFlags
+	detach   bool
+	port     int
+	noFsync  bool
+	notifyFD int
+}
+
+func newUpCommand() *cobra.Command {
+	o := &upOptions{}
+	cmd := &cobra.Command{
+		Use:   "up",
+		Short: "Start a local control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler)",
+		Long: `Start a local Kubernetes control plane on loopback and write an admin kubeconfig
+into the data directory. Objects survive 'berth down' and the next 'berth up'.
+
+Without --detach, berth runs in the foreground until Ctrl-C and then stops every
+component in order (a second Ctrl-C kills them at once). With --detach it
+returns once everything is ready and leaves the control plane running; stop it
+with 'berth down'. Either way the last line on standard output is the path of
+the kubeconfig.`,
+		Example: `  berth up --detach
+  berth kubectl get namespaces
+  berth down`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			dir, err := o.resolve()
+			if err != nil {
+				return err
+			}
+			if o.detach {
+				return upDetached(cmd, o, dir)
+			}
+			return upForeground(cmd, o, dir)
+		},
+	}
+	o.add(cmd)
+	cmd.Flags().BoolVarP(&o.detach, "detach", "d", false, "return once ready and leave the control plane running in the background")
+	cmd.Flags().IntVar(&o.port, "port", 0, "kube-apiserver port on 127.0.0.1 (0: the previous run's port if free, else any free port)")
+	cmd.Flags().BoolVar(&o.noFsync, "etcd-unsafe-no-fsync", false, "run etcd without fsync: faster, but a machine crash may lose recent writes")
+	cmd.Flags().IntVar(&o.notifyFD, "notify-fd", 0, "internal: file descriptor on which to report start-up to a detaching parent")
+	_ = cmd.Flags().MarkHidden("notify-fd")
+	return cmd
+}
+
+// notice is one line of the start-up protocol between `berth up --detach` and
+// the background supervisor it starts.
+type notice struct {
+	Progress string `json:"progress,omitempty"`
+	Ready    string `json:"ready,omitempty"`
+	Error    string `json:"error,omitempty"`
+}
+
+// reporter writes progress to a log and, until start-up ends, relays it as
+// notices to the detaching parent.
+type reporter struct {
+	mu     sync.Mutex
+	out    io.Writer
+	notify *os.File // nil when not detached, or once start-up has been reported
+}
+
+func (r *reporter) Write(p []byte) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.notify != nil {
+		enc := json.NewEncoder(r.notify)
+		for _, line := range strings.Split(strings.TrimRight(string(p), "\n"), "\n") {
+			_ = enc.Encode(notice{Progress: line})
+		}
+	}
+	return r.out.Write(p)
+}
+
+// finish sends the final notice (ready or error) and closes the pipe.
+func (r *reporter) finish(n notice) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.notify != nil {
+		_ = json.NewEncoder(r.notify).Encode(n)
+		r.notify.Close()
+		r.notify = nil
+	}
+}
+
+func upForeground(cmd *cobra.Command, o *upOptions, dir string) error {
+	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	progress := &reporter{out: stderr}
+	detached := o.notifyFD > 0
+	if detached {
+		progress.notify = os.NewFile(uintptr(o.notifyFD), "notify")
+	}
+
+	// First signal: orderly stop. Second: kill everything at once.
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		<-sigs
+		cancel()
+	}()
+
+	began := time.Now()
+	inst, err := controlplane.Start(ctx, controlplane.Options{
+		Name: o.name, DataDir: dir, Port: o.port, Progress: progress,
+		Plan: planOptions(o),
+	})
+	if err != nil {
+		progress.finish(notice{Error: err.Error()})
+		return err
+	}
+	st := inst.State()
+	fmt.Fprintf(stderr, "ready after %.1fs\n", time.Since(began).Seconds())
+	fmt.Fprintf(stdout, "berth %q is up: kube-apiserver at https://127.0.0.1:%d, data in %s\n", o.name, st.Ports.APIServer, dir)
+	fmt.Fprintf(stdout, "  use it:   berth kubectl --name %s get nodes    (or kubectl --kubeconfig %s ...)\n", o.name, inst.Kubeconfig())
+	if detached {
+		fmt.Fprintf(stdout, "  stop it:  berth down --name %s --data-dir %s\n", o.name, dir)
+	} else {
+		fmt.Fprintf(stdout, "  stop it:  Ctrl-C\n")
+	}
+	fmt.Fprintln(stdout, inst.Kubeconfig())
+	progress.finish(notice{Ready: inst.Kubeconfig()})
+
+	go func() {
+		select {
+		case <-ctx.Done():
+			fmt.Fprintln(stderr, "stopping (Ctrl-C again to kill at once)")
+			go func() {
+				<-sigs
+				inst.Kill()
+			}()
+			inst.Stop()
+		case <-inst.Done():
+		}
+	}()
+	<-inst.Done()
+	if err := inst.Err(); err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "berth %q stopped\n", o.name)
+	return nil
+}
+
+func planOptions(o *upOptions) controlplane.PlanOptions {
+	p := controlplane.DefaultPlanOptions()
+	p.EtcdUnsafeNoFsync = o.noFsync
+	return p
+}
+
+// upDetached starts `berth up` (foreground mode) as a background supervisor in
+// its own session, relays its progress, and returns once it reports ready or
+// fails. The supervisor's output goes to logs/berth.log in the data directory.
+func upDetached(cmd *cobra.Command, o *upOptions, dir string) error {
+	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	l := controlplane.Layout{Dir: dir}
+	if err := os.MkdirAll(l.LogDir(), 0o700); err != nil {
+		return fmt.Errorf("data directory %s: %w", dir, err)
+	}
+	logf, err := os.OpenFile(l.LogFile("berth"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	logStart, _ := logf.Seek(0, io.SeekEnd)
+	r, w, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	args := []string{"up", "--name", o.name, "--data-dir", dir, "--port", strconv.Itoa(o.port), "--notify-fd", "3"}
+	if o.noFsync {
+		args = append(args, "--etcd-unsafe-no-fsync")
+	}
+	child := exec.Command(self, args...)
+	child.Stdout, child.Stderr = logf, logf
+	child.ExtraFiles = []*os.File{w}
+	child.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := child.Start(); err != nil {
+		r.Close()
+		w.Close()
+		return fmt.Errorf("starting the background supervisor: %w", err)
+	}
+	w.Close()
+	defer r.Close()
+	exited := make(chan struct{})
+	go func() {
+		_ = child.Wait()
+		close(exited)
+	}()
+
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 4<<20)
+	for sc.Scan() {
+		var n notice
+		if err := json.Unmarshal(sc.Bytes(), &n); err != nil {
+			continue
+		}
+		switch {
+		case n.Progress != "":
+			fmt.Fprintln(stderr, n.Progress)
+		case n.Error != "":
+			<-exited // it has stopped whatever it started
+			return errors.New(n.Error)
+		case n.Ready != "":
+			fmt.Fprintf(stdout, "berth %q is up in the background (supervisor pid %d), data in %s\n", o.name, child.Process.Pid, dir)
+			fmt.Fprintf(stdout, "  use it:   berth kubectl --name %s get nodes    (or kubectl --kubeconfig %s ...)\n", o.name, n.Ready)
+			fmt.Fprintf(stdout, "  stop it:  berth down --name %s --data-dir %s\n", o.name, dir)
+			fmt.Fprintln(stdout, n.Ready)
+			return nil
+		}
+	}
+	<-exited
+	tail := controlplane.TailFile(l.LogFile("berth"), logStart, 20)
+	return fmt.Errorf("the background supervisor exited during start-up; last lines of %s:\n    %s",
+		l.LogFile("berth"), strings.Join(tail, "\n    "))
+}

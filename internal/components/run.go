@@ -1,0 +1,55 @@
+package components
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"sort"
+
+	"github.com/spf13/cobra"
+	"k8s.io/component-base/cli"
+	apiserver "k8s.io/kubernetes/cmd/kube-apiserver/app"
+	controllermanager "k8s.io/kubernetes/cmd/kube-controller-manager/app"
+	scheduler "k8s.io/kubernetes/cmd/kube-scheduler/app"
+)
+
+// runners maps a component name to the function that runs it with the given
+// arguments and returns the process exit code.
+var runners = map[string]func(args []string) int{
+	"etcd":                    runEtcd,
+	"kube-apiserver":          kubeCommand(apiserver.NewAPIServerCommand),
+	"kube-controller-manager": kubeCommand(controllermanager.NewControllerManagerCommand),
+	"kube-scheduler":          kubeCommand(func() *cobra.Command { return scheduler.NewSchedulerCommand() }),
+}
+
+// Names lists the components this binary can run, sorted.
+func Names() []string {
+	names := make([]string, 0, len(runners))
+	for n := range runners {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Run runs the named component with args until it exits and returns its exit code.
+// Unknown names are reported on stderr with exit code 2.
+func Run(name string, args []string, stderr io.Writer) int {
+	run, ok := runners[name]
+	if !ok {
+		fmt.Fprintf(stderr, "berth component: unknown component %q (known: %v)\n", name, Names())
+		return 2
+	}
+	return run(args)
+}
+
+func kubeCommand(newCommand func() *cobra.Command) func([]string) int {
+	return func(args []string) int {
+		cmd := newCommand()
+		cmd.SetArgs(args)
+		// The Kubernetes commands parse os.Args themselves when SetArgs is not
+		// honoured; make sure nothing of berth's own command line leaks in.
+		os.Args = append([]string{cmd.Name()}, args...)
+		return cli.Run(cmd)
+	}
+}

@@ -1,0 +1,348 @@
+package controlplane
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+)
+
+// Options configure Start.
+type Options struct {
+	// Name of the instance; it appears in the kubeconfig context (berth-<name>).
+	Name string
+	// DataDir holds everything the instance keeps; see Layout.
+	DataDir string
+	// Binary is the berth executable that components re-execute; default: this one.
+	Binary string
+	// Port for the API server; 0 reuses the previous run's port when free, else any free port.
+	Port int
+	// Plan tunes the core components.
+	Plan PlanOptions
+	// Extra returns components to run after the core (simulator, berth controller).
+	Extra func(l Layout, p Ports) []Component
+	// Progress receives one line per step of start-up and shutdown; nil discards them.
+	Progress io.Writer
+}
+
+// Instance is a running control plane, supervised by this process.
+type Instance struct {
+	layout   Layout
+	opts     Options
+	state    State
+	spawner  *spawner
+	lock     *dirLock
+	health   *http.Client
+	comps    []Component
+	procs    []*process // in start order
+	progress io.Writer
+
+	mu       sync.Mutex
+	stopOnce sync.Once
+	stopReq  chan struct{}
+	killReq  chan struct{}
+	killOnce sync.Once
+	done     chan struct{}
+	err      error
+}
+
+// Start brings up etcd, kube-apiserver, kube-controller-manager and
+// kube-scheduler (and any extra components) and returns once every one is
+// healthy. On any failure it stops whatever it started, records the failure in
+// instance.json and returns an error naming the component with the end of its
+// log. Cancelling ctx aborts start-up the same way.
+func Start(ctx context.Context, o Options) (*Instance, error) {
+	if err := ValidateName(o.Name); err != nil {
+		return nil, err
+	}
+	if o.DataDir == "" {
+		return nil, errors.New("no data directory given")
+	}
+	dir, err := filepath.Abs(o.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	if o.Binary == "" {
+		if o.Binary, err = os.Executable(); err != nil {
+			return nil, fmt.Errorf("finding the berth binary: %w", err)
+		}
+	}
+	if o.Plan == (PlanOptions{}) {
+		o.Plan = DefaultPlanOptions()
+	}
+	progress := o.Progress
+	if progress == nil {
+		progress = io.Discard
+	}
+	l := Layout{Dir: dir}
+	if err := os.MkdirAll(l.LogDir(), 0o700); err != nil {
+		return nil, fmt.Errorf("data directory %s: %w", dir, err)
+	}
+
+	lock, err := lockDir(l)
+	if errors.Is(err, errLocked) {
+		return nil, inUseError(l)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("data directory %s: locking: %w", dir, err)
+	}
+	inst, err := start(ctx, l, o, lock, progress)
+	if err != nil {
+		lock.release()
+		return nil, err
+	}
+	return inst, nil
+}
+
+func inUseError(l Layout) error {
+	msg := fmt.Sprintf("data directory %s is in use by a running berth", l.Dir)
+	if s, err := ReadState(l); err == nil && s != nil {
+		msg += fmt.Sprintf(" (instance %q, supervisor pid %d)", s.Name, s.Supervisor.PID)
+	}
+	return fmt.Errorf("%s; stop it with: berth down --data-dir %s", msg, l.Dir)
+}
+
+func start(ctx context.Context, l Layout, o Options, lock *dirLock, progress io.Writer) (*Instance, error) {
+	prev, err := ReadState(l)
+	if err != nil {
+		// Only runtime state lives there; say so and start afresh.
+		fmt.Fprintf(progress, "warning: ignoring %v\n", err)
+		prev = nil
+	}
+	if prev != nil && prev.Name != "" && prev.Name != o.Name {
+		return nil, fmt.Errorf("data directory %s belongs to instance %q, not %q; pass --name %s or another --data-dir",
+			l.Dir, prev.Name, o.Name, prev.Name)
+	}
+	if err := ensurePKI(l.PKIDir(), time.Now()); err != nil {
+		return nil, fmt.Errorf("certificates in %s: %w", l.PKIDir(), err)
+	}
+	previousPort := 0
+	if prev != nil {
+		previousPort = prev.Ports.APIServer
+	}
+	ports, err := allocatePorts(o.Port, previousPort)
+	if err != nil {
+		return nil, err
+	}
+	if err := writeKubeconfigs(l, o.Name, ports.APIServer); err != nil {
+		return nil, fmt.Errorf("writing kubeconfigs: %w", err)
+	}
+	health, err := healthClient(l)
+	if err != nil {
+		return nil, fmt.Errorf("certificates in %s: %w", l.PKIDir(), err)
+	}
+	comps := Plan(l, ports, o.Plan)
+	if o.Extra != nil {
+		comps = append(comps, o.Extra(l, ports)...)
+	}
+	self, _ := procStartTime(os.Getpid())
+	inst := &Instance{
+		layout: l, opts: o, spawner: newSpawner(), lock: lock, health: health, comps: comps, progress: progress,
+		stopReq: make(chan struct{}), killReq: make(chan struct{}), done: make(chan struct{}),
+		state: State{
+			Name: o.Name, Phase: PhaseStarting, Supervisor: ProcessRef{PID: os.Getpid(), StartTime: self},
+			StartedAt: time.Now().UTC(), Kubeconfig: l.Kubeconfig(), Ports: ports,
+		},
+	}
+	if err := writeState(l, &inst.state); err != nil {
+		inst.spawner.close()
+		return nil, fmt.Errorf("writing %s: %w", l.StateFile(), err)
+	}
+	if err := inst.startAll(ctx); err != nil {
+		inst.shutdown(err)
+		return nil, err
+	}
+	inst.update(func(s *State) { s.Phase = PhaseRunning })
+	go inst.supervise()
+	return inst, nil
+}
+
+// startAll starts the components stage by stage, waiting for each stage to be healthy.
+func (i *Instance) startAll(ctx context.Context) error {
+	for idx := 0; idx < len(i.comps); {
+		stage := i.comps[idx].Stage
+		var batch []*process
+		var batchComps []Component
+		for ; idx < len(i.comps) && i.comps[idx].Stage == stage; idx++ {
+			c := i.comps[idx]
+			fmt.Fprintf(i.progress, "starting %s\n", c.Name)
+			p, err := startProcess(i.spawner, c.Name, i.opts.Binary, c.Args, i.layout.LogFile(c.Name))
+			if err != nil {
+				return err
+			}
+			i.procs = append(i.procs, p)
+			i.update(func(s *State) {
+				s.Components = append(s.Components, ComponentState{
+					Name: c.Name, Process: ProcessRef{PID: p.pid(), StartTime: p.startTime},
+					Port: c.Port, HealthURL: c.HealthURL, Log: p.logPath,
+				})
+			})
+			batch = append(batch, p)
+			batchComps = append(batchComps, c)
+		}
+		for k, p := range batch {
+			if err := i.waitHealthy(ctx, batchComps[k], p); err != nil {
+				return err
+			}
+			fmt.Fprintf(i.progress, "%s ready after %.1fs\n", p.name, time.Since(p.started).Seconds())
+		}
+	}
+	return nil
+}
+
+// waitHealthy polls the component's health URL until it answers 200, the
+// process exits, its start timeout passes or ctx ends.
+func (i *Instance) waitHealthy(ctx context.Context, c Component, p *process) error {
+	deadline := time.NewTimer(c.StartTimeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	var last error
+	for {
+		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		last = checkHealth(cctx, i.health, c.HealthURL)
+		cancel()
+		if last == nil {
+			return nil
+		}
+		select {
+		case <-p.done:
+			return &ComponentError{Component: c.Name, Problem: "exited during start-up (" + p.exitReason() + ")",
+				Log: p.logPath, LogTail: p.logTail(20)}
+		case <-deadline.C:
+			return &ComponentError{Component: c.Name,
+				Problem: fmt.Sprintf("was not ready within %s (last health check: %v)", c.StartTimeout, last),
+				Log:     p.logPath, LogTail: p.logTail(20)}
+		case <-ctx.Done():
+			return fmt.Errorf("start-up of %s interrupted: %w", c.Name, ctx.Err())
+		case <-i.killReq:
+			return fmt.Errorf("start-up of %s interrupted", c.Name)
+		case <-tick.C:
+		}
+	}
+}
+
+// supervise waits for a stop request or for a component to exit on its own; the
+// latter stops the whole instance and records which component failed and why.
+func (i *Instance) supervise() {
+	exited := make(chan *process, len(i.procs))
+	for _, p := range i.procs {
+		go func() {
+			<-p.done
+			exited <- p
+		}()
+	}
+	select {
+	case <-i.stopReq:
+		i.shutdown(nil)
+	case <-i.killReq:
+		i.shutdown(nil)
+	case p := <-exited:
+		ce := &ComponentError{Component: p.name, Problem: "exited unexpectedly (" + p.exitReason() + ")",
+			Log: p.logPath, LogTail: p.logTail(20)}
+		fmt.Fprintf(i.progress, "error: %v\n", ce)
+		i.shutdown(ce)
+	}
+}
+
+// shutdown stops every started process in reverse start order (SIGTERM, then
+// SIGKILL after the component's grace period), records the final state with the
+// cause, if any, and releases the data directory.
+func (i *Instance) shutdown(cause error) {
+	i.update(func(s *State) { s.Phase = PhaseStopping })
+	for k := len(i.procs) - 1; k >= 0; k-- {
+		p := i.procs[k]
+		if p.exited() {
+			continue
+		}
+		fmt.Fprintf(i.progress, "stopping %s\n", p.name)
+		stopped := make(chan struct{})
+		go func() {
+			p.stop(i.comps[k].StopGrace)
+			close(stopped)
+		}()
+		select {
+		case <-stopped:
+		case <-i.killReq:
+			i.killAll()
+			<-stopped
+		}
+	}
+	i.spawner.close()
+	i.update(func(s *State) {
+		now := time.Now().UTC()
+		s.StoppedAt = &now
+		s.Phase = PhaseStopped
+		if cause != nil {
+			s.Phase = PhaseFailed
+			s.Failure = &Failure{Message: cause.Error(), At: now}
+			var ce *ComponentError
+			if errors.As(cause, &ce) {
+				s.Failure = &Failure{Component: ce.Component, Message: ce.Component + " " + ce.Problem,
+					Log: ce.Log, LogTail: ce.LogTail, At: now}
+			}
+		}
+		i.err = cause
+	})
+	i.lock.release()
+	close(i.done)
+}
+
+func (i *Instance) killAll() {
+	for _, p := range i.procs {
+		if !p.exited() {
+			p.kill()
+		}
+	}
+}
+
+// update changes the state and writes instance.json, under the lock that State and Err take.
+func (i *Instance) update(change func(*State)) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	change(&i.state)
+	if err := writeState(i.layout, &i.state); err != nil {
+		fmt.Fprintf(i.progress, "warning: writing %s: %v\n", i.layout.StateFile(), err)
+	}
+}
+
+// Stop stops every component in order and waits until all have exited. It
+// returns the failure that stopped the instance earlier, if any.
+func (i *Instance) Stop() error {
+	i.stopOnce.Do(func() { close(i.stopReq) })
+	<-i.done
+	return i.Err()
+}
+
+// Kill ends every component at once (SIGKILL), for a second Ctrl-C. It does not wait.
+func (i *Instance) Kill() { i.killOnce.Do(func() { close(i.killReq) }) }
+
+// Done is closed once the instance has stopped, on request or because a component failed.
+func (i *Instance) Done() <-chan struct{} { return i.done }
+
+// Err is the failure that stopped the instance; nil while running or after a requested stop.
+func (i *Instance) Err() error {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	return i.err
+}
+
+// Kubeconfig is the admin kubeconfig path.
+func (i *Instance) Kubeconfig() string { return i.layout.Kubeconfig() }
+
+// Layout is the instance's data directory.
+func (i *Instance) Layout() Layout { return i.layout }
+
+// State is a copy of what instance.json holds.
+func (i *Instance) State() State {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	s := i.state
+	s.Components = append([]ComponentState(nil), s.Components...)
+	return s
+}

@@ -1,0 +1,137 @@
+package controlplane
+
+import (
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"time"
+)
+
+// Ports are the loopback ports of one instance.
+type Ports struct {
+	EtcdClient        int `json:"etcdClient"`
+	EtcdPeer          int `json:"etcdPeer"`
+	APIServer         int `json:"apiServer"`
+	ControllerManager int `json:"controllerManager"`
+	Scheduler         int `json:"scheduler"`
+}
+
+// Component is one process the supervisor runs: the berth binary re-executed
+// with Args. Components start in the order given, those sharing a Stage start
+// together, and they stop in reverse order.
+type Component struct {
+	Name string
+	// Stage groups components that may start in parallel; stages start in
+	// ascending order and each waits for the previous one to be healthy.
+	Stage int
+	Args  []string
+	// Port is the component's main port, shown by status.
+	Port int
+	// HealthURL answers 200 once the component is ready (and while it is healthy).
+	HealthURL string
+	// StartTimeout bounds the wait for HealthURL after the process starts.
+	StartTimeout time.Duration
+	// StopGrace is how long a SIGTERM is given before SIGKILL.
+	StopGrace time.Duration
+}
+
+// Plan returns the core control plane for a layout and a set of ports: etcd,
+// then kube-apiserver, then kube-controller-manager and kube-scheduler together.
+// It is pure: the same input always gives the same processes.
+func Plan(l Layout, p Ports, o PlanOptions) []Component {
+	loop := "127.0.0.1"
+	https := func(port int, path string) string { return fmt.Sprintf("https://%s:%d%s", loop, port, path) }
+	etcdClient := fmt.Sprintf("http://%s:%d", loop, p.EtcdClient)
+
+	etcdArgs := []string{"component", "etcd",
+		"--name=berth",
+		"--data-dir=" + l.EtcdDir(),
+		"--listen-client-url=" + etcdClient,
+		"--listen-peer-url=" + fmt.Sprintf("http://%s:%d", loop, p.EtcdPeer),
+	}
+	if o.EtcdUnsafeNoFsync {
+		etcdArgs = append(etcdArgs, "--unsafe-no-fsync")
+	}
+
+	apiserverArgs := []string{"component", "kube-apiserver",
+		"--etcd-servers=" + etcdClient,
+		"--bind-address=" + loop,
+		"--advertise-address=" + loop,
+		"--secure-port=" + strconv.Itoa(p.APIServer),
+		"--tls-cert-file=" + l.PKI("apiserver.crt"),
+		"--tls-private-key-file=" + l.PKI("apiserver.key"),
+		"--client-ca-file=" + l.PKI("ca.crt"),
+		// Request-header authentication is configured only so that the
+		// controller-manager and scheduler find the CA bundle they expect; no
+		// certificate with the allowed name is ever issued.
+		"--requestheader-client-ca-file=" + l.PKI("ca.crt"),
+		"--requestheader-allowed-names=front-proxy-client",
+		"--requestheader-username-headers=X-Remote-User",
+		"--requestheader-group-headers=X-Remote-Group",
+		"--requestheader-extra-headers-prefix=X-Remote-Extra-",
+		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+		"--service-account-key-file=" + l.PKI("sa.pub"),
+		"--service-account-signing-key-file=" + l.PKI("sa.key"),
+		"--service-cluster-ip-range=" + serviceClusterIPRange,
+		"--authorization-mode=Node,RBAC",
+		"--allow-privileged=true",
+		"--cert-dir=" + l.PKIDir(),
+		// Batch control planes write much more than they read; the defaults
+		// (400/200) throttle a busy controller long before the CPU is used up.
+		"--max-requests-inflight=" + strconv.Itoa(o.MaxRequestsInflight),
+		"--max-mutating-requests-inflight=" + strconv.Itoa(o.MaxMutatingRequestsInflight),
+		"--profiling=false",
+	}
+
+	common := func(component string, port int) []string {
+		kc := l.ComponentKubeconfig(component)
+		return []string{
+			"--kubeconfig=" + kc,
+			"--authentication-kubeconfig=" + kc,
+			"--authorization-kubeconfig=" + kc,
+			"--bind-address=" + loop,
+			"--secure-port=" + strconv.Itoa(port),
+			"--tls-cert-file=" + l.PKI("serving.crt"),
+			"--tls-private-key-file=" + l.PKI("serving.key"),
+			// One instance per data directory is guaranteed by the lock, so
+			// leader election would only add a lease write every two seconds.
+			"--leader-elect=false",
+			"--profiling=false",
+		}
+	}
+	kcmArgs := append([]string{"component", "kube-controller-manager"}, common("kube-controller-manager", p.ControllerManager)...)
+	kcmArgs = append(kcmArgs,
+		"--service-account-private-key-file="+l.PKI("sa.key"),
+		"--root-ca-file="+l.PKI("ca.crt"),
+		"--cluster-signing-cert-file="+l.PKI("ca.crt"),
+		"--cluster-signing-key-file="+l.PKI("ca.key"),
+		"--use-service-account-credentials=true",
+		// Otherwise it creates a directory under /usr/libexec.
+		"--flex-volume-plugin-dir="+filepath.Join(l.Dir, "flexvolume"),
+		"--controllers=*",
+	)
+	schedArgs := append([]string{"component", "kube-scheduler"}, common("kube-scheduler", p.Scheduler)...)
+
+	return []Component{
+		{Name: "etcd", Stage: 0, Args: etcdArgs, Port: p.EtcdClient, HealthURL: etcdClient + "/health",
+			StartTimeout: 30 * time.Second, StopGrace: 10 * time.Second},
+		{Name: "kube-apiserver", Stage: 1, Args: apiserverArgs, Port: p.APIServer, HealthURL: https(p.APIServer, "/readyz"),
+			StartTimeout: 90 * time.Second, StopGrace: 20 * time.Second},
+		{Name: "kube-controller-manager", Stage: 2, Args: kcmArgs, Port: p.ControllerManager,
+			HealthURL: https(p.ControllerManager, "/healthz"), StartTimeout: 60 * time.Second, StopGrace: 10 * time.Second},
+		{Name: "kube-scheduler", Stage: 2, Args: schedArgs, Port: p.Scheduler,
+			HealthURL: https(p.Scheduler, "/healthz"), StartTimeout: 60 * time.Second, StopGrace: 10 * time.Second},
+	}
+}
+
+// PlanOptions tunes the core components.
+type PlanOptions struct {
+	EtcdUnsafeNoFsync           bool
+	MaxRequestsInflight         int
+	MaxMutatingRequestsInflight int
+}
+
+// DefaultPlanOptions keeps etcd durable and raises the API server's in-flight limits.
+func DefaultPlanOptions() PlanOptions {
+	return PlanOptions{MaxRequestsInflight: 800, MaxMutatingRequestsInflight: 400}
+}
