@@ -48,7 +48,7 @@ func newKubectlCommand() *cobra.Command {
 		Long: `Run the kubectl built into berth. Unless --kubeconfig or KUBECONFIG says
 otherwise, it talks to the local instance selected by --name or --data-dir, which
 must come first (default "berth", env BERTH_NAME or BERTH_DATA_DIR).`,
-		Example:            `  berth kubectl get nodes -o wide
+		Example: `  berth kubectl get nodes -o wide
   berth kubectl --name other get pods -A`,
 		DisableFlagParsing: true,
 		RunE: func(cmd *cobra.Command, args []string) error {

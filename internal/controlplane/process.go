@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -154,8 +155,50 @@ func (p *process) stopRequested() bool {
 	}
 }
 
-// logTail returns up to n of the last lines this run wrote to its log.
-func (p *process) logTail(n int) []string { return TailFile(p.logPath, p.logOffset, n) }
+// logTail returns up to n of the last lines this run wrote to its log, with
+// stack dumps left out: the reason a component died is in the lines before
+// them, and twenty lines of goroutine frames would push it off the screen.
+func (p *process) logTail(n int) []string {
+	return lastN(withoutStacks(TailFile(p.logPath, p.logOffset, 400)), n)
+}
+
+var (
+	goroutineHeader = regexp.MustCompile(`^goroutine \d+ \[`)
+	zapStacktrace   = regexp.MustCompile(`,"stacktrace":"(?:[^"\\]|\\.)*"`)
+)
+
+// withoutStacks drops Go goroutine dumps (from a "goroutine N [" line up to the
+// next blank line), zap "stacktrace" fields, and shortens very long lines.
+func withoutStacks(lines []string) []string {
+	const maxLine = 400
+	var out []string
+	inStack := false
+	for _, l := range lines {
+		switch {
+		case goroutineHeader.MatchString(l):
+			inStack = true
+			continue
+		case inStack && strings.TrimSpace(l) == "":
+			inStack = false
+			continue
+		case inStack:
+			continue
+		}
+		l = zapStacktrace.ReplaceAllString(l, "")
+		if len(l) > maxLine {
+			l = l[:maxLine] + " ..."
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+func lastN(lines []string, n int) []string {
+	if len(lines) > n {
+		return lines[len(lines)-n:]
+	}
+	return lines
+}
 
 // TailFile returns the last n lines of path after offset, reading at most 64 KiB.
 func TailFile(path string, offset int64, n int) []string {

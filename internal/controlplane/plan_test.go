@@ -1,0 +1,91 @@
+package controlplane
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestPlanStartsComponentsInDependencyOrder(t *testing.T) {
+	l := Layout{Dir: "/data"}
+	p := Ports{EtcdClient: 1001, EtcdPeer: 1002, APIServer: 1003, ControllerManager: 1004, Scheduler: 1005}
+	plan := Plan(l, p, DefaultPlanOptions())
+
+	var names []string
+	stage := map[string]int{}
+	for _, c := range plan {
+		names = append(names, c.Name)
+		stage[c.Name] = c.Stage
+		if c.HealthURL == "" || c.StartTimeout <= 0 || c.StopGrace <= 0 {
+			t.Errorf("%s: health URL, start timeout and stop grace are required: %+v", c.Name, c)
+		}
+		if c.Args[0] != "component" || c.Args[1] != c.Name {
+			t.Errorf("%s: runs %v, want berth component %s ...", c.Name, c.Args[:2], c.Name)
+		}
+	}
+	if want := []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"}; !slices.Equal(names, want) {
+		t.Fatalf("plan order %v, want %v", names, want)
+	}
+	// The API server needs etcd; controller-manager and scheduler need the API server.
+	if !(stage["etcd"] < stage["kube-apiserver"] && stage["kube-apiserver"] < stage["kube-controller-manager"] &&
+		stage["kube-controller-manager"] == stage["kube-scheduler"]) {
+		t.Errorf("stages %v do not follow the dependencies", stage)
+	}
+}
+
+func TestPlanWiresPortsAndFiles(t *testing.T) {
+	l := Layout{Dir: "/data"}
+	p := Ports{EtcdClient: 1001, EtcdPeer: 1002, APIServer: 1003, ControllerManager: 1004, Scheduler: 1005}
+	byName := map[string]Component{}
+	for _, c := range Plan(l, p, DefaultPlanOptions()) {
+		byName[c.Name] = c
+	}
+	wants := map[string][]string{
+		"etcd": {"--data-dir=/data/etcd", "--listen-client-url=http://127.0.0.1:1001", "--listen-peer-url=http://127.0.0.1:1002"},
+		"kube-apiserver": {"--etcd-servers=http://127.0.0.1:1001", "--secure-port=1003", "--bind-address=127.0.0.1",
+			"--authorization-mode=Node,RBAC", "--client-ca-file=/data/pki/ca.crt",
+			"--service-account-signing-key-file=/data/pki/sa.key"},
+		"kube-controller-manager": {"--secure-port=1004", "--kubeconfig=/data/pki/kube-controller-manager.kubeconfig",
+			"--service-account-private-key-file=/data/pki/sa.key", "--leader-elect=false"},
+		"kube-scheduler": {"--secure-port=1005", "--kubeconfig=/data/pki/kube-scheduler.kubeconfig", "--leader-elect=false"},
+	}
+	for name, want := range wants {
+		c := byName[name]
+		for _, w := range want {
+			if !slices.Contains(c.Args, w) {
+				t.Errorf("%s lacks %s in %v", name, w, c.Args)
+			}
+		}
+		// Everything stays on loopback.
+		for _, a := range c.Args {
+			if strings.Contains(a, "=0.0.0.0") || strings.Contains(a, "//0.0.0.0") || strings.Contains(a, "=[::]") {
+				t.Errorf("%s listens beyond loopback: %s", name, a)
+			}
+		}
+	}
+	if byName["kube-apiserver"].HealthURL != "https://127.0.0.1:1003/readyz" {
+		t.Errorf("API server health URL %s", byName["kube-apiserver"].HealthURL)
+	}
+	if slices.Contains(byName["etcd"].Args, "--unsafe-no-fsync") {
+		t.Error("etcd runs without fsync by default")
+	}
+	o := DefaultPlanOptions()
+	o.EtcdUnsafeNoFsync = true
+	if etcd := Plan(l, p, o)[0]; !slices.Contains(etcd.Args, "--unsafe-no-fsync") {
+		t.Error("EtcdUnsafeNoFsync not passed to etcd")
+	}
+}
+
+func TestValidateName(t *testing.T) {
+	for _, ok := range []string{"berth", "a", "team-1", strings.Repeat("a", 63)} {
+		if err := ValidateName(ok); err != nil {
+			t.Errorf("ValidateName(%q) = %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"", "Berth", "-x", "x-", "a/b", "a b", strings.Repeat("a", 64), "../etc"} {
+		err := ValidateName(bad)
+		if err == nil || !strings.Contains(err.Error(), "--name") {
+			t.Errorf("ValidateName(%q) = %v, want an error naming --name", bad, err)
+		}
+	}
+}

@@ -1,0 +1,24 @@
+package testenv
+
+import (
+	"testing"
+	"time"
+)
+
+// Eventually calls cond every 50ms until it returns nil, and fails the test with
+// cond's last error if that has not happened within timeout. Tests wait with it
+// instead of sleeping.
+func Eventually(t testing.TB, timeout time.Duration, cond func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		err := cond()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not true within %s: %v", timeout, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

@@ -1,0 +1,224 @@
+// Package testenv gives integration tests a real Kubernetes control plane.
+//
+// A test binary calls Main from TestMain; it starts one control plane (the same
+// one `berth up` runs, through package controlplane) for the whole binary and
+// stops it, with every process it started, when the tests are done. Each test
+// calls New and gets its own namespace, deleted when the test ends.
+//
+//	func TestMain(m *testing.M) { os.Exit(testenv.Main(m)) }
+//
+//	func TestSomething(t *testing.T) {
+//		env := testenv.New(t)
+//		env.Client.BatchV1().Jobs(env.Namespace).Create(...)
+//	}
+//
+// Environment:
+//
+//	BERTH_TEST_KUBECONFIG  run against the cluster this kubeconfig names instead
+//	                       of starting one (tests then only touch their own namespaces)
+//	BERTH_BIN              the berth binary to run; default: built from this module
+//	                       into the user cache directory (reused while up to date)
+//	BERTH_TEST_KEEP        keep the data directory of the started control plane
+package testenv
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/berth-dev/berth/internal/controlplane"
+)
+
+// Env is one test's view of the cluster.
+type Env struct {
+	Config     *rest.Config
+	Client     kubernetes.Interface
+	Namespace  string
+	Kubeconfig string
+}
+
+var shared struct {
+	config     *rest.Config
+	kubeconfig string
+	instance   *controlplane.Instance
+	err        error
+}
+
+// Main starts the control plane (unless BERTH_TEST_KUBECONFIG names one), runs
+// the tests and stops it. It returns the exit code for os.Exit.
+func Main(m *testing.M) int {
+	code, err := run(m)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "testenv: %v\n", err)
+		if code == 0 {
+			code = 1
+		}
+	}
+	return code
+}
+
+func run(m *testing.M) (int, error) {
+	if kc := os.Getenv("BERTH_TEST_KUBECONFIG"); kc != "" {
+		cfg, err := clientcmd.BuildConfigFromFlags("", kc)
+		if err != nil {
+			return 1, fmt.Errorf("BERTH_TEST_KUBECONFIG=%s: %w", kc, err)
+		}
+		shared.config, shared.kubeconfig = cfg, kc
+		return m.Run(), nil
+	}
+	bin, err := Binary()
+	if err != nil {
+		return 1, err
+	}
+	dir, err := os.MkdirTemp("", "berth-testenv-")
+	if err != nil {
+		return 1, err
+	}
+	if os.Getenv("BERTH_TEST_KEEP") == "" {
+		defer os.RemoveAll(dir)
+	} else {
+		defer fmt.Fprintf(os.Stderr, "testenv: data kept in %s\n", dir)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	inst, err := controlplane.Start(ctx, controlplane.Options{
+		Name: "testenv", DataDir: dir, Binary: bin,
+		// Tests recreate their data every run; durability buys nothing here.
+		Plan: func() controlplane.PlanOptions {
+			p := controlplane.DefaultPlanOptions()
+			p.EtcdUnsafeNoFsync = true
+			return p
+		}(),
+	})
+	if err != nil {
+		return 1, fmt.Errorf("starting the control plane: %w", err)
+	}
+	defer inst.Stop()
+	cfg, err := clientcmd.BuildConfigFromFlags("", inst.Kubeconfig())
+	if err != nil {
+		return 1, err
+	}
+	cfg.QPS, cfg.Burst = 200, 400
+	shared.config, shared.kubeconfig, shared.instance = cfg, inst.Kubeconfig(), inst
+	code := m.Run()
+	if err := inst.Err(); err != nil {
+		return code, fmt.Errorf("the control plane failed during the tests: %w", err)
+	}
+	return code, nil
+}
+
+// New returns the shared cluster with a fresh namespace for t, deleted when t ends.
+func New(t testing.TB) *Env {
+	t.Helper()
+	if shared.config == nil {
+		t.Fatal("testenv: no control plane; call os.Exit(testenv.Main(m)) from TestMain")
+	}
+	client, err := kubernetes.NewForConfig(shared.config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := namespaceFor(t.Name())
+	ctx := context.Background()
+	_, err = client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{
+		ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{"berth.dev/test": "true"}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("creating namespace %s: %v", ns, err)
+	}
+	t.Cleanup(func() {
+		err := client.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("deleting namespace %s: %v", ns, err)
+		}
+	})
+	return &Env{Config: rest.CopyConfig(shared.config), Client: client, Namespace: ns, Kubeconfig: shared.kubeconfig}
+}
+
+// Instance is the control plane this binary started, or nil when the tests run
+// against BERTH_TEST_KUBECONFIG.
+func Instance() *controlplane.Instance { return shared.instance }
+
+var unsafeChars = regexp.MustCompile(`[^a-z0-9-]+`)
+
+// namespaceFor makes a DNS-label namespace name from a test name, unique per call.
+func namespaceFor(testName string) string {
+	base := strings.Trim(unsafeChars.ReplaceAllString(strings.ToLower(testName), "-"), "-")
+	if len(base) > 40 {
+		base = strings.TrimRight(base[:40], "-")
+	}
+	var b [3]byte
+	_, _ = rand.Read(b[:])
+	return "t-" + base + "-" + hex.EncodeToString(b[:])
+}
+
+var binary struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// Binary returns a berth binary: BERTH_BIN if set, else one built from this
+// module into the user cache directory. Concurrent test binaries share the
+// build through a file lock, and an up-to-date binary is not relinked.
+func Binary() (string, error) {
+	binary.once.Do(func() {
+		if p := os.Getenv("BERTH_BIN"); p != "" {
+			binary.path, binary.err = filepath.Abs(p)
+			return
+		}
+		binary.path, binary.err = build()
+	})
+	return binary.path, binary.err
+}
+
+func build() (string, error) {
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOMOD: %w", err)
+	}
+	gomod := strings.TrimSpace(string(out))
+	if gomod == "" || gomod == os.DevNull {
+		return "", fmt.Errorf("not inside the berth module; set BERTH_BIN to a berth binary")
+	}
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		cache = os.TempDir()
+	}
+	dir := filepath.Join(cache, "berth", "test-bin")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	lock, err := os.OpenFile(filepath.Join(dir, "build.lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return "", err
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		return "", err
+	}
+	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
+	path := filepath.Join(dir, "berth")
+	cmd := exec.Command("go", "build", "-o", path, "./cmd/berth")
+	cmd.Dir = filepath.Dir(gomod)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building berth for the tests: %v\n%s", err, out)
+	}
+	return path, nil
+}

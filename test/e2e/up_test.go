@@ -1,0 +1,257 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/berth-dev/berth/internal/controlplane"
+	"github.com/berth-dev/berth/internal/testenv"
+)
+
+// The scripting contract: `up --detach` exits 0 once the API server is ready
+// and prints the kubeconfig path last on stdout; `down` exits 0 once every
+// process has exited; objects survive down and up.
+func TestUpDownUpKeepsObjects(t *testing.T) {
+	inst := newInstance(t, "keep")
+	kubeconfig := inst.up(t)
+	client := clientFor(t, kubeconfig)
+	ctx := context.Background()
+
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "survivor"}}
+	if _, err := client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	job := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: "kept", Namespace: "survivor"},
+		Spec: batchv1.JobSpec{Suspend: ptr(true), Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+			RestartPolicy: corev1.RestartPolicyNever,
+			Containers:    []corev1.Container{{Name: "main", Image: "busybox"}},
+		}}},
+	}
+	created, err := client.BatchV1().Jobs("survivor").Create(ctx, job, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pids := inst.pids(t)
+	inst.down(t)
+	for _, p := range pids {
+		if p.Alive() {
+			t.Errorf("process %d still alive after down returned", p.PID)
+		}
+	}
+
+	kubeconfig = inst.up(t)
+	client = clientFor(t, kubeconfig)
+	got, err := client.BatchV1().Jobs("survivor").Get(ctx, "kept", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("job lost across down/up: %v", err)
+	}
+	if got.UID != created.UID {
+		t.Errorf("job UID %s after restart, want %s", got.UID, created.UID)
+	}
+}
+
+// Two instances with different names run side by side on their own ports and
+// data, and stopping one leaves the other serving.
+func TestTwoInstancesSideBySide(t *testing.T) {
+	a, b := newInstance(t, "alpha"), newInstance(t, "beta")
+	ca, cb := clientFor(t, a.up(t)), clientFor(t, b.up(t))
+	ctx := context.Background()
+	if _, err := ca.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "only-in-alpha"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cb.CoreV1().Namespaces().Get(ctx, "only-in-alpha", metav1.GetOptions{}); err == nil {
+		t.Fatal("a namespace created in alpha is visible in beta: the instances share storage")
+	}
+	sa, sb := a.state(t), b.state(t)
+	if sa.Ports.APIServer == sb.Ports.APIServer || sa.Ports.EtcdClient == sb.Ports.EtcdClient {
+		t.Fatalf("instances share ports: %+v and %+v", sa.Ports, sb.Ports)
+	}
+	a.down(t)
+	if _, err := cb.CoreV1().Namespaces().Get(ctx, "default", metav1.GetOptions{}); err != nil {
+		t.Fatalf("beta stopped serving when alpha went down: %v", err)
+	}
+	out, code := b.run(t, "status")
+	if code != 0 || !strings.Contains(out, "kube-scheduler") {
+		t.Fatalf("status of beta: exit %d\n%s", code, out)
+	}
+}
+
+// A component that dies after start-up is detected: the instance stops every
+// other process and `berth status` names the component and quotes its log.
+func TestKilledComponentIsReported(t *testing.T) {
+	inst := newInstance(t, "victim")
+	inst.up(t)
+	st := inst.state(t)
+	var sched controlplane.ProcessRef
+	for _, c := range st.Components {
+		if c.Name == "kube-scheduler" {
+			sched = c.Process
+		}
+	}
+	if !sched.Alive() {
+		t.Fatalf("no running kube-scheduler in %+v", st.Components)
+	}
+	pids := inst.pids(t)
+	if err := syscall.Kill(sched.PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 60*time.Second, func() error {
+		for _, p := range pids {
+			if p.Alive() {
+				return fmt.Errorf("process %d still alive", p.PID)
+			}
+		}
+		return nil
+	})
+	out, code := inst.run(t, "status")
+	if code == 0 {
+		t.Errorf("status exits 0 for a failed instance:\n%s", out)
+	}
+	for _, want := range []string{"not running", "Failed", "kube-scheduler exited unexpectedly", "signal: killed"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("status output lacks %q:\n%s", want, out)
+		}
+	}
+	// The machine-readable form carries the same.
+	out, _ = inst.run(t, "status", "-o", "json")
+	var s controlplane.Status
+	if err := json.Unmarshal([]byte(out), &s); err != nil {
+		t.Fatalf("status -o json: %v\n%s", err, out)
+	}
+	if s.Failure == nil || s.Failure.Component != "kube-scheduler" || s.Running {
+		t.Errorf("status -o json: running=%v failure=%+v", s.Running, s.Failure)
+	}
+}
+
+// A data directory can serve one instance at a time; the second `up` says who
+// holds it and changes nothing.
+func TestLockedDataDirectory(t *testing.T) {
+	inst := newInstance(t, "locked")
+	inst.up(t)
+	before := inst.state(t)
+	out, code := inst.run(t, "up", "--detach")
+	if code == 0 {
+		t.Fatalf("second up on the same data directory succeeded:\n%s", out)
+	}
+	for _, want := range []string{"in use", inst.dir, fmt.Sprintf("pid %d", before.Supervisor.PID), "berth down"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("error lacks %q:\n%s", want, out)
+		}
+	}
+	after := inst.state(t)
+	if after.Supervisor != before.Supervisor || after.Phase != controlplane.PhaseRunning {
+		t.Errorf("the failed up disturbed the running instance: %+v", after)
+	}
+	if _, code := inst.run(t, "status"); code != 0 {
+		t.Error("instance unhealthy after a refused second up")
+	}
+}
+
+// A port already in use is refused before anything starts, naming the component.
+func TestPortInUse(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	port := ln.Addr().(*net.TCPAddr).Port
+	inst := newInstance(t, "busy")
+	out, code := inst.run(t, "up", "--detach", "--port", strconv.Itoa(port))
+	if code == 0 {
+		t.Fatalf("up on a busy port succeeded:\n%s", out)
+	}
+	for _, want := range []string{"kube-apiserver", strconv.Itoa(port), "already in use"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("error lacks %q:\n%s", want, out)
+		}
+	}
+	inst.assertNothingRuns(t)
+}
+
+// Corrupt etcd data: etcd exits during start-up, the error names it and quotes
+// its log, and nothing is left running.
+func TestCorruptEtcdData(t *testing.T) {
+	inst := newInstance(t, "corrupt")
+	inst.up(t)
+	inst.down(t)
+	db := filepath.Join(inst.dir, "etcd", "member", "snap", "db")
+	if err := os.WriteFile(db, []byte(strings.Repeat("not a bolt database\n", 512)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, code := inst.run(t, "up", "--detach")
+	if code == 0 {
+		t.Fatalf("up on corrupt etcd data succeeded:\n%s", out)
+	}
+	for _, want := range []string{"etcd exited during start-up", "last lines of", "etcd.log"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("error lacks %q:\n%s", want, out)
+		}
+	}
+	inst.assertNothingRuns(t)
+	st := inst.state(t)
+	if st.Phase != controlplane.PhaseFailed || st.Failure == nil || st.Failure.Component != "etcd" {
+		t.Errorf("instance.json after the failed start: phase %s, failure %+v", st.Phase, st.Failure)
+	}
+}
+
+// A damaged certificate is named, with what to do, and never silently replaced.
+func TestCorruptCertificate(t *testing.T) {
+	inst := newInstance(t, "badcert")
+	inst.up(t)
+	inst.down(t)
+	ca := filepath.Join(inst.dir, "pki", "ca.crt")
+	if err := os.WriteFile(ca, []byte("garbage"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, code := inst.run(t, "up", "--detach")
+	if code == 0 {
+		t.Fatalf("up with a corrupt CA succeeded:\n%s", out)
+	}
+	if !strings.Contains(out, ca) {
+		t.Errorf("error does not name %s:\n%s", ca, out)
+	}
+	if data, _ := os.ReadFile(ca); string(data) != "garbage" {
+		t.Error("the corrupt CA was overwritten")
+	}
+	inst.assertNothingRuns(t)
+}
+
+// `berth down` on an instance that is not running is not an error.
+func TestDownWhenNotRunning(t *testing.T) {
+	inst := newInstance(t, "idle")
+	out, code := inst.run(t, "down")
+	if code != 0 || !strings.Contains(out, "not running") {
+		t.Fatalf("down on a never-started instance: exit %d\n%s", code, out)
+	}
+}
+
+func clientFor(t *testing.T, kubeconfig string) kubernetes.Interface {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func ptr[T any](v T) *T { return &v }
