@@ -32,6 +32,15 @@ func (f *instanceFlags) resolve() (string, error) {
 	return filepath.Abs(f.dataDir)
 }
 
+// selector is the shortest flags that select this instance again, for hints.
+func (f *instanceFlags) selector(dir string) string {
+	s := "--name " + f.name
+	if def, err := controlplane.DefaultDataDir(f.name); err != nil || def != dir {
+		s += " --data-dir " + dir
+	}
+	return s
+}
+
 func envOr(key, def string) string {
 	if v := os.Getenv(key); v != "" {
 		return v

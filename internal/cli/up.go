@@ -136,9 +136,9 @@ func upForeground(cmd *cobra.Command, o *upOptions, dir string) error {
 	st := inst.State()
 	fmt.Fprintf(stderr, "ready after %.1fs\n", time.Since(began).Seconds())
 	fmt.Fprintf(stdout, "berth %q is up: kube-apiserver at https://127.0.0.1:%d, data in %s\n", o.name, st.Ports.APIServer, dir)
-	fmt.Fprintf(stdout, "  use it:   berth kubectl --name %s get nodes    (or kubectl --kubeconfig %s ...)\n", o.name, inst.Kubeconfig())
+	fmt.Fprintf(stdout, "  use it:   berth kubectl %s get nodes    (or kubectl --kubeconfig %s ...)\n", o.selector(dir), inst.Kubeconfig())
 	if detached {
-		fmt.Fprintf(stdout, "  stop it:  berth down --name %s --data-dir %s\n", o.name, dir)
+		fmt.Fprintf(stdout, "  stop it:  berth down %s\n", o.selector(dir))
 	} else {
 		fmt.Fprintf(stdout, "  stop it:  Ctrl-C\n")
 	}
@@ -230,8 +230,8 @@ func upDetached(cmd *cobra.Command, o *upOptions, dir string) error {
 			return errors.New(n.Error)
 		case n.Ready != "":
 			fmt.Fprintf(stdout, "berth %q is up in the background (supervisor pid %d), data in %s\n", o.name, child.Process.Pid, dir)
-			fmt.Fprintf(stdout, "  use it:   berth kubectl --name %s get nodes    (or kubectl --kubeconfig %s ...)\n", o.name, n.Ready)
-			fmt.Fprintf(stdout, "  stop it:  berth down --name %s --data-dir %s\n", o.name, dir)
+			fmt.Fprintf(stdout, "  use it:   berth kubectl %s get nodes    (or kubectl --kubeconfig %s ...)\n", o.selector(dir), n.Ready)
+			fmt.Fprintf(stdout, "  stop it:  berth down %s\n", o.selector(dir))
 			fmt.Fprintln(stdout, n.Ready)
 			return nil
 		}

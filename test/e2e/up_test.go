@@ -1,11 +1,14 @@
 package e2e
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -255,3 +258,67 @@ func clientFor(t *testing.T, kubeconfig string) kubernetes.Interface {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// Without --detach, berth runs in the foreground; Ctrl-C (SIGINT) stops every
+// component in order and berth exits 0 with nothing left running.
+func TestForegroundStopsOnInterrupt(t *testing.T) {
+	inst := newInstance(t, "fg")
+	cmd := exec.Command(inst.bin, "up", "--name", inst.name, "--data-dir", inst.dir)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	kubeconfig := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if strings.HasSuffix(sc.Text(), "/kubeconfig") {
+				kubeconfig <- sc.Text()
+			}
+		}
+		exited <- cmd.Wait()
+	}()
+	select {
+	case kc := <-kubeconfig:
+		if _, err := clientFor(t, kc).CoreV1().Namespaces().Get(context.Background(), "default", metav1.GetOptions{}); err != nil {
+			t.Fatalf("foreground instance does not serve: %v", err)
+		}
+	case err := <-exited:
+		t.Fatalf("berth up exited before it was ready: %v\n%s", err, stderr.String())
+	case <-time.After(2 * time.Minute):
+		_ = cmd.Process.Kill()
+		t.Fatalf("berth up not ready within 2 minutes\n%s", stderr.String())
+	}
+	pids := inst.pids(t)
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("berth up exited with %v after Ctrl-C\n%s", err, stderr.String())
+		}
+	case <-time.After(2 * time.Minute):
+		_ = cmd.Process.Kill()
+		t.Fatalf("berth up still running 2 minutes after Ctrl-C\n%s", stderr.String())
+	}
+	for _, p := range pids {
+		if p.Alive() {
+			t.Errorf("process %d still alive after berth up exited", p.PID)
+		}
+	}
+	if st := inst.state(t); st.Phase != controlplane.PhaseStopped {
+		t.Errorf("phase after Ctrl-C is %s, want Stopped", st.Phase)
+	}
+	// Components stop in reverse start order: the API server before etcd.
+	log := stderr.String()
+	if a, e := strings.Index(log, "stopping kube-apiserver"), strings.Index(log, "stopping etcd"); a < 0 || e < a {
+		t.Errorf("stop order wrong or missing:\n%s", log)
+	}
+}

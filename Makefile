@@ -1,0 +1,34 @@
+# Everything here is also plain `go` commands; the Makefile only names them.
+GO ?= go
+CONTROLLER_GEN = $(GO) tool -modfile=hack/tools.mod controller-gen
+
+.PHONY: all build test generate verify-generated fmt vet lint up bench
+
+all: build
+
+build: ## build bin/berth
+	$(GO) build -o bin/berth ./cmd/berth
+
+test: ## the full test suite: unit, integration and e2e against a real control plane
+	$(GO) test ./...
+
+generate: ## deepcopy, CRDs and RBAC from the markers in api/ and internal/
+	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
+	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
+	$(CONTROLLER_GEN) rbac:roleName=berth-controller paths=./internal/... output:rbac:artifacts:config=config/rbac
+
+verify-generated: generate ## fail when generated files differ from what is committed
+	@git diff --exit-code --stat -- api config || \
+		{ echo "generated files are stale: run 'make generate' and commit the result"; exit 1; }
+	@untracked=$$(git ls-files --others --exclude-standard -- api config); \
+		if [ -n "$$untracked" ]; then echo "generated files not committed: $$untracked"; exit 1; fi
+
+fmt:
+	gofmt -w $$(git ls-files '*.go')
+
+lint: ## gofmt and go vet, as CI runs them
+	@bad=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$bad" ]; then echo "gofmt needed: $$bad"; exit 1; fi
+	$(GO) vet ./...
+
+up: build ## start a local control plane in the foreground
+	bin/berth up

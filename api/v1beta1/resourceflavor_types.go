@@ -1,0 +1,61 @@
+package v1beta1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// ResourceFlavorSpec describes one kind of capacity, such as on-demand or spot
+// nodes, by the node labels and taints that identify it.
+type ResourceFlavorSpec struct {
+	// NodeLabels select the nodes of this flavor. Admitted pods get them as
+	// a node selector.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=8
+	NodeLabels map[string]string `json:"nodeLabels,omitempty"`
+
+	// NodeTaints are taints the nodes of this flavor carry. A workload is only
+	// assigned this flavor if it tolerates them.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=8
+	NodeTaints []corev1.Taint `json:"nodeTaints,omitempty"`
+
+	// Tolerations are added to admitted pods, so they can run on tainted
+	// nodes of this flavor.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=8
+	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+
+	// TopologyName names the Topology that describes how these nodes are
+	// grouped (block, rack, host) for topology-aware placement.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	TopologyName *string `json:"topologyName,omitempty"`
+}
+
+// ResourceFlavor is a kind of capacity that ClusterQueues hand out quota of.
+// +genclient
+// +genclient:nonNamespaced
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Cluster,shortName=rf;flavor
+// +kubebuilder:printcolumn:name="Topology",type=string,JSONPath=`.spec.topologyName`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type ResourceFlavor struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec ResourceFlavorSpec `json:"spec,omitempty"`
+}
+
+// ResourceFlavorList is a list of ResourceFlavors.
+// +kubebuilder:object:root=true
+type ResourceFlavorList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ResourceFlavor `json:"items"`
+}
+
+func init() { register(&ResourceFlavor{}, &ResourceFlavorList{}) }
