@@ -17,13 +17,15 @@
 //	BERTH_TEST_KUBECONFIG  run against the cluster this kubeconfig names instead
 //	                       of starting one (tests then only touch their own namespaces)
 //	BERTH_BIN              the berth binary to run; default: built from this module
-//	                       into the user cache directory (reused while up to date)
+//	                       into the user cache directory, one per checkout
+//	                       (reused while up to date)
 //	BERTH_TEST_KEEP        keep the data directory of the started control plane
 package testenv
 
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"os"
@@ -201,7 +203,10 @@ func build() (string, error) {
 	if err != nil {
 		cache = os.TempDir()
 	}
-	dir := filepath.Join(cache, "berth", "test-bin")
+	// One binary per checkout: two checkouts testing at once must not run
+	// each other's code.
+	sum := sha256.Sum256([]byte(filepath.Dir(gomod)))
+	dir := filepath.Join(cache, "berth", "test-bin", hex.EncodeToString(sum[:6]))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
