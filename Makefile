@@ -15,6 +15,7 @@ test: ## the full test suite: unit, integration and e2e against a real control p
 generate: ## deepcopy, CRDs and RBAC from the markers in api/ and internal/
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
+	$(GO) run ./hack/crdlimits config/crd/bases
 	$(CONTROLLER_GEN) rbac:roleName=berth-controller paths=./internal/... output:rbac:artifacts:config=config/rbac
 
 verify-generated: generate ## fail when generated files differ from what is committed

@@ -1,0 +1,280 @@
+package v1beta1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// QueueingStrategy orders a ClusterQueue's pending workloads.
+// +kubebuilder:validation:Enum=StrictFIFO;BestEffortFIFO
+type QueueingStrategy string
+
+const (
+	// StrictFIFO: the oldest workload of the highest priority blocks the
+	// queue until it is admitted.
+	StrictFIFO QueueingStrategy = "StrictFIFO"
+	// BestEffortFIFO: a workload that does not fit steps aside and is looked
+	// at again when something that could change the answer happens.
+	BestEffortFIFO QueueingStrategy = "BestEffortFIFO"
+)
+
+// StopPolicy pauses a queue.
+// +kubebuilder:validation:Enum=None;Hold;HoldAndDrain
+type StopPolicy string
+
+const (
+	StopPolicyNone StopPolicy = "None"
+	// Hold admits nothing new; admitted workloads run to the end.
+	Hold StopPolicy = "Hold"
+	// HoldAndDrain admits nothing new and evicts what is admitted.
+	HoldAndDrain StopPolicy = "HoldAndDrain"
+)
+
+// ResourceQuota is the quota of one resource in one flavor.
+// +kubebuilder:validation:XValidation:rule="!quantity(string(self.nominalQuota)).isLessThan(quantity('0'))",message="nominalQuota must not be negative"
+// +kubebuilder:validation:XValidation:rule="!has(self.borrowingLimit) || !quantity(string(self.borrowingLimit)).isLessThan(quantity('0'))",message="borrowingLimit must not be negative"
+// +kubebuilder:validation:XValidation:rule="!has(self.lendingLimit) || !quantity(string(self.lendingLimit)).isLessThan(quantity('0'))",message="lendingLimit must not be negative"
+// +kubebuilder:validation:XValidation:rule="!has(self.lendingLimit) || !quantity(string(self.lendingLimit)).isGreaterThan(quantity(string(self.nominalQuota)))",message="lendingLimit must not exceed nominalQuota"
+type ResourceQuota struct {
+	// Name of the resource, such as cpu, memory or nvidia.com/gpu.
+	Name corev1.ResourceName `json:"name"`
+
+	// NominalQuota is the amount this queue is guaranteed, and lends to its
+	// cohort while it does not use it.
+	NominalQuota resource.Quantity `json:"nominalQuota"`
+
+	// BorrowingLimit caps how much more than NominalQuota this queue may take
+	// from its cohort. Unset: no cap beyond what the cohort has free. Only
+	// meaningful in a cohort.
+	// +optional
+	BorrowingLimit *resource.Quantity `json:"borrowingLimit,omitempty"`
+
+	// LendingLimit caps how much of NominalQuota the cohort may borrow; the
+	// rest is kept for this queue alone. Unset: all of it may be lent. Only
+	// meaningful in a cohort.
+	// +optional
+	LendingLimit *resource.Quantity `json:"lendingLimit,omitempty"`
+}
+
+// FlavorQuotas are the quotas of one flavor for the resources of a group.
+type FlavorQuotas struct {
+	// Name of a ResourceFlavor.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+
+	// Resources has one entry for each of the group's coveredResources.
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=16
+	Resources []ResourceQuota `json:"resources"`
+}
+
+// ResourceGroup is a set of resources that are assigned one flavor together:
+// a pod set gets cpu and memory from the same flavor, for instance.
+// +kubebuilder:validation:XValidation:rule="self.flavors.all(f, size(f.resources) == size(self.coveredResources) && f.resources.all(r, r.name in self.coveredResources))",message="each flavor must give a quota for exactly the group's coveredResources"
+type ResourceGroup struct {
+	// CoveredResources are the resources this group hands out.
+	// +listType=set
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=16
+	CoveredResources []corev1.ResourceName `json:"coveredResources"`
+
+	// Flavors in the order they are tried.
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=16
+	Flavors []FlavorQuotas `json:"flavors"`
+}
+
+// PreemptionPolicy says which admitted workloads a pending one may evict.
+// +kubebuilder:validation:Enum=Never;LowerPriority;LowerOrNewerEqualPriority;Any
+type PreemptionPolicy string
+
+const (
+	PreemptionNever                     PreemptionPolicy = "Never"
+	PreemptionLowerPriority             PreemptionPolicy = "LowerPriority"
+	PreemptionLowerOrNewerEqualPriority PreemptionPolicy = "LowerOrNewerEqualPriority"
+	PreemptionAny                       PreemptionPolicy = "Any"
+)
+
+// BorrowWithinCohort lets a workload preempt in other queues of the cohort
+// to borrow their quota.
+type BorrowWithinCohort struct {
+	// Policy is Never or LowerPriority.
+	// +kubebuilder:validation:Enum=Never;LowerPriority
+	// +kubebuilder:default=Never
+	Policy PreemptionPolicy `json:"policy,omitempty"`
+
+	// MaxPriorityThreshold: only workloads of at most this priority may be
+	// preempted to borrow.
+	// +optional
+	MaxPriorityThreshold *int32 `json:"maxPriorityThreshold,omitempty"`
+}
+
+// ClusterQueuePreemption are the preemption policies of a ClusterQueue.
+// +kubebuilder:validation:XValidation:rule="!(self.reclaimWithinCohort == 'Never' && has(self.borrowWithinCohort) && self.borrowWithinCohort.policy != 'Never')",message="borrowWithinCohort requires reclaimWithinCohort other than Never"
+type ClusterQueuePreemption struct {
+	// WithinClusterQueue: which workloads of this queue a pending workload that
+	// fits the nominal quota may evict.
+	// +kubebuilder:validation:Enum=Never;LowerPriority;LowerOrNewerEqualPriority
+	// +kubebuilder:default=Never
+	WithinClusterQueue PreemptionPolicy `json:"withinClusterQueue,omitempty"`
+
+	// ReclaimWithinCohort: which workloads of other queues that borrow from
+	// the cohort may be evicted to take back this queue's nominal quota.
+	// +kubebuilder:validation:Enum=Never;LowerPriority;Any
+	// +kubebuilder:default=Never
+	ReclaimWithinCohort PreemptionPolicy `json:"reclaimWithinCohort,omitempty"`
+
+	// +optional
+	BorrowWithinCohort *BorrowWithinCohort `json:"borrowWithinCohort,omitempty"`
+}
+
+// FlavorFungibility says when to stop at a flavor and when to try the next.
+type FlavorFungibility struct {
+	// WhenCanBorrow: Borrow takes a flavor that fits by borrowing;
+	// TryNextFlavor looks for a later flavor that fits without.
+	// +kubebuilder:validation:Enum=Borrow;TryNextFlavor
+	// +kubebuilder:default=Borrow
+	WhenCanBorrow string `json:"whenCanBorrow,omitempty"`
+
+	// WhenCanPreempt: Preempt evicts in a flavor where that makes room;
+	// TryNextFlavor looks for a later flavor that fits without.
+	// +kubebuilder:validation:Enum=Preempt;TryNextFlavor
+	// +kubebuilder:default=TryNextFlavor
+	WhenCanPreempt string `json:"whenCanPreempt,omitempty"`
+}
+
+// FairSharing configures a queue's or cohort's share of borrowed capacity.
+type FairSharing struct {
+	// Weight of this queue's share; 0 means it borrows only what nobody else wants.
+	// +optional
+	Weight *resource.Quantity `json:"weight,omitempty"`
+}
+
+// ClusterQueueSpec is the quota and policy of a ClusterQueue.
+// +kubebuilder:validation:XValidation:rule="(has(self.cohort) && self.cohort != ”) || !has(self.resourceGroups) || self.resourceGroups.all(rg, rg.flavors.all(f, f.resources.all(r, !has(r.borrowingLimit))))",message="borrowingLimit is only allowed in a ClusterQueue with a cohort"
+// +kubebuilder:validation:XValidation:rule="(has(self.cohort) && self.cohort != ”) || !has(self.resourceGroups) || self.resourceGroups.all(rg, rg.flavors.all(f, f.resources.all(r, !has(r.lendingLimit))))",message="lendingLimit is only allowed in a ClusterQueue with a cohort"
+// +kubebuilder:validation:XValidation:rule="!has(self.resourceGroups) || self.resourceGroups.all(a, self.resourceGroups.filter(b, b.flavors.exists(f, a.flavors.exists(g, g.name == f.name))).size() == 1)",message="a flavor may appear in only one resource group"
+// +kubebuilder:validation:XValidation:rule="!has(self.resourceGroups) || self.resourceGroups.all(a, self.resourceGroups.filter(b, b.coveredResources.exists(r, r in a.coveredResources)).size() == 1)",message="a resource may be covered by only one resource group"
+// +kubebuilder:validation:XValidation:rule="!has(self.resourceGroups) || self.resourceGroups.map(rg, size(rg.flavors)).sum() <= 64",message="a ClusterQueue may list at most 64 flavors across its resource groups"
+type ClusterQueueSpec struct {
+	// Cohort is the name of the cohort whose queues share idle quota with this one.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*)?$`
+	Cohort string `json:"cohort,omitempty"`
+
+	// NamespaceSelector picks the namespaces whose workloads this queue admits.
+	// Unset admits none; {} admits all.
+	// +optional
+	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
+
+	// QueueingStrategy: StrictFIFO or BestEffortFIFO (the default).
+	// +optional
+	// +kubebuilder:default=BestEffortFIFO
+	QueueingStrategy QueueingStrategy `json:"queueingStrategy,omitempty"`
+
+	// ResourceGroups are the quotas, by resource and flavor.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	ResourceGroups []ResourceGroup `json:"resourceGroups,omitempty"`
+
+	// +optional
+	Preemption *ClusterQueuePreemption `json:"preemption,omitempty"`
+
+	// +optional
+	FlavorFungibility *FlavorFungibility `json:"flavorFungibility,omitempty"`
+
+	// +optional
+	FairSharing *FairSharing `json:"fairSharing,omitempty"`
+
+	// StopPolicy pauses admission (Hold) or also evicts what is admitted (HoldAndDrain).
+	// +optional
+	// +kubebuilder:default=None
+	StopPolicy StopPolicy `json:"stopPolicy,omitempty"`
+
+	// AdmissionChecks name checks a workload must pass before it is admitted.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=8
+	AdmissionChecks []string `json:"admissionChecks,omitempty"`
+}
+
+// ResourceUsage is the use of one resource in one flavor.
+type ResourceUsage struct {
+	Name corev1.ResourceName `json:"name"`
+	// Total in use by this queue's workloads.
+	Total resource.Quantity `json:"total"`
+	// Borrowed is the part of Total above the nominal quota.
+	// +optional
+	Borrowed resource.Quantity `json:"borrowed,omitempty"`
+}
+
+// FlavorUsage is the use of one flavor.
+type FlavorUsage struct {
+	Name string `json:"name"`
+	// +listType=map
+	// +listMapKey=name
+	Resources []ResourceUsage `json:"resources"`
+}
+
+// ClusterQueueStatus is what the controller reports about a ClusterQueue.
+type ClusterQueueStatus struct {
+	// PendingWorkloads waiting for admission in this queue.
+	// +optional
+	PendingWorkloads int32 `json:"pendingWorkloads"`
+	// ReservingWorkloads hold quota in this queue.
+	// +optional
+	ReservingWorkloads int32 `json:"reservingWorkloads"`
+	// AdmittedWorkloads hold quota and passed all admission checks.
+	// +optional
+	AdmittedWorkloads int32 `json:"admittedWorkloads"`
+
+	// FlavorsUsage is the quota in use, by flavor and resource.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	FlavorsUsage []FlavorUsage `json:"flavorsUsage,omitempty"`
+
+	// Conditions: Active says whether the queue can admit, and why not.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// ClusterQueue is a pool of quota, by flavor and resource, that workloads
+// from LocalQueues pointing at it are admitted against.
+// +genclient
+// +genclient:nonNamespaced
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,shortName=cq
+// +kubebuilder:printcolumn:name="Cohort",type=string,JSONPath=`.spec.cohort`
+// +kubebuilder:printcolumn:name="Pending",type=integer,JSONPath=`.status.pendingWorkloads`
+// +kubebuilder:printcolumn:name="Admitted",type=integer,JSONPath=`.status.admittedWorkloads`
+// +kubebuilder:printcolumn:name="Active",type=string,JSONPath=`.status.conditions[?(@.type=="Active")].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type ClusterQueue struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   ClusterQueueSpec   `json:"spec,omitempty"`
+	Status ClusterQueueStatus `json:"status,omitempty"`
+}
+
+// ClusterQueueList is a list of ClusterQueues.
+// +kubebuilder:object:root=true
+type ClusterQueueList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ClusterQueue `json:"items"`
+}
+
+func init() { register(&ClusterQueue{}, &ClusterQueueList{}) }

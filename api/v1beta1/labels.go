@@ -1,0 +1,15 @@
+package v1beta1
+
+// Labels and annotations berth reads on Jobs (and CronJob job templates).
+const (
+	// QueueNameLabel names the LocalQueue a Job is submitted to.
+	QueueNameLabel = "berth.dev/queue-name"
+	// KueueQueueNameLabel is honoured too, for users moving from Kueue.
+	KueueQueueNameLabel = "kueue.x-k8s.io/queue-name"
+	// PriorityClassLabel names the WorkloadPriorityClass of a Job.
+	PriorityClassLabel = "berth.dev/priority-class"
+	// PodSetRequiredTopologyAnnotation and PodSetPreferredTopologyAnnotation
+	// ask for a pod set to be placed within one domain of a topology level.
+	PodSetRequiredTopologyAnnotation  = "berth.dev/podset-required-topology"
+	PodSetPreferredTopologyAnnotation = "berth.dev/podset-preferred-topology"
+)

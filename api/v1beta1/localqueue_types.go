@@ -1,0 +1,70 @@
+package v1beta1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// LocalQueueSpec points a namespace's queue at a ClusterQueue.
+type LocalQueueSpec struct {
+	// ClusterQueue whose quota this queue's workloads are admitted against.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="clusterQueue is immutable"
+	ClusterQueue string `json:"clusterQueue"`
+
+	// StopPolicy pauses admission from this queue (Hold) or also evicts its
+	// admitted workloads (HoldAndDrain).
+	// +optional
+	// +kubebuilder:default=None
+	StopPolicy StopPolicy `json:"stopPolicy,omitempty"`
+}
+
+// LocalQueueStatus is what the controller reports about a LocalQueue.
+type LocalQueueStatus struct {
+	// +optional
+	PendingWorkloads int32 `json:"pendingWorkloads"`
+	// +optional
+	ReservingWorkloads int32 `json:"reservingWorkloads"`
+	// +optional
+	AdmittedWorkloads int32 `json:"admittedWorkloads"`
+
+	// FlavorsUsage is the quota this queue's workloads use, by flavor and resource.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	FlavorsUsage []FlavorUsage `json:"flavorsUsage,omitempty"`
+
+	// Conditions: Active says whether the queue can admit, and why not.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// LocalQueue is where a namespace's users submit work: jobs name it in the
+// berth.dev/queue-name label.
+// +genclient
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=lq;queue
+// +kubebuilder:printcolumn:name="ClusterQueue",type=string,JSONPath=`.spec.clusterQueue`
+// +kubebuilder:printcolumn:name="Pending",type=integer,JSONPath=`.status.pendingWorkloads`
+// +kubebuilder:printcolumn:name="Admitted",type=integer,JSONPath=`.status.admittedWorkloads`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type LocalQueue struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   LocalQueueSpec   `json:"spec,omitempty"`
+	Status LocalQueueStatus `json:"status,omitempty"`
+}
+
+// LocalQueueList is a list of LocalQueues.
+// +kubebuilder:object:root=true
+type LocalQueueList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []LocalQueue `json:"items"`
+}
+
+func init() { register(&LocalQueue{}, &LocalQueueList{}) }

@@ -1,0 +1,165 @@
+package v1beta1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// PodSet is a group of identical pods, with what placement needs to know of
+// them, rather than a whole pod template: objects stay small, and the API
+// server, which is the bottleneck, has less to store and send.
+type PodSet struct {
+	// Name of the pod set, unique in the workload.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Name string `json:"name"`
+
+	// Count of pods.
+	// +kubebuilder:validation:Minimum=1
+	Count int32 `json:"count"`
+
+	// MinCount, when set, allows admitting fewer pods (down to this many) when
+	// Count does not fit. Not acted on yet; kept for users moving from Kueue.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	MinCount *int32 `json:"minCount,omitempty"`
+
+	// Requests of one pod: containers, init containers and pod overhead
+	// combined as the kube-scheduler counts them.
+	// +optional
+	Requests corev1.ResourceList `json:"requests,omitempty"`
+
+	// NodeSelector of the pods, as submitted.
+	// +optional
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+
+	// Tolerations of the pods, as submitted.
+	// +optional
+	// +listType=atomic
+	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+
+	// NodeAffinity is the pods' required node affinity, as submitted.
+	// +optional
+	NodeAffinity *corev1.NodeSelector `json:"nodeAffinity,omitempty"`
+}
+
+// WorkloadSpec is the work to admit.
+// +kubebuilder:validation:XValidation:rule="self.podSets.map(p, p.count).sum() <= 100000",message="a workload may have at most 100000 pods"
+type WorkloadSpec struct {
+	// PodSets of the workload; all are admitted together or not at all.
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=8
+	PodSets []PodSet `json:"podSets"`
+
+	// QueueName is the LocalQueue, in the workload's namespace, to queue in.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	QueueName string `json:"queueName,omitempty"`
+
+	// PriorityClassName is the WorkloadPriorityClass (or PriorityClass) the
+	// priority came from.
+	// +optional
+	PriorityClassName string `json:"priorityClassName,omitempty"`
+
+	// Priority orders pending workloads (higher first) and decides who may
+	// preempt whom. Resolved from PriorityClassName when the workload is made.
+	// +optional
+	Priority *int32 `json:"priority,omitempty"`
+}
+
+// PodSetAssignment is what one pod set was given.
+type PodSetAssignment struct {
+	Name string `json:"name"`
+	// Flavors assigned, by resource.
+	// +optional
+	Flavors map[corev1.ResourceName]string `json:"flavors,omitempty"`
+	// ResourceUsage is the quota the pod set holds: requests times count.
+	// +optional
+	ResourceUsage corev1.ResourceList `json:"resourceUsage,omitempty"`
+	// Count of pods admitted.
+	Count int32 `json:"count"`
+}
+
+// Admission is where a workload holds quota.
+type Admission struct {
+	// ClusterQueue holding the quota.
+	ClusterQueue string `json:"clusterQueue"`
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=8
+	PodSetAssignments []PodSetAssignment `json:"podSetAssignments"`
+}
+
+// RequeueState tracks a workload sent back to the queue after eviction.
+type RequeueState struct {
+	// Count of requeues so far.
+	// +optional
+	Count *int32 `json:"count,omitempty"`
+	// RequeueAt is when it may be considered again.
+	// +optional
+	RequeueAt *metav1.Time `json:"requeueAt,omitempty"`
+}
+
+// Workload condition types.
+const (
+	// QuotaReserved: the workload holds quota in a ClusterQueue. While False,
+	// its message says why it is still pending.
+	WorkloadQuotaReserved = "QuotaReserved"
+	// Admitted: quota is reserved and every admission check passed; its pods may run.
+	WorkloadAdmitted = "Admitted"
+	// Evicted: the workload lost its admission; the reason says why.
+	WorkloadEvicted = "Evicted"
+	// Preempted: it was evicted to make room for another workload.
+	WorkloadPreempted = "Preempted"
+	// PodsReady: all its pods are ready.
+	WorkloadPodsReady = "PodsReady"
+	// Finished: it ran to the end; its quota is released.
+	WorkloadFinished = "Finished"
+)
+
+// WorkloadStatus is the workload's place in the queue.
+type WorkloadStatus struct {
+	// Admission is set while the workload holds quota.
+	// +optional
+	Admission *Admission `json:"admission,omitempty"`
+
+	// Conditions: QuotaReserved, Admitted, Evicted, Preempted, PodsReady, Finished.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// +optional
+	RequeueState *RequeueState `json:"requeueState,omitempty"`
+}
+
+// Workload is a unit of work berth admits as a whole: made by berth for each
+// queued Job, or created directly.
+// +genclient
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=wl
+// +kubebuilder:printcolumn:name="Queue",type=string,JSONPath=`.spec.queueName`
+// +kubebuilder:printcolumn:name="Reserved in",type=string,JSONPath=`.status.admission.clusterQueue`
+// +kubebuilder:printcolumn:name="Admitted",type=string,JSONPath=`.status.conditions[?(@.type=="Admitted")].status`
+// +kubebuilder:printcolumn:name="Finished",type=string,JSONPath=`.status.conditions[?(@.type=="Finished")].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type Workload struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   WorkloadSpec   `json:"spec,omitempty"`
+	Status WorkloadStatus `json:"status,omitempty"`
+}
+
+// WorkloadList is a list of Workloads.
+// +kubebuilder:object:root=true
+type WorkloadList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Workload `json:"items"`
+}
+
+func init() { register(&Workload{}, &WorkloadList{}) }
