@@ -1,0 +1,497 @@
+package core_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/berth-dev/berth/internal/core"
+	. "github.com/berth-dev/berth/internal/core/coretest"
+)
+
+// admitted is a workload already holding quota when the test's cycle runs.
+type admitted struct {
+	key, cq string
+	usage   core.Usage
+}
+
+type cycleCase struct {
+	name     string
+	flavors  []core.Flavor
+	cohorts  []core.Cohort
+	cqs      []core.ClusterQueue
+	admitted []admitted
+	heads    []*core.Workload
+	// want maps each head's key to "admit:<flavor per resource>" or
+	// "<PendingReason>:<substring of the message>".
+	want map[string]string
+	// wantUsage checks usage per ClusterQueue after the cycle.
+	wantUsage map[string]core.Usage
+}
+
+func runCycle(t *testing.T, tc cycleCase) {
+	t.Helper()
+	c := core.NewCluster()
+	for _, f := range tc.flavors {
+		c.SetFlavor(f)
+	}
+	for _, co := range tc.cohorts {
+		c.SetCohort(co)
+	}
+	for _, cq := range tc.cqs {
+		c.SetClusterQueue(cq)
+	}
+	for _, a := range tc.admitted {
+		c.AddAdmitted(a.key, a.cq, a.usage)
+	}
+	ds := c.Cycle(tc.heads)
+	if len(ds) != len(tc.heads) {
+		t.Fatalf("%d decisions for %d heads", len(ds), len(tc.heads))
+	}
+	for i, d := range ds {
+		if d.Workload != tc.heads[i] {
+			t.Errorf("decision %d is for %s, want %s", i, d.Workload.Key, tc.heads[i].Key)
+		}
+		want, ok := tc.want[d.Workload.Key]
+		if !ok {
+			t.Errorf("no expectation for %s", d.Workload.Key)
+			continue
+		}
+		if (d.Admit == nil) == (d.Pending == nil) {
+			t.Errorf("%s: exactly one of Admit and Pending must be set", d.Workload.Key)
+			continue
+		}
+		if got := summary(d); !matches(got, want) {
+			t.Errorf("%s: got %q, want %q\nall decisions:\n%s", d.Workload.Key, got, want, Describe(ds))
+		}
+	}
+	for cq, want := range tc.wantUsage {
+		got := c.Usage(cq)
+		if len(got) != len(want) {
+			t.Errorf("usage of %s = %v, want %v", cq, got, want)
+			continue
+		}
+		for fr, v := range want {
+			if got[fr] != v {
+				t.Errorf("usage of %s = %v, want %v", cq, got, want)
+				break
+			}
+		}
+	}
+}
+
+func summary(d core.Decision) string {
+	if d.Admit != nil {
+		var parts []string
+		for _, ps := range d.Admit.PodSets {
+			for _, r := range sorted(ps.Flavors) {
+				parts = append(parts, r+"="+ps.Flavors[r])
+			}
+		}
+		return "admit:" + strings.Join(parts, ",")
+	}
+	return string(d.Pending.Reason) + ":" + d.Pending.Message
+}
+
+func matches(got, want string) bool {
+	if strings.HasPrefix(want, "admit:") {
+		return got == want
+	}
+	reason, msg, _ := strings.Cut(want, ":")
+	return strings.HasPrefix(got, reason+":") && strings.Contains(got, msg)
+}
+
+func sorted(m map[string]string) []string {
+	var keys []string
+	for k := range m {
+		keys = append(keys, k)
+	}
+	for i := range keys {
+		for j := i + 1; j < len(keys); j++ {
+			if keys[j] < keys[i] {
+				keys[i], keys[j] = keys[j], keys[i]
+			}
+		}
+	}
+	return keys
+}
+
+func TestCycleQuota(t *testing.T) {
+	defaultFlavor := MakeFlavor("default").Obj()
+	single := MakeClusterQueue("cq").ResourceGroup(MakeFlavorQuotas("default").Resource("cpu", "10").Obj()).Obj()
+	for _, tc := range []cycleCase{
+		{
+			name: "fits within nominal quota", flavors: []core.Flavor{defaultFlavor}, cqs: []core.ClusterQueue{single},
+			heads:     []*core.Workload{MakeWorkload("a", "cq").PodSet("main", 4).Request("cpu", "2").Obj()},
+			want:      map[string]string{"default/a": "admit:cpu=default"},
+			wantUsage: map[string]core.Usage{"cq": {FR("default", "cpu"): Milli("8")}},
+		},
+		{
+			name:    "does not fit: the reason names amount, resource, flavor and what is free",
+			flavors: []core.Flavor{defaultFlavor}, cqs: []core.ClusterQueue{single},
+			admitted: []admitted{{"default/old", "cq", core.Usage{FR("default", "cpu"): Milli("8")}}},
+			heads:    []*core.Workload{MakeWorkload("a", "cq").Request("cpu", "5").Obj()},
+			want:     map[string]string{"default/a": "NoFit:needs 5 cpu in flavor default, 2 free"},
+		},
+		{
+			name:    "fractional and binary quantities read as users write them",
+			flavors: []core.Flavor{defaultFlavor},
+			cqs: []core.ClusterQueue{MakeClusterQueue("cq").ResourceGroup(
+				MakeFlavorQuotas("default").Resource("cpu", "1").Resource("memory", "1Gi").Obj()).Obj()},
+			heads: []*core.Workload{MakeWorkload("a", "cq").Request("cpu", "1500m").Request("memory", "2Gi").Obj()},
+			want:  map[string]string{"default/a": "NoFit:needs 1500m cpu in flavor default, 1 free; needs 2Gi memory in flavor default, 1Gi free"},
+		},
+		{
+			name:    "a resource the queue has no quota for is inadmissible",
+			flavors: []core.Flavor{defaultFlavor}, cqs: []core.ClusterQueue{single},
+			heads: []*core.Workload{MakeWorkload("a", "cq").Request("cpu", "1").Request("nvidia.com/gpu", "1").Obj()},
+			want:  map[string]string{"default/a": "Inadmissible:requests nvidia.com/gpu, which ClusterQueue cq has no quota for"},
+		},
+		{
+			name:    "pods count against a pods quota when the queue covers pods",
+			flavors: []core.Flavor{defaultFlavor},
+			cqs: []core.ClusterQueue{MakeClusterQueue("cq").ResourceGroup(
+				MakeFlavorQuotas("default").Resource("cpu", "100").Resource("pods", "3").Obj()).Obj()},
+			heads: []*core.Workload{MakeWorkload("a", "cq").PodSet("main", 4).Request("cpu", "1").Obj()},
+			want:  map[string]string{"default/a": "NoFit:needs 4 pods in flavor default, 3 free"},
+		},
+		{
+			name:    "pod sets of one workload add up in a flavor",
+			flavors: []core.Flavor{defaultFlavor}, cqs: []core.ClusterQueue{single},
+			heads: []*core.Workload{MakeWorkload("a", "cq").
+				PodSet("driver", 1).Request("cpu", "4").PodSet("workers", 2).Request("cpu", "4").Obj()},
+			want: map[string]string{"default/a": "NoFit:pod set workers: needs 8 cpu in flavor default, 6 free"},
+		},
+		{
+			name:    "zero requests are ignored",
+			flavors: []core.Flavor{defaultFlavor}, cqs: []core.ClusterQueue{single},
+			heads: []*core.Workload{MakeWorkload("a", "cq").Request("cpu", "1").Request("memory", "0").Obj()},
+			want:  map[string]string{"default/a": "admit:cpu=default"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) { runCycle(t, tc) })
+	}
+}
+
+func TestCycleFlavors(t *testing.T) {
+	onDemand := MakeFlavor("on-demand").Label("cloud.example.com/capacity", "on-demand").Obj()
+	spot := MakeFlavor("spot").Label("cloud.example.com/capacity", "spot").
+		Taint("spot", "true", corev1.TaintEffectNoSchedule).Obj()
+	spotTolerated := MakeFlavor("spot").Label("cloud.example.com/capacity", "spot").
+		Taint("spot", "true", corev1.TaintEffectNoSchedule).
+		Toleration(corev1.Toleration{Key: "spot", Operator: corev1.TolerationOpEqual, Value: "true"}).Obj()
+	gpuA := MakeFlavor("a100").Label("gpu", "a100").Obj()
+	twoFlavors := MakeClusterQueue("cq").ResourceGroup(
+		MakeFlavorQuotas("on-demand").Resource("cpu", "4").Obj(),
+		MakeFlavorQuotas("spot").Resource("cpu", "10").Obj()).Obj()
+	for _, tc := range []cycleCase{
+		{
+			name: "flavors are tried in the order listed", flavors: []core.Flavor{onDemand, spotTolerated},
+			cqs:   []core.ClusterQueue{twoFlavors},
+			heads: []*core.Workload{MakeWorkload("a", "cq").Request("cpu", "3").Obj()},
+			want:  map[string]string{"default/a": "admit:cpu=on-demand"},
+		},
+		{
+			name: "the next flavor is used when the first is full", flavors: []core.Flavor{onDemand, spotTolerated},
+			cqs:   []core.ClusterQueue{twoFlavors},
+			heads: []*core.Workload{MakeWorkload("a", "cq").Request("cpu", "6").Obj()},
+			want:  map[string]string{"default/a": "admit:cpu=spot"},
+		},
+		{
+			name: "a taint the pods do not tolerate rules the flavor out", flavors: []core.Flavor{onDemand, spot},
+			cqs:   []core.ClusterQueue{twoFlavors},
+			heads: []*core.Workload{MakeWorkload("a", "cq").Request("cpu", "6").Obj()},
+			want: map[string]string{"default/a": "NoFit:needs 6 cpu in flavor on-demand, 4 free; " +
+				"flavor spot: untolerated taint spot=true:NoSchedule"},
+		},
+		{
+			name: "the pods' own toleration admits them to a tainted flavor", flavors: []core.Flavor{onDemand, spot},
+			cqs: []core.ClusterQueue{twoFlavors},
+			heads: []*core.Workload{MakeWorkload("a", "cq").Request("cpu", "6").
+				Toleration(corev1.Toleration{Key: "spot", Operator: corev1.TolerationOpExists}).Obj()},
+			want: map[string]string{"default/a": "admit:cpu=spot"},
+		},
+		{
+			name: "a node selector contradicting the flavor's labels rules it out", flavors: []core.Flavor{onDemand, spotTolerated},
+			cqs: []core.ClusterQueue{twoFlavors},
+			heads: []*core.Workload{MakeWorkload("a", "cq").Request("cpu", "1").
+				NodeSelector("cloud.example.com/capacity", "spot").NodeSelector("unrelated", "x").Obj()},
+			want: map[string]string{"default/a": "admit:cpu=spot"},
+		},
+		{
+			name: "required node affinity is checked on the flavor's labels", flavors: []core.Flavor{onDemand, spotTolerated},
+			cqs: []core.ClusterQueue{twoFlavors},
+			heads: []*core.Workload{MakeWorkload("a", "cq").Request("cpu", "1").NodeAffinity(corev1.NodeSelectorTerm{
+				MatchExpressions: []corev1.NodeSelectorRequirement{
+					{Key: "cloud.example.com/capacity", Operator: corev1.NodeSelectorOpNotIn, Values: []string{"on-demand"}},
+					{Key: "zone", Operator: corev1.NodeSelectorOpIn, Values: []string{"z1"}},
+				}}).Obj()},
+			want: map[string]string{"default/a": "admit:cpu=spot"},
+		},
+		{
+			name: "no compatible flavor is inadmissible, not a quota problem", flavors: []core.Flavor{onDemand, spot},
+			cqs: []core.ClusterQueue{twoFlavors},
+			heads: []*core.Workload{MakeWorkload("a", "cq").Request("cpu", "1").
+				NodeSelector("cloud.example.com/capacity", "spot").Obj()},
+			want: map[string]string{"default/a": "Inadmissible:flavor on-demand: node selector cloud.example.com/capacity=spot does not match"},
+		},
+		{
+			name: "each resource group is assigned its own flavor", flavors: []core.Flavor{onDemand, spotTolerated, gpuA},
+			cqs: []core.ClusterQueue{MakeClusterQueue("cq").
+				ResourceGroup(MakeFlavorQuotas("on-demand").Resource("cpu", "2").Resource("memory", "4Gi").Obj(),
+					MakeFlavorQuotas("spot").Resource("cpu", "10").Resource("memory", "40Gi").Obj()).
+				ResourceGroup(MakeFlavorQuotas("a100").Resource("nvidia.com/gpu", "8").Obj()).Obj()},
+			heads: []*core.Workload{MakeWorkload("a", "cq").PodSet("main", 2).
+				Request("cpu", "2").Request("memory", "1Gi").Request("nvidia.com/gpu", "1").Obj()},
+			// cpu and memory move together to spot, since on-demand lacks cpu.
+			want: map[string]string{"default/a": "admit:cpu=spot,memory=spot,nvidia.com/gpu=a100"},
+		},
+		{
+			name:    "a queue whose flavor does not exist is inactive",
+			flavors: []core.Flavor{onDemand}, cqs: []core.ClusterQueue{twoFlavors},
+			heads: []*core.Workload{MakeWorkload("a", "cq").Request("cpu", "1").Obj()},
+			want:  map[string]string{"default/a": "ClusterQueueInactive:ResourceFlavor spot not found"},
+		},
+		{
+			name: "a stopped queue admits nothing", flavors: []core.Flavor{MakeFlavor("default").Obj()},
+			cqs: []core.ClusterQueue{MakeClusterQueue("cq").Stopped().ResourceGroup(
+				MakeFlavorQuotas("default").Resource("cpu", "10").Obj()).Obj()},
+			heads: []*core.Workload{MakeWorkload("a", "cq").Request("cpu", "1").Obj()},
+			want:  map[string]string{"default/a": "ClusterQueueInactive:stopped by its stopPolicy"},
+		},
+		{
+			name: "a namespace outside the selector is refused", flavors: []core.Flavor{MakeFlavor("default").Obj()},
+			cqs: []core.ClusterQueue{MakeClusterQueue("cq").
+				NamespaceSelector(labels.SelectorFromSet(labels.Set{"team": "a"})).
+				ResourceGroup(MakeFlavorQuotas("default").Resource("cpu", "10").Obj()).Obj()},
+			heads: []*core.Workload{
+				MakeWorkload("a", "cq").Request("cpu", "1").NamespaceLabels(labels.Set{"team": "a"}).Obj(),
+				MakeWorkload("b", "cq").Request("cpu", "1").NamespaceLabels(labels.Set{"team": "b"}).Obj(),
+			},
+			want: map[string]string{"default/a": "admit:cpu=default",
+				"default/b": "Inadmissible:does not match the namespaceSelector of ClusterQueue cq"},
+		},
+		{
+			name: "a queue without namespaceSelector admits no namespace", flavors: []core.Flavor{MakeFlavor("default").Obj()},
+			cqs: []core.ClusterQueue{MakeClusterQueue("cq").NamespaceSelector(nil).
+				ResourceGroup(MakeFlavorQuotas("default").Resource("cpu", "10").Obj()).Obj()},
+			heads: []*core.Workload{MakeWorkload("a", "cq").Request("cpu", "1").Obj()},
+			want:  map[string]string{"default/a": "Inadmissible:namespaceSelector"},
+		},
+		{
+			name: "a queue that does not exist", flavors: []core.Flavor{MakeFlavor("default").Obj()},
+			heads: []*core.Workload{MakeWorkload("a", "missing").Request("cpu", "1").Obj()},
+			want:  map[string]string{"default/a": "ClusterQueueInactive:ClusterQueue missing does not exist"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) { runCycle(t, tc) })
+	}
+}
+
+func TestCycleCohorts(t *testing.T) {
+	f := MakeFlavor("default").Obj()
+	cq := func(name, nominal string, limits ...string) core.ClusterQueue {
+		return MakeClusterQueue(name).Cohort("co").
+			ResourceGroup(MakeFlavorQuotas("default").Resource("cpu", nominal, limits...).Obj()).Obj()
+	}
+	use := func(key, q, cpu string) admitted {
+		return admitted{key, q, core.Usage{FR("default", "cpu"): Milli(cpu)}}
+	}
+	for _, tc := range []cycleCase{
+		{
+			name: "a queue borrows its cohort's idle quota", flavors: []core.Flavor{f},
+			cqs:   []core.ClusterQueue{cq("a", "9"), cq("b", "12")},
+			heads: []*core.Workload{MakeWorkload("big", "a").Request("cpu", "21").Obj()},
+			want:  map[string]string{"default/big": "admit:cpu=default"},
+		},
+		{
+			name: "borrowing stops at the cohort's total", flavors: []core.Flavor{f},
+			cqs:   []core.ClusterQueue{cq("a", "9"), cq("b", "12")},
+			heads: []*core.Workload{MakeWorkload("big", "a").Request("cpu", "22").Obj()},
+			want:  map[string]string{"default/big": "NoFit:needs 22 cpu in flavor default, 21 free"},
+		},
+		{
+			name: "what the lender uses is not lent", flavors: []core.Flavor{f},
+			cqs:      []core.ClusterQueue{cq("a", "9"), cq("b", "12")},
+			admitted: []admitted{use("default/b1", "b", "10")},
+			heads:    []*core.Workload{MakeWorkload("big", "a").Request("cpu", "12").Obj()},
+			want:     map[string]string{"default/big": "NoFit:needs 12 cpu in flavor default, 11 free"},
+		},
+		{
+			name: "borrowingLimit caps what a queue takes beyond its nominal quota", flavors: []core.Flavor{f},
+			cqs:   []core.ClusterQueue{cq("a", "9", "1"), cq("b", "12")},
+			heads: []*core.Workload{MakeWorkload("big", "a").Request("cpu", "11").Obj()},
+			want:  map[string]string{"default/big": "NoFit:needs 11 cpu in flavor default, 10 free"},
+		},
+		{
+			name: "lendingLimit keeps part of the nominal quota for its owner", flavors: []core.Flavor{f},
+			cqs:   []core.ClusterQueue{cq("a", "9"), cq("b", "12", "", "4")},
+			heads: []*core.Workload{MakeWorkload("big", "a").Request("cpu", "14").Obj()},
+			want:  map[string]string{"default/big": "NoFit:needs 14 cpu in flavor default, 13 free"},
+		},
+		{
+			name: "the owner still has its kept part when others borrowed all they could", flavors: []core.Flavor{f},
+			cqs:      []core.ClusterQueue{cq("a", "9"), cq("b", "12", "", "4")},
+			admitted: []admitted{use("default/a1", "a", "13")},
+			heads:    []*core.Workload{MakeWorkload("b1", "b").Request("cpu", "8").Obj()},
+			want:     map[string]string{"default/b1": "admit:cpu=default"},
+			wantUsage: map[string]core.Usage{
+				"a": {FR("default", "cpu"): Milli("13")}, "b": {FR("default", "cpu"): Milli("8")}},
+		},
+		{
+			name: "queues without a cohort do not share", flavors: []core.Flavor{f},
+			cqs: []core.ClusterQueue{
+				MakeClusterQueue("a").ResourceGroup(MakeFlavorQuotas("default").Resource("cpu", "9").Obj()).Obj(),
+				MakeClusterQueue("b").ResourceGroup(MakeFlavorQuotas("default").Resource("cpu", "12").Obj()).Obj()},
+			heads: []*core.Workload{MakeWorkload("big", "a").Request("cpu", "10").Obj()},
+			want:  map[string]string{"default/big": "NoFit:needs 10 cpu in flavor default, 9 free"},
+		},
+		{
+			name: "a cohort's own quota is available to its queues", flavors: []core.Flavor{f},
+			cohorts: []core.Cohort{MakeCohort("co").ResourceGroup(MakeFlavorQuotas("default").Resource("cpu", "5").Obj()).Obj()},
+			cqs:     []core.ClusterQueue{cq("a", "9"), cq("b", "12")},
+			heads:   []*core.Workload{MakeWorkload("big", "a").Request("cpu", "26").Obj()},
+			want:    map[string]string{"default/big": "admit:cpu=default"},
+		},
+		{
+			name: "a parent cohort's quota reaches queues two levels down", flavors: []core.Flavor{f},
+			cohorts: []core.Cohort{
+				MakeCohort("co").Parent("root").Obj(),
+				MakeCohort("root").ResourceGroup(MakeFlavorQuotas("default").Resource("cpu", "100").Obj()).Obj()},
+			cqs:   []core.ClusterQueue{cq("a", "1")},
+			heads: []*core.Workload{MakeWorkload("big", "a").Request("cpu", "101").Obj()},
+			want:  map[string]string{"default/big": "admit:cpu=default"},
+		},
+		{
+			name: "a cohort's lendingLimit keeps quota inside its subtree", flavors: []core.Flavor{f},
+			cohorts: []core.Cohort{
+				MakeCohort("left").Parent("root").ResourceGroup(MakeFlavorQuotas("default").Resource("cpu", "10", "", "2").Obj()).Obj(),
+				MakeCohort("root").Obj()},
+			cqs: []core.ClusterQueue{
+				MakeClusterQueue("l").Cohort("left").ResourceGroup(MakeFlavorQuotas("default").Resource("cpu", "0").Obj()).Obj(),
+				MakeClusterQueue("r").Cohort("root").ResourceGroup(MakeFlavorQuotas("default").Resource("cpu", "0").Obj()).Obj()},
+			heads: []*core.Workload{
+				MakeWorkload("left", "l").Request("cpu", "10").Obj(),
+				MakeWorkload("right", "r").Request("cpu", "3").Obj()},
+			want: map[string]string{"default/left": "admit:cpu=default",
+				"default/right": "NoFit:needs 3 cpu in flavor default, 2 free"},
+		},
+		{
+			name: "a cycle of cohort parents makes the queues below inactive", flavors: []core.Flavor{f},
+			cohorts: []core.Cohort{MakeCohort("co").Parent("x").Obj(), MakeCohort("x").Parent("co").Obj()},
+			cqs:     []core.ClusterQueue{cq("a", "9")},
+			heads:   []*core.Workload{MakeWorkload("w", "a").Request("cpu", "1").Obj()},
+			want:    map[string]string{"default/w": "ClusterQueueInactive:cycle of parents"},
+		},
+		{
+			name:    "whenCanBorrow TryNextFlavor prefers a later flavor that fits without borrowing",
+			flavors: []core.Flavor{MakeFlavor("one").Obj(), MakeFlavor("two").Obj()},
+			cqs: []core.ClusterQueue{
+				MakeClusterQueue("a").Cohort("co").TryNextFlavorWhenCanBorrow().ResourceGroup(
+					MakeFlavorQuotas("one").Resource("cpu", "1").Obj(), MakeFlavorQuotas("two").Resource("cpu", "4").Obj()).Obj(),
+				MakeClusterQueue("b").Cohort("co").ResourceGroup(
+					MakeFlavorQuotas("one").Resource("cpu", "10").Obj(), MakeFlavorQuotas("two").Resource("cpu", "0").Obj()).Obj()},
+			heads: []*core.Workload{MakeWorkload("w", "a").Request("cpu", "3").Obj()},
+			want:  map[string]string{"default/w": "admit:cpu=two"},
+		},
+		{
+			name:    "by default a flavor that fits by borrowing is taken",
+			flavors: []core.Flavor{MakeFlavor("one").Obj(), MakeFlavor("two").Obj()},
+			cqs: []core.ClusterQueue{
+				MakeClusterQueue("a").Cohort("co").ResourceGroup(
+					MakeFlavorQuotas("one").Resource("cpu", "1").Obj(), MakeFlavorQuotas("two").Resource("cpu", "4").Obj()).Obj(),
+				MakeClusterQueue("b").Cohort("co").ResourceGroup(
+					MakeFlavorQuotas("one").Resource("cpu", "10").Obj(), MakeFlavorQuotas("two").Resource("cpu", "0").Obj()).Obj()},
+			heads: []*core.Workload{MakeWorkload("w", "a").Request("cpu", "3").Obj()},
+			want:  map[string]string{"default/w": "admit:cpu=one"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) { runCycle(t, tc) })
+	}
+}
+
+func TestCycleOrdering(t *testing.T) {
+	f := MakeFlavor("default").Obj()
+	cq := func(name, nominal string) core.ClusterQueue {
+		return MakeClusterQueue(name).Cohort("co").
+			ResourceGroup(MakeFlavorQuotas("default").Resource("cpu", nominal).Obj()).Obj()
+	}
+	for _, tc := range []cycleCase{
+		{
+			name:    "a workload within its nominal quota goes before one that borrows, whatever the priorities",
+			flavors: []core.Flavor{f}, cqs: []core.ClusterQueue{cq("a", "4"), cq("b", "4")},
+			heads: []*core.Workload{
+				MakeWorkload("borrower", "a").Priority(100).Request("cpu", "6").Obj(),
+				MakeWorkload("owner", "b").Priority(1).Request("cpu", "4").Obj()},
+			want: map[string]string{"default/owner": "admit:cpu=default",
+				"default/borrower": "Contention:taken by workloads admitted before it"},
+		},
+		{
+			name:    "among borrowers, higher priority goes first",
+			flavors: []core.Flavor{f}, cqs: []core.ClusterQueue{cq("a", "1"), cq("b", "1"), cq("c", "4")},
+			heads: []*core.Workload{
+				MakeWorkload("low", "a").Priority(1).Request("cpu", "4").Obj(),
+				MakeWorkload("high", "b").Priority(2).Request("cpu", "4").Obj()},
+			want: map[string]string{"default/high": "admit:cpu=default", "default/low": "Contention:"},
+		},
+		{
+			name:    "at equal priority the older goes first",
+			flavors: []core.Flavor{f}, cqs: []core.ClusterQueue{cq("a", "1"), cq("b", "1"), cq("c", "4")},
+			heads: []*core.Workload{
+				MakeWorkload("newer", "a").Created(time.Minute).Request("cpu", "4").Obj(),
+				MakeWorkload("older", "b").Created(time.Second).Request("cpu", "4").Obj()},
+			want: map[string]string{"default/older": "admit:cpu=default", "default/newer": "Contention:"},
+		},
+		{
+			name:    "every head that still fits is admitted in the same cycle",
+			flavors: []core.Flavor{f}, cqs: []core.ClusterQueue{cq("a", "4"), cq("b", "4"), cq("c", "4")},
+			heads: []*core.Workload{
+				MakeWorkload("x", "a").Request("cpu", "4").Obj(),
+				MakeWorkload("y", "b").Request("cpu", "4").Obj(),
+				MakeWorkload("z", "c").Request("cpu", "2").Obj()},
+			want: map[string]string{"default/x": "admit:cpu=default", "default/y": "admit:cpu=default",
+				"default/z": "admit:cpu=default"},
+			wantUsage: map[string]core.Usage{"a": {FR("default", "cpu"): Milli("4")}},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) { runCycle(t, tc) })
+	}
+}
+
+// Recording a workload again replaces its usage: quota is never counted twice.
+func TestAddAdmittedReplaces(t *testing.T) {
+	c := core.NewCluster()
+	c.SetFlavor(MakeFlavor("default").Obj())
+	c.SetClusterQueue(MakeClusterQueue("a").Cohort("co").
+		ResourceGroup(MakeFlavorQuotas("default").Resource("cpu", "4", "", "1").Obj()).Obj())
+	c.SetClusterQueue(MakeClusterQueue("b").Cohort("co").
+		ResourceGroup(MakeFlavorQuotas("default").Resource("cpu", "4").Obj()).Obj())
+	u := core.Usage{FR("default", "cpu"): Milli("3")}
+	c.AddAdmitted("ns/w", "a", u)
+	c.AddAdmitted("ns/w", "a", u)
+	if got := c.Usage("a")[FR("default", "cpu")]; got != Milli("3") {
+		t.Fatalf("usage after recording twice = %d, want %d", got, Milli("3"))
+	}
+	// b sees a's lendable single cpu and its own 4.
+	if got := c.Available("b", FR("default", "cpu")); got != Milli("5") {
+		t.Errorf("available to b = %d, want %d", got, Milli("5"))
+	}
+	c.RemoveAdmitted("ns/w")
+	c.RemoveAdmitted("ns/w")
+	if got := c.Usage("a"); len(got) != 0 {
+		t.Errorf("usage after release = %v", got)
+	}
+	if got := c.Available("b", FR("default", "cpu")); got != Milli("5") {
+		t.Errorf("available to b after release = %d, want %d", got, Milli("5"))
+	}
+	// Usage survives a queue being redefined.
+	c.AddAdmitted("ns/w", "a", u)
+	c.SetClusterQueue(MakeClusterQueue("a").Cohort("co").
+		ResourceGroup(MakeFlavorQuotas("default").Resource("cpu", "8").Obj()).Obj())
+	if got := c.Usage("a")[FR("default", "cpu")]; got != Milli("3") {
+		t.Errorf("usage after redefining the queue = %d", got)
+	}
+}

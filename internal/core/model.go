@@ -1,0 +1,182 @@
+package core
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// FlavorResource names one resource in one flavor: the unit quota is kept in.
+type FlavorResource struct {
+	Flavor   string
+	Resource string
+}
+
+// Usage is an amount per flavor and resource, in milli-units.
+type Usage map[FlavorResource]int64
+
+// Add adds o into u.
+func (u Usage) Add(o Usage) {
+	for fr, v := range o {
+		u[fr] += v
+	}
+}
+
+// Quota is the quota of one resource in one flavor of a queue or cohort.
+type Quota struct {
+	Nominal        int64
+	BorrowingLimit *int64 // nil: no limit
+	LendingLimit   *int64 // nil: everything may be lent
+}
+
+// FlavorQuotas are one flavor's quotas for the resources of a group.
+type FlavorQuotas struct {
+	Name   string
+	Quotas map[string]Quota // by resource
+}
+
+// ResourceGroup is a set of resources assigned one flavor together.
+type ResourceGroup struct {
+	Resources []string
+	Flavors   []FlavorQuotas // in the order they are tried
+}
+
+// QueueingStrategy is StrictFIFO or BestEffortFIFO.
+type QueueingStrategy string
+
+const (
+	StrictFIFO     QueueingStrategy = "StrictFIFO"
+	BestEffortFIFO QueueingStrategy = "BestEffortFIFO"
+)
+
+// ClusterQueue is what the core needs of a ClusterQueue.
+type ClusterQueue struct {
+	Name           string
+	Cohort         string
+	Strategy       QueueingStrategy
+	ResourceGroups []ResourceGroup
+	// NamespaceSelector picks the namespaces it admits from; nil admits none.
+	NamespaceSelector labels.Selector
+	// Stopped is set by a stopPolicy other than None: nothing is admitted.
+	Stopped bool
+	// TryNextFlavorWhenCanBorrow: a flavor that fits only by borrowing is
+	// passed over while a later one fits without (flavorFungibility.whenCanBorrow).
+	TryNextFlavorWhenCanBorrow bool
+	// Problem, when set, is why the stored object cannot be used as it is
+	// (an invalid selector, say); the queue stays inactive until it is fixed.
+	Problem string
+}
+
+// Cohort is what the core needs of a Cohort object. Cohorts named by
+// ClusterQueues but without an object exist too, with no quota and no parent.
+type Cohort struct {
+	Name           string
+	Parent         string
+	ResourceGroups []ResourceGroup
+}
+
+// Flavor is what the core needs of a ResourceFlavor.
+type Flavor struct {
+	Name        string
+	NodeLabels  map[string]string
+	NodeTaints  []corev1.Taint
+	Tolerations []corev1.Toleration
+}
+
+// Workload is a pending workload as the core sees it.
+type Workload struct {
+	// Key identifies the workload: namespace/name.
+	Key string
+	// ClusterQueue it is queued in (resolved from its LocalQueue).
+	ClusterQueue string
+	// NamespaceLabels of its namespace, for the queue's namespaceSelector.
+	NamespaceLabels labels.Set
+	Priority        int32
+	// Timestamp orders workloads of equal priority: creation, or the last
+	// eviction for a workload sent back to the queue.
+	Timestamp time.Time
+	PodSets   []PodSet
+	// Version is the API object's resourceVersion when it was read, so an
+	// admission is only written onto the version it was decided for.
+	Version string
+}
+
+// PodSet is a group of identical pods.
+type PodSet struct {
+	Name         string
+	Count        int32
+	Requests     map[string]int64 // of one pod, milli-units
+	NodeSelector map[string]string
+	Tolerations  []corev1.Toleration
+	NodeAffinity *corev1.NodeSelector
+}
+
+// PodSetAssignment is what a pod set was given.
+type PodSetAssignment struct {
+	Name    string
+	Count   int32
+	Flavors map[string]string // resource -> flavor
+	Usage   Usage
+}
+
+// Assignment is where a workload gets its quota.
+type Assignment struct {
+	ClusterQueue string
+	PodSets      []PodSetAssignment
+	Usage        Usage // all pod sets together
+	// Borrows is true when admitting it takes the queue above its nominal quota.
+	Borrows bool
+}
+
+// Decision is the outcome of a cycle for one workload.
+type Decision struct {
+	Workload *Workload
+	// Admit is set when the workload was admitted.
+	Admit *Assignment
+	// Pending is set when it was not.
+	Pending *Pending
+}
+
+// Pending says why a workload was not admitted.
+type Pending struct {
+	Reason  PendingReason
+	Message string
+	// Stable is Message without the amounts that change whenever others'
+	// usage does ("2 free"). A reason is worth writing to the API again only
+	// when Reason or Stable changes: otherwise every release of quota would
+	// rewrite every pending workload's status.
+	Stable string
+}
+
+// SameAs reports whether two reasons differ only in amounts that drift.
+func (p *Pending) SameAs(o *Pending) bool {
+	if p == nil || o == nil {
+		return p == o
+	}
+	return p.Reason == o.Reason && p.stable() == o.stable()
+}
+
+func (p *Pending) stable() string {
+	if p.Stable != "" {
+		return p.Stable
+	}
+	return p.Message
+}
+
+// PendingReason classifies why a workload waits; it decides when to look again.
+type PendingReason string
+
+const (
+	// NoFit: not enough free quota in any flavor. Looked at again when quota
+	// is released or the queue's configuration changes.
+	NoFit PendingReason = "NoFit"
+	// Inadmissible: the workload can never fit as things are (a resource the
+	// queue does not cover, a namespace it does not admit, no compatible flavor).
+	Inadmissible PendingReason = "Inadmissible"
+	// QueueInactive: its ClusterQueue cannot admit (stopped, flavor missing).
+	QueueInactive PendingReason = "ClusterQueueInactive"
+	// Contention: it fitted at the start of the cycle but workloads admitted
+	// earlier in the same cycle took the quota. Looked at again at once.
+	Contention PendingReason = "Contention"
+)

@@ -1,0 +1,453 @@
+// Package queue keeps the pending workloads: one ordered queue per
+// ClusterQueue, and a parking place for workloads that cannot be queued yet
+// because their LocalQueue or ClusterQueue does not exist (they arrived out of
+// order). It decides nothing about quota; it decides what the scheduling core
+// looks at next and when a workload is looked at again.
+//
+// Strategies: under BestEffortFIFO a head that does not fit steps aside into
+// the queue's inadmissible set; under StrictFIFO it stays the head and the
+// queue is blocked. Either way it is looked at again only when something that
+// could change the answer happens: QueueInadmissible is called for the queue
+// (quota released nearby, the queue or its cohort or a flavor changed), or the
+// workload itself changes. Parked workloads move into their queue as soon as
+// the missing LocalQueue or ClusterQueue appears: nothing else needs to happen.
+//
+// Manager is not safe for concurrent use; the scheduler serialises access.
+package queue
+
+import (
+	"container/heap"
+	"fmt"
+	"sort"
+
+	"github.com/berth-dev/berth/internal/core"
+)
+
+// LocalQueue is what the manager needs of a LocalQueue.
+type LocalQueue struct {
+	Key          string // namespace/name
+	ClusterQueue string
+	Stopped      bool
+}
+
+// place is where a pending workload is.
+type place int
+
+const (
+	detached     place = iota // between places, only inside a method
+	parked                    // no queue to be in yet
+	inHeap                    // waiting its turn
+	inadmissible              // stepped aside until something changes
+	inFlight                  // handed out by Heads, decision not yet back
+)
+
+type entry struct {
+	w          *core.Workload
+	localQueue string
+	place      place
+	index      int // in the heap, while inHeap
+	cq         *cqQueue
+	pending    *core.Pending // why it waits, as last decided
+	// replaced holds a newer version that arrived while in flight.
+	replaced *entry
+	deleted  bool
+}
+
+type cqQueue struct {
+	name         string
+	strategy     core.QueueingStrategy
+	heap         entryHeap
+	inadmissible map[string]*entry
+	inFlight     int
+	// blocked: a StrictFIFO head did not fit; nothing is handed out until
+	// something changes.
+	blocked bool
+}
+
+// Manager holds every pending workload.
+type Manager struct {
+	cqs     map[string]*cqQueue
+	lqs     map[string]LocalQueue
+	entries map[string]*entry            // by workload key
+	byLQ    map[string]map[string]*entry // by LocalQueue, then workload key
+	parked  map[string]*entry            // by workload key
+	changed map[string]bool              // keys whose pending reason changed
+}
+
+// NewManager returns an empty manager.
+func NewManager() *Manager {
+	return &Manager{cqs: map[string]*cqQueue{}, lqs: map[string]LocalQueue{},
+		entries: map[string]*entry{}, byLQ: map[string]map[string]*entry{},
+		parked: map[string]*entry{}, changed: map[string]bool{}}
+}
+
+// put makes e the entry of its workload, in the indexes.
+func (m *Manager) put(e *entry) {
+	key := e.w.Key
+	if old, ok := m.entries[key]; ok && old.localQueue != e.localQueue {
+		m.unindex(old)
+	}
+	m.entries[key] = e
+	if m.byLQ[e.localQueue] == nil {
+		m.byLQ[e.localQueue] = map[string]*entry{}
+	}
+	m.byLQ[e.localQueue][key] = e
+}
+
+// drop forgets a workload entirely.
+func (m *Manager) drop(e *entry) {
+	delete(m.entries, e.w.Key)
+	delete(m.changed, e.w.Key)
+	m.unindex(e)
+}
+
+func (m *Manager) unindex(e *entry) {
+	delete(m.parked, e.w.Key)
+	if set := m.byLQ[e.localQueue]; set != nil {
+		delete(set, e.w.Key)
+		if len(set) == 0 {
+			delete(m.byLQ, e.localQueue)
+		}
+	}
+}
+
+// SetClusterQueue adds or updates a ClusterQueue; workloads parked for it move in.
+func (m *Manager) SetClusterQueue(name string, strategy core.QueueingStrategy) {
+	q, ok := m.cqs[name]
+	if !ok {
+		q = &cqQueue{name: name, inadmissible: map[string]*entry{}}
+		m.cqs[name] = q
+	}
+	if q.strategy != strategy {
+		q.strategy = strategy
+		m.requeueAll(q)
+	}
+	for _, e := range m.parked {
+		m.remove(e)
+		m.route(e)
+	}
+}
+
+// DeleteClusterQueue parks its workloads until it comes back.
+func (m *Manager) DeleteClusterQueue(name string) {
+	q, ok := m.cqs[name]
+	if !ok {
+		return
+	}
+	delete(m.cqs, name)
+	for _, e := range m.entries {
+		if e.cq == q && e.place != inFlight {
+			m.park(e, fmt.Sprintf("ClusterQueue %s does not exist", name))
+		}
+	}
+}
+
+// SetLocalQueue adds or updates a LocalQueue; its workloads move to its ClusterQueue.
+func (m *Manager) SetLocalQueue(lq LocalQueue) {
+	if old, ok := m.lqs[lq.Key]; ok && old == lq {
+		return
+	}
+	m.lqs[lq.Key] = lq
+	m.reroute(lq.Key)
+}
+
+// DeleteLocalQueue parks its workloads until it comes back.
+func (m *Manager) DeleteLocalQueue(key string) {
+	delete(m.lqs, key)
+	m.reroute(key)
+}
+
+// LocalQueueOf returns the LocalQueue a workload is queued through.
+func (m *Manager) LocalQueueOf(key string) (string, bool) {
+	e, ok := m.entries[key]
+	if !ok {
+		return "", false
+	}
+	return e.localQueue, true
+}
+
+// Where returns the LocalQueue a workload was submitted through and the
+// ClusterQueue it waits in ("" while parked).
+func (m *Manager) Where(key string) (localQueue, clusterQueue string, ok bool) {
+	e, ok := m.entries[key]
+	if !ok {
+		return "", "", false
+	}
+	if e.cq != nil {
+		clusterQueue = e.cq.name
+	}
+	return e.localQueue, clusterQueue, true
+}
+
+// AddOrUpdate queues a pending workload submitted to LocalQueue localQueue
+// (namespace/name), replacing an earlier version of it. A changed workload is
+// looked at afresh, wherever the old version was.
+func (m *Manager) AddOrUpdate(w *core.Workload, localQueue string) {
+	e := &entry{w: w, localQueue: localQueue, index: -1}
+	if old, ok := m.entries[w.Key]; ok {
+		if old.place == inFlight {
+			// Its decision is on the way; the new version is queued when it arrives.
+			old.replaced = e
+			return
+		}
+		m.remove(old)
+		e.pending = old.pending
+	}
+	m.put(e)
+	m.route(e)
+}
+
+// Delete forgets a workload (deleted, admitted, or finished).
+func (m *Manager) Delete(key string) {
+	e, ok := m.entries[key]
+	if !ok {
+		return
+	}
+	if e.place == inFlight {
+		e.deleted = true
+		return
+	}
+	m.remove(e)
+	m.drop(e)
+}
+
+// Has reports whether a workload is pending here.
+func (m *Manager) Has(key string) bool {
+	e, ok := m.entries[key]
+	return ok && !e.deleted
+}
+
+// Heads hands out the head of every ClusterQueue that has one and is not
+// blocked. Each must come back through Done.
+func (m *Manager) Heads() []*core.Workload {
+	var out []*core.Workload
+	for _, q := range m.cqs {
+		if q.blocked || len(q.heap) == 0 {
+			continue
+		}
+		e := heap.Pop(&q.heap).(*entry)
+		e.place = inFlight
+		q.inFlight++
+		out = append(out, e.w)
+	}
+	// A stable order keeps cycles reproducible.
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out
+}
+
+// Ready reports whether Heads would hand out anything.
+func (m *Manager) Ready() bool {
+	for _, q := range m.cqs {
+		if !q.blocked && len(q.heap) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// Done takes back a workload handed out by Heads, with the cycle's decision.
+// Admitted workloads leave the manager; others are requeued by their reason.
+func (m *Manager) Done(d core.Decision) {
+	e, ok := m.entries[d.Workload.Key]
+	if !ok || e.place != inFlight || e.w != d.Workload {
+		return
+	}
+	e.cq.inFlight--
+	switch {
+	case e.deleted, d.Admit != nil && e.replaced == nil:
+		m.drop(e)
+	case e.replaced != nil:
+		// The workload changed during the cycle: look at the new version.
+		n := e.replaced
+		n.pending = e.pending
+		if d.Pending != nil {
+			n.pending = d.Pending
+		}
+		m.put(n)
+		m.route(n)
+	default:
+		m.setPending(e, d.Pending)
+		q := e.cq
+		if lq, ok := m.lqs[e.localQueue]; !ok || lq.Stopped || lq.ClusterQueue != q.name || m.cqs[q.name] != q {
+			// Its queues changed while it was being decided on.
+			e.place = detached
+			m.route(e)
+			return
+		}
+		switch {
+		case d.Pending.Reason == core.Contention:
+			m.pushHeap(q, e)
+		case q.strategy == core.StrictFIFO:
+			m.pushHeap(q, e)
+			q.blocked = true
+		default:
+			e.place = inadmissible
+			q.inadmissible[e.w.Key] = e
+		}
+	}
+}
+
+// QueueInadmissible gives the named ClusterQueues' stepped-aside workloads
+// another look and unblocks them: call it when something happened that could
+// change their answer.
+func (m *Manager) QueueInadmissible(cqs ...string) {
+	for _, name := range cqs {
+		if q, ok := m.cqs[name]; ok {
+			m.requeueAll(q)
+		}
+	}
+}
+
+func (m *Manager) requeueAll(q *cqQueue) {
+	q.blocked = false
+	for k, e := range q.inadmissible {
+		delete(q.inadmissible, k)
+		m.pushHeap(q, e)
+	}
+}
+
+// Counts returns a ClusterQueue's pending workloads: those waiting their turn
+// (or being decided on) and those set aside until something changes.
+func (m *Manager) Counts(cq string) (active, inadmissibleCount int) {
+	q, ok := m.cqs[cq]
+	if !ok {
+		return 0, 0
+	}
+	active = len(q.heap) + q.inFlight
+	if q.blocked && active > 0 {
+		active--
+		inadmissibleCount++
+	}
+	return active, inadmissibleCount + len(q.inadmissible)
+}
+
+// PendingInLocalQueue counts the pending workloads submitted through a LocalQueue.
+func (m *Manager) PendingInLocalQueue(key string) int { return len(m.byLQ[key]) }
+
+// Pending returns why a workload waits, as last decided, or nil.
+func (m *Manager) Pending(key string) *core.Pending {
+	if e, ok := m.entries[key]; ok {
+		return e.pending
+	}
+	return nil
+}
+
+// TakeChanged returns the workloads whose pending reason changed since the
+// last call, with their reasons, and forgets them.
+func (m *Manager) TakeChanged() map[string]core.Pending {
+	out := make(map[string]core.Pending, len(m.changed))
+	for k := range m.changed {
+		if e, ok := m.entries[k]; ok && e.pending != nil {
+			out[k] = *e.pending
+		}
+	}
+	clear(m.changed)
+	return out
+}
+
+// setPending records the latest reason; it counts as a change only when it
+// differs in more than drifting amounts (see core.Pending.Stable).
+func (m *Manager) setPending(e *entry, p *core.Pending) {
+	if p == nil {
+		return
+	}
+	if !e.pending.SameAs(p) {
+		m.changed[e.w.Key] = true
+	}
+	e.pending = p
+}
+
+// route puts an entry where it belongs: its ClusterQueue's heap, or parked
+// with the reason it cannot be queued.
+func (m *Manager) route(e *entry) {
+	lq, ok := m.lqs[e.localQueue]
+	switch {
+	case !ok:
+		m.park(e, fmt.Sprintf("LocalQueue %s does not exist", e.localQueue))
+	case lq.Stopped:
+		m.park(e, fmt.Sprintf("LocalQueue %s is stopped by its stopPolicy", e.localQueue))
+	default:
+		q, ok := m.cqs[lq.ClusterQueue]
+		if !ok {
+			e.w.ClusterQueue = lq.ClusterQueue
+			m.park(e, fmt.Sprintf("ClusterQueue %s does not exist", lq.ClusterQueue))
+			return
+		}
+		e.w.ClusterQueue = q.name
+		m.pushHeap(q, e)
+	}
+}
+
+// reroute re-routes a LocalQueue's entries, except those in flight (their
+// decision routes them when it comes back).
+func (m *Manager) reroute(localQueue string) {
+	for _, e := range m.byLQ[localQueue] {
+		if e.place != inFlight {
+			m.remove(e)
+			m.route(e)
+		}
+	}
+}
+
+func (m *Manager) park(e *entry, why string) {
+	m.remove(e)
+	e.place = parked
+	e.cq = nil
+	m.parked[e.w.Key] = e
+	m.setPending(e, &core.Pending{Reason: core.QueueInactive, Message: why})
+}
+
+func (m *Manager) pushHeap(q *cqQueue, e *entry) {
+	e.cq = q
+	e.place = inHeap
+	heap.Push(&q.heap, e)
+	// A new head of a blocked StrictFIFO queue deserves a look.
+	if q.blocked && e.index == 0 {
+		q.blocked = false
+	}
+}
+
+// remove takes an entry out of wherever it is (not in flight).
+func (m *Manager) remove(e *entry) {
+	switch e.place {
+	case inHeap:
+		if e.index >= 0 && e.index < len(e.cq.heap) && e.cq.heap[e.index] == e {
+			wasHead := e.index == 0
+			heap.Remove(&e.cq.heap, e.index)
+			if wasHead {
+				e.cq.blocked = false
+			}
+		}
+	case inadmissible:
+		delete(e.cq.inadmissible, e.w.Key)
+	case parked:
+		delete(m.parked, e.w.Key)
+	}
+	e.place = detached
+	e.index = -1
+}
+
+// entryHeap orders a queue's entries by core.Before.
+type entryHeap []*entry
+
+func (h entryHeap) Len() int           { return len(h) }
+func (h entryHeap) Less(i, j int) bool { return core.Before(h[i].w, h[j].w) }
+func (h entryHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].index = i
+	h[j].index = j
+}
+func (h *entryHeap) Push(x any) {
+	e := x.(*entry)
+	e.index = len(*h)
+	*h = append(*h, e)
+}
+func (h *entryHeap) Pop() any {
+	old := *h
+	n := len(old)
+	e := old[n-1]
+	old[n-1] = nil
+	e.index = -1
+	*h = old[:n-1]
+	return e
+}

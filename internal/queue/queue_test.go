@@ -1,0 +1,267 @@
+package queue
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/berth-dev/berth/internal/core"
+	. "github.com/berth-dev/berth/internal/core/coretest"
+)
+
+func keys(ws []*core.Workload) []string {
+	var out []string
+	for _, w := range ws {
+		out = append(out, w.Key)
+	}
+	return out
+}
+
+// setup returns a manager with ClusterQueue cq (strategy s) and LocalQueue default/lq pointing at it.
+func setup(s core.QueueingStrategy) *Manager {
+	m := NewManager()
+	m.SetClusterQueue("cq", s)
+	m.SetLocalQueue(LocalQueue{Key: "default/lq", ClusterQueue: "cq"})
+	return m
+}
+
+func noFit(w *core.Workload) core.Decision {
+	return core.Decision{Workload: w, Pending: &core.Pending{Reason: core.NoFit, Message: "needs more"}}
+}
+
+func admit(w *core.Workload) core.Decision {
+	return core.Decision{Workload: w, Admit: &core.Assignment{ClusterQueue: w.ClusterQueue}}
+}
+
+// popAll hands out heads one at a time and returns the order, admitting each.
+func popAll(m *Manager) []string {
+	var order []string
+	for {
+		hs := m.Heads()
+		if len(hs) == 0 {
+			return order
+		}
+		for _, w := range hs {
+			order = append(order, w.Key)
+			m.Done(admit(w))
+		}
+	}
+}
+
+func TestOrderIsPriorityThenAge(t *testing.T) {
+	m := setup(core.BestEffortFIFO)
+	m.AddOrUpdate(MakeWorkload("old-low", "").Priority(1).Created(time.Second).Obj(), "default/lq")
+	m.AddOrUpdate(MakeWorkload("new-high", "").Priority(5).Created(time.Hour).Obj(), "default/lq")
+	m.AddOrUpdate(MakeWorkload("old-high", "").Priority(5).Created(time.Minute).Obj(), "default/lq")
+	want := []string{"default/old-high", "default/new-high", "default/old-low"}
+	if got := popAll(m); !slices.Equal(got, want) {
+		t.Errorf("order %v, want %v", got, want)
+	}
+}
+
+func TestBestEffortFIFOStepsAside(t *testing.T) {
+	m := setup(core.BestEffortFIFO)
+	big := MakeWorkload("big", "").Priority(5).Obj()
+	small := MakeWorkload("small", "").Priority(1).Obj()
+	m.AddOrUpdate(big, "default/lq")
+	m.AddOrUpdate(small, "default/lq")
+
+	hs := m.Heads()
+	if !slices.Equal(keys(hs), []string{"default/big"}) {
+		t.Fatalf("heads %v", keys(hs))
+	}
+	m.Done(noFit(big))
+	// The next one gets its turn; big waits aside.
+	if hs := m.Heads(); !slices.Equal(keys(hs), []string{"default/small"}) {
+		t.Fatalf("after big stepped aside, heads %v", keys(hs))
+	}
+	m.Done(admit(small))
+	if m.Ready() {
+		t.Fatal("ready with only a set-aside workload: it would be retried in a loop")
+	}
+	if a, i := m.Counts("cq"); a != 0 || i != 1 {
+		t.Errorf("counts active=%d inadmissible=%d, want 0 and 1", a, i)
+	}
+	// Something changed (quota released): big gets another look.
+	m.QueueInadmissible("cq")
+	if hs := m.Heads(); !slices.Equal(keys(hs), []string{"default/big"}) {
+		t.Fatalf("after QueueInadmissible, heads %v", keys(hs))
+	}
+}
+
+func TestStrictFIFOHeadBlocks(t *testing.T) {
+	m := setup(core.StrictFIFO)
+	head := MakeWorkload("head", "").Priority(5).Obj()
+	m.AddOrUpdate(head, "default/lq")
+	m.AddOrUpdate(MakeWorkload("later", "").Priority(5).Created(time.Hour).Obj(), "default/lq")
+
+	m.Done(noFit(m.Heads()[0]))
+	if m.Ready() || len(m.Heads()) != 0 {
+		t.Fatal("a StrictFIFO queue whose head does not fit handed out another workload")
+	}
+	// A lower-priority arrival does not change the head: still blocked.
+	m.AddOrUpdate(MakeWorkload("low", "").Priority(1).Obj(), "default/lq")
+	if m.Ready() {
+		t.Fatal("a lower-priority arrival unblocked the queue")
+	}
+	if a, i := m.Counts("cq"); a != 2 || i != 1 {
+		t.Errorf("counts active=%d inadmissible=%d, want 2 and 1", a, i)
+	}
+	// A higher-priority arrival becomes the head and deserves a look.
+	m.AddOrUpdate(MakeWorkload("urgent", "").Priority(9).Obj(), "default/lq")
+	if hs := m.Heads(); !slices.Equal(keys(hs), []string{"default/urgent"}) {
+		t.Fatalf("heads %v, want the new head", keys(hs))
+	}
+	m.Done(admit(m.entries["default/urgent"].w))
+	// Blocked again behind head until something changes.
+	if hs := m.Heads(); !slices.Equal(keys(hs), []string{"default/head"}) {
+		t.Fatalf("heads %v, want the old head again", keys(hs))
+	}
+	m.Done(noFit(head))
+	m.QueueInadmissible("cq")
+	want := []string{"default/head", "default/later", "default/low"}
+	if got := popAll(m); !slices.Equal(got, want) {
+		t.Errorf("after unblocking, order %v, want %v", got, want)
+	}
+}
+
+func TestContentionRetriesAtOnce(t *testing.T) {
+	m := setup(core.BestEffortFIFO)
+	w := MakeWorkload("w", "").Obj()
+	m.AddOrUpdate(w, "default/lq")
+	m.Done(core.Decision{Workload: m.Heads()[0], Pending: &core.Pending{Reason: core.Contention}})
+	if !m.Ready() {
+		t.Fatal("a workload that lost to others in the same cycle is not retried")
+	}
+}
+
+// Lesson 3: workloads that arrive before their queues wait, with a reason, and
+// are queued the moment the missing object appears.
+func TestOutOfOrderArrival(t *testing.T) {
+	m := NewManager()
+	w := MakeWorkload("early", "").Obj()
+	m.AddOrUpdate(w, "default/lq")
+	if m.Ready() {
+		t.Fatal("ready without a LocalQueue")
+	}
+	assertReason(t, m, "default/early", "LocalQueue default/lq does not exist")
+
+	m.SetLocalQueue(LocalQueue{Key: "default/lq", ClusterQueue: "cq"})
+	if m.Ready() {
+		t.Fatal("ready without a ClusterQueue")
+	}
+	assertReason(t, m, "default/early", "ClusterQueue cq does not exist")
+
+	m.SetClusterQueue("cq", core.BestEffortFIFO)
+	hs := m.Heads()
+	if !slices.Equal(keys(hs), []string{"default/early"}) || hs[0].ClusterQueue != "cq" {
+		t.Fatalf("heads after both queues appeared: %v", keys(hs))
+	}
+	m.Done(noFit(hs[0]))
+
+	// Losing the ClusterQueue parks it again; getting it back queues it.
+	m.DeleteClusterQueue("cq")
+	assertReason(t, m, "default/early", "ClusterQueue cq does not exist")
+	m.SetClusterQueue("cq", core.BestEffortFIFO)
+	if !m.Ready() {
+		t.Fatal("not ready once the ClusterQueue came back")
+	}
+	m.DeleteLocalQueue("default/lq")
+	if m.Ready() {
+		t.Fatal("ready after the LocalQueue went away")
+	}
+	m.SetLocalQueue(LocalQueue{Key: "default/lq", ClusterQueue: "cq", Stopped: true})
+	assertReason(t, m, "default/early", "stopped")
+	if m.Ready() {
+		t.Fatal("a stopped LocalQueue's workload is handed out")
+	}
+}
+
+func assertReason(t *testing.T, m *Manager, key, want string) {
+	t.Helper()
+	p := m.Pending(key)
+	if p == nil || !strings.Contains(p.Message, want) {
+		t.Fatalf("pending reason of %s = %+v, want %q", key, p, want)
+	}
+	if ch := m.TakeChanged(); !strings.Contains(ch[key].Message, want) {
+		t.Fatalf("changed reasons %v do not report %q", ch, want)
+	}
+	if ch := m.TakeChanged(); len(ch) != 0 {
+		t.Fatalf("changes reported twice: %v", ch)
+	}
+}
+
+func TestChangesDuringACycle(t *testing.T) {
+	m := setup(core.BestEffortFIFO)
+	v1 := MakeWorkload("w", "").Priority(1).Obj()
+	m.AddOrUpdate(v1, "default/lq")
+	hs := m.Heads()
+
+	// Updated while being decided on: the decision on v1 is void, v2 queues.
+	v2 := MakeWorkload("w", "").Priority(2).Obj()
+	m.AddOrUpdate(v2, "default/lq")
+	m.Done(admit(hs[0]))
+	hs = m.Heads()
+	if len(hs) != 1 || hs[0] != v2 {
+		t.Fatalf("after an update during the cycle, heads %v, want the new version", keys(hs))
+	}
+	// Deleted while being decided on: gone for good.
+	m.Delete("default/w")
+	m.Done(noFit(hs[0]))
+	if m.Has("default/w") || m.Ready() {
+		t.Fatal("a workload deleted during the cycle came back")
+	}
+	if n := m.PendingInLocalQueue("default/lq"); n != 0 {
+		t.Errorf("pending in lq = %d, want 0", n)
+	}
+}
+
+func TestLocalQueueCounts(t *testing.T) {
+	m := setup(core.BestEffortFIFO)
+	m.SetLocalQueue(LocalQueue{Key: "other/lq", ClusterQueue: "cq"})
+	m.AddOrUpdate(MakeWorkload("a", "").Obj(), "default/lq")
+	m.AddOrUpdate(MakeWorkload("b", "").Obj(), "default/lq")
+	m.AddOrUpdate(MakeWorkload("c", "").Obj(), "other/lq")
+	if n := m.PendingInLocalQueue("default/lq"); n != 2 {
+		t.Errorf("pending in default/lq = %d, want 2", n)
+	}
+	// Moving a workload to another LocalQueue moves its count.
+	m.AddOrUpdate(MakeWorkload("b", "").Obj(), "other/lq")
+	if a, b := m.PendingInLocalQueue("default/lq"), m.PendingInLocalQueue("other/lq"); a != 1 || b != 2 {
+		t.Errorf("pending after move: default/lq %d, other/lq %d", a, b)
+	}
+	m.Delete("default/a")
+	if n := m.PendingInLocalQueue("default/lq"); n != 0 {
+		t.Errorf("pending after delete = %d", n)
+	}
+}
+
+// Only a reason that differs in more than drifting amounts is reported as a
+// change: otherwise each release of quota would rewrite every pending
+// workload's status.
+func TestDriftingAmountsAreNotChanges(t *testing.T) {
+	m := setup(core.BestEffortFIFO)
+	w := MakeWorkload("w", "").Obj()
+	m.AddOrUpdate(w, "default/lq")
+	decide := func(msg, stable string) {
+		hs := m.Heads()
+		m.Done(core.Decision{Workload: hs[0], Pending: &core.Pending{Reason: core.NoFit, Message: msg, Stable: stable}})
+		m.QueueInadmissible("cq")
+	}
+	decide("needs 5 cpu in flavor a, 2 free", "needs 5 cpu in flavor a")
+	if ch := m.TakeChanged(); len(ch) != 1 {
+		t.Fatalf("first reason not reported: %v", ch)
+	}
+	decide("needs 5 cpu in flavor a, 3 free", "needs 5 cpu in flavor a")
+	if ch := m.TakeChanged(); len(ch) != 0 {
+		t.Fatalf("a changed free amount was reported as a change: %v", ch)
+	}
+	if p := m.Pending("default/w"); p.Message != "needs 5 cpu in flavor a, 3 free" {
+		t.Errorf("latest message not kept: %q", p.Message)
+	}
+	decide("needs 6 cpu in flavor a, 3 free", "needs 6 cpu in flavor a")
+	if ch := m.TakeChanged(); len(ch) != 1 {
+		t.Fatalf("a different shortfall was not reported: %v", ch)
+	}
+}

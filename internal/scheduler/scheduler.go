@@ -1,0 +1,436 @@
+// Package scheduler joins the quota core and the pending queues into the
+// admission loop's state machine, still without I/O. Controllers feed it what
+// the API says (queues, flavors, cohorts, workloads pending, admitted or gone);
+// Cycle decides; the controller writes the decisions and reports back with
+// Confirmed or Undo.
+//
+// It owns the rules that keep quota honest between a decision and the API
+// catching up with it. An admission is assumed, counted as usage, from the
+// moment a cycle makes it. Events that still show the workload pending are
+// taken as stale while the assumption stands: a reservation is never dropped
+// because a cache is behind. The assumption ends when the API shows the
+// workload admitted (Confirmed by WorkloadAdmitted), when the write fails
+// (Undo), or when the workload is gone. Recording the same workload twice
+// replaces, never adds.
+//
+// Whenever quota is released or a queue, cohort or flavor changes, the
+// workloads that stepped aside in every ClusterQueue that could now admit
+// them get another look.
+package scheduler
+
+import (
+	"sync"
+
+	"github.com/berth-dev/berth/internal/core"
+	"github.com/berth-dev/berth/internal/queue"
+)
+
+// Scheduler is safe for concurrent use.
+type Scheduler struct {
+	mu       sync.Mutex
+	cluster  *core.Cluster
+	queues   *queue.Manager
+	assumed  map[string]assumption // admitted by a cycle, not yet seen in the API
+	admitted map[string]string     // workload key -> LocalQueue, for everything holding quota
+	perLQ    map[string]int        // quota-holding workloads per LocalQueue
+	lqUsage  map[string]core.Usage // their usage per LocalQueue
+	usageOf  map[string]core.Usage // workload key -> usage, for everything holding quota
+	// dirty names the ClusterQueues and LocalQueues whose status may have
+	// changed since TakeDirty was last called.
+	dirtyCQ, dirtyLQ map[string]bool
+	// wake is signalled (non-blocking, capacity 1) when a cycle may have work.
+	wake chan struct{}
+}
+
+type assumption struct {
+	w          *core.Workload // the latest version seen
+	localQueue string
+}
+
+// New returns an empty scheduler.
+func New() *Scheduler {
+	return &Scheduler{
+		cluster:  core.NewCluster(),
+		queues:   queue.NewManager(),
+		assumed:  map[string]assumption{},
+		admitted: map[string]string{},
+		perLQ:    map[string]int{},
+		lqUsage:  map[string]core.Usage{},
+		usageOf:  map[string]core.Usage{},
+		dirtyCQ:  map[string]bool{},
+		dirtyLQ:  map[string]bool{},
+		wake:     make(chan struct{}, 1),
+	}
+}
+
+// Wake is signalled when a cycle may have something to do.
+func (s *Scheduler) Wake() <-chan struct{} { return s.wake }
+
+func (s *Scheduler) signal() {
+	if s.queues.Ready() {
+		select {
+		case s.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// SetFlavor adds or updates a ResourceFlavor.
+func (s *Scheduler) SetFlavor(f core.Flavor) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cluster.SetFlavor(f)
+	s.requeueAll()
+}
+
+// DeleteFlavor removes a ResourceFlavor.
+func (s *Scheduler) DeleteFlavor(name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cluster.DeleteFlavor(name)
+	s.requeueAll()
+}
+
+// SetClusterQueue adds or updates a ClusterQueue.
+func (s *Scheduler) SetClusterQueue(cq core.ClusterQueue) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	before := s.cluster.CohortTree(cq.Name)
+	s.cluster.SetClusterQueue(cq)
+	s.queues.SetClusterQueue(cq.Name, cq.Strategy)
+	s.queueInadmissible(before...)
+	s.queueInadmissible(s.cluster.CohortTree(cq.Name)...)
+	s.signal()
+}
+
+// DeleteClusterQueue removes a ClusterQueue and returns the workloads that
+// held quota in it: they must be evicted, since nothing accounts for them now.
+func (s *Scheduler) DeleteClusterQueue(name string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	before := s.cluster.CohortTree(name)
+	s.cluster.DeleteClusterQueue(name)
+	s.queues.DeleteClusterQueue(name)
+	s.queueInadmissible(before...)
+	s.signal()
+	return s.cluster.AdmittedIn(name)
+}
+
+// SetCohort adds or updates a Cohort object.
+func (s *Scheduler) SetCohort(co core.Cohort) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cluster.SetCohort(co)
+	s.requeueAll()
+}
+
+// DeleteCohort removes a Cohort object.
+func (s *Scheduler) DeleteCohort(name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cluster.DeleteCohort(name)
+	s.requeueAll()
+}
+
+// SetLocalQueue adds or updates a LocalQueue.
+func (s *Scheduler) SetLocalQueue(lq queue.LocalQueue) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.queues.SetLocalQueue(lq)
+	s.dirtyLQ[lq.Key] = true
+	s.dirtyCQ[lq.ClusterQueue] = true
+	s.signal()
+}
+
+// DeleteLocalQueue removes a LocalQueue.
+func (s *Scheduler) DeleteLocalQueue(key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.queues.DeleteLocalQueue(key)
+	s.markAll()
+}
+
+// WorkloadPending reports a workload the API shows as waiting for quota,
+// submitted through LocalQueue localQueue (namespace/name).
+func (s *Scheduler) WorkloadPending(w *core.Workload, localQueue string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if a, ok := s.assumed[w.Key]; ok {
+		// Our admission is on its way to the API; remember the newest version
+		// in case the write fails and it must queue again.
+		a.w, a.localQueue = w, localQueue
+		s.assumed[w.Key] = a
+		return
+	}
+	if cq, ok := s.cluster.IsAdmitted(w.Key); ok {
+		// The API says it no longer holds quota: it was evicted.
+		s.release(w.Key, cq)
+	}
+	s.queues.AddOrUpdate(w, localQueue)
+	s.dirtyLQ[localQueue] = true
+	if w.ClusterQueue != "" {
+		s.dirtyCQ[w.ClusterQueue] = true
+	}
+	s.signal()
+}
+
+// WorkloadAdmitted reports a workload the API shows holding usage in cq.
+func (s *Scheduler) WorkloadAdmitted(key, localQueue, cq string, usage core.Usage) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.assumed, key)
+	s.queues.Delete(key)
+	prev, was := s.cluster.IsAdmitted(key)
+	s.cluster.AddAdmitted(key, cq, usage)
+	s.setAdmitted(key, localQueue, usage)
+	s.dirtyCQ[cq] = true
+	if was && prev != cq {
+		s.queueInadmissible(s.cluster.CohortTree(prev)...)
+		s.signal()
+	}
+}
+
+// WorkloadGone reports a workload deleted, finished, or otherwise no longer
+// waiting nor holding quota. Its quota, if any, is released.
+func (s *Scheduler) WorkloadGone(key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.assumed, key)
+	if lq, cq, ok := s.queues.Where(key); ok {
+		s.dirtyLQ[lq] = true
+		s.dirtyCQ[cq] = true
+	}
+	s.queues.Delete(key)
+	if cq, ok := s.cluster.IsAdmitted(key); ok {
+		s.release(key, cq)
+	}
+}
+
+// Undo withdraws an admission whose write failed: the quota is released and
+// the workload, in its newest known version, queues again.
+func (s *Scheduler) Undo(key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a, ok := s.assumed[key]
+	if !ok {
+		return
+	}
+	delete(s.assumed, key)
+	if cq, ok := s.cluster.IsAdmitted(key); ok {
+		s.release(key, cq)
+	}
+	s.queues.AddOrUpdate(a.w, a.localQueue)
+	s.signal()
+}
+
+func (s *Scheduler) release(key, cq string) {
+	s.cluster.RemoveAdmitted(key)
+	s.setAdmitted(key, "", nil)
+	s.queueInadmissible(s.cluster.CohortTree(cq)...)
+	s.signal()
+}
+
+// setAdmitted records the LocalQueue and usage of a quota-holding workload
+// ("" when it holds none), keeping the per-LocalQueue counts and usage.
+func (s *Scheduler) setAdmitted(key, localQueue string, usage core.Usage) {
+	if old, ok := s.admitted[key]; ok {
+		if s.perLQ[old]--; s.perLQ[old] <= 0 {
+			delete(s.perLQ, old)
+			delete(s.lqUsage, old)
+		} else {
+			for fr, v := range s.usageOf[key] {
+				s.lqUsage[old][fr] -= v
+			}
+		}
+		delete(s.admitted, key)
+		delete(s.usageOf, key)
+		s.dirtyLQ[old] = true
+	}
+	if localQueue != "" {
+		s.admitted[key] = localQueue
+		s.usageOf[key] = usage
+		s.perLQ[localQueue]++
+		if s.lqUsage[localQueue] == nil {
+			s.lqUsage[localQueue] = core.Usage{}
+		}
+		s.lqUsage[localQueue].Add(usage)
+		s.dirtyLQ[localQueue] = true
+	}
+}
+
+func (s *Scheduler) requeueAll() {
+	s.queueInadmissible(s.cluster.ClusterQueues()...)
+	s.signal()
+}
+
+// queueInadmissible gives the queues' set-aside workloads another look; their
+// counts change, so their status is due.
+func (s *Scheduler) queueInadmissible(cqs ...string) {
+	s.queues.QueueInadmissible(cqs...)
+	for _, cq := range cqs {
+		s.dirtyCQ[cq] = true
+	}
+}
+
+func (s *Scheduler) markAll() {
+	for _, cq := range s.cluster.ClusterQueues() {
+		s.dirtyCQ[cq] = true
+	}
+}
+
+// MarkDirty asks for the status of these queues to be written again (after a
+// failed write, say).
+func (s *Scheduler) MarkDirty(cqs, lqs []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, k := range cqs {
+		s.dirtyCQ[k] = true
+	}
+	for _, k := range lqs {
+		s.dirtyLQ[k] = true
+	}
+}
+
+// TakeDirty returns the ClusterQueues and LocalQueues whose status may have
+// changed since the last call.
+func (s *Scheduler) TakeDirty() (cqs, lqs []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k := range s.dirtyCQ {
+		cqs = append(cqs, k)
+	}
+	for k := range s.dirtyLQ {
+		lqs = append(lqs, k)
+	}
+	clear(s.dirtyCQ)
+	clear(s.dirtyLQ)
+	return cqs, lqs
+}
+
+// Cycle runs one admission cycle and returns its decisions. Admitted
+// workloads are assumed: the caller writes each admission and then calls Undo
+// if the write failed (success is confirmed by WorkloadAdmitted when the API
+// shows it).
+func (s *Scheduler) Cycle() []core.Decision {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	heads := s.queues.Heads()
+	if len(heads) == 0 {
+		return nil
+	}
+	lqs := make(map[string]string, len(heads))
+	for _, w := range heads {
+		lqs[w.Key], _ = s.queues.LocalQueueOf(w.Key)
+	}
+	decisions := s.cluster.Cycle(heads)
+	for _, d := range decisions {
+		if d.Admit != nil {
+			s.assumed[d.Workload.Key] = assumption{w: d.Workload, localQueue: lqs[d.Workload.Key]}
+			s.setAdmitted(d.Workload.Key, lqs[d.Workload.Key], d.Admit.Usage)
+		}
+		s.queues.Done(d)
+		s.dirtyCQ[d.Workload.ClusterQueue] = true
+		s.dirtyLQ[lqs[d.Workload.Key]] = true
+	}
+	s.signal()
+	return decisions
+}
+
+// TakePendingChanges returns the pending workloads whose reason changed since
+// the last call: the controller writes these, and only these, to the API.
+func (s *Scheduler) TakePendingChanges() map[string]core.Pending {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.queues.TakeChanged()
+}
+
+// ClusterQueueStatus is what the ClusterQueue's status reports.
+type ClusterQueueStatus struct {
+	Pending      int // waiting their turn or being decided on
+	Inadmissible int // set aside until something changes
+	Reserving    int // holding quota
+	Usage        core.Usage
+	Nominal      core.Usage
+	// Inactive says why it cannot admit; "" when it can.
+	Inactive string
+}
+
+// ClusterQueueStatus reports on a ClusterQueue.
+func (s *Scheduler) ClusterQueueStatus(name string) ClusterQueueStatus {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	active, inadm := s.queues.Counts(name)
+	st := ClusterQueueStatus{Pending: active, Inadmissible: inadm,
+		Reserving: s.cluster.AdmittedCount(name), Usage: s.cluster.Usage(name),
+		Inactive: s.cluster.Inactive(name), Nominal: core.Usage{}}
+	if cq, ok := s.cluster.ClusterQueue(name); ok {
+		for _, rg := range cq.ResourceGroups {
+			for _, f := range rg.Flavors {
+				for r, q := range f.Quotas {
+					st.Nominal[core.FlavorResource{Flavor: f.Name, Resource: r}] = q.Nominal
+				}
+			}
+		}
+	}
+	return st
+}
+
+// LocalQueueStatus reports a LocalQueue's pending and quota-holding workloads
+// and the usage of the latter.
+func (s *Scheduler) LocalQueueStatus(key string) (pending, reserving int, usage core.Usage) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	usage = core.Usage{}
+	usage.Add(s.lqUsage[key])
+	return s.queues.PendingInLocalQueue(key), s.perLQ[key], usage
+}
+
+// AdmittedIn lists the workloads holding quota in a ClusterQueue.
+func (s *Scheduler) AdmittedIn(cq string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cluster.AdmittedIn(cq)
+}
+
+// AdmittedThrough lists the workloads holding quota that were submitted
+// through a LocalQueue.
+func (s *Scheduler) AdmittedThrough(localQueue string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for k, lq := range s.admitted {
+		if lq == localQueue {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// Pending returns why a workload waits, if it does.
+func (s *Scheduler) Pending(key string) *core.Pending {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.queues.Pending(key)
+}
+
+// HasClusterQueue reports whether the ClusterQueue exists.
+func (s *Scheduler) HasClusterQueue(name string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.cluster.ClusterQueue(name)
+	return ok
+}
+
+// CohortTree lists the ClusterQueues sharing a root cohort with cq.
+func (s *Scheduler) CohortTree(cq string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cluster.CohortTree(cq)
+}
+
+// CohortsInCycle lists cohorts whose parents form a cycle.
+func (s *Scheduler) CohortsInCycle() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cluster.CohortsInCycle()
+}
