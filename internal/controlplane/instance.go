@@ -24,8 +24,14 @@ type Options struct {
 	Port int
 	// Plan tunes the core components.
 	Plan PlanOptions
+	// AfterCore runs once the core components are healthy, before Extra
+	// components start: installing CRDs and RBAC, for instance.
+	AfterCore func(ctx context.Context, l Layout) error
 	// Extra returns components to run after the core (simulator, berth controller).
-	Extra func(l Layout, p Ports) []Component
+	Extra func(l Layout, p Ports) ([]Component, error)
+	// Identities are client identities to issue certificates and kubeconfigs
+	// for (see Layout.ComponentKubeconfig), beside the core components'.
+	Identities []Identity
 	// Progress receives one line per step of start-up and shutdown; nil discards them.
 	Progress io.Writer
 }
@@ -38,8 +44,8 @@ type Instance struct {
 	spawner  *spawner
 	lock     *dirLock
 	health   *http.Client
-	comps    []Component
-	procs    []*process // in start order
+	comps    []Component // started so far, in start order; procs[k] runs comps[k]
+	procs    []*process
 	progress io.Writer
 
 	mu       sync.Mutex
@@ -118,7 +124,7 @@ func start(ctx context.Context, l Layout, o Options, lock *dirLock, progress io.
 		return nil, fmt.Errorf("data directory %s belongs to instance %q, not %q; pass --name %s or another --data-dir",
 			l.Dir, prev.Name, o.Name, prev.Name)
 	}
-	if err := ensurePKI(l.PKIDir(), time.Now()); err != nil {
+	if err := ensurePKI(l.PKIDir(), time.Now(), o.Identities); err != nil {
 		return nil, fmt.Errorf("certificates in %s: %w", l.PKIDir(), err)
 	}
 	previousPort := 0
@@ -129,7 +135,7 @@ func start(ctx context.Context, l Layout, o Options, lock *dirLock, progress io.
 	if err != nil {
 		return nil, err
 	}
-	if err := writeKubeconfigs(l, o.Name, ports.APIServer); err != nil {
+	if err := writeKubeconfigs(l, o.Name, ports.APIServer, o.Identities); err != nil {
 		return nil, fmt.Errorf("writing kubeconfigs: %w", err)
 	}
 	health, err := healthClient(l)
@@ -137,12 +143,15 @@ func start(ctx context.Context, l Layout, o Options, lock *dirLock, progress io.
 		return nil, fmt.Errorf("certificates in %s: %w", l.PKIDir(), err)
 	}
 	comps := Plan(l, ports, o.Plan)
+	var extra []Component
 	if o.Extra != nil {
-		comps = append(comps, o.Extra(l, ports)...)
+		if extra, err = o.Extra(l, ports); err != nil {
+			return nil, err
+		}
 	}
 	self, _ := procStartTime(os.Getpid())
 	inst := &Instance{
-		layout: l, opts: o, spawner: newSpawner(), lock: lock, health: health, comps: comps, progress: progress,
+		layout: l, opts: o, spawner: newSpawner(), lock: lock, health: health, progress: progress,
 		stopReq: make(chan struct{}), killReq: make(chan struct{}), done: make(chan struct{}),
 		state: State{
 			Name: o.Name, Phase: PhaseStarting, Supervisor: ProcessRef{PID: os.Getpid(), StartTime: self},
@@ -153,7 +162,7 @@ func start(ctx context.Context, l Layout, o Options, lock *dirLock, progress io.
 		inst.spawner.close()
 		return nil, fmt.Errorf("writing %s: %w", l.StateFile(), err)
 	}
-	if err := inst.startAll(ctx); err != nil {
+	if err := inst.startAll(ctx, comps, extra); err != nil {
 		inst.shutdown(err)
 		return nil, err
 	}
@@ -162,20 +171,34 @@ func start(ctx context.Context, l Layout, o Options, lock *dirLock, progress io.
 	return inst, nil
 }
 
-// startAll starts the components stage by stage, waiting for each stage to be healthy.
-func (i *Instance) startAll(ctx context.Context) error {
-	for idx := 0; idx < len(i.comps); {
-		stage := i.comps[idx].Stage
+// startAll starts the core, runs AfterCore, then starts the extra components.
+func (i *Instance) startAll(ctx context.Context, core, extra []Component) error {
+	if err := i.startStages(ctx, core); err != nil {
+		return err
+	}
+	if i.opts.AfterCore != nil {
+		if err := i.opts.AfterCore(ctx, i.layout); err != nil {
+			return err
+		}
+	}
+	return i.startStages(ctx, extra)
+}
+
+// startStages starts components stage by stage, waiting for each stage to be healthy.
+func (i *Instance) startStages(ctx context.Context, comps []Component) error {
+	for idx := 0; idx < len(comps); {
+		stage := comps[idx].Stage
 		var batch []*process
 		var batchComps []Component
-		for ; idx < len(i.comps) && i.comps[idx].Stage == stage; idx++ {
-			c := i.comps[idx]
+		for ; idx < len(comps) && comps[idx].Stage == stage; idx++ {
+			c := comps[idx]
 			fmt.Fprintf(i.progress, "starting %s\n", c.Name)
 			p, err := startProcess(i.spawner, c.Name, i.opts.Binary, c.Args, i.layout.LogFile(c.Name))
 			if err != nil {
 				return err
 			}
 			i.procs = append(i.procs, p)
+			i.comps = append(i.comps, c)
 			i.update(func(s *State) {
 				s.Components = append(s.Components, ComponentState{
 					Name: c.Name, Process: ProcessRef{PID: p.pid(), StartTime: p.startTime},

@@ -10,7 +10,7 @@ import (
 
 // writeKubeconfigs writes the admin kubeconfig (certificates embedded, so it can
 // be copied elsewhere) and one per component (referring to files under pki/).
-func writeKubeconfigs(l Layout, name string, apiPort int) error {
+func writeKubeconfigs(l Layout, name string, apiPort int, identities []Identity) error {
 	server := fmt.Sprintf("https://127.0.0.1:%d", apiPort)
 	ctx := "berth-" + name
 
@@ -35,7 +35,11 @@ func writeKubeconfigs(l Layout, name string, apiPort int) error {
 		return err
 	}
 
-	for _, component := range []string{"kube-controller-manager", "kube-scheduler"} {
+	components := []string{"kube-controller-manager", "kube-scheduler"}
+	for _, id := range identities {
+		components = append(components, id.Name)
+	}
+	for _, component := range components {
 		c := clientcmdapi.NewConfig()
 		c.Clusters[ctx] = &clientcmdapi.Cluster{Server: server, CertificateAuthority: l.PKI("ca.crt")}
 		c.AuthInfos[component] = &clientcmdapi.AuthInfo{

@@ -1,20 +1,16 @@
 package controlplane
 
 import (
-	"crypto"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"math/big"
 	"net"
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/berth-dev/berth/internal/pki"
 )
 
 // Validity of what berth generates. Leaf certificates are renewed at start-up when
@@ -41,10 +37,19 @@ var apiServerServiceIP = net.ParseIP("10.0.0.1")
 
 const serviceClusterIPRange = "10.0.0.0/24"
 
-func leafSpecs() []certSpec {
+// Identity is a client of the API server that gets a certificate and a
+// kubeconfig of its own: User is the certificate's common name, Groups its
+// organizations.
+type Identity struct {
+	Name   string
+	User   string
+	Groups []string
+}
+
+func leafSpecs(extra []Identity) []certSpec {
 	loopback := []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}
 	client := []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
-	return []certSpec{
+	specs := []certSpec{
 		{
 			file:       "apiserver",
 			commonName: "kube-apiserver",
@@ -60,108 +65,83 @@ func leafSpecs() []certSpec {
 		{file: "kube-controller-manager", commonName: "system:kube-controller-manager", usages: client},
 		{file: "kube-scheduler", commonName: "system:kube-scheduler", usages: client},
 	}
+	for _, id := range extra {
+		specs = append(specs, certSpec{file: id.Name, commonName: id.User, organization: id.Groups, usages: client})
+	}
+	return specs
 }
 
 // ensurePKI creates whatever is missing under dir: the CA, the service-account
 // signing key pair and the leaf certificates. Existing files are reused, so
 // kubeconfigs and service-account tokens stay valid across restarts; a file that
 // exists but cannot be parsed is an error naming it, never silently replaced.
-func ensurePKI(dir string, now time.Time) error {
+func ensurePKI(dir string, now time.Time, identities []Identity) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	caCert, caKey, err := ensureCA(dir, now)
+	ca, err := ensureCA(dir, now)
 	if err != nil {
 		return err
 	}
 	if err := ensureKeyPair(filepath.Join(dir, "sa.key"), filepath.Join(dir, "sa.pub")); err != nil {
 		return err
 	}
-	for _, spec := range leafSpecs() {
-		if err := ensureLeaf(dir, spec, caCert, caKey, now); err != nil {
+	for _, spec := range leafSpecs(identities) {
+		if err := ensureLeaf(dir, spec, ca, now); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func ensureCA(dir string, now time.Time) (*x509.Certificate, crypto.Signer, error) {
+func ensureCA(dir string, now time.Time) (*pki.KeyPair, error) {
 	certPath, keyPath := filepath.Join(dir, "ca.crt"), filepath.Join(dir, "ca.key")
-	cert, key, err := loadPair(certPath, keyPath)
-	if err == nil {
-		return cert, key, nil
+	ca, err := loadPair(certPath, keyPath)
+	if err == nil || !errors.Is(err, os.ErrNotExist) {
+		return ca, err
 	}
-	if !errors.Is(err, os.ErrNotExist) {
-		return nil, nil, err
+	if ca, err = pki.NewCA("berth-ca", now, caValidity); err != nil {
+		return nil, err
 	}
-	newKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, nil, err
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          serial(),
-		Subject:               pkix.Name{CommonName: "berth-ca"},
-		NotBefore:             now.Add(-time.Hour),
-		NotAfter:              now.Add(caValidity),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, newKey.Public(), newKey)
-	if err != nil {
-		return nil, nil, err
-	}
-	if err := writePair(certPath, keyPath, der, newKey); err != nil {
-		return nil, nil, err
-	}
-	cert, err = x509.ParseCertificate(der)
-	return cert, newKey, err
+	return ca, writePair(certPath, keyPath, ca)
 }
 
-func ensureLeaf(dir string, spec certSpec, ca *x509.Certificate, caKey crypto.Signer, now time.Time) error {
+func ensureLeaf(dir string, spec certSpec, ca *pki.KeyPair, now time.Time) error {
 	certPath, keyPath := filepath.Join(dir, spec.file+".crt"), filepath.Join(dir, spec.file+".key")
-	cert, _, err := loadPair(certPath, keyPath)
+	kp, err := loadPair(certPath, keyPath)
 	switch {
-	case err == nil && cert.NotAfter.Sub(now) > renewBefore && cert.CheckSignatureFrom(ca) == nil:
+	case err == nil && pki.Fresh(kp.Cert, now, renewBefore) && kp.Cert.CheckSignatureFrom(ca.Cert) == nil:
 		return nil
 	case err != nil && !errors.Is(err, os.ErrNotExist):
 		return err
 	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	leaf, err := ca.Issue(pki.Spec{CommonName: spec.commonName, Organization: spec.organization,
+		DNSNames: spec.dnsNames, IPs: spec.ips, Usages: spec.usages}, now, leafValidity)
 	if err != nil {
 		return err
 	}
-	tmpl := &x509.Certificate{
-		SerialNumber: serial(),
-		Subject:      pkix.Name{CommonName: spec.commonName, Organization: spec.organization},
-		NotBefore:    now.Add(-time.Hour),
-		NotAfter:     now.Add(leafValidity),
-		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
-		ExtKeyUsage:  spec.usages,
-		DNSNames:     spec.dnsNames,
-		IPAddresses:  spec.ips,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, key.Public(), caKey)
-	if err != nil {
-		return err
-	}
-	return writePair(certPath, keyPath, der, key)
+	return writePair(certPath, keyPath, leaf)
 }
 
 // ensureKeyPair creates the service-account signing key and its public half.
 func ensureKeyPair(keyPath, pubPath string) error {
-	if _, err := loadKey(keyPath); err == nil {
+	data, err := os.ReadFile(keyPath)
+	switch {
+	case err == nil:
+		if _, err := pki.ParseKey(data); err != nil {
+			return corrupt(keyPath, err)
+		}
 		if _, err := os.Stat(pubPath); err == nil {
 			return nil
 		}
-	} else if !errors.Is(err, os.ErrNotExist) {
+	case !errors.Is(err, os.ErrNotExist):
 		return err
 	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	key, err := pki.NewKey()
 	if err != nil {
 		return err
 	}
-	if err := writeKey(keyPath, key); err != nil {
+	if err := writeFileAtomic(keyPath, pki.EncodeKey(key), 0o600); err != nil {
 		return err
 	}
 	pub, err := x509.MarshalPKIXPublicKey(key.Public())
@@ -171,63 +151,35 @@ func ensureKeyPair(keyPath, pubPath string) error {
 	return writeFileAtomic(pubPath, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub}), 0o600)
 }
 
-func loadPair(certPath, keyPath string) (*x509.Certificate, crypto.Signer, error) {
-	data, err := os.ReadFile(certPath)
-	if err != nil {
-		return nil, nil, err
-	}
-	block, _ := pem.Decode(data)
-	if block == nil || block.Type != "CERTIFICATE" {
-		return nil, nil, fmt.Errorf("%s: not a PEM certificate; restore it or delete the data directory to start afresh", certPath)
-	}
-	cert, err := x509.ParseCertificate(block.Bytes)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w; restore it or delete the data directory to start afresh", certPath, err)
-	}
-	key, err := loadKey(keyPath)
-	if err != nil {
-		return nil, nil, err
-	}
-	return cert, key, nil
-}
-
-func loadKey(path string) (crypto.Signer, error) {
-	data, err := os.ReadFile(path)
+func loadPair(certPath, keyPath string) (*pki.KeyPair, error) {
+	certPEM, err := os.ReadFile(certPath)
 	if err != nil {
 		return nil, err
 	}
-	block, _ := pem.Decode(data)
-	if block == nil {
-		return nil, fmt.Errorf("%s: not a PEM private key; restore it or delete the data directory to start afresh", path)
-	}
-	key, err := x509.ParseECPrivateKey(block.Bytes)
+	cert, err := pki.ParseCert(certPEM)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w; restore it or delete the data directory to start afresh", path, err)
+		return nil, corrupt(certPath, err)
 	}
-	return key, nil
+	keyPEM, err := os.ReadFile(keyPath)
+	if err != nil {
+		return nil, err
+	}
+	key, err := pki.ParseKey(keyPEM)
+	if err != nil {
+		return nil, corrupt(keyPath, err)
+	}
+	return &pki.KeyPair{Cert: cert, Key: key}, nil
 }
 
-func writePair(certPath, keyPath string, der []byte, key *ecdsa.PrivateKey) error {
-	if err := writeKey(keyPath, key); err != nil {
+func corrupt(path string, err error) error {
+	return fmt.Errorf("%s: %w; restore it or delete the data directory to start afresh", path, err)
+}
+
+func writePair(certPath, keyPath string, kp *pki.KeyPair) error {
+	if err := writeFileAtomic(keyPath, kp.KeyPEM(), 0o600); err != nil {
 		return err
 	}
-	return writeFileAtomic(certPath, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644)
-}
-
-func writeKey(path string, key *ecdsa.PrivateKey) error {
-	der, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		return err
-	}
-	return writeFileAtomic(path, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der}), 0o600)
-}
-
-func serial() *big.Int {
-	n, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 126))
-	if err != nil {
-		panic(err) // crypto/rand never fails on Linux
-	}
-	return n
+	return writeFileAtomic(certPath, kp.CertPEM(), 0o644)
 }
 
 // writeFileAtomic writes via a temporary file and rename, so a crash never

@@ -29,7 +29,7 @@ func readCert(t *testing.T, path string) *x509.Certificate {
 func TestEnsurePKIIssuesWhatTheComponentsNeed(t *testing.T) {
 	dir := t.TempDir()
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	if err := ensurePKI(dir, now); err != nil {
+	if err := ensurePKI(dir, now, nil); err != nil {
 		t.Fatal(err)
 	}
 	ca := readCert(t, filepath.Join(dir, "ca.crt"))
@@ -68,7 +68,7 @@ func TestEnsurePKIIssuesWhatTheComponentsNeed(t *testing.T) {
 func TestEnsurePKIKeepsAndRenews(t *testing.T) {
 	dir := t.TempDir()
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	if err := ensurePKI(dir, now); err != nil {
+	if err := ensurePKI(dir, now, nil); err != nil {
 		t.Fatal(err)
 	}
 	ca1 := readCert(t, filepath.Join(dir, "ca.crt"))
@@ -76,7 +76,7 @@ func TestEnsurePKIKeepsAndRenews(t *testing.T) {
 	sa1, _ := os.ReadFile(filepath.Join(dir, "sa.key"))
 
 	// A restart a day later keeps everything: kubeconfigs and tokens stay valid.
-	if err := ensurePKI(dir, now.Add(24*time.Hour)); err != nil {
+	if err := ensurePKI(dir, now.Add(24*time.Hour), nil); err != nil {
 		t.Fatal(err)
 	}
 	if !readCert(t, filepath.Join(dir, "admin.crt")).Equal(admin1) {
@@ -88,7 +88,7 @@ func TestEnsurePKIKeepsAndRenews(t *testing.T) {
 
 	// Close to expiry, leaves are renewed under the same CA.
 	later := admin1.NotAfter.Add(-renewBefore / 2)
-	if err := ensurePKI(dir, later); err != nil {
+	if err := ensurePKI(dir, later, nil); err != nil {
 		t.Fatal(err)
 	}
 	admin2 := readCert(t, filepath.Join(dir, "admin.crt"))
@@ -102,14 +102,14 @@ func TestEnsurePKIKeepsAndRenews(t *testing.T) {
 
 func TestEnsurePKIRefusesCorruptFiles(t *testing.T) {
 	dir := t.TempDir()
-	if err := ensurePKI(dir, time.Now()); err != nil {
+	if err := ensurePKI(dir, time.Now(), nil); err != nil {
 		t.Fatal(err)
 	}
 	key := filepath.Join(dir, "kube-scheduler.key")
 	if err := os.WriteFile(key, []byte("-----BEGIN EC PRIVATE KEY-----\nAAAA\n-----END EC PRIVATE KEY-----\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	err := ensurePKI(dir, time.Now())
+	err := ensurePKI(dir, time.Now(), nil)
 	if err == nil || !strings.Contains(err.Error(), key) {
 		t.Fatalf("ensurePKI with a corrupt key = %v, want an error naming %s", err, key)
 	}

@@ -9,6 +9,9 @@ import (
 	"strings"
 )
 
+// FreePort returns a free loopback port for an extra component.
+func FreePort() (int, error) { return freePort(nil) }
+
 // freePort returns a loopback port that is free now and lies below the
 // kernel's ephemeral range. Ports from ":0" would come from that range, where
 // any outgoing connection may take them before the component binds them;
