@@ -44,6 +44,7 @@ dispatches work to worker clusters and runs virtual clusters, all in one binary.
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newUpCommand(), newDownCommand(), newStatusCommand(), newKubeconfigCommand(), newKubectlCommand())
+	root.AddCommand(newUpCommand(), newDownCommand(), newStatusCommand(), newKubeconfigCommand(), newKubectlCommand(),
+		newControllerCommand())
 	return root
 }

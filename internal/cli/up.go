@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/berth-dev/berth/internal/controlplane"
+	"github.com/berth-dev/berth/internal/up"
 )
 
 type upOptions struct {
@@ -33,9 +34,11 @@ func newUpCommand() *cobra.Command {
 	o := &upOptions{}
 	cmd := &cobra.Command{
 		Use:   "up",
-		Short: "Start a local control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler)",
-		Long: `Start a local Kubernetes control plane on loopback and write an admin kubeconfig
-into the data directory. Objects survive 'berth down' and the next 'berth up'.
+		Short: "Start a local control plane with berth's controller",
+		Long: `Start a local Kubernetes control plane on loopback (etcd, kube-apiserver,
+kube-controller-manager, kube-scheduler), install berth's CRDs and run berth's
+controller, and write an admin kubeconfig into the data directory. Objects
+survive 'berth down' and the next 'berth up'.
 
 Without --detach, berth runs in the foreground until Ctrl-C and then stops every
 component in order (a second Ctrl-C kills them at once). With --detach it
@@ -125,10 +128,9 @@ func upForeground(cmd *cobra.Command, o *upOptions, dir string) error {
 	}()
 
 	began := time.Now()
-	inst, err := controlplane.Start(ctx, controlplane.Options{
-		Name: o.name, DataDir: dir, Port: o.port, Progress: progress,
-		Plan: planOptions(o),
-	})
+	inst, err := controlplane.Start(ctx, up.Options(up.Config{
+		Name: o.name, DataDir: dir, Port: o.port, Progress: progress, Plan: planOptions(o),
+	}))
 	if err != nil {
 		progress.finish(notice{Error: err.Error()})
 		return err

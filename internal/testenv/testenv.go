@@ -46,6 +46,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/berth-dev/berth/internal/controlplane"
+	"github.com/berth-dev/berth/internal/up"
 )
 
 // Env is one test's view of the cluster.
@@ -100,15 +101,10 @@ func run(m *testing.M) (int, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	inst, err := controlplane.Start(ctx, controlplane.Options{
-		Name: "testenv", DataDir: dir, Binary: bin,
-		// Tests recreate their data every run; durability buys nothing here.
-		Plan: func() controlplane.PlanOptions {
-			p := controlplane.DefaultPlanOptions()
-			p.EtcdUnsafeNoFsync = true
-			return p
-		}(),
-	})
+	plan := controlplane.DefaultPlanOptions()
+	// Tests recreate their data every run; durability buys nothing here.
+	plan.EtcdUnsafeNoFsync = true
+	inst, err := controlplane.Start(ctx, up.Options(up.Config{Name: "testenv", DataDir: dir, Binary: bin, Plan: plan}))
 	if err != nil {
 		return 1, fmt.Errorf("starting the control plane: %w", err)
 	}

@@ -1,0 +1,62 @@
+package cli
+
+import (
+	goflag "flag"
+	"fmt"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/berth-dev/berth/internal/controller"
+)
+
+func newControllerCommand() *cobra.Command {
+	o := controller.DefaultOptions()
+	var kubeconfig string
+	zapOpts := zap.Options{}
+	cmd := &cobra.Command{
+		Use:   "controller",
+		Short: "Run berth's controller against a cluster",
+		Long: `Run berth's controller: quota admission of Workloads, the queueing of batch/v1
+Jobs (and Jobs made by CronJobs) and their webhook, queue status and metrics.
+'berth up' runs it for you; use this command to run it against any cluster.
+
+It connects with --kubeconfig, else $KUBECONFIG, else the in-cluster
+configuration. Its API client is allowed --kube-api-qps requests per second
+(bursts of --kube-api-burst): admissions are API writes, so a low limit caps
+throughput long before the API server is busy.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+			loading := clientcmd.NewDefaultClientConfigLoadingRules()
+			loading.ExplicitPath = kubeconfig
+			cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(loading, nil).ClientConfig()
+			if err != nil {
+				return fmt.Errorf("loading a kubeconfig (--kubeconfig, $KUBECONFIG or in-cluster): %w", err)
+			}
+			return controller.Run(ctrl.SetupSignalHandler(), cfg, o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the cluster (default: $KUBECONFIG, else in-cluster)")
+	f.StringVar(&o.Namespace, "namespace", o.Namespace, "namespace for the webhook certificate Secret and the leader-election lease")
+	f.StringVar(&o.MetricsAddr, "metrics-bind-address", o.MetricsAddr, "address for /metrics (0 disables)")
+	f.StringVar(&o.HealthAddr, "health-probe-bind-address", o.HealthAddr, "address for /healthz and /readyz")
+	f.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "elect a leader, so replicas can run for availability")
+	f.StringVar(&o.WebhookHost, "webhook-host", o.WebhookHost, "address the webhook server listens on (default all)")
+	f.IntVar(&o.WebhookPort, "webhook-port", o.WebhookPort, "port the webhook server listens on")
+	f.StringVar(&o.WebhookCertDir, "webhook-cert-dir", o.WebhookCertDir, "directory for the webhook's serving certificate (default: a temporary one)")
+	f.StringVar(&o.WebhookURL, "webhook-url", o.WebhookURL, "base URL the API server calls the webhook at, when not through --webhook-service")
+	f.StringVar(&o.WebhookService, "webhook-service", o.WebhookService, "Service in --namespace that fronts the webhook (port 443)")
+	f.BoolVar(&o.ManageJobsWithoutQueueName, "manage-jobs-without-queue-name", o.ManageJobsWithoutQueueName,
+		"queue every Job; those without a queue label go to the LocalQueue named \"default\" in their namespace")
+	f.Float32Var(&o.QPS, "kube-api-qps", o.QPS, "requests per second to the API server")
+	f.IntVar(&o.Burst, "kube-api-burst", o.Burst, "burst of requests to the API server")
+	f.IntVar(&o.AdmissionWriters, "admission-writers", o.AdmissionWriters, "admissions written concurrently")
+	gf := goflag.NewFlagSet("zap", goflag.ContinueOnError)
+	zapOpts.BindFlags(gf)
+	f.AddGoFlagSet(gf)
+	return cmd
+}

@@ -1,0 +1,222 @@
+// Package jobs queues batch/v1 Jobs: a mutating webhook suspends queued Jobs at
+// creation, and a reconciler keeps one Workload per Job, starts the Job with
+// its flavors' node selectors and tolerations once the Workload is admitted,
+// suspends it again (restoring its template) when the Workload loses its
+// quota, and marks the Workload finished when the Job ends. Jobs made by a
+// CronJob carry the labels of its jobTemplate and are queued the same way.
+package jobs
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	resourcehelper "k8s.io/component-helpers/resource"
+
+	berthv1 "github.com/berth-dev/berth/api/v1beta1"
+)
+
+// DefaultLocalQueue is where Jobs without a queue label go when berth manages
+// every Job.
+const DefaultLocalQueue = "default"
+
+// QueueName is the LocalQueue a Job is submitted to: the berth label, else
+// Kueue's, else DefaultLocalQueue when manageAll, else "" (not berth's).
+func QueueName(job *batchv1.Job, manageAll bool) string {
+	if q := job.Labels[berthv1.QueueNameLabel]; q != "" {
+		return q
+	}
+	if q := job.Labels[berthv1.KueueQueueNameLabel]; q != "" {
+		return q
+	}
+	if manageAll {
+		return DefaultLocalQueue
+	}
+	return ""
+}
+
+// WorkloadName is the name of a Job's Workload: stable for the Job, and
+// different for a new Job of the same name.
+func WorkloadName(job *batchv1.Job) string {
+	sum := sha256.Sum256([]byte(job.UID))
+	name := job.Name
+	if len(name) > 200 {
+		name = name[:200]
+	}
+	return "job-" + name + "-" + hex.EncodeToString(sum[:])[:5]
+}
+
+// Suspended reports spec.suspend.
+func Suspended(job *batchv1.Job) bool { return job.Spec.Suspend != nil && *job.Spec.Suspend }
+
+// Finished reports whether the Job ended, and whether it failed.
+func Finished(job *batchv1.Job) (finished, failed bool) {
+	for _, c := range job.Status.Conditions {
+		if c.Status != corev1.ConditionTrue {
+			continue
+		}
+		switch c.Type {
+		case batchv1.JobComplete:
+			return true, false
+		case batchv1.JobFailed:
+			return true, true
+		}
+	}
+	return false, false
+}
+
+// PodSets describes a Job's pods for its Workload: one pod set of as many pods
+// as run at once, each requesting what kube-scheduler would count for it
+// (containers, init containers and sidecars, pod overhead).
+func PodSets(job *batchv1.Job) []berthv1.PodSet {
+	count := int32(1)
+	if job.Spec.Parallelism != nil {
+		count = *job.Spec.Parallelism
+	}
+	if job.Spec.Completions != nil && *job.Spec.Completions < count {
+		count = *job.Spec.Completions
+	}
+	count = max(count, 1)
+	spec := job.Spec.Template.Spec
+	requests := resourcehelper.PodRequests(&corev1.Pod{Spec: spec}, resourcehelper.PodResourcesOptions{})
+	ps := berthv1.PodSet{
+		Name:         "main",
+		Count:        count,
+		Requests:     requests,
+		NodeSelector: maps.Clone(spec.NodeSelector),
+		Tolerations:  slices.Clone(spec.Tolerations),
+	}
+	if a := spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
+		ps.NodeAffinity = a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.DeepCopy()
+	}
+	return []berthv1.PodSet{ps}
+}
+
+// NewWorkload makes a Job's Workload, owned by the Job so that it goes when the
+// Job goes.
+func NewWorkload(job *batchv1.Job, queue string, priority *int32, priorityClass string) *berthv1.Workload {
+	yes := true
+	return &berthv1.Workload{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      WorkloadName(job),
+			Namespace: job.Namespace,
+			Labels:    map[string]string{"berth.dev/job-name": truncate(job.Name, 63), "berth.dev/job-uid": string(job.UID)},
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: "batch/v1", Kind: "Job", Name: job.Name, UID: job.UID,
+				Controller: &yes, BlockOwnerDeletion: &yes,
+			}},
+		},
+		Spec: berthv1.WorkloadSpec{
+			PodSets:           PodSets(job),
+			QueueName:         queue,
+			Priority:          priority,
+			PriorityClassName: priorityClass,
+		},
+	}
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
+
+// InSync reports whether a pending Workload still describes its Job.
+func InSync(wl *berthv1.Workload, job *batchv1.Job, queue string, priority *int32) bool {
+	return wl.Spec.QueueName == queue &&
+		equality.Semantic.DeepEqual(wl.Spec.Priority, priority) &&
+		equality.Semantic.DeepEqual(wl.Spec.PodSets, PodSets(job))
+}
+
+// OriginalSchedulingAnnotation holds, while a Job runs with its flavors' node
+// selector and tolerations, what its pod template had before; it is put back
+// when the Job is suspended again.
+const OriginalSchedulingAnnotation = "berth.dev/original-scheduling"
+
+type scheduling struct {
+	NodeSelector map[string]string   `json:"nodeSelector,omitempty"`
+	Tolerations  []corev1.Toleration `json:"tolerations,omitempty"`
+}
+
+// Injected reports whether the Job's template carries flavors' settings.
+func Injected(job *batchv1.Job) bool {
+	_, ok := job.Annotations[OriginalSchedulingAnnotation]
+	return ok
+}
+
+// StartTemplate adds the flavors' node labels (as node selector) and
+// tolerations to the Job's pod template, keeping what it had before in an
+// annotation.
+func StartTemplate(job *batchv1.Job, flavors []*berthv1.ResourceFlavor) error {
+	spec := &job.Spec.Template.Spec
+	if !Injected(job) {
+		data, err := json.Marshal(scheduling{NodeSelector: spec.NodeSelector, Tolerations: spec.Tolerations})
+		if err != nil {
+			return err
+		}
+		if job.Annotations == nil {
+			job.Annotations = map[string]string{}
+		}
+		job.Annotations[OriginalSchedulingAnnotation] = string(data)
+	}
+	for _, f := range flavors {
+		for k, v := range f.Spec.NodeLabels {
+			if spec.NodeSelector == nil {
+				spec.NodeSelector = map[string]string{}
+			}
+			spec.NodeSelector[k] = v
+		}
+		for _, t := range f.Spec.Tolerations {
+			if !slices.ContainsFunc(spec.Tolerations, func(o corev1.Toleration) bool { return o.MatchToleration(&t) }) {
+				spec.Tolerations = append(spec.Tolerations, t)
+			}
+		}
+	}
+	return nil
+}
+
+// RestoreTemplate puts back the node selector and tolerations the pod
+// template had before StartTemplate. It reports whether it changed the Job.
+// A damaged annotation is an error naming it; the Job is left as it is.
+func RestoreTemplate(job *batchv1.Job) (bool, error) {
+	data, ok := job.Annotations[OriginalSchedulingAnnotation]
+	if !ok {
+		return false, nil
+	}
+	var orig scheduling
+	if err := json.Unmarshal([]byte(data), &orig); err != nil {
+		return false, fmt.Errorf("annotation %s of Job %s/%s is not valid: %w", OriginalSchedulingAnnotation, job.Namespace, job.Name, err)
+	}
+	job.Spec.Template.Spec.NodeSelector = orig.NodeSelector
+	job.Spec.Template.Spec.Tolerations = orig.Tolerations
+	delete(job.Annotations, OriginalSchedulingAnnotation)
+	return true, nil
+}
+
+// FlavorNames lists the flavors a pod set was assigned, sorted.
+func FlavorNames(a *berthv1.Admission, podSet string) []string {
+	var out []string
+	if a == nil {
+		return nil
+	}
+	for _, psa := range a.PodSetAssignments {
+		if psa.Name != podSet {
+			continue
+		}
+		for _, f := range psa.Flavors {
+			if !slices.Contains(out, f) {
+				out = append(out, f)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}

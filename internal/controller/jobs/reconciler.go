@@ -1,0 +1,212 @@
+package jobs
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	berthv1 "github.com/berth-dev/berth/api/v1beta1"
+	"github.com/berth-dev/berth/internal/workload"
+)
+
+// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;update
+// +kubebuilder:rbac:groups=batch,resources=jobs/finalizers,verbs=update
+// +kubebuilder:rbac:groups=berth.dev,resources=workloads,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups=berth.dev,resources=workloads/status,verbs=get;patch
+// +kubebuilder:rbac:groups=berth.dev,resources=resourceflavors;workloadpriorityclasses,verbs=get;list;watch
+// +kubebuilder:rbac:groups=scheduling.k8s.io,resources=priorityclasses,verbs=get;list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconciler keeps each queued Job and its Workload in step.
+type Reconciler struct {
+	client    client.Client
+	rec       events.EventRecorder
+	clock     clock.Clock
+	manageAll bool
+}
+
+// Setup registers the Job reconciler with mgr; manageAll queues Jobs without a
+// queue label in their namespace's LocalQueue "default".
+func Setup(mgr ctrl.Manager, manageAll bool) error {
+	r := &Reconciler{client: mgr.GetClient(), rec: mgr.GetEventRecorder("berth-jobs"), clock: clock.RealClock{},
+		manageAll: manageAll}
+	queued := predicate.NewPredicateFuncs(func(o client.Object) bool {
+		job, ok := o.(*batchv1.Job)
+		return ok && QueueName(job, manageAll) != ""
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("job").
+		For(&batchv1.Job{}, builder.WithPredicates(queued)).
+		Owns(&berthv1.Workload{}).
+		WithOptions(controllerOptions()).
+		Complete(r)
+}
+
+// Reconcile brings one Job and its Workload in step.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	var job batchv1.Job
+	if err := r.client.Get(ctx, req.NamespacedName, &job); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	queue := QueueName(&job, r.manageAll)
+	if queue == "" || job.DeletionTimestamp != nil {
+		// Not queued, or going away: the garbage collector takes the Workload.
+		return reconcile.Result{}, nil
+	}
+	var wl berthv1.Workload
+	err := r.client.Get(ctx, types.NamespacedName{Namespace: job.Namespace, Name: WorkloadName(&job)}, &wl)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return reconcile.Result{}, err
+	}
+	exists := err == nil
+
+	if finished, failed := Finished(&job); finished {
+		if exists && !workload.IsFinished(&wl) {
+			reason, msg := "JobSucceeded", "Job completed"
+			if failed {
+				reason, msg = "JobFailed", "Job failed"
+			}
+			orig := wl.DeepCopy()
+			workload.SetFinished(&wl, reason, msg, r.clock.Now())
+			return reconcile.Result{}, client.IgnoreNotFound(r.client.Status().Patch(ctx, &wl, client.MergeFrom(orig)))
+		}
+		return reconcile.Result{}, nil
+	}
+
+	if !exists {
+		if !Suspended(&job) {
+			// It got past the webhook (created before berth ran, say): it
+			// must not run without quota.
+			return reconcile.Result{}, r.suspend(ctx, &job, "it is queued in LocalQueue "+queue+" and holds no quota")
+		}
+		if Injected(&job) {
+			return r.restore(ctx, &job)
+		}
+		priority, class := r.priority(ctx, &job)
+		nw := NewWorkload(&job, queue, priority, class)
+		if err := r.client.Create(ctx, nw); err != nil && !apierrors.IsAlreadyExists(err) {
+			return reconcile.Result{}, fmt.Errorf("creating Workload for Job %s/%s: %w", job.Namespace, job.Name, err)
+		}
+		return reconcile.Result{}, nil
+	}
+
+	if workload.IsAdmitted(&wl) {
+		if !Suspended(&job) {
+			return reconcile.Result{}, nil // running
+		}
+		if job.Status.StartTime != nil {
+			// Suspended before and not yet reset by the Job controller; the
+			// template may only change once it is.
+			return reconcile.Result{RequeueAfter: 200 * time.Millisecond}, nil
+		}
+		return reconcile.Result{}, r.start(ctx, &job, &wl)
+	}
+
+	// Not admitted: the Job must be suspended, with its own template.
+	if !Suspended(&job) {
+		return reconcile.Result{}, r.suspend(ctx, &job, "its Workload "+wl.Name+" holds no quota")
+	}
+	if Injected(&job) {
+		return r.restore(ctx, &job)
+	}
+	if !workload.HasQuota(&wl) {
+		priority, class := r.priority(ctx, &job)
+		if !InSync(&wl, &job, queue, priority) {
+			orig := wl.DeepCopy()
+			wl.Spec.PodSets = PodSets(&job)
+			wl.Spec.QueueName = queue
+			wl.Spec.Priority = priority
+			wl.Spec.PriorityClassName = class
+			return reconcile.Result{}, client.IgnoreNotFound(r.client.Patch(ctx, &wl, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})))
+		}
+	}
+	return reconcile.Result{}, nil
+}
+
+// start unsuspends the Job with its flavors' node selector and tolerations.
+func (r *Reconciler) start(ctx context.Context, job *batchv1.Job, wl *berthv1.Workload) error {
+	var flavors []*berthv1.ResourceFlavor
+	for _, name := range FlavorNames(wl.Status.Admission, "main") {
+		var rf berthv1.ResourceFlavor
+		if err := r.client.Get(ctx, types.NamespacedName{Name: name}, &rf); err != nil {
+			return fmt.Errorf("ResourceFlavor %s of Workload %s/%s: %w", name, wl.Namespace, wl.Name, err)
+		}
+		flavors = append(flavors, &rf)
+	}
+	if err := StartTemplate(job, flavors); err != nil {
+		return err
+	}
+	no := false
+	job.Spec.Suspend = &no
+	if err := r.client.Update(ctx, job); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	r.rec.Eventf(job, wl, corev1.EventTypeNormal, "Started", "Admission",
+		"admitted by ClusterQueue %s", wl.Status.Admission.ClusterQueue)
+	return nil
+}
+
+// suspend stops the Job; its template is restored in a later step, once the
+// Job controller has reset its start time (before that, the API refuses
+// template changes).
+func (r *Reconciler) suspend(ctx context.Context, job *batchv1.Job, why string) error {
+	yes := true
+	job.Spec.Suspend = &yes
+	if err := r.client.Update(ctx, job); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	r.rec.Eventf(job, nil, corev1.EventTypeNormal, "Suspended", "Admission", "suspended: %s", why)
+	return nil
+}
+
+func (r *Reconciler) restore(ctx context.Context, job *batchv1.Job) (reconcile.Result, error) {
+	if job.Status.StartTime != nil {
+		return reconcile.Result{RequeueAfter: 200 * time.Millisecond}, nil
+	}
+	changed, err := RestoreTemplate(job)
+	if err != nil {
+		// Never loop on stored data berth cannot read; say so on the Job.
+		r.rec.Eventf(job, nil, corev1.EventTypeWarning, "InvalidAnnotation", "Admission", "%v", err)
+		return reconcile.Result{}, nil
+	}
+	if !changed {
+		return reconcile.Result{}, nil
+	}
+	return reconcile.Result{}, client.IgnoreNotFound(r.client.Update(ctx, job))
+}
+
+// priority resolves a Job's priority: its WorkloadPriorityClass label, else
+// its pods' PriorityClass, else none.
+func (r *Reconciler) priority(ctx context.Context, job *batchv1.Job) (*int32, string) {
+	if name := job.Labels[berthv1.PriorityClassLabel]; name != "" {
+		var wpc berthv1.WorkloadPriorityClass
+		if err := r.client.Get(ctx, types.NamespacedName{Name: name}, &wpc); err != nil {
+			r.rec.Eventf(job, nil, corev1.EventTypeWarning, "PriorityClassNotFound", "Admission",
+				"WorkloadPriorityClass %s (label %s): %v; queued with priority 0", name, berthv1.PriorityClassLabel, err)
+			return nil, name
+		}
+		v := wpc.Value
+		return &v, name
+	}
+	if name := job.Spec.Template.Spec.PriorityClassName; name != "" {
+		var pc schedulingv1.PriorityClass
+		if err := r.client.Get(ctx, types.NamespacedName{Name: name}, &pc); err == nil {
+			v := pc.Value
+			return &v, name
+		}
+	}
+	return nil, ""
+}

@@ -1,0 +1,165 @@
+// Package controller assembles berth's controller: the scheduler, the
+// controllers that feed it and write its decisions, the Job integration and
+// its webhook, health checks and metrics, in one controller-runtime manager.
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	berthv1 "github.com/berth-dev/berth/api/v1beta1"
+	"github.com/berth-dev/berth/internal/controller/admission"
+	"github.com/berth-dev/berth/internal/controller/jobs"
+	"github.com/berth-dev/berth/internal/controller/queues"
+	"github.com/berth-dev/berth/internal/controller/webhook"
+	"github.com/berth-dev/berth/internal/metrics"
+	"github.com/berth-dev/berth/internal/scheduler"
+)
+
+// +kubebuilder:rbac:groups=berth.dev,resources=clusterqueues;cohorts;localqueues;resourceflavors;workloadpriorityclasses;workloads,verbs=get;list;watch
+// +kubebuilder:rbac:groups=berth.dev,resources=clusterqueues/status;cohorts/status;localqueues/status;workloads/status,verbs=get;patch
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
+// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=berth-system,resources=leases,verbs=get;list;watch;create;update;patch;delete
+
+// Options configure the controller.
+type Options struct {
+	// Namespace holds the webhook certificate and the leader-election lease.
+	Namespace string
+	// MetricsAddr serves /metrics ("0" disables it).
+	MetricsAddr string
+	// HealthAddr serves /healthz and /readyz.
+	HealthAddr  string
+	LeaderElect bool
+	// WebhookHost and WebhookPort are where the webhook server listens.
+	WebhookHost string
+	WebhookPort int
+	// WebhookCertDir receives the serving certificate; default: a temporary directory.
+	WebhookCertDir string
+	// WebhookURL, when set, is the base URL the API server calls the webhook
+	// at (https://127.0.0.1:port for a local control plane). Otherwise it is
+	// called through WebhookService on port 443.
+	WebhookURL     string
+	WebhookService string
+	// ManageJobsWithoutQueueName queues every Job; those without a queue label
+	// go to the LocalQueue named "default" in their namespace.
+	ManageJobsWithoutQueueName bool
+	// QPS and Burst of the controller's API client.
+	QPS   float32
+	Burst int
+	// AdmissionWriters is how many admissions are written at once.
+	AdmissionWriters int
+}
+
+// DefaultOptions are the defaults of `berth controller`.
+func DefaultOptions() Options {
+	return Options{
+		Namespace: "berth-system", MetricsAddr: ":8080", HealthAddr: ":8081", LeaderElect: true,
+		WebhookPort: 9443, WebhookService: "berth-webhook",
+		// Admission throughput is bounded by the API server's write rate, not
+		// by the client: a low client-side limit (Kueue's is 50/s) would be
+		// the bottleneck.
+		QPS: 500, Burst: 1000, AdmissionWriters: 16,
+	}
+}
+
+// Scheme has the types the controller reads and writes.
+func Scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(s)
+	_ = berthv1.AddToScheme(s)
+	return s
+}
+
+// Run runs the controller until ctx ends.
+func Run(ctx context.Context, cfg *rest.Config, o Options) error {
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = o.QPS, o.Burst
+	scheme := Scheme()
+	if o.WebhookCertDir == "" {
+		dir, err := os.MkdirTemp("", "berth-webhook-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		o.WebhookCertDir = dir
+	}
+	direct, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return fmt.Errorf("connecting to the API server: %w", err)
+	}
+	if err := webhook.Prepare(ctx, direct, webhook.Options{
+		Namespace: o.Namespace, SecretName: "berth-webhook-tls", ConfigName: "berth", CertDir: o.WebhookCertDir,
+		URL: o.WebhookURL, Service: types.NamespacedName{Namespace: o.Namespace, Name: o.WebhookService},
+		ServicePort: 443, ManageAll: o.ManageJobsWithoutQueueName,
+	}, time.Now()); err != nil {
+		return err
+	}
+
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                  scheme,
+		Metrics:                 metricsserver.Options{BindAddress: o.MetricsAddr},
+		HealthProbeBindAddress:  o.HealthAddr,
+		LeaderElection:          o.LeaderElect,
+		LeaderElectionID:        "berth-controller",
+		LeaderElectionNamespace: o.Namespace,
+		WebhookServer: crwebhook.NewServer(crwebhook.Options{
+			Host: o.WebhookHost, Port: o.WebhookPort, CertDir: filepath.Clean(o.WebhookCertDir)}),
+		// Managed fields are most of a small object's size and berth never reads them.
+		Cache: cache.Options{DefaultTransform: cache.TransformStripManagedFields()},
+	})
+	if err != nil {
+		return err
+	}
+	metrics.Register(ctrlmetrics.Registry)
+
+	sched := scheduler.New()
+	var q *queues.Controller
+	adm, err := admission.Setup(ctx, mgr, sched, admission.Options{
+		Writers: o.AdmissionWriters,
+		Synced:  func() bool { return q != nil && q.HasSynced() },
+	})
+	if err != nil {
+		return err
+	}
+	if q, err = queues.Setup(ctx, mgr, sched, adm.Evict); err != nil {
+		return err
+	}
+	if err := jobs.Setup(mgr, o.ManageJobsWithoutQueueName); err != nil {
+		return err
+	}
+	mgr.GetWebhookServer().Register(jobs.WebhookPath,
+		&crwebhook.Admission{Handler: jobs.NewSuspender(scheme, o.ManageJobsWithoutQueueName)})
+
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("informers", func(*http.Request) error {
+		if !adm.HasSynced() || !q.HasSynced() {
+			return errors.New("informers have not delivered their initial lists yet")
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	return mgr.Start(ctx)
+}

@@ -1,0 +1,254 @@
+package queues
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	berthv1 "github.com/berth-dev/berth/api/v1beta1"
+	"github.com/berth-dev/berth/internal/metrics"
+	"github.com/berth-dev/berth/internal/scheduler"
+)
+
+// Evict asks for workloads to lose their quota; reason is CamelCase, message
+// says why in words.
+type Evict func(keys []string, reason, message string)
+
+// Controller feeds queue objects to the scheduler and writes their status.
+type Controller struct {
+	client   client.Client
+	sched    *scheduler.Scheduler
+	evict    Evict
+	clock    clock.Clock
+	interval time.Duration
+	log      logr.Logger
+	synced   []toolscache.ResourceEventHandlerRegistration
+}
+
+// HasSynced reports whether every handler has seen its initial list.
+func (c *Controller) HasSynced() bool {
+	for _, r := range c.synced {
+		if !r.HasSynced() {
+			return false
+		}
+	}
+	return true
+}
+
+// StatusInterval is how often queue status is brought up to date. Status
+// changes with every admission; coalescing keeps its writes to at most one per
+// queue per interval, whatever the admission rate.
+const StatusInterval = time.Second
+
+// Setup registers the informer handlers and the status writer with mgr.
+func Setup(ctx context.Context, mgr manager.Manager, sched *scheduler.Scheduler, evict Evict) (*Controller, error) {
+	c := &Controller{client: mgr.GetClient(), sched: sched, evict: evict, clock: clock.RealClock{},
+		interval: StatusInterval, log: mgr.GetLogger().WithName("queues")}
+	handlers := []struct {
+		obj client.Object
+		set func(obj any)
+		del func(obj any)
+	}{
+		{&berthv1.ResourceFlavor{}, c.setFlavor, c.deleteFlavor},
+		{&berthv1.ClusterQueue{}, c.setClusterQueue, c.deleteClusterQueue},
+		{&berthv1.Cohort{}, c.setCohort, c.deleteCohort},
+		{&berthv1.LocalQueue{}, c.setLocalQueue, c.deleteLocalQueue},
+	}
+	for _, h := range handlers {
+		inf, err := mgr.GetCache().GetInformer(ctx, h.obj)
+		if err != nil {
+			return nil, err
+		}
+		set, del := h.set, h.del
+		reg, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+			AddFunc:    set,
+			UpdateFunc: func(_, obj any) { set(obj) },
+			DeleteFunc: func(obj any) { del(unwrap(obj)) },
+		})
+		if err != nil {
+			return nil, err
+		}
+		c.synced = append(c.synced, reg)
+	}
+	return c, mgr.Add(manager.RunnableFunc(c.writeStatusLoop))
+}
+
+func unwrap(obj any) any {
+	if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		return t.Obj
+	}
+	return obj
+}
+
+func (c *Controller) setFlavor(obj any) {
+	if rf, ok := obj.(*berthv1.ResourceFlavor); ok {
+		c.sched.SetFlavor(FlavorOf(rf))
+	}
+}
+
+func (c *Controller) deleteFlavor(obj any) {
+	if rf, ok := obj.(*berthv1.ResourceFlavor); ok {
+		c.sched.DeleteFlavor(rf.Name)
+	}
+}
+
+func (c *Controller) setClusterQueue(obj any) {
+	cq, ok := obj.(*berthv1.ClusterQueue)
+	if !ok {
+		return
+	}
+	c.sched.SetClusterQueue(ClusterQueueOf(cq))
+	if cq.Spec.StopPolicy == berthv1.HoldAndDrain {
+		if keys := c.sched.AdmittedIn(cq.Name); len(keys) > 0 {
+			c.evict(keys, "ClusterQueueStopped", fmt.Sprintf("ClusterQueue %s is stopped with stopPolicy HoldAndDrain", cq.Name))
+		}
+	}
+}
+
+func (c *Controller) deleteClusterQueue(obj any) {
+	cq, ok := obj.(*berthv1.ClusterQueue)
+	if !ok {
+		return
+	}
+	if keys := c.sched.DeleteClusterQueue(cq.Name); len(keys) > 0 {
+		c.evict(keys, "ClusterQueueDeleted", fmt.Sprintf("ClusterQueue %s was deleted", cq.Name))
+	}
+	metrics.ForgetClusterQueue(cq.Name)
+}
+
+func (c *Controller) setCohort(obj any) {
+	if co, ok := obj.(*berthv1.Cohort); ok {
+		c.sched.SetCohort(CohortOf(co))
+	}
+}
+
+func (c *Controller) deleteCohort(obj any) {
+	if co, ok := obj.(*berthv1.Cohort); ok {
+		c.sched.DeleteCohort(co.Name)
+	}
+}
+
+func (c *Controller) setLocalQueue(obj any) {
+	lq, ok := obj.(*berthv1.LocalQueue)
+	if !ok {
+		return
+	}
+	q := LocalQueueOf(lq)
+	c.sched.SetLocalQueue(q)
+	if lq.Spec.StopPolicy == berthv1.HoldAndDrain {
+		if keys := c.sched.AdmittedThrough(q.Key); len(keys) > 0 {
+			c.evict(keys, "LocalQueueStopped", fmt.Sprintf("LocalQueue %s is stopped with stopPolicy HoldAndDrain", q.Key))
+		}
+	}
+}
+
+func (c *Controller) deleteLocalQueue(obj any) {
+	if lq, ok := obj.(*berthv1.LocalQueue); ok {
+		c.sched.DeleteLocalQueue(lq.Namespace + "/" + lq.Name)
+	}
+}
+
+// writeStatusLoop brings the status of every queue the scheduler marked dirty
+// up to date, once per interval.
+func (c *Controller) writeStatusLoop(ctx context.Context) error {
+	t := time.NewTicker(c.interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		cqs, lqs := c.sched.TakeDirty()
+		for _, name := range cqs {
+			if err := c.writeClusterQueueStatus(ctx, name); err != nil {
+				c.log.Error(err, "writing status", "clusterQueue", name)
+				c.sched.MarkDirty([]string{name}, nil)
+			}
+		}
+		for _, key := range lqs {
+			if err := c.writeLocalQueueStatus(ctx, key); err != nil {
+				c.log.Error(err, "writing status", "localQueue", key)
+				c.sched.MarkDirty(nil, []string{key})
+			}
+		}
+	}
+}
+
+func (c *Controller) writeClusterQueueStatus(ctx context.Context, name string) error {
+	if name == "" {
+		return nil
+	}
+	st := c.sched.ClusterQueueStatus(name)
+	c.recordMetrics(name, st)
+	var cq berthv1.ClusterQueue
+	if err := c.client.Get(ctx, types.NamespacedName{Name: name}, &cq); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	want := ClusterQueueStatusOf(&cq, st, c.clock.Now())
+	if equality.Semantic.DeepEqual(cq.Status, want) {
+		return nil
+	}
+	return c.patchStatus(ctx, &cq, want)
+}
+
+func (c *Controller) writeLocalQueueStatus(ctx context.Context, key string) error {
+	ns, name, ok := strings.Cut(key, "/")
+	if !ok || name == "" {
+		return nil
+	}
+	var lq berthv1.LocalQueue
+	if err := c.client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &lq); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	pending, reserving, usage := c.sched.LocalQueueStatus(key)
+	cqInactive := c.sched.ClusterQueueStatus(lq.Spec.ClusterQueue).Inactive
+	want := LocalQueueStatusOf(&lq, pending, reserving, usage, cqInactive, c.clock.Now())
+	if equality.Semantic.DeepEqual(lq.Status, want) {
+		return nil
+	}
+	return c.patchStatus(ctx, &lq, want)
+}
+
+func (c *Controller) recordMetrics(name string, st scheduler.ClusterQueueStatus) {
+	metrics.PendingWorkloads.WithLabelValues(name, "active").Set(float64(st.Pending))
+	metrics.PendingWorkloads.WithLabelValues(name, "inadmissible").Set(float64(st.Inadmissible))
+	metrics.ReservingWorkloads.WithLabelValues(name).Set(float64(st.Reserving))
+	for fr, v := range st.Nominal {
+		metrics.NominalQuota.WithLabelValues(name, fr.Flavor, fr.Resource).Set(float64(v) / 1000)
+		metrics.QuotaUsage.WithLabelValues(name, fr.Flavor, fr.Resource).Set(float64(st.Usage[fr]) / 1000)
+	}
+	for fr, v := range st.Usage {
+		if _, ok := st.Nominal[fr]; !ok {
+			metrics.QuotaUsage.WithLabelValues(name, fr.Flavor, fr.Resource).Set(float64(v) / 1000)
+		}
+	}
+}
+
+// patchStatus writes a whole status: berth owns all of it, and a diff-based
+// patch would leave out counts that are zero.
+func (c *Controller) patchStatus(ctx context.Context, obj client.Object, status any) error {
+	data, err := json.Marshal(map[string]any{"status": status})
+	if err != nil {
+		return err
+	}
+	return ignoreGone(c.client.Status().Patch(ctx, obj, client.RawPatch(types.MergePatchType, data)))
+}
+
+func ignoreGone(err error) error {
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}

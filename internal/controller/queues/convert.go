@@ -1,0 +1,84 @@
+package queues
+
+import (
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	berthv1 "github.com/berth-dev/berth/api/v1beta1"
+	"github.com/berth-dev/berth/internal/core"
+	"github.com/berth-dev/berth/internal/queue"
+)
+
+// ClusterQueueOf translates a ClusterQueue for the core. A stored object the
+// core cannot use (an invalid namespaceSelector) becomes an inactive queue with
+// the problem as the reason, never an error that stops the controller.
+func ClusterQueueOf(cq *berthv1.ClusterQueue) core.ClusterQueue {
+	out := core.ClusterQueue{
+		Name:           cq.Name,
+		Cohort:         cq.Spec.Cohort,
+		Strategy:       core.BestEffortFIFO,
+		ResourceGroups: groupsOf(cq.Spec.ResourceGroups),
+		Stopped:        cq.Spec.StopPolicy == berthv1.Hold || cq.Spec.StopPolicy == berthv1.HoldAndDrain,
+	}
+	if cq.Spec.QueueingStrategy == berthv1.StrictFIFO {
+		out.Strategy = core.StrictFIFO
+	}
+	if ff := cq.Spec.FlavorFungibility; ff != nil && ff.WhenCanBorrow == "TryNextFlavor" {
+		out.TryNextFlavorWhenCanBorrow = true
+	}
+	sel, err := metav1.LabelSelectorAsSelector(cq.Spec.NamespaceSelector)
+	if err != nil {
+		out.NamespaceSelector = labels.Nothing()
+		out.Problem = fmt.Sprintf("spec.namespaceSelector is invalid: %v", err)
+	} else {
+		out.NamespaceSelector = sel
+	}
+	return out
+}
+
+// CohortOf translates a Cohort for the core.
+func CohortOf(co *berthv1.Cohort) core.Cohort {
+	return core.Cohort{Name: co.Name, Parent: co.Spec.Parent, ResourceGroups: groupsOf(co.Spec.ResourceGroups)}
+}
+
+// FlavorOf translates a ResourceFlavor for the core.
+func FlavorOf(rf *berthv1.ResourceFlavor) core.Flavor {
+	return core.Flavor{Name: rf.Name, NodeLabels: rf.Spec.NodeLabels, NodeTaints: rf.Spec.NodeTaints,
+		Tolerations: rf.Spec.Tolerations}
+}
+
+// LocalQueueOf translates a LocalQueue for the queue manager.
+func LocalQueueOf(lq *berthv1.LocalQueue) queue.LocalQueue {
+	return queue.LocalQueue{Key: lq.Namespace + "/" + lq.Name, ClusterQueue: lq.Spec.ClusterQueue,
+		Stopped: lq.Spec.StopPolicy == berthv1.Hold || lq.Spec.StopPolicy == berthv1.HoldAndDrain}
+}
+
+func groupsOf(groups []berthv1.ResourceGroup) []core.ResourceGroup {
+	out := make([]core.ResourceGroup, 0, len(groups))
+	for _, rg := range groups {
+		g := core.ResourceGroup{}
+		for _, r := range rg.CoveredResources {
+			g.Resources = append(g.Resources, string(r))
+		}
+		for _, f := range rg.Flavors {
+			fq := core.FlavorQuotas{Name: f.Name, Quotas: map[string]core.Quota{}}
+			for _, r := range f.Resources {
+				q := core.Quota{Nominal: r.NominalQuota.MilliValue()}
+				if r.BorrowingLimit != nil {
+					v := r.BorrowingLimit.MilliValue()
+					q.BorrowingLimit = &v
+				}
+				if r.LendingLimit != nil {
+					v := r.LendingLimit.MilliValue()
+					q.LendingLimit = &v
+				}
+				fq.Quotas[string(r.Name)] = q
+			}
+			g.Flavors = append(g.Flavors, fq)
+		}
+		out = append(out, g)
+	}
+	return out
+}

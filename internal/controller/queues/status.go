@@ -1,0 +1,128 @@
+package queues
+
+import (
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	berthv1 "github.com/berth-dev/berth/api/v1beta1"
+	"github.com/berth-dev/berth/internal/core"
+	"github.com/berth-dev/berth/internal/scheduler"
+	"github.com/berth-dev/berth/internal/workload"
+)
+
+// ClusterQueueStatusOf is the status a ClusterQueue should have. Conditions
+// keep their transition times while they do not change.
+func ClusterQueueStatusOf(cq *berthv1.ClusterQueue, st scheduler.ClusterQueueStatus, now time.Time) berthv1.ClusterQueueStatus {
+	out := berthv1.ClusterQueueStatus{
+		PendingWorkloads:   int32(st.Pending + st.Inadmissible),
+		ReservingWorkloads: int32(st.Reserving),
+		AdmittedWorkloads:  int32(st.Reserving), // no admission checks yet: reserved is admitted
+		FlavorsUsage:       flavorsUsage(cq.Spec.ResourceGroups, st.Usage, st.Nominal),
+		Conditions:         append([]metav1.Condition(nil), cq.Status.Conditions...),
+	}
+	active := metav1.Condition{Type: "Active", Status: metav1.ConditionTrue, Reason: "Ready",
+		Message: "can admit workloads", ObservedGeneration: cq.Generation, LastTransitionTime: metav1.NewTime(now)}
+	if st.Inactive != "" {
+		active.Status, active.Reason, active.Message = metav1.ConditionFalse, inactiveReason(st.Inactive), st.Inactive
+	}
+	meta.SetStatusCondition(&out.Conditions, active)
+	return out
+}
+
+// LocalQueueStatusOf is the status a LocalQueue should have; cqInactive says
+// why its ClusterQueue cannot admit ("" when it can).
+func LocalQueueStatusOf(lq *berthv1.LocalQueue, pending, reserving int, usage core.Usage, cqInactive string, now time.Time) berthv1.LocalQueueStatus {
+	out := berthv1.LocalQueueStatus{
+		PendingWorkloads:   int32(pending),
+		ReservingWorkloads: int32(reserving),
+		AdmittedWorkloads:  int32(reserving),
+		FlavorsUsage:       flavorsUsage(nil, usage, nil),
+		Conditions:         append([]metav1.Condition(nil), lq.Status.Conditions...),
+	}
+	active := metav1.Condition{Type: "Active", Status: metav1.ConditionTrue, Reason: "Ready",
+		Message:            "can submit workloads to ClusterQueue " + lq.Spec.ClusterQueue,
+		ObservedGeneration: lq.Generation, LastTransitionTime: metav1.NewTime(now)}
+	switch {
+	case lq.Spec.StopPolicy == berthv1.Hold || lq.Spec.StopPolicy == berthv1.HoldAndDrain:
+		active.Status, active.Reason, active.Message = metav1.ConditionFalse, "Stopped", "stopped by its stopPolicy "+string(lq.Spec.StopPolicy)
+	case cqInactive != "":
+		active.Status, active.Reason, active.Message = metav1.ConditionFalse, "ClusterQueueInactive", cqInactive
+	}
+	meta.SetStatusCondition(&out.Conditions, active)
+	return out
+}
+
+func inactiveReason(msg string) string {
+	switch {
+	case strings.Contains(msg, "does not exist"):
+		return "ClusterQueueDoesNotExist"
+	case strings.Contains(msg, "stopPolicy"):
+		return "Stopped"
+	case strings.Contains(msg, "ResourceFlavor"):
+		return "FlavorNotFound"
+	case strings.Contains(msg, "cycle"):
+		return "CohortCycle"
+	default:
+		return "InvalidSpec"
+	}
+}
+
+// flavorsUsage lists usage by flavor and resource: every flavor and covered
+// resource of the groups (zeros included) and any other flavor in use.
+func flavorsUsage(groups []berthv1.ResourceGroup, usage, nominal core.Usage) []berthv1.FlavorUsage {
+	byFlavor := map[string]map[string]int64{}
+	var order []string
+	add := func(f, r string, v int64) {
+		if byFlavor[f] == nil {
+			byFlavor[f] = map[string]int64{}
+			order = append(order, f)
+		}
+		byFlavor[f][r] += v
+	}
+	for _, rg := range groups {
+		for _, f := range rg.Flavors {
+			for _, r := range rg.CoveredResources {
+				add(f.Name, string(r), 0)
+			}
+		}
+	}
+	extra := make([]core.FlavorResource, 0, len(usage))
+	for fr := range usage {
+		extra = append(extra, fr)
+	}
+	sort.Slice(extra, func(i, j int) bool {
+		if extra[i].Flavor != extra[j].Flavor {
+			return extra[i].Flavor < extra[j].Flavor
+		}
+		return extra[i].Resource < extra[j].Resource
+	})
+	for _, fr := range extra {
+		add(fr.Flavor, fr.Resource, usage[fr])
+	}
+	out := make([]berthv1.FlavorUsage, 0, len(order))
+	for _, f := range order {
+		fu := berthv1.FlavorUsage{Name: f}
+		var rs []string
+		for r := range byFlavor[f] {
+			rs = append(rs, r)
+		}
+		sort.Strings(rs)
+		for _, r := range rs {
+			v := byFlavor[f][r]
+			ru := berthv1.ResourceUsage{Name: corev1.ResourceName(r), Total: workload.Quantity(r, v)}
+			if nominal != nil {
+				if n := nominal[core.FlavorResource{Flavor: f, Resource: r}]; v > n {
+					ru.Borrowed = workload.Quantity(r, v-n)
+				}
+			}
+			fu.Resources = append(fu.Resources, ru)
+		}
+		out = append(out, fu)
+	}
+	return out
+}

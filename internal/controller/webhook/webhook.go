@@ -1,0 +1,203 @@
+// Package webhook prepares what the API server needs to call berth's admission
+// webhooks: a serving certificate that berth manages itself (kept in a Secret,
+// so every replica serves the same one) and the MutatingWebhookConfiguration
+// that points at the controller, by URL (local control plane) or by Service
+// (in a cluster), with the CA bundle filled in.
+package webhook
+
+import (
+	"context"
+	"crypto/x509"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	berthv1 "github.com/berth-dev/berth/api/v1beta1"
+	"github.com/berth-dev/berth/internal/controller/jobs"
+	"github.com/berth-dev/berth/internal/pki"
+)
+
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations,verbs=get;list;watch;create;update;patch
+// +kubebuilder:rbac:groups="",namespace=berth-system,resources=secrets,verbs=get;create;update
+
+// Options say where the webhook is and who may reach it.
+type Options struct {
+	// Namespace holds the certificate Secret.
+	Namespace string
+	// SecretName of the certificate Secret.
+	SecretName string
+	// ConfigName of the MutatingWebhookConfiguration.
+	ConfigName string
+	// CertDir receives tls.crt and tls.key for the webhook server.
+	CertDir string
+	// URL, when set, is the base URL the API server calls (https://127.0.0.1:9443).
+	URL string
+	// Service is used when URL is empty.
+	Service     types.NamespacedName
+	ServicePort int32
+	// ManageAll adds a webhook for Jobs without a queue label.
+	ManageAll bool
+}
+
+const (
+	certValidity = 365 * 24 * time.Hour
+	renewBefore  = 30 * 24 * time.Hour
+)
+
+// Prepare makes sure the certificate exists and is fresh, writes it for the
+// server, and points the webhook configuration at the controller.
+func Prepare(ctx context.Context, c client.Client, o Options, now time.Time) error {
+	caPEM, certPEM, keyPEM, err := ensureSecret(ctx, c, o, now)
+	if err != nil {
+		return fmt.Errorf("webhook certificate (Secret %s/%s): %w", o.Namespace, o.SecretName, err)
+	}
+	if err := os.MkdirAll(o.CertDir, 0o700); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(o.CertDir, "tls.crt"), certPEM, 0o600); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(o.CertDir, "tls.key"), keyPEM, 0o600); err != nil {
+		return err
+	}
+	want := Configuration(o, caPEM)
+	var have admissionregistrationv1.MutatingWebhookConfiguration
+	err = c.Get(ctx, types.NamespacedName{Name: o.ConfigName}, &have)
+	switch {
+	case apierrors.IsNotFound(err):
+		err = c.Create(ctx, want)
+	case err == nil:
+		have.Webhooks = want.Webhooks
+		have.Labels = want.Labels
+		err = c.Update(ctx, &have)
+	}
+	if err != nil {
+		return fmt.Errorf("MutatingWebhookConfiguration %s: %w", o.ConfigName, err)
+	}
+	return nil
+}
+
+// ensureSecret returns the CA and serving certificate from the Secret,
+// creating or renewing them when missing, unreadable or close to expiry.
+func ensureSecret(ctx context.Context, c client.Client, o Options, now time.Time) (caPEM, certPEM, keyPEM []byte, err error) {
+	for attempt := 0; attempt < 5; attempt++ {
+		var s corev1.Secret
+		err := c.Get(ctx, types.NamespacedName{Namespace: o.Namespace, Name: o.SecretName}, &s)
+		if err != nil && !apierrors.IsNotFound(err) {
+			return nil, nil, nil, err
+		}
+		exists := err == nil
+		if exists && usable(s.Data, now) {
+			return s.Data["ca.crt"], s.Data["tls.crt"], s.Data["tls.key"], nil
+		}
+		ca, err := pki.NewCA("berth-webhook-ca", now, 10*certValidity)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		leaf, err := ca.Issue(pki.Spec{CommonName: "berth-webhook", DNSNames: dnsNames(o),
+			IPs: []net.IP{net.IPv4(127, 0, 0, 1)}, Usages: serverAuth}, now, certValidity)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		s.Namespace, s.Name = o.Namespace, o.SecretName
+		s.Type = corev1.SecretTypeTLS
+		s.Data = map[string][]byte{"ca.crt": ca.CertPEM(), "tls.crt": leaf.CertPEM(), "tls.key": leaf.KeyPEM()}
+		if exists {
+			err = c.Update(ctx, &s)
+		} else {
+			err = c.Create(ctx, &s)
+		}
+		if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
+			continue // another replica got there first; use theirs
+		}
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		return s.Data["ca.crt"], s.Data["tls.crt"], s.Data["tls.key"], nil
+	}
+	return nil, nil, nil, fmt.Errorf("kept conflicting with other writers")
+}
+
+func usable(data map[string][]byte, now time.Time) bool {
+	kp, err := pki.Parse(data["tls.crt"], data["tls.key"])
+	if err != nil || !pki.Fresh(kp.Cert, now, renewBefore) {
+		return false
+	}
+	ca, err := pki.ParseCert(data["ca.crt"])
+	return err == nil && kp.Cert.CheckSignatureFrom(ca) == nil
+}
+
+func dnsNames(o Options) []string {
+	names := []string{"localhost"}
+	if o.Service.Name != "" {
+		svc := o.Service.Name + "." + o.Service.Namespace + ".svc"
+		names = append(names, svc, svc+".cluster.local")
+	}
+	return names
+}
+
+// Configuration is the MutatingWebhookConfiguration for Jobs: one webhook per
+// queue label (so Jobs berth does not queue never reach it), and one for every
+// other Job when berth manages all Jobs. It fails closed: a queued Job is never
+// created unsuspended because the controller was unreachable.
+func Configuration(o Options, caBundle []byte) *admissionregistrationv1.MutatingWebhookConfiguration {
+	cc := admissionregistrationv1.WebhookClientConfig{CABundle: caBundle}
+	if o.URL != "" {
+		url := o.URL + jobs.WebhookPath
+		cc.URL = &url
+	} else {
+		path := jobs.WebhookPath
+		port := o.ServicePort
+		cc.Service = &admissionregistrationv1.ServiceReference{Namespace: o.Service.Namespace, Name: o.Service.Name,
+			Path: &path, Port: &port}
+	}
+	fail := admissionregistrationv1.Fail
+	none := admissionregistrationv1.SideEffectClassNone
+	timeout := int32(10)
+	rules := []admissionregistrationv1.RuleWithOperations{{
+		Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+		Rule: admissionregistrationv1.Rule{APIGroups: []string{"batch"}, APIVersions: []string{"v1"},
+			Resources: []string{"jobs"}},
+	}}
+	hook := func(name string, sel *metav1.LabelSelector) admissionregistrationv1.MutatingWebhook {
+		return admissionregistrationv1.MutatingWebhook{
+			Name: name, ClientConfig: cc, Rules: rules, FailurePolicy: &fail, SideEffects: &none,
+			TimeoutSeconds: &timeout, AdmissionReviewVersions: []string{"v1"}, ObjectSelector: sel,
+		}
+	}
+	exists := func(k string) metav1.LabelSelectorRequirement {
+		return metav1.LabelSelectorRequirement{Key: k, Operator: metav1.LabelSelectorOpExists}
+	}
+	absent := func(k string) metav1.LabelSelectorRequirement {
+		return metav1.LabelSelectorRequirement{Key: k, Operator: metav1.LabelSelectorOpDoesNotExist}
+	}
+	hooks := []admissionregistrationv1.MutatingWebhook{
+		hook("jobs.berth.dev", &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+			exists(berthv1.QueueNameLabel)}}),
+		hook("kueue-labelled-jobs.berth.dev", &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+			exists(berthv1.KueueQueueNameLabel), absent(berthv1.QueueNameLabel)}}),
+	}
+	if o.ManageAll {
+		all := hook("unlabelled-jobs.berth.dev", &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+			absent(berthv1.KueueQueueNameLabel), absent(berthv1.QueueNameLabel)}})
+		all.NamespaceSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
+			Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpNotIn,
+			Values: []string{"kube-system", o.Namespace}}}}
+		hooks = append(hooks, all)
+	}
+	return &admissionregistrationv1.MutatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: o.ConfigName, Labels: map[string]string{"app.kubernetes.io/managed-by": "berth"}},
+		Webhooks:   hooks,
+	}
+}
+
+var serverAuth = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}

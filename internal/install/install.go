@@ -1,0 +1,151 @@
+// Package install applies berth's manifests to a cluster with server-side
+// apply: the CRDs, and the RBAC and namespace the controller runs with.
+package install
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+
+	"github.com/berth-dev/berth/config"
+)
+
+// FieldManager owns what berth applies.
+const FieldManager = "berth-install"
+
+// CRDs applies berth's CustomResourceDefinitions and waits until the API
+// server serves every one of them.
+func CRDs(ctx context.Context, cfg *rest.Config) error {
+	docs, err := config.CRDs()
+	if err != nil {
+		return err
+	}
+	objs, err := decode(docs...)
+	if err != nil {
+		return err
+	}
+	if err := Apply(ctx, cfg, objs...); err != nil {
+		return err
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	crdRes := apiextensionsv1.SchemeGroupVersion.WithResource("customresourcedefinitions")
+	for _, o := range objs {
+		name := o.GetName()
+		err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			u, err := dyn.Resource(crdRes).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return false, nil
+			}
+			var crd apiextensionsv1.CustomResourceDefinition
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &crd); err != nil {
+				return false, err
+			}
+			for _, c := range crd.Status.Conditions {
+				if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
+					return true, nil
+				}
+			}
+			return false, nil
+		})
+		if err != nil {
+			return fmt.Errorf("CRD %s not established: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// LocalRBAC applies the namespace, roles and bindings the controller of a
+// local control plane runs with.
+func LocalRBAC(ctx context.Context, cfg *rest.Config) error {
+	docs, err := config.LocalRBAC()
+	if err != nil {
+		return err
+	}
+	objs, err := decode(docs...)
+	if err != nil {
+		return err
+	}
+	// Namespaces before anything that lives in one.
+	sort.SliceStable(objs, func(i, j int) bool { return objs[i].GetKind() == "Namespace" && objs[j].GetKind() != "Namespace" })
+	return Apply(ctx, cfg, objs...)
+}
+
+// Apply server-side-applies objects in order, each with force: berth owns
+// what it installs.
+func Apply(ctx context.Context, cfg *rest.Config, objs ...*unstructured.Unstructured) error {
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	for _, o := range objs {
+		gvk := o.GroupVersionKind()
+		m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		if err != nil {
+			// A kind installed a moment ago (a CRD) may be missing from the cache.
+			mapper.Reset()
+			if m, err = mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
+				return fmt.Errorf("%s %s: %w", gvk.Kind, o.GetName(), err)
+			}
+		}
+		data, err := o.MarshalJSON()
+		if err != nil {
+			return err
+		}
+		var ri dynamic.ResourceInterface = dyn.Resource(m.Resource)
+		if m.Scope.Name() == "namespace" {
+			ri = dyn.Resource(m.Resource).Namespace(o.GetNamespace())
+		}
+		force := true
+		if _, err := ri.Patch(ctx, o.GetName(), types.ApplyPatchType, data,
+			metav1.PatchOptions{FieldManager: FieldManager, Force: &force}); err != nil {
+			return fmt.Errorf("applying %s %s: %w", gvk.Kind, o.GetName(), err)
+		}
+	}
+	return nil
+}
+
+// decode splits multi-document YAML into objects.
+func decode(docs ...[]byte) ([]*unstructured.Unstructured, error) {
+	var out []*unstructured.Unstructured
+	for _, doc := range docs {
+		dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(doc), 4096)
+		for {
+			var u unstructured.Unstructured
+			if err := dec.Decode(&u.Object); err != nil {
+				if errors.Is(err, io.EOF) {
+					break
+				}
+				return nil, err
+			}
+			if len(u.Object) > 0 {
+				out = append(out, &u)
+			}
+		}
+	}
+	return out, nil
+}

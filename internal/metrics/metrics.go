@@ -1,0 +1,83 @@
+// Package metrics defines berth's Prometheus metrics. Every name starts with
+// berth_; labels use one vocabulary: cluster_queue, flavor, resource, result.
+package metrics
+
+import (
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+var (
+	// PendingWorkloads by ClusterQueue; status is "active" (waiting its turn)
+	// or "inadmissible" (set aside until something changes).
+	PendingWorkloads = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "berth_pending_workloads",
+		Help: "Pending workloads per ClusterQueue, by status (active or inadmissible).",
+	}, []string{"cluster_queue", "status"})
+
+	// ReservingWorkloads holding quota, by ClusterQueue.
+	ReservingWorkloads = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "berth_reserving_workloads",
+		Help: "Workloads holding quota per ClusterQueue.",
+	}, []string{"cluster_queue"})
+
+	// AdmissionAttempts counts workloads looked at by a cycle, by result:
+	// admitted, pending (no room, or inadmissible) or contention.
+	AdmissionAttempts = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "berth_admission_attempts_total",
+		Help: "Workloads considered by admission cycles, by result (admitted, pending, contention).",
+	}, []string{"result"})
+
+	// AdmissionCycleDuration is the time one cycle takes, without API writes.
+	AdmissionCycleDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "berth_admission_cycle_duration_seconds",
+		Help:    "Duration of one admission cycle (decisions only; writes happen after).",
+		Buckets: prometheus.ExponentialBuckets(1e-6, 4, 12),
+	})
+
+	// AdmittedWorkloads counts admissions written to the API, by ClusterQueue.
+	AdmittedWorkloads = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "berth_admitted_workloads_total",
+		Help: "Admissions written, per ClusterQueue.",
+	}, []string{"cluster_queue"})
+
+	// AdmissionWaitTime from a workload's creation (or last eviction) to its admission.
+	AdmissionWaitTime = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "berth_admission_wait_time_seconds",
+		Help:    "Time from creation (or last eviction) to admission, per ClusterQueue.",
+		Buckets: prometheus.ExponentialBuckets(0.01, 2.5, 14),
+	}, []string{"cluster_queue"})
+
+	// QuotaUsage and NominalQuota by ClusterQueue, flavor and resource, in the
+	// resource's units (cores, bytes, ...).
+	QuotaUsage = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "berth_cluster_queue_resource_usage",
+		Help: "Quota in use per ClusterQueue, flavor and resource, in the resource's units.",
+	}, []string{"cluster_queue", "flavor", "resource"})
+	NominalQuota = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "berth_cluster_queue_nominal_quota",
+		Help: "Nominal quota per ClusterQueue, flavor and resource, in the resource's units.",
+	}, []string{"cluster_queue", "flavor", "resource"})
+)
+
+var once sync.Once
+
+// Register adds berth's metrics to r, once per process.
+func Register(r prometheus.Registerer) {
+	once.Do(func() {
+		r.MustRegister(PendingWorkloads, ReservingWorkloads, AdmissionAttempts, AdmissionCycleDuration,
+			AdmittedWorkloads, AdmissionWaitTime, QuotaUsage, NominalQuota)
+	})
+}
+
+// ForgetClusterQueue drops a deleted ClusterQueue's series.
+func ForgetClusterQueue(cq string) {
+	l := prometheus.Labels{"cluster_queue": cq}
+	PendingWorkloads.DeletePartialMatch(l)
+	ReservingWorkloads.DeletePartialMatch(l)
+	QuotaUsage.DeletePartialMatch(l)
+	NominalQuota.DeletePartialMatch(l)
+	AdmittedWorkloads.DeletePartialMatch(l)
+	AdmissionWaitTime.DeletePartialMatch(l)
+}

@@ -1,0 +1,89 @@
+// Package up assembles what `berth up` runs: the local control plane, berth's
+// CRDs and RBAC installed as soon as the API server is ready, then berth's
+// controller as one more supervised component. The tests start exactly the
+// same through package testenv.
+package up
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/berth-dev/berth/internal/controlplane"
+	"github.com/berth-dev/berth/internal/install"
+)
+
+// ControllerIdentity is the user berth's controller authenticates as locally.
+var ControllerIdentity = controlplane.Identity{Name: "berth-controller", User: "berth-controller"}
+
+// Config is what differs between one `berth up` and another.
+type Config struct {
+	Name    string
+	DataDir string
+	// Binary is the berth executable to run components from; default: this one.
+	Binary   string
+	Port     int
+	Plan     controlplane.PlanOptions
+	Progress io.Writer
+	// ControllerArgs are extra flags for `berth controller`.
+	ControllerArgs []string
+}
+
+// Options turns a Config into the control plane's options.
+func Options(c Config) controlplane.Options {
+	progress := c.Progress
+	if progress == nil {
+		progress = io.Discard
+	}
+	return controlplane.Options{
+		Name: c.Name, DataDir: c.DataDir, Binary: c.Binary, Port: c.Port, Plan: c.Plan, Progress: c.Progress,
+		Identities: []controlplane.Identity{ControllerIdentity},
+		AfterCore: func(ctx context.Context, l controlplane.Layout) error {
+			began := time.Now()
+			fmt.Fprintln(progress, "installing berth's CRDs and RBAC")
+			cfg, err := clientcmd.BuildConfigFromFlags("", l.Kubeconfig())
+			if err != nil {
+				return err
+			}
+			if err := install.CRDs(ctx, cfg); err != nil {
+				return fmt.Errorf("installing CRDs: %w", err)
+			}
+			if err := install.LocalRBAC(ctx, cfg); err != nil {
+				return fmt.Errorf("installing RBAC: %w", err)
+			}
+			fmt.Fprintf(progress, "berth's CRDs and RBAC installed after %.1fs\n", time.Since(began).Seconds())
+			return nil
+		},
+		Extra: func(l controlplane.Layout, _ controlplane.Ports) ([]controlplane.Component, error) {
+			ports := make([]int, 3)
+			for i := range ports {
+				p, err := controlplane.FreePort()
+				if err != nil {
+					return nil, err
+				}
+				ports[i] = p
+			}
+			health, metrics, webhook := ports[0], ports[1], ports[2]
+			args := append([]string{"controller",
+				"--kubeconfig=" + l.ComponentKubeconfig(ControllerIdentity.Name),
+				"--leader-elect=false",
+				"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(health),
+				"--metrics-bind-address=127.0.0.1:" + strconv.Itoa(metrics),
+				"--webhook-host=127.0.0.1",
+				"--webhook-port=" + strconv.Itoa(webhook),
+				"--webhook-url=https://127.0.0.1:" + strconv.Itoa(webhook),
+				"--webhook-cert-dir=" + filepath.Join(l.Dir, "controller", "webhook-certs"),
+			}, c.ControllerArgs...)
+			return []controlplane.Component{{
+				Name: "berth-controller", Stage: 10, Args: args, Port: metrics,
+				HealthURL:    "http://127.0.0.1:" + strconv.Itoa(health) + "/readyz",
+				StartTimeout: 60 * time.Second, StopGrace: 10 * time.Second,
+			}}, nil
+		},
+	}
+}

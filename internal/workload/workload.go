@@ -1,0 +1,182 @@
+// Package workload holds what berth knows about its Workload objects: their
+// state as read from conditions, their translation to and from the scheduling
+// core, and the status changes that admit, evict or finish them. It reads and
+// builds objects; it never talks to the API server.
+package workload
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	berthv1 "github.com/berth-dev/berth/api/v1beta1"
+	"github.com/berth-dev/berth/internal/core"
+)
+
+// Key is namespace/name.
+func Key(w *berthv1.Workload) string { return w.Namespace + "/" + w.Name }
+
+// LocalQueueKey is the namespace/name of the LocalQueue a workload is submitted to.
+func LocalQueueKey(w *berthv1.Workload) string { return w.Namespace + "/" + w.Spec.QueueName }
+
+// IsFinished reports the Finished condition.
+func IsFinished(w *berthv1.Workload) bool {
+	return meta.IsStatusConditionTrue(w.Status.Conditions, berthv1.WorkloadFinished)
+}
+
+// HasQuota reports whether the workload holds quota: it has an admission and
+// QuotaReserved is True.
+func HasQuota(w *berthv1.Workload) bool {
+	return w.Status.Admission != nil && meta.IsStatusConditionTrue(w.Status.Conditions, berthv1.WorkloadQuotaReserved)
+}
+
+// IsAdmitted reports the Admitted condition on a workload that holds quota.
+func IsAdmitted(w *berthv1.Workload) bool {
+	return HasQuota(w) && meta.IsStatusConditionTrue(w.Status.Conditions, berthv1.WorkloadAdmitted)
+}
+
+// Priority is the workload's priority (0 when unset).
+func Priority(w *berthv1.Workload) int32 {
+	if w.Spec.Priority != nil {
+		return *w.Spec.Priority
+	}
+	return 0
+}
+
+// QueueTimestamp orders a workload in its queue: its last eviction, if it was
+// evicted, else its creation.
+func QueueTimestamp(w *berthv1.Workload) time.Time {
+	if c := meta.FindStatusCondition(w.Status.Conditions, berthv1.WorkloadEvicted); c != nil && c.Status == metav1.ConditionTrue {
+		return c.LastTransitionTime.Time
+	}
+	return w.CreationTimestamp.Time
+}
+
+// ToCore translates a pending workload for the scheduling core.
+func ToCore(w *berthv1.Workload, nsLabels labels.Set) *core.Workload {
+	cw := &core.Workload{
+		Key:             Key(w),
+		NamespaceLabels: nsLabels,
+		Priority:        Priority(w),
+		Timestamp:       QueueTimestamp(w),
+		Version:         w.ResourceVersion,
+		PodSets:         make([]core.PodSet, 0, len(w.Spec.PodSets)),
+	}
+	for _, ps := range w.Spec.PodSets {
+		cps := core.PodSet{Name: ps.Name, Count: ps.Count, Requests: make(map[string]int64, len(ps.Requests)),
+			NodeSelector: ps.NodeSelector, Tolerations: ps.Tolerations, NodeAffinity: ps.NodeAffinity}
+		for r, q := range ps.Requests {
+			cps.Requests[string(r)] = q.MilliValue()
+		}
+		cw.PodSets = append(cw.PodSets, cps)
+	}
+	return cw
+}
+
+// UsageOf returns the quota an admitted workload holds, from its admission.
+func UsageOf(a *berthv1.Admission) core.Usage {
+	u := core.Usage{}
+	if a == nil {
+		return u
+	}
+	for _, psa := range a.PodSetAssignments {
+		for r, q := range psa.ResourceUsage {
+			if f, ok := psa.Flavors[r]; ok {
+				u[core.FlavorResource{Flavor: f, Resource: string(r)}] += q.MilliValue()
+			}
+		}
+	}
+	return u
+}
+
+// AdmissionOf renders a core assignment as a Workload admission.
+func AdmissionOf(a *core.Assignment) *berthv1.Admission {
+	out := &berthv1.Admission{ClusterQueue: a.ClusterQueue}
+	for _, ps := range a.PodSets {
+		psa := berthv1.PodSetAssignment{Name: ps.Name, Count: ps.Count,
+			Flavors: map[corev1.ResourceName]string{}, ResourceUsage: corev1.ResourceList{}}
+		for r, f := range ps.Flavors {
+			psa.Flavors[corev1.ResourceName(r)] = f
+			psa.ResourceUsage[corev1.ResourceName(r)] = Quantity(r, ps.Usage[core.FlavorResource{Flavor: f, Resource: r}])
+		}
+		out.PodSetAssignments = append(out.PodSetAssignments, psa)
+	}
+	return out
+}
+
+// Quantity renders milli-units of a resource as a canonical Quantity.
+func Quantity(res string, milli int64) resource.Quantity {
+	q, err := resource.ParseQuantity(core.FormatQuantity(res, milli))
+	if err != nil {
+		return *resource.NewMilliQuantity(milli, resource.DecimalSI)
+	}
+	return q
+}
+
+// SetAdmitted records an admission: QuotaReserved and Admitted become True
+// together (berth has no admission checks yet), and an earlier eviction is
+// marked as over.
+func SetAdmitted(w *berthv1.Workload, a *berthv1.Admission, now time.Time) {
+	w.Status.Admission = a
+	msg := fmt.Sprintf("quota reserved in ClusterQueue %s", a.ClusterQueue)
+	setCondition(w, berthv1.WorkloadQuotaReserved, metav1.ConditionTrue, "QuotaReserved", msg, now)
+	setCondition(w, berthv1.WorkloadAdmitted, metav1.ConditionTrue, "Admitted", "admitted by ClusterQueue "+a.ClusterQueue, now)
+	if c := meta.FindStatusCondition(w.Status.Conditions, berthv1.WorkloadEvicted); c != nil && c.Status == metav1.ConditionTrue {
+		setCondition(w, berthv1.WorkloadEvicted, metav1.ConditionFalse, "Readmitted", "admitted again", now)
+	}
+}
+
+// SetPending records why the workload waits. It reports whether anything
+// changed, so callers write only real changes.
+func SetPending(w *berthv1.Workload, reason, message string, now time.Time) bool {
+	c := meta.FindStatusCondition(w.Status.Conditions, berthv1.WorkloadQuotaReserved)
+	if c != nil && c.Status == metav1.ConditionFalse && c.Reason == reason && c.Message == message {
+		return false
+	}
+	setCondition(w, berthv1.WorkloadQuotaReserved, metav1.ConditionFalse, reason, message, now)
+	return true
+}
+
+// SetEvicted takes the workload's quota away and sends it back to its queue.
+// reason is a CamelCase cause; message says what happened in words.
+func SetEvicted(w *berthv1.Workload, reason, message string, now time.Time) {
+	w.Status.Admission = nil
+	setCondition(w, berthv1.WorkloadEvicted, metav1.ConditionTrue, reason, message, now)
+	setCondition(w, berthv1.WorkloadQuotaReserved, metav1.ConditionFalse, "Pending", "evicted: "+message, now)
+	setCondition(w, berthv1.WorkloadAdmitted, metav1.ConditionFalse, reason, message, now)
+	count := int32(1)
+	if w.Status.RequeueState != nil && w.Status.RequeueState.Count != nil {
+		count = *w.Status.RequeueState.Count + 1
+	}
+	w.Status.RequeueState = &berthv1.RequeueState{Count: &count}
+}
+
+// SetFinished marks the workload finished; its quota is released.
+func SetFinished(w *berthv1.Workload, reason, message string, now time.Time) {
+	setCondition(w, berthv1.WorkloadFinished, metav1.ConditionTrue, reason, message, now)
+}
+
+func setCondition(w *berthv1.Workload, typ string, status metav1.ConditionStatus, reason, message string, now time.Time) {
+	meta.SetStatusCondition(&w.Status.Conditions, metav1.Condition{Type: typ, Status: status, Reason: reason,
+		Message: message, ObservedGeneration: w.Generation, LastTransitionTime: metav1.NewTime(now)})
+	// Conditions in a fixed order keep status writes and diffs stable.
+	sort.SliceStable(w.Status.Conditions, func(i, j int) bool {
+		return conditionRank(w.Status.Conditions[i].Type) < conditionRank(w.Status.Conditions[j].Type)
+	})
+}
+
+func conditionRank(t string) int {
+	for i, c := range []string{berthv1.WorkloadQuotaReserved, berthv1.WorkloadAdmitted, berthv1.WorkloadEvicted,
+		berthv1.WorkloadPreempted, berthv1.WorkloadPodsReady, berthv1.WorkloadFinished} {
+		if c == t {
+			return i
+		}
+	}
+	return 100
+}
