@@ -157,8 +157,8 @@ type FairSharing struct {
 }
 
 // ClusterQueueSpec is the quota and policy of a ClusterQueue.
-// +kubebuilder:validation:XValidation:rule="(has(self.cohort) && self.cohort != ”) || !has(self.resourceGroups) || self.resourceGroups.all(rg, rg.flavors.all(f, f.resources.all(r, !has(r.borrowingLimit))))",message="borrowingLimit is only allowed in a ClusterQueue with a cohort"
-// +kubebuilder:validation:XValidation:rule="(has(self.cohort) && self.cohort != ”) || !has(self.resourceGroups) || self.resourceGroups.all(rg, rg.flavors.all(f, f.resources.all(r, !has(r.lendingLimit))))",message="lendingLimit is only allowed in a ClusterQueue with a cohort"
+// +kubebuilder:validation:XValidation:rule="(has(self.cohort) && size(self.cohort) > 0) || !has(self.resourceGroups) || self.resourceGroups.all(rg, rg.flavors.all(f, f.resources.all(r, !has(r.borrowingLimit))))",message="borrowingLimit is only allowed in a ClusterQueue with a cohort"
+// +kubebuilder:validation:XValidation:rule="(has(self.cohort) && size(self.cohort) > 0) || !has(self.resourceGroups) || self.resourceGroups.all(rg, rg.flavors.all(f, f.resources.all(r, !has(r.lendingLimit))))",message="lendingLimit is only allowed in a ClusterQueue with a cohort"
 // +kubebuilder:validation:XValidation:rule="!has(self.resourceGroups) || self.resourceGroups.all(a, self.resourceGroups.filter(b, b.flavors.exists(f, a.flavors.exists(g, g.name == f.name))).size() == 1)",message="a flavor may appear in only one resource group"
 // +kubebuilder:validation:XValidation:rule="!has(self.resourceGroups) || self.resourceGroups.all(a, self.resourceGroups.filter(b, b.coveredResources.exists(r, r in a.coveredResources)).size() == 1)",message="a resource may be covered by only one resource group"
 // +kubebuilder:validation:XValidation:rule="!has(self.resourceGroups) || self.resourceGroups.map(rg, size(rg.flavors)).sum() <= 64",message="a ClusterQueue may list at most 64 flavors across its resource groups"

@@ -5,7 +5,7 @@ import (
 )
 
 // CohortSpec places a cohort in a tree of cohorts and gives it quota of its own.
-// +kubebuilder:validation:XValidation:rule="!has(self.parent) || self.parent != ”",message="parent must not be empty when set"
+// +kubebuilder:validation:XValidation:rule="!has(self.parent) || size(self.parent) > 0",message="parent must not be empty when set"
 // +kubebuilder:validation:XValidation:rule="!has(self.resourceGroups) || self.resourceGroups.all(a, self.resourceGroups.filter(b, b.flavors.exists(f, a.flavors.exists(g, g.name == f.name))).size() == 1)",message="a flavor may appear in only one resource group"
 // +kubebuilder:validation:XValidation:rule="!has(self.resourceGroups) || self.resourceGroups.all(a, self.resourceGroups.filter(b, b.coveredResources.exists(r, r in a.coveredResources)).size() == 1)",message="a resource may be covered by only one resource group"
 // +kubebuilder:validation:XValidation:rule="!has(self.resourceGroups) || self.resourceGroups.map(rg, size(rg.flavors)).sum() <= 64",message="a Cohort may list at most 64 flavors across its resource groups"

@@ -44,15 +44,20 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/berth-dev/berth/internal/controller"
 	"github.com/berth-dev/berth/internal/controlplane"
 	"github.com/berth-dev/berth/internal/up"
 )
 
 // Env is one test's view of the cluster.
 type Env struct {
-	Config     *rest.Config
-	Client     kubernetes.Interface
+	Config *rest.Config
+	// Kube is a typed clientset; Client a controller-runtime client that
+	// knows berth's types.
+	Kube       kubernetes.Interface
+	Client     client.Client
 	Namespace  string
 	Kubeconfig string
 }
@@ -128,26 +133,49 @@ func New(t testing.TB) *Env {
 	if shared.config == nil {
 		t.Fatal("testenv: no control plane; call os.Exit(testenv.Main(m)) from TestMain")
 	}
-	client, err := kubernetes.NewForConfig(shared.config)
+	kube, err := kubernetes.NewForConfig(shared.config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := client.New(shared.config, client.Options{Scheme: controller.Scheme()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ns := namespaceFor(t.Name())
 	ctx := context.Background()
-	_, err = client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{
+	_, err = kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{
 		ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{"berth.dev/test": "true"}},
 	}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("creating namespace %s: %v", ns, err)
 	}
 	t.Cleanup(func() {
-		err := client.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
+		err := kube.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
 			t.Errorf("deleting namespace %s: %v", ns, err)
 		}
 	})
-	return &Env{Config: rest.CopyConfig(shared.config), Client: client, Namespace: ns, Kubeconfig: shared.kubeconfig}
+	return &Env{Config: rest.CopyConfig(shared.config), Kube: kube, Client: cl, Namespace: ns, Kubeconfig: shared.kubeconfig}
 }
+
+// Create creates obj and, for a cluster-scoped object, deletes it when the
+// test ends (namespaced ones go with the test's namespace).
+func (e *Env) Create(t testing.TB, obj client.Object) {
+	t.Helper()
+	if err := e.Client.Create(context.Background(), obj); err != nil {
+		t.Fatalf("creating %T %s: %v", obj, obj.GetName(), err)
+	}
+	if obj.GetNamespace() == "" {
+		t.Cleanup(func() {
+			if err := e.Client.Delete(context.Background(), obj); err != nil && !apierrors.IsNotFound(err) {
+				t.Errorf("deleting %T %s: %v", obj, obj.GetName(), err)
+			}
+		})
+	}
+}
+
+// Name returns a cluster-wide unique name for a cluster-scoped object of this test.
+func (e *Env) Name(base string) string { return e.Namespace + "-" + base }
 
 // Instance is the control plane this binary started, or nil when the tests run
 // against BERTH_TEST_KUBECONFIG.

@@ -11,7 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/berth-dev/berth/internal/testenv"
 )
@@ -24,7 +23,7 @@ func TestMain(m *testing.M) { os.Exit(testenv.Main(m)) }
 func TestJobPodIsCreatedAndScheduled(t *testing.T) {
 	env := testenv.New(t)
 	ctx := context.Background()
-	node := createReadyNode(t, env.Client, "node-"+env.Namespace)
+	node := env.CreateReadyNode(t, "node-"+env.Namespace, nil).Name
 
 	job := &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Name: "hello", Namespace: env.Namespace},
@@ -42,11 +41,11 @@ func TestJobPodIsCreatedAndScheduled(t *testing.T) {
 			},
 		},
 	}
-	if _, err := env.Client.BatchV1().Jobs(env.Namespace).Create(ctx, job, metav1.CreateOptions{}); err != nil {
+	if _, err := env.Kube.BatchV1().Jobs(env.Namespace).Create(ctx, job, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	testenv.Eventually(t, 60*time.Second, func() error {
-		pods, err := env.Client.CoreV1().Pods(env.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "job-name=hello"})
+		pods, err := env.Kube.CoreV1().Pods(env.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "job-name=hello"})
 		if err != nil {
 			return err
 		}
@@ -58,30 +57,4 @@ func TestJobPodIsCreatedAndScheduled(t *testing.T) {
 		}
 		return nil
 	})
-}
-
-// createReadyNode registers a Node with room for pods and a Ready condition,
-// as a kubelet would, and deletes it when the test ends.
-func createReadyNode(t *testing.T, c kubernetes.Interface, name string) string {
-	t.Helper()
-	ctx := context.Background()
-	n, err := c.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{
-		Name: name, Labels: map[string]string{"kubernetes.io/hostname": name}}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}) })
-	capacity := corev1.ResourceList{
-		corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("8Gi"),
-		corev1.ResourcePods: resource.MustParse("110"),
-	}
-	n.Status = corev1.NodeStatus{
-		Capacity: capacity, Allocatable: capacity,
-		Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue,
-			Reason: "Test", LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}},
-	}
-	if _, err := c.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	return name
 }

@@ -1,0 +1,237 @@
+package integration
+
+import (
+	"fmt"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	berthv1 "github.com/berth-dev/berth/api/v1beta1"
+	"github.com/berth-dev/berth/internal/controller/jobs"
+	"github.com/berth-dev/berth/internal/testenv"
+	"github.com/berth-dev/berth/internal/workload"
+	. "github.com/berth-dev/berth/test/fixtures"
+)
+
+// A queued Job goes the whole way: created suspended by the webhook, a
+// Workload made for it, admitted, started with its flavor's node selector, its
+// pods created by the Job controller and bound by kube-scheduler to a node of
+// the flavor, and once its pods succeed the Job completes, the Workload is
+// finished and the quota is released.
+func TestJobRunsThroughTheQueue(t *testing.T) {
+	env := testenv.New(t)
+	pool := env.Name("pool")
+	rf, cq := env.Name("rf"), env.Name("cq")
+	env.Create(t, MakeResourceFlavor(rf).NodeLabel("example.com/pool", pool).Obj())
+	env.Create(t, MakeClusterQueue(cq).ResourceGroup(MakeFlavorQuotas(rf).Resource("cpu", "4").Obj()).Obj())
+	env.Create(t, MakeLocalQueue("main", env.Namespace, cq).Obj())
+	node := env.CreateReadyNode(t, env.Name("node"), map[string]string{"example.com/pool": pool})
+
+	job := MakeJob("hello", env.Namespace).Queue("main").Parallelism(2).Request("cpu", "1").Obj()
+	env.Create(t, job)
+	if !jobs.Suspended(job) {
+		t.Fatal("the webhook did not create the queued Job suspended")
+	}
+	wl := jobWorkload(t, env, job)
+	if got := wl.Spec.PodSets[0]; got.Count != 2 || got.Requests.Cpu().String() != "1" {
+		t.Errorf("workload pod set %+v, want 2 pods of 1 cpu", got)
+	}
+	waitAdmitted(t, env, env.Namespace, wl.Name)
+
+	testenv.Eventually(t, wait, func() error {
+		j, err := getJob(env, env.Namespace, "hello")
+		if err != nil {
+			return err
+		}
+		if jobs.Suspended(j) {
+			return fmt.Errorf("job still suspended")
+		}
+		if got := j.Spec.Template.Spec.NodeSelector["example.com/pool"]; got != pool {
+			return fmt.Errorf("job node selector %v lacks the flavor's label", j.Spec.Template.Spec.NodeSelector)
+		}
+		return nil
+	})
+	var pods corev1.PodList
+	testenv.Eventually(t, wait, func() error {
+		if err := env.Client.List(ctx, &pods, client.InNamespace(env.Namespace), client.MatchingLabels{"job-name": "hello"}); err != nil {
+			return err
+		}
+		if len(pods.Items) != 2 {
+			return fmt.Errorf("%d pods, want 2", len(pods.Items))
+		}
+		for _, p := range pods.Items {
+			if p.Spec.NodeName != node.Name {
+				return fmt.Errorf("pod %s bound to %q, want %s", p.Name, p.Spec.NodeName, node.Name)
+			}
+		}
+		return nil
+	})
+	testenv.Eventually(t, wait, func() error {
+		cq, err := clusterQueue(env, cq)
+		if err != nil {
+			return err
+		}
+		if total, _ := usageOf(cq, rf, "cpu"); total != "2" || cq.Status.AdmittedWorkloads != 1 {
+			return fmt.Errorf("ClusterQueue status: cpu usage %q, admitted %d; want 2 and 1", total, cq.Status.AdmittedWorkloads)
+		}
+		return nil
+	})
+
+	// The pods run to completion, as a kubelet would report.
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		p.Status.Phase = corev1.PodSucceeded
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse, Reason: "PodCompleted"}}
+		if _, err := env.Kube.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testenv.Eventually(t, wait, func() error {
+		wl, err := getWorkload(env, env.Namespace, wl.Name)
+		if err != nil {
+			return err
+		}
+		if !workload.IsFinished(wl) {
+			return fmt.Errorf("workload not finished: %s", describe(wl))
+		}
+		return nil
+	})
+	testenv.Eventually(t, wait, func() error {
+		cq, err := clusterQueue(env, cq)
+		if err != nil {
+			return err
+		}
+		if total, _ := usageOf(cq, rf, "cpu"); total != "0" || cq.Status.ReservingWorkloads != 0 {
+			return fmt.Errorf("quota not released: cpu usage %q, reserving %d", total, cq.Status.ReservingWorkloads)
+		}
+		return nil
+	})
+}
+
+// Deleting a Job deletes its Workload (owner reference) and releases its quota.
+func TestDeletingAJobReleasesItsQuota(t *testing.T) {
+	env := testenv.New(t)
+	rf, cq := env.Name("rf"), env.Name("cq")
+	env.Create(t, MakeResourceFlavor(rf).Obj())
+	env.Create(t, MakeClusterQueue(cq).ResourceGroup(MakeFlavorQuotas(rf).Resource("cpu", "1").Obj()).Obj())
+	env.Create(t, MakeLocalQueue("main", env.Namespace, cq).Obj())
+	first := MakeJob("first", env.Namespace).Queue("main").Request("cpu", "1").Obj()
+	env.Create(t, first)
+	waitAdmitted(t, env, env.Namespace, jobWorkload(t, env, first).Name)
+	second := MakeJob("second", env.Namespace).Queue("main").Request("cpu", "1").Obj()
+	env.Create(t, second)
+	wl2 := jobWorkload(t, env, second)
+	waitPending(t, env, env.Namespace, wl2.Name, "needs 1 cpu in flavor "+rf+", 0 free")
+
+	if err := env.Client.Delete(ctx, first, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
+		t.Fatal(err)
+	}
+	// With no other event, the freed quota goes to the waiting Job.
+	waitAdmitted(t, env, env.Namespace, wl2.Name)
+	testenv.Eventually(t, wait, func() error {
+		var list berthv1.WorkloadList
+		if err := env.Client.List(ctx, &list, client.InNamespace(env.Namespace),
+			client.MatchingLabels{"berth.dev/job-uid": string(first.UID)}); err != nil {
+			return err
+		}
+		if len(list.Items) != 0 {
+			return fmt.Errorf("the deleted Job's Workload is still there")
+		}
+		return nil
+	})
+}
+
+// Jobs without a queue label are none of berth's business.
+func TestUnlabelledJobsAreLeftAlone(t *testing.T) {
+	env := testenv.New(t)
+	job := MakeJob("free", env.Namespace).Request("cpu", "1").Obj()
+	env.Create(t, job)
+	if jobs.Suspended(job) {
+		t.Fatal("a Job without a queue label was created suspended")
+	}
+	var list berthv1.WorkloadList
+	if err := env.Client.List(ctx, &list, client.InNamespace(env.Namespace)); err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Items) != 0 {
+		t.Fatalf("berth made %d workloads for an unlabelled Job", len(list.Items))
+	}
+}
+
+// Users moving from Kueue keep their label, and their priority classes.
+func TestKueueLabelAndPriorityClass(t *testing.T) {
+	env := testenv.New(t)
+	rf, cq, wpc := env.Name("rf"), env.Name("cq"), env.Name("high")
+	env.Create(t, MakeResourceFlavor(rf).Obj())
+	env.Create(t, MakeClusterQueue(cq).ResourceGroup(MakeFlavorQuotas(rf).Resource("cpu", "4").Obj()).Obj())
+	env.Create(t, MakeLocalQueue("main", env.Namespace, cq).Obj())
+	env.Create(t, &berthv1.WorkloadPriorityClass{ObjectMeta: metav1.ObjectMeta{Name: wpc}, Value: 1000})
+	job := MakeJob("moved", env.Namespace).Label(berthv1.KueueQueueNameLabel, "main").
+		Label(berthv1.PriorityClassLabel, wpc).Request("cpu", "1").Obj()
+	env.Create(t, job)
+	if !jobs.Suspended(job) {
+		t.Fatal("a Job with Kueue's queue label was not created suspended")
+	}
+	wl := jobWorkload(t, env, job)
+	if wl.Spec.QueueName != "main" || wl.Spec.Priority == nil || *wl.Spec.Priority != 1000 || wl.Spec.PriorityClassName != wpc {
+		t.Errorf("workload spec queue %q priority %v class %q", wl.Spec.QueueName, wl.Spec.Priority, wl.Spec.PriorityClassName)
+	}
+	waitAdmitted(t, env, env.Namespace, wl.Name)
+}
+
+// A workload evicted by HoldAndDrain stops its Job: suspended again, with the
+// pod template it was submitted with.
+func TestHoldAndDrainSuspendsAndRestoresJobs(t *testing.T) {
+	env := testenv.New(t)
+	rf, cq := env.Name("rf"), env.Name("cq")
+	env.Create(t, MakeResourceFlavor(rf).NodeLabel("example.com/pool", "x").Obj())
+	env.Create(t, MakeClusterQueue(cq).ResourceGroup(MakeFlavorQuotas(rf).Resource("cpu", "4").Obj()).Obj())
+	lq := MakeLocalQueue("main", env.Namespace, cq).Obj()
+	env.Create(t, lq)
+	job := MakeJob("drained", env.Namespace).Queue("main").Request("cpu", "1").NodeSelector("team", "a").Obj()
+	env.Create(t, job)
+	wl := jobWorkload(t, env, job)
+	waitAdmitted(t, env, env.Namespace, wl.Name)
+	testenv.Eventually(t, wait, func() error {
+		j, err := getJob(env, env.Namespace, job.Name)
+		if err != nil || jobs.Suspended(j) {
+			return fmt.Errorf("job not started (%v)", err)
+		}
+		return nil
+	})
+
+	patch := client.MergeFrom(lq.DeepCopy())
+	lq.Spec.StopPolicy = berthv1.HoldAndDrain
+	if err := env.Client.Patch(ctx, lq, patch); err != nil {
+		t.Fatal(err)
+	}
+	waitPending(t, env, env.Namespace, wl.Name, "evicted: LocalQueue "+env.Namespace+"/main is stopped")
+	testenv.Eventually(t, wait, func() error {
+		j, err := getJob(env, env.Namespace, job.Name)
+		if err != nil {
+			return err
+		}
+		ns := j.Spec.Template.Spec.NodeSelector
+		if !jobs.Suspended(j) || jobs.Injected(j) || len(ns) != 1 || ns["team"] != "a" {
+			return fmt.Errorf("job suspended=%v injected=%v nodeSelector=%v; want suspended with its own selector team=a",
+				jobs.Suspended(j), jobs.Injected(j), ns)
+		}
+		return nil
+	})
+	// Releasing the queue admits it again.
+	patch = client.MergeFrom(lq.DeepCopy())
+	lq.Spec.StopPolicy = berthv1.StopPolicyNone
+	if err := env.Client.Patch(ctx, lq, patch); err != nil {
+		t.Fatal(err)
+	}
+	waitAdmitted(t, env, env.Namespace, wl.Name)
+	testenv.Eventually(t, wait, func() error {
+		j, err := getJob(env, env.Namespace, job.Name)
+		if err != nil || jobs.Suspended(j) {
+			return fmt.Errorf("job not restarted (%v)", err)
+		}
+		return nil
+	})
+}

@@ -1,0 +1,244 @@
+package integration
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	berthv1 "github.com/berth-dev/berth/api/v1beta1"
+	"github.com/berth-dev/berth/internal/testenv"
+	. "github.com/berth-dev/berth/test/fixtures"
+)
+
+// A ClusterQueue borrows its cohort's idle quota, and its status says how much.
+func TestBorrowingAcrossACohort(t *testing.T) {
+	env := testenv.New(t)
+	rf, a, b, co := env.Name("rf"), env.Name("a"), env.Name("b"), env.Name("co")
+	env.Create(t, MakeResourceFlavor(rf).Obj())
+	env.Create(t, MakeClusterQueue(a).Cohort(co).ResourceGroup(MakeFlavorQuotas(rf).Resource("cpu", "2").Obj()).Obj())
+	env.Create(t, MakeClusterQueue(b).Cohort(co).ResourceGroup(MakeFlavorQuotas(rf).Resource("cpu", "6", "", "3").Obj()).Obj())
+	env.Create(t, MakeLocalQueue("a", env.Namespace, a).Obj())
+	env.Create(t, MakeLocalQueue("b", env.Namespace, b).Obj())
+
+	// a has 2 of its own and may borrow b's lendable 3.
+	env.Create(t, MakeWorkload("big", env.Namespace).Queue("a").Request("cpu", "5").Obj())
+	waitAdmitted(t, env, env.Namespace, "big")
+	testenv.Eventually(t, wait, func() error {
+		cq, err := clusterQueue(env, a)
+		if err != nil {
+			return err
+		}
+		if total, borrowed := usageOf(cq, rf, "cpu"); total != "5" || borrowed != "3" {
+			return fmt.Errorf("usage %q borrowed %q; want 5 and 3", total, borrowed)
+		}
+		return nil
+	})
+	// What b lent is gone; what it kept is still its own.
+	env.Create(t, MakeWorkload("more", env.Namespace).Queue("a").Request("cpu", "1").Obj())
+	waitPending(t, env, env.Namespace, "more", "needs 1 cpu in flavor "+rf+", 0 free")
+	env.Create(t, MakeWorkload("owner", env.Namespace).Queue("b").Request("cpu", "3").Obj())
+	waitAdmitted(t, env, env.Namespace, "owner")
+}
+
+// Lesson 3: a workload that arrives before its LocalQueue, ClusterQueue or
+// ResourceFlavor waits with a reason and is admitted as soon as the missing
+// object appears, with no other event.
+func TestObjectsArrivingOutOfOrder(t *testing.T) {
+	env := testenv.New(t)
+	rf, cq := env.Name("rf"), env.Name("cq")
+	env.Create(t, MakeWorkload("early", env.Namespace).Queue("main").Request("cpu", "1").Obj())
+	waitPending(t, env, env.Namespace, "early", "LocalQueue "+env.Namespace+"/main does not exist")
+
+	env.Create(t, MakeLocalQueue("main", env.Namespace, cq).Obj())
+	waitPending(t, env, env.Namespace, "early", "ClusterQueue "+cq+" does not exist")
+
+	env.Create(t, MakeClusterQueue(cq).ResourceGroup(MakeFlavorQuotas(rf).Resource("cpu", "4").Obj()).Obj())
+	waitPending(t, env, env.Namespace, "early", "ResourceFlavor "+rf+" not found")
+	testenv.Eventually(t, wait, func() error {
+		q, err := clusterQueue(env, cq)
+		if err != nil {
+			return err
+		}
+		for _, c := range q.Status.Conditions {
+			if c.Type == "Active" && c.Status == metav1.ConditionFalse && c.Reason == "FlavorNotFound" {
+				return nil
+			}
+		}
+		return fmt.Errorf("ClusterQueue conditions %+v lack Active=False FlavorNotFound", q.Status.Conditions)
+	})
+
+	env.Create(t, MakeResourceFlavor(rf).Obj())
+	waitAdmitted(t, env, env.Namespace, "early")
+}
+
+// A workload whose ClusterQueue is deleted goes back to pending, saying why,
+// and is admitted again when the queue comes back.
+func TestDeletedClusterQueueSendsWorkloadsBack(t *testing.T) {
+	env := testenv.New(t)
+	rf, cq := env.Name("rf"), env.Name("cq")
+	env.Create(t, MakeResourceFlavor(rf).Obj())
+	q := MakeClusterQueue(cq).ResourceGroup(MakeFlavorQuotas(rf).Resource("cpu", "4").Obj()).Obj()
+	env.Create(t, q)
+	env.Create(t, MakeLocalQueue("main", env.Namespace, cq).Obj())
+	env.Create(t, MakeWorkload("w", env.Namespace).Queue("main").Request("cpu", "1").Obj())
+	waitAdmitted(t, env, env.Namespace, "w")
+
+	if err := env.Client.Delete(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	wl := waitPending(t, env, env.Namespace, "w", "ClusterQueue "+cq)
+	if wl.Status.Admission != nil {
+		t.Errorf("evicted workload still has an admission: %+v", wl.Status.Admission)
+	}
+	env.Create(t, MakeClusterQueue(cq).ResourceGroup(MakeFlavorQuotas(rf).Resource("cpu", "4").Obj()).Obj())
+	waitAdmitted(t, env, env.Namespace, "w")
+}
+
+// namespaceSelector: a namespace outside it is refused with a reason; labelling
+// the namespace admits its workloads.
+func TestNamespaceSelector(t *testing.T) {
+	env := testenv.New(t)
+	rf, cq := env.Name("rf"), env.Name("cq")
+	env.Create(t, MakeResourceFlavor(rf).Obj())
+	env.Create(t, MakeClusterQueue(cq).
+		NamespaceSelector(&metav1.LabelSelector{MatchLabels: map[string]string{"team": cq}}).
+		ResourceGroup(MakeFlavorQuotas(rf).Resource("cpu", "4").Obj()).Obj())
+	env.Create(t, MakeLocalQueue("main", env.Namespace, cq).Obj())
+	env.Create(t, MakeWorkload("w", env.Namespace).Queue("main").Request("cpu", "1").Obj())
+	waitPending(t, env, env.Namespace, "w", "does not match the namespaceSelector of ClusterQueue "+cq)
+
+	var ns corev1.Namespace
+	if err := env.Client.Get(ctx, client.ObjectKey{Name: env.Namespace}, &ns); err != nil {
+		t.Fatal(err)
+	}
+	patch := client.MergeFrom(ns.DeepCopy())
+	ns.Labels["team"] = cq
+	if err := env.Client.Patch(ctx, &ns, patch); err != nil {
+		t.Fatal(err)
+	}
+	waitAdmitted(t, env, env.Namespace, "w")
+}
+
+// stopPolicy Hold admits nothing new but lets admitted work run; None resumes.
+func TestHoldStopsAdmission(t *testing.T) {
+	env := testenv.New(t)
+	rf, cqName := env.Name("rf"), env.Name("cq")
+	env.Create(t, MakeResourceFlavor(rf).Obj())
+	cq := MakeClusterQueue(cqName).ResourceGroup(MakeFlavorQuotas(rf).Resource("cpu", "4").Obj()).Obj()
+	env.Create(t, cq)
+	env.Create(t, MakeLocalQueue("main", env.Namespace, cqName).Obj())
+	env.Create(t, MakeWorkload("running", env.Namespace).Queue("main").Request("cpu", "1").Obj())
+	waitAdmitted(t, env, env.Namespace, "running")
+
+	patch := client.MergeFrom(cq.DeepCopy())
+	cq.Spec.StopPolicy = berthv1.Hold
+	if err := env.Client.Patch(ctx, cq, patch); err != nil {
+		t.Fatal(err)
+	}
+	env.Create(t, MakeWorkload("held", env.Namespace).Queue("main").Request("cpu", "1").Obj())
+	waitPending(t, env, env.Namespace, "held", "stopped by its stopPolicy")
+	waitAdmitted(t, env, env.Namespace, "running") // still admitted
+
+	patch = client.MergeFrom(cq.DeepCopy())
+	cq.Spec.StopPolicy = berthv1.StopPolicyNone
+	if err := env.Client.Patch(ctx, cq, patch); err != nil {
+		t.Fatal(err)
+	}
+	waitAdmitted(t, env, env.Namespace, "held")
+}
+
+// StrictFIFO: a head that does not fit blocks later workloads that would;
+// BestEffortFIFO lets them pass.
+func TestQueueingStrategies(t *testing.T) {
+	env := testenv.New(t)
+	rf := env.Name("rf")
+	env.Create(t, MakeResourceFlavor(rf).Obj())
+	for _, s := range []berthv1.QueueingStrategy{berthv1.StrictFIFO, berthv1.BestEffortFIFO} {
+		cq := env.Name(strings.ToLower(string(s)))
+		env.Create(t, MakeClusterQueue(cq).Strategy(s).ResourceGroup(MakeFlavorQuotas(rf).Resource("cpu", "2").Obj()).Obj())
+		lq := strings.ToLower(string(s))
+		env.Create(t, MakeLocalQueue(lq, env.Namespace, cq).Obj())
+		env.Create(t, MakeWorkload(lq+"-big", env.Namespace).Queue(lq).Priority(10).Request("cpu", "3").Obj())
+		waitPending(t, env, env.Namespace, lq+"-big", "needs 3 cpu")
+		env.Create(t, MakeWorkload(lq+"-small", env.Namespace).Queue(lq).Priority(1).Request("cpu", "1").Obj())
+	}
+	waitAdmitted(t, env, env.Namespace, "besteffortfifo-small")
+	// The StrictFIFO small one must still wait: once BestEffortFIFO's admission
+	// is in, a cycle has certainly passed over it.
+	wl, err := getWorkload(env, env.Namespace, "strictfifo-small")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if wl.Status.Admission != nil {
+		t.Fatalf("StrictFIFO admitted a workload behind a head that does not fit: %s", describe(wl))
+	}
+}
+
+// Queue status and the controller's metrics report pending and admitted work.
+func TestQueueStatusAndMetrics(t *testing.T) {
+	env := testenv.New(t)
+	rf, cq := env.Name("rf"), env.Name("cq")
+	env.Create(t, MakeResourceFlavor(rf).Obj())
+	env.Create(t, MakeClusterQueue(cq).ResourceGroup(MakeFlavorQuotas(rf).Resource("cpu", "2").Obj()).Obj())
+	env.Create(t, MakeLocalQueue("main", env.Namespace, cq).Obj())
+	env.Create(t, MakeWorkload("in", env.Namespace).Queue("main").Request("cpu", "2").Obj())
+	env.Create(t, MakeWorkload("out", env.Namespace).Queue("main").Request("cpu", "1").Obj())
+	waitAdmitted(t, env, env.Namespace, "in")
+	waitPending(t, env, env.Namespace, "out", "needs 1 cpu")
+	testenv.Eventually(t, wait, func() error {
+		q, err := clusterQueue(env, cq)
+		if err != nil {
+			return err
+		}
+		var lq berthv1.LocalQueue
+		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: "main"}, &lq); err != nil {
+			return err
+		}
+		if q.Status.PendingWorkloads != 1 || q.Status.AdmittedWorkloads != 1 || lq.Status.PendingWorkloads != 1 || lq.Status.AdmittedWorkloads != 1 {
+			return fmt.Errorf("ClusterQueue pending/admitted %d/%d, LocalQueue %d/%d; want 1/1 each",
+				q.Status.PendingWorkloads, q.Status.AdmittedWorkloads, lq.Status.PendingWorkloads, lq.Status.AdmittedWorkloads)
+		}
+		return nil
+	})
+
+	inst := testenv.Instance()
+	if inst == nil {
+		t.Skip("metrics are read from the controller berth up runs; this run targets an existing cluster")
+	}
+	var port int
+	for _, c := range inst.State().Components {
+		if c.Name == "berth-controller" {
+			port = c.Port
+		}
+	}
+	testenv.Eventually(t, wait, func() error {
+		resp, err := http.Get("http://127.0.0.1:" + strconv.Itoa(port) + "/metrics")
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		for _, want := range []string{
+			`berth_pending_workloads{cluster_queue="` + cq + `",status="inadmissible"} 1`,
+			`berth_reserving_workloads{cluster_queue="` + cq + `"} 1`,
+			`berth_cluster_queue_resource_usage{cluster_queue="` + cq + `",flavor="` + rf + `",resource="cpu"} 2`,
+			`berth_cluster_queue_nominal_quota{cluster_queue="` + cq + `",flavor="` + rf + `",resource="cpu"} 2`,
+			`berth_admitted_workloads_total{cluster_queue="` + cq + `"} 1`,
+			`berth_admission_wait_time_seconds_count{cluster_queue="` + cq + `"} 1`,
+			`berth_admission_attempts_total{result="admitted"}`,
+			`berth_admission_cycle_duration_seconds_count`,
+		} {
+			if !strings.Contains(string(body), want) {
+				return fmt.Errorf("metrics lack %s", want)
+			}
+		}
+		return nil
+	})
+}
