@@ -17,6 +17,7 @@ generate: ## deepcopy, CRDs and RBAC from the markers in api/ and internal/
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
 	$(GO) run ./hack/crdlimits config/crd/bases
 	$(CONTROLLER_GEN) rbac:roleName=berth-controller paths=./internal/... output:rbac:artifacts:config=config/rbac
+	$(GO) run ./hack/manifests
 
 verify-generated: generate ## fail when generated files differ from what is committed
 	@git diff --exit-code --stat -- api config || \

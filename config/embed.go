@@ -10,7 +10,7 @@ import (
 	"sort"
 )
 
-//go:embed crd/bases/*.yaml rbac/*.yaml local/*.yaml
+//go:embed crd/bases/*.yaml rbac/role.yaml local/*.yaml
 var manifests embed.FS
 
 // CRDs returns the CustomResourceDefinition manifests, sorted by file name.

@@ -58,6 +58,9 @@ type Cluster struct {
 	cohorts  map[string]*cohortNode
 	admitted map[string]admittedWorkload
 	count    map[string]int // admitted workloads per ClusterQueue
+	// trees maps each ClusterQueue to the sorted queues sharing its root
+	// cohort, recomputed in rebuild: quota releases ask for it constantly.
+	trees map[string][]string
 }
 
 type admittedWorkload struct {
@@ -264,38 +267,30 @@ func (c *Cluster) Inactive(cq string) string {
 
 // CohortTree returns every ClusterQueue sharing a root cohort with cq
 // (including cq), sorted: the queues whose admissions can change cq's answer.
-func (c *Cluster) CohortTree(cq string) []string {
-	n := c.cqs[cq]
-	if n == nil {
-		return nil
-	}
-	if n.parent == nil {
-		return []string{cq}
-	}
-	root := n.parent
-	seen := map[*cohortNode]bool{root: true}
-	for root.parent != nil && !seen[root.parent] {
-		root = root.parent
-		seen[root] = true
-	}
-	var out []string
-	var walk func(*cohortNode)
-	visited := map[*cohortNode]bool{}
-	walk = func(co *cohortNode) {
-		if visited[co] {
-			return
+// The slice is shared; callers must not modify it.
+func (c *Cluster) CohortTree(cq string) []string { return c.trees[cq] }
+
+// computeTrees groups the ClusterQueues by root cohort.
+func (c *Cluster) computeTrees() {
+	c.trees = make(map[string][]string, len(c.cqs))
+	byRoot := map[*cohortNode][]string{}
+	for name, q := range c.cqs {
+		if q.parent == nil {
+			c.trees[name] = []string{name}
+			continue
 		}
-		visited[co] = true
-		for _, q := range co.cqs {
-			out = append(out, q.name)
+		root := q.parent
+		for root.parent != nil { // cycles were cut in markCycles
+			root = root.parent
 		}
-		for _, s := range co.subs {
-			walk(s)
+		byRoot[root] = append(byRoot[root], name)
+	}
+	for _, names := range byRoot {
+		sort.Strings(names)
+		for _, n := range names {
+			c.trees[n] = names
 		}
 	}
-	walk(root)
-	sort.Strings(out)
-	return out
 }
 
 // ClusterQueues returns the names of all ClusterQueues, sorted.
@@ -375,6 +370,7 @@ func (c *Cluster) rebuild() {
 		}
 	}
 	c.markCycles()
+	c.computeTrees()
 	// Subtree quotas bottom-up, then re-apply admitted usage.
 	for _, co := range c.cohortsByDepth() {
 		co.subtree = map[FlavorResource]int64{}

@@ -1,0 +1,102 @@
+package jobs
+
+import (
+	"strings"
+	"testing"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	berthv1 "github.com/berth-dev/berth/api/v1beta1"
+	. "github.com/berth-dev/berth/test/fixtures"
+)
+
+func TestPodSetsCountRequestsAsTheSchedulerDoes(t *testing.T) {
+	job := MakeJob("j", "ns").Parallelism(4).Request("cpu", "1").Obj()
+	job.Spec.Completions = ptr(int32(3)) // fewer completions than parallelism: 3 pods at most
+	always := corev1.ContainerRestartPolicyAlways
+	spec := &job.Spec.Template.Spec
+	spec.InitContainers = []corev1.Container{
+		// A sidecar keeps running beside whatever starts after it.
+		{Name: "sidecar", RestartPolicy: &always, Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{"cpu": resource.MustParse("500m")}}},
+		// A plain init container runs before the main ones: it counts only where it is the peak.
+		{Name: "init", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{"cpu": resource.MustParse("2")}}},
+	}
+	spec.Overhead = corev1.ResourceList{"cpu": resource.MustParse("100m")}
+	ps := PodSets(job)
+	if len(ps) != 1 || ps[0].Count != 3 {
+		t.Fatalf("pod sets %+v, want one of 3 pods", ps)
+	}
+	// max(init 2 + sidecar .5, main 1 + sidecar .5) + overhead .1: the peak is during init.
+	if got := ps[0].Requests.Cpu().String(); got != "2600m" {
+		t.Errorf("per-pod cpu %s, want 2600m", got)
+	}
+}
+
+func TestQueueName(t *testing.T) {
+	for _, tc := range []struct {
+		labels    map[string]string
+		manageAll bool
+		want      string
+	}{
+		{map[string]string{berthv1.QueueNameLabel: "a", berthv1.KueueQueueNameLabel: "b"}, false, "a"},
+		{map[string]string{berthv1.KueueQueueNameLabel: "b"}, false, "b"},
+		{nil, false, ""},
+		{nil, true, DefaultLocalQueue},
+	} {
+		job := &batchv1.Job{}
+		job.Labels = tc.labels
+		if got := QueueName(job, tc.manageAll); got != tc.want {
+			t.Errorf("QueueName(%v, manageAll=%v) = %q, want %q", tc.labels, tc.manageAll, got, tc.want)
+		}
+	}
+}
+
+// Starting a Job adds its flavors' settings; restoring gives back exactly what
+// the user had, whatever the flavors added.
+func TestStartAndRestoreTemplate(t *testing.T) {
+	job := MakeJob("j", "ns").NodeSelector("team", "a").Obj()
+	job.Spec.Template.Spec.Tolerations = []corev1.Toleration{{Key: "own", Operator: corev1.TolerationOpExists}}
+	before := job.Spec.Template.Spec.DeepCopy()
+	spot := MakeResourceFlavor("spot").NodeLabel("capacity", "spot").
+		Toleration(corev1.Toleration{Key: "spot", Operator: corev1.TolerationOpEqual, Value: "true", Effect: corev1.TaintEffectNoSchedule}).Obj()
+	gpu := MakeResourceFlavor("gpu").NodeLabel("gpu", "a100").Obj()
+
+	if err := StartTemplate(job, []*berthv1.ResourceFlavor{spot, gpu}); err != nil {
+		t.Fatal(err)
+	}
+	spec := job.Spec.Template.Spec
+	want := map[string]string{"team": "a", "capacity": "spot", "gpu": "a100"}
+	if !equality.Semantic.DeepEqual(spec.NodeSelector, want) || len(spec.Tolerations) != 2 || !Injected(job) {
+		t.Fatalf("started template: nodeSelector %v tolerations %v injected %v", spec.NodeSelector, spec.Tolerations, Injected(job))
+	}
+	// Starting again (a retried reconcile) keeps the first record of the original.
+	if err := StartTemplate(job, []*berthv1.ResourceFlavor{spot}); err != nil {
+		t.Fatal(err)
+	}
+	changed, err := RestoreTemplate(job)
+	if err != nil || !changed {
+		t.Fatalf("RestoreTemplate = %v, %v", changed, err)
+	}
+	if !equality.Semantic.DeepEqual(&job.Spec.Template.Spec, before) || Injected(job) {
+		t.Errorf("restored template differs from the original:\n got %+v\nwant %+v", job.Spec.Template.Spec, before)
+	}
+	if changed, _ := RestoreTemplate(job); changed {
+		t.Error("restoring twice changed the Job again")
+	}
+}
+
+func TestRestoreRefusesADamagedAnnotation(t *testing.T) {
+	job := MakeJob("j", "ns").Obj()
+	job.Annotations = map[string]string{OriginalSchedulingAnnotation: "{not json"}
+	_, err := RestoreTemplate(job)
+	if err == nil || !contains(err.Error(), OriginalSchedulingAnnotation) || !contains(err.Error(), "ns/j") {
+		t.Errorf("RestoreTemplate with a damaged annotation = %v, want an error naming the annotation and the Job", err)
+	}
+}
+
+func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+func ptr[T any](v T) *T { return &v }

@@ -1,0 +1,70 @@
+package queues
+
+import (
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/berth-dev/berth/internal/core"
+	"github.com/berth-dev/berth/internal/scheduler"
+	. "github.com/berth-dev/berth/test/fixtures"
+)
+
+func TestClusterQueueStatusOf(t *testing.T) {
+	cq := MakeClusterQueue("cq").ResourceGroup(MakeFlavorQuotas("a").Resource("cpu", "2").Resource("memory", "1Gi").Obj(),
+		MakeFlavorQuotas("b").Resource("cpu", "2").Resource("memory", "1Gi").Obj()).Obj()
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	st := scheduler.ClusterQueueStatus{Pending: 2, Inadmissible: 3, Reserving: 1,
+		Usage:   core.Usage{{Flavor: "a", Resource: "cpu"}: 3000},
+		Nominal: core.Usage{{Flavor: "a", Resource: "cpu"}: 2000, {Flavor: "b", Resource: "cpu"}: 2000}}
+	got := ClusterQueueStatusOf(cq, st, now)
+	if got.PendingWorkloads != 5 || got.ReservingWorkloads != 1 || got.AdmittedWorkloads != 1 {
+		t.Errorf("counts %+v", got)
+	}
+	// Every flavor and covered resource is listed, zeros included; borrowing shows.
+	if len(got.FlavorsUsage) != 2 || got.FlavorsUsage[0].Name != "a" || len(got.FlavorsUsage[1].Resources) != 2 {
+		t.Fatalf("flavorsUsage %+v", got.FlavorsUsage)
+	}
+	cpu := got.FlavorsUsage[0].Resources[0]
+	if cpu.Name != "cpu" || cpu.Total.String() != "3" || cpu.Borrowed.String() != "1" {
+		t.Errorf("cpu usage %+v, want total 3, borrowed 1", cpu)
+	}
+	if c := got.Conditions[0]; c.Type != "Active" || c.Status != metav1.ConditionTrue {
+		t.Errorf("Active condition %+v", c)
+	}
+	// An unchanged condition keeps its transition time: no needless writes.
+	cq.Status = got
+	again := ClusterQueueStatusOf(cq, st, now.Add(time.Hour))
+	if !again.Conditions[0].LastTransitionTime.Equal(&got.Conditions[0].LastTransitionTime) {
+		t.Error("an unchanged Active condition got a new transition time")
+	}
+	st.Inactive = "ResourceFlavor b not found"
+	inactive := ClusterQueueStatusOf(cq, st, now)
+	if c := inactive.Conditions[0]; c.Status != metav1.ConditionFalse || c.Reason != "FlavorNotFound" || c.Message != st.Inactive {
+		t.Errorf("inactive condition %+v", c)
+	}
+}
+
+// A stored object the core cannot use makes an inactive queue, not a crash.
+func TestInvalidNamespaceSelectorMakesAnInactiveQueue(t *testing.T) {
+	cq := MakeClusterQueue("cq").NamespaceSelector(&metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+		{Key: "team", Operator: "Bogus"}}}).Obj()
+	got := ClusterQueueOf(cq)
+	if got.Problem == "" || got.NamespaceSelector.Matches(labels.Set{"team": "a"}) {
+		t.Fatalf("ClusterQueueOf with an invalid selector = %+v", got)
+	}
+	c := core.NewCluster()
+	c.SetClusterQueue(got)
+	if why := c.Inactive("cq"); why != got.Problem {
+		t.Errorf("Inactive = %q, want the problem %q", why, got.Problem)
+	}
+	if got := ClusterQueueOf(MakeClusterQueue("open").Obj()); got.Problem != "" || !got.NamespaceSelector.Matches(labels.Set{}) {
+		t.Errorf("an empty selector must match every namespace: %+v", got)
+	}
+	nilSel := MakeClusterQueue("closed").NamespaceSelector(nil).Obj()
+	if got := ClusterQueueOf(nilSel); got.NamespaceSelector.Matches(labels.Set{}) {
+		t.Error("no selector must match no namespace")
+	}
+}

@@ -1,0 +1,82 @@
+package workload
+
+import (
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	berthv1 "github.com/berth-dev/berth/api/v1beta1"
+	"github.com/berth-dev/berth/internal/core"
+)
+
+// An admission written by berth reads back as the same usage.
+func TestAdmissionRoundTrip(t *testing.T) {
+	a := &core.Assignment{ClusterQueue: "cq", PodSets: []core.PodSetAssignment{{
+		Name: "main", Count: 3, Flavors: map[string]string{"cpu": "spot", "memory": "spot", "nvidia.com/gpu": "a100"},
+		Usage: core.Usage{
+			{Flavor: "spot", Resource: "cpu"}: 1500, {Flavor: "spot", Resource: "memory"}: 3 << 30 * 1000,
+			{Flavor: "a100", Resource: "nvidia.com/gpu"}: 3000,
+		},
+	}}}
+	adm := AdmissionOf(a)
+	if got := adm.PodSetAssignments[0].ResourceUsage; got.Cpu().String() != "1500m" || got.Memory().String() != "3Gi" {
+		t.Errorf("resource usage rendered as %v", got)
+	}
+	u := UsageOf(adm)
+	if len(u) != 3 {
+		t.Fatalf("usage %v", u)
+	}
+	for fr, v := range a.PodSets[0].Usage {
+		if u[fr] != v {
+			t.Errorf("%v: %d after the round trip, want %d", fr, u[fr], v)
+		}
+	}
+}
+
+func TestConditionTransitions(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	w := &berthv1.Workload{}
+	w.CreationTimestamp = metav1.NewTime(now.Add(-time.Hour))
+	if !SetPending(w, "NoFit", "needs 5 cpu", now) || SetPending(w, "NoFit", "needs 5 cpu", now.Add(time.Second)) {
+		t.Fatal("SetPending must report a change once, and no change when nothing changed")
+	}
+	SetAdmitted(w, &berthv1.Admission{ClusterQueue: "cq"}, now)
+	if !HasQuota(w) || !IsAdmitted(w) {
+		t.Fatal("not admitted after SetAdmitted")
+	}
+	evictedAt := now.Add(time.Minute)
+	SetEvicted(w, "ClusterQueueDeleted", "ClusterQueue cq was deleted", evictedAt)
+	if HasQuota(w) || IsAdmitted(w) || w.Status.Admission != nil {
+		t.Fatal("still holds quota after SetEvicted")
+	}
+	if got := QueueTimestamp(w); !got.Equal(evictedAt) {
+		t.Errorf("an evicted workload queues from its eviction (%v), not %v", evictedAt, got)
+	}
+	if *w.Status.RequeueState.Count != 1 {
+		t.Errorf("requeue count %d", *w.Status.RequeueState.Count)
+	}
+	SetAdmitted(w, &berthv1.Admission{ClusterQueue: "cq"}, now.Add(2*time.Minute))
+	if meta.IsStatusConditionTrue(w.Status.Conditions, berthv1.WorkloadEvicted) {
+		t.Error("Evicted still True after readmission")
+	}
+	if got := QueueTimestamp(w); !got.Equal(w.CreationTimestamp.Time) {
+		t.Errorf("a readmitted workload's queue time is %v", got)
+	}
+	SetFinished(w, "JobSucceeded", "done", now)
+	if !IsFinished(w) {
+		t.Error("not finished")
+	}
+	// Conditions keep a fixed order, so status writes and diffs are stable.
+	var order []string
+	for _, c := range w.Status.Conditions {
+		order = append(order, c.Type)
+	}
+	want := []string{berthv1.WorkloadQuotaReserved, berthv1.WorkloadAdmitted, berthv1.WorkloadEvicted, berthv1.WorkloadFinished}
+	for i := range want {
+		if i >= len(order) || order[i] != want[i] {
+			t.Fatalf("condition order %v, want %v", order, want)
+		}
+	}
+}

@@ -1,0 +1,47 @@
+package integration
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/berth-dev/berth/internal/testenv"
+)
+
+// The deploy manifests (kubectl apply -k config/deploy) are valid to a real API
+// server: server-side dry run validates every object, the Deployment's pod
+// template and the webhook configuration included.
+func TestDeployManifestsAreValid(t *testing.T) {
+	env := testenv.New(t)
+	bin, err := testenv.Binary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rendered, err := exec.Command(bin, "kubectl", "kustomize", "../../config/deploy").Output()
+	if err != nil {
+		t.Fatalf("kubectl kustomize config/deploy: %v", err)
+	}
+	// This cluster already has a webhook configuration named berth (the
+	// local controller's, by URL); validate the manifest as a new object.
+	manifest := strings.Replace(string(rendered), "  name: berth\nwebhooks:", "  name: "+env.Name("berth")+"\nwebhooks:", 1)
+	cmd := exec.Command(bin, "kubectl", "--kubeconfig", env.Kubeconfig,
+		"apply", "-f", "-", "--server-side", "--force-conflicts", "--dry-run=server", "-o", "name")
+	cmd.Stdin = strings.NewReader(manifest)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubectl apply (config/deploy) --dry-run=server: %v\n%s", err, out)
+	}
+	for _, want := range []string{
+		"customresourcedefinition.apiextensions.k8s.io/clusterqueues.berth.dev",
+		"clusterrole.rbac.authorization.k8s.io/berth-controller",
+		"role.rbac.authorization.k8s.io/berth-controller",
+		"serviceaccount/berth-controller",
+		"deployment.apps/berth-controller",
+		"service/berth-webhook",
+		"mutatingwebhookconfiguration.admissionregistration.k8s.io/" + env.Name("berth"),
+	} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("apply -k config/deploy did not include %s:\n%s", want, out)
+		}
+	}
+}
