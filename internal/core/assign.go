@@ -15,6 +15,7 @@ import (
 // Assign finds flavors for every pod set of w in its ClusterQueue, resource
 // group by resource group, trying each group's flavors in the order listed,
 // against what is free now. It returns the assignment, or why there is none.
+// An assignment with Preempt set fits only if admitted workloads are evicted.
 func (c *Cluster) Assign(w *Workload) (*Assignment, *Pending) {
 	q := c.cqs[w.ClusterQueue]
 	if q == nil {
@@ -29,7 +30,7 @@ func (c *Cluster) Assign(w *Workload) (*Assignment, *Pending) {
 	}
 	a := &Assignment{ClusterQueue: q.name, Usage: Usage{}}
 	for _, ps := range w.PodSets {
-		psa, p := c.assignPodSet(q, ps, a.Usage)
+		psa, preempt, p := c.assignPodSet(q, ps, a.Usage)
 		if p != nil {
 			if len(w.PodSets) > 1 {
 				p.Message = fmt.Sprintf("pod set %s: %s", ps.Name, p.Message)
@@ -41,6 +42,7 @@ func (c *Cluster) Assign(w *Workload) (*Assignment, *Pending) {
 		}
 		a.PodSets = append(a.PodSets, psa)
 		a.Usage.Add(psa.Usage)
+		a.Preempt = append(a.Preempt, preempt...)
 	}
 	for fr, v := range a.Usage {
 		if q.usage[fr]+v > q.quotas[fr].Nominal {
@@ -52,8 +54,9 @@ func (c *Cluster) Assign(w *Workload) (*Assignment, *Pending) {
 }
 
 // assignPodSet assigns one pod set; taken is what earlier pod sets of the same
-// workload already claimed.
-func (c *Cluster) assignPodSet(q *cqNode, ps PodSet, taken Usage) (PodSetAssignment, *Pending) {
+// workload already claimed. It also returns the flavor-resources that need
+// preemption.
+func (c *Cluster) assignPodSet(q *cqNode, ps PodSet, taken Usage) (PodSetAssignment, []FlavorResource, *Pending) {
 	psa := PodSetAssignment{Name: ps.Name, Count: ps.Count, Flavors: map[string]string{}, Usage: Usage{}}
 	requests := totalRequests(q, ps)
 
@@ -63,7 +66,7 @@ func (c *Cluster) assignPodSet(q *cqNode, ps PodSet, taken Usage) (PodSetAssignm
 	for _, r := range sortedKeys(requests) {
 		rg, ok := q.groupOf[r]
 		if !ok {
-			return psa, &Pending{Reason: Inadmissible, Message: fmt.Sprintf(
+			return psa, nil, &Pending{Reason: Inadmissible, Message: fmt.Sprintf(
 				"requests %s, which ClusterQueue %s has no quota for", r, q.name)}
 		}
 		if needs[rg] == nil {
@@ -72,66 +75,125 @@ func (c *Cluster) assignPodSet(q *cqNode, ps PodSet, taken Usage) (PodSetAssignm
 		}
 		needs[rg][r] = requests[r]
 	}
+	var preempt []FlavorResource
 	for _, rg := range groups {
-		flavor, reasons, stable, reason := c.chooseFlavor(q, ps, rg, needs[rg], taken)
-		if flavor == "" {
-			return psa, &Pending{Reason: reason, Message: strings.Join(reasons, "; "), Stable: strings.Join(stable, "; ")}
+		choice := c.chooseFlavor(q, ps, rg, needs[rg], taken)
+		if choice.flavor == "" {
+			return psa, nil, &Pending{Reason: choice.reason, Message: strings.Join(choice.reasons, "; "),
+				Stable: strings.Join(choice.stable, "; ")}
 		}
 		for r, v := range needs[rg] {
-			psa.Flavors[r] = flavor
-			psa.Usage[FlavorResource{Flavor: flavor, Resource: r}] = v
+			fr := FlavorResource{Flavor: choice.flavor, Resource: r}
+			psa.Flavors[r] = choice.flavor
+			psa.Usage[fr] = v
+			if choice.mode == preemptMode && v > max(0, available(&q.node, fr)-taken[fr]) {
+				preempt = append(preempt, fr)
+			}
 		}
 	}
-	return psa, nil
+	return psa, preempt, nil
 }
 
-// chooseFlavor returns the first flavor of rg that is compatible with the pod
-// set and has room for needs, or the reasons none has. With
-// TryNextFlavorWhenCanBorrow, a flavor that fits only by borrowing is kept as a
-// fallback while later flavors are tried for one that fits without.
-func (c *Cluster) chooseFlavor(q *cqNode, ps PodSet, rg *ResourceGroup, needs map[string]int64, taken Usage) (string, []string, []string, PendingReason) {
-	var reasons, stable []string
-	reason := Inadmissible
-	fallback := ""
+// mode is how a workload could use a flavor.
+type mode int
+
+const (
+	noFit       mode = iota // not even by preempting
+	preemptMode             // only by evicting admitted workloads
+	fit                     // as things are
+)
+
+type flavorChoice struct {
+	flavor          string
+	mode            mode
+	reasons, stable []string // when no flavor was chosen
+	reason          PendingReason
+}
+
+// chooseFlavor returns the flavor of rg to use for the pod set's needs, or the
+// reasons none can be used. A flavor that fits wins; with
+// TryNextFlavorWhenCanBorrow, one that fits without borrowing wins over an
+// earlier one that needs to borrow. A flavor that fits only by preempting is
+// taken at once with PreemptWhenCanPreempt, else only when no flavor fits.
+// Borrowing is always preferred to preempting.
+func (c *Cluster) chooseFlavor(q *cqNode, ps PodSet, rg *ResourceGroup, needs map[string]int64, taken Usage) flavorChoice {
+	out := flavorChoice{reason: Inadmissible}
+	borrowFallback, preemptFallback := "", ""
 	for _, fq := range rg.Flavors {
 		f := c.flavors[fq.Name]
 		if why := incompatible(ps, f); why != "" {
-			reasons = append(reasons, fmt.Sprintf("flavor %s: %s", f.Name, why))
-			stable = append(stable, reasons[len(reasons)-1])
+			out.reasons = append(out.reasons, fmt.Sprintf("flavor %s: %s", f.Name, why))
+			out.stable = append(out.stable, out.reasons[len(out.reasons)-1])
 			continue
 		}
-		fits, borrows := true, false
+		m, borrows := fit, false
 		for _, r := range sortedKeys(needs) {
 			fr := FlavorResource{Flavor: fq.Name, Resource: r}
 			need := needs[r]
 			free := max(0, available(&q.node, fr)-taken[fr])
-			if need > free {
-				fits = false
-				reason = NoFit
-				short := fmt.Sprintf("needs %s %s in flavor %s", FormatQuantity(r, need), r, fq.Name)
-				reasons = append(reasons, short+", "+FormatQuantity(r, free)+" free")
-				stable = append(stable, short)
+			if need <= free {
+				if q.usage[fr]+taken[fr]+need > q.quotas[fr].Nominal {
+					borrows = true
+				}
 				continue
 			}
-			if q.usage[fr]+taken[fr]+need > q.quotas[fr].Nominal {
-				borrows = true
+			out.reason = NoFit
+			short := fmt.Sprintf("needs %s %s in flavor %s", FormatQuantity(r, need), r, fq.Name)
+			out.reasons = append(out.reasons, short+", "+FormatQuantity(r, free)+" free")
+			out.stable = append(out.stable, short)
+			if c.couldPreemptFor(q, fr, taken[fr]+need) {
+				m = min(m, preemptMode)
+			} else {
+				m = noFit
 			}
 		}
-		if !fits {
-			continue
-		}
-		if borrows && q.spec.TryNextFlavorWhenCanBorrow {
-			if fallback == "" {
-				fallback = fq.Name
+		switch {
+		case m == fit && borrows && q.spec.TryNextFlavorWhenCanBorrow:
+			if borrowFallback == "" {
+				borrowFallback = fq.Name
 			}
-			continue
+		case m == fit:
+			return flavorChoice{flavor: fq.Name, mode: fit}
+		case m == preemptMode && q.spec.PreemptWhenCanPreempt && borrowFallback == "":
+			return flavorChoice{flavor: fq.Name, mode: preemptMode}
+		case m == preemptMode && preemptFallback == "":
+			preemptFallback = fq.Name
 		}
-		return fq.Name, nil, nil, ""
 	}
-	if fallback != "" {
-		return fallback, nil, nil, ""
+	if borrowFallback != "" {
+		return flavorChoice{flavor: borrowFallback, mode: fit}
 	}
-	return "", reasons, stable, reason
+	if preemptFallback != "" {
+		return flavorChoice{flavor: preemptFallback, mode: preemptMode}
+	}
+	return out
+}
+
+// couldPreemptFor reports whether the queue's policies could possibly make
+// room for total of fr by preemption: within its nominal quota, by
+// preempting in the queue or reclaiming from borrowers; beyond it, only with
+// borrowWithinCohort or fair sharing, up to the borrowing limit and what the
+// cohort has.
+func (c *Cluster) couldPreemptFor(q *cqNode, fr FlavorResource, total int64) bool {
+	p := q.spec.Preemption
+	quota := q.quotas[fr]
+	if (p.WithinClusterQueue.allows() || p.ReclaimWithinCohort.allows()) && total <= quota.Nominal {
+		return true
+	}
+	// Beyond nominal quota: by borrowing with preemption, or, under fair
+	// sharing, by reclaiming from queues above their share.
+	canBorrow := p.BorrowWithinCohort.allows() || (c.fairSharing && p.ReclaimWithinCohort.allows())
+	if !canBorrow || q.parent == nil {
+		return false
+	}
+	if quota.BorrowingLimit != nil && total > quota.Nominal+*quota.BorrowingLimit {
+		return false
+	}
+	root := q.parent
+	for root.parent != nil {
+		root = root.parent
+	}
+	return total <= root.subtree[fr]
 }
 
 // totalRequests is what the pod set asks for in all: per-pod requests times

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 )
 
 // node is a ClusterQueue or a cohort in the quota tree.
@@ -56,16 +57,32 @@ type Cluster struct {
 	cqs      map[string]*cqNode
 	cohortSp map[string]Cohort // Cohort objects, by name
 	cohorts  map[string]*cohortNode
-	admitted map[string]admittedWorkload
-	count    map[string]int // admitted workloads per ClusterQueue
+	admitted map[string]*Admitted
+	byCQ     map[string]map[string]*Admitted // admitted workloads per ClusterQueue
+	// evicting marks admitted workloads chosen as preemption victims whose
+	// eviction the API has not shown yet: they still hold their quota.
+	evicting map[string]bool
+	// holds are quota a preemptor counted on, free when it chose its
+	// victims, kept from others until it is admitted or gives up.
+	holds       map[string]*Admitted
+	fairSharing bool
 	// trees maps each ClusterQueue to the sorted queues sharing its root
 	// cohort, recomputed in rebuild: quota releases ask for it constantly.
 	trees map[string][]string
 }
 
-type admittedWorkload struct {
-	cq    string
-	usage Usage
+// Admitted is a workload holding quota.
+type Admitted struct {
+	Key          string
+	ClusterQueue string
+	Usage        Usage
+	// Priority is its own priority (not aged): it decides who may preempt it.
+	Priority int32
+	// Timestamp is its queue-order time (creation, or last eviction).
+	Timestamp time.Time
+	// AdmittedAt is when it got quota; the most recently admitted go first
+	// among equal victims.
+	AdmittedAt time.Time
 }
 
 // NewCluster returns an empty cluster.
@@ -75,8 +92,10 @@ func NewCluster() *Cluster {
 		cqs:      map[string]*cqNode{},
 		cohortSp: map[string]Cohort{},
 		cohorts:  map[string]*cohortNode{},
-		admitted: map[string]admittedWorkload{},
-		count:    map[string]int{},
+		admitted: map[string]*Admitted{},
+		byCQ:     map[string]map[string]*Admitted{},
+		evicting: map[string]bool{},
+		holds:    map[string]*Admitted{},
 	}
 }
 
@@ -127,15 +146,22 @@ func (c *Cluster) DeleteCohort(name string) {
 	c.rebuild()
 }
 
-// AddAdmitted records that the workload key holds usage in ClusterQueue cq.
+// AddAdmitted records that a workload holds usage in a ClusterQueue.
 // Recording the same key again replaces the earlier record: quota is never
 // counted twice for one workload.
-func (c *Cluster) AddAdmitted(key, cq string, usage Usage) {
-	c.RemoveAdmitted(key)
-	c.admitted[key] = admittedWorkload{cq: cq, usage: usage}
-	c.count[cq]++
-	if n := c.cqs[cq]; n != nil {
-		for fr, v := range usage {
+func (c *Cluster) AddAdmitted(a Admitted) {
+	c.RemoveAdmitted(a.Key)
+	c.insert(&a)
+}
+
+func (c *Cluster) insert(a *Admitted) {
+	c.admitted[a.Key] = a
+	if c.byCQ[a.ClusterQueue] == nil {
+		c.byCQ[a.ClusterQueue] = map[string]*Admitted{}
+	}
+	c.byCQ[a.ClusterQueue][a.Key] = a
+	if n := c.cqs[a.ClusterQueue]; n != nil {
+		for fr, v := range a.Usage {
 			c.addUsage(&n.node, fr, v)
 		}
 	}
@@ -147,33 +173,103 @@ func (c *Cluster) RemoveAdmitted(key string) {
 	if !ok {
 		return
 	}
-	delete(c.admitted, key)
-	if c.count[a.cq]--; c.count[a.cq] == 0 {
-		delete(c.count, a.cq)
+	c.remove(a)
+	delete(c.evicting, key)
+}
+
+func (c *Cluster) remove(a *Admitted) {
+	delete(c.admitted, a.Key)
+	if m := c.byCQ[a.ClusterQueue]; m != nil {
+		delete(m, a.Key)
+		if len(m) == 0 {
+			delete(c.byCQ, a.ClusterQueue)
+		}
 	}
-	if n := c.cqs[a.cq]; n != nil {
-		for fr, v := range a.usage {
+	if n := c.cqs[a.ClusterQueue]; n != nil {
+		for fr, v := range a.Usage {
 			c.addUsage(&n.node, fr, -v)
 		}
 	}
 }
 
+// hold keeps quota for a preemptor: the part of its usage free now.
+func (c *Cluster) hold(w *Workload, a *Assignment) {
+	q := c.cqs[a.ClusterQueue]
+	h := &Admitted{Key: w.Key, ClusterQueue: a.ClusterQueue, Usage: Usage{}}
+	for fr, v := range a.Usage {
+		if free := min(v, max(0, available(&q.node, fr))); free > 0 {
+			h.Usage[fr] = free
+			c.addUsage(&q.node, fr, free)
+		}
+	}
+	c.holds[w.Key] = h
+}
+
+// ReleaseHold gives back what a preemptor held, if anything.
+func (c *Cluster) ReleaseHold(key string) {
+	h, ok := c.holds[key]
+	if !ok {
+		return
+	}
+	delete(c.holds, key)
+	if q := c.cqs[h.ClusterQueue]; q != nil {
+		for fr, v := range h.Usage {
+			c.addUsage(&q.node, fr, -v)
+		}
+	}
+}
+
+// IsHolding reports whether a preemptor holds quota, and where.
+func (c *Cluster) IsHolding(key string) (cq string, ok bool) {
+	h, ok := c.holds[key]
+	if !ok {
+		return "", false
+	}
+	return h.ClusterQueue, true
+}
+
+// Held returns what preemptors hold in a ClusterQueue.
+func (c *Cluster) Held(cq string) Usage {
+	out := Usage{}
+	for _, h := range c.holds {
+		if h.ClusterQueue == cq {
+			out.Add(h.Usage)
+		}
+	}
+	return out
+}
+
 // IsAdmitted reports whether the workload holds quota, and where.
 func (c *Cluster) IsAdmitted(key string) (cq string, ok bool) {
 	a, ok := c.admitted[key]
-	return a.cq, ok
+	if !ok {
+		return "", false
+	}
+	return a.ClusterQueue, true
 }
 
+// Evicting reports whether an admitted workload was chosen as a victim and
+// its eviction is not yet seen.
+func (c *Cluster) Evicting(key string) bool { return c.evicting[key] }
+
+// MarkEvicting and UnmarkEvicting set and clear the evicting mark of an
+// admitted workload (the Cycle sets it for the victims it chooses).
+func (c *Cluster) MarkEvicting(key string) {
+	if _, ok := c.admitted[key]; ok {
+		c.evicting[key] = true
+	}
+}
+
+func (c *Cluster) UnmarkEvicting(key string) { delete(c.evicting, key) }
+
 // AdmittedCount is the number of workloads holding quota in a ClusterQueue.
-func (c *Cluster) AdmittedCount(cq string) int { return c.count[cq] }
+func (c *Cluster) AdmittedCount(cq string) int { return len(c.byCQ[cq]) }
 
 // AdmittedIn lists the workloads holding quota in a ClusterQueue, sorted.
 func (c *Cluster) AdmittedIn(cq string) []string {
-	var keys []string
-	for k, a := range c.admitted {
-		if a.cq == cq {
-			keys = append(keys, k)
-		}
+	keys := make([]string, 0, len(c.byCQ[cq]))
+	for k := range c.byCQ[cq] {
+		keys = append(keys, k)
 	}
 	sort.Strings(keys)
 	return keys
@@ -383,10 +479,12 @@ func (c *Cluster) rebuild() {
 			}
 		}
 	}
-	for _, a := range c.admitted {
-		if n := c.cqs[a.cq]; n != nil {
-			for fr, v := range a.usage {
-				c.addUsage(&n.node, fr, v)
+	for _, set := range []map[string]*Admitted{c.admitted, c.holds} {
+		for _, a := range set {
+			if n := c.cqs[a.ClusterQueue]; n != nil {
+				for fr, v := range a.Usage {
+					c.addUsage(&n.node, fr, v)
+				}
 			}
 		}
 	}
@@ -454,13 +552,27 @@ func (c *Cluster) markCycles() {
 	}
 }
 
-// CohortsInCycle returns the cohorts whose parents form a cycle, sorted.
-func (c *Cluster) CohortsInCycle() []string {
-	var out []string
-	for n, co := range c.cohorts {
-		if co.inCycle {
-			out = append(out, n)
-		}
+// CohortCycle returns the cohorts of the cycle of parents the named cohort is
+// in, following parents from it (nil when it is in none).
+func (c *Cluster) CohortCycle(name string) []string {
+	co, ok := c.cohorts[name]
+	if !ok || !co.inCycle {
+		return nil
+	}
+	// Cycles were cut in the tree; follow the Cohort objects' parents.
+	out := []string{name}
+	for next := c.cohortSp[name].Parent; next != "" && next != name && len(out) <= len(c.cohortSp); next = c.cohortSp[next].Parent {
+		out = append(out, next)
+	}
+	return out
+}
+
+// Cohorts returns the names of all cohorts, those with a Cohort object and
+// those only named by ClusterQueues, sorted.
+func (c *Cluster) Cohorts() []string {
+	out := make([]string, 0, len(c.cohorts))
+	for n := range c.cohorts {
+		out = append(out, n)
 	}
 	sort.Strings(out)
 	return out

@@ -1,24 +1,40 @@
 package core
 
 import (
+	"fmt"
 	"sort"
+	"strings"
+	"time"
 )
 
 // Cycle runs one admission cycle over the head workload of each active
 // ClusterQueue. It assigns flavors to each against what is free, orders the
-// candidates (those that fit without borrowing first, then higher priority,
-// then older), and admits, in that order, every one that still fits once the
-// earlier ones hold their quota. Admitted workloads are recorded as holding
-// their usage (see AddAdmitted); the caller confirms or undoes that after
-// writing to the API. Every head gets a Decision, in the order given.
-func (c *Cluster) Cycle(heads []*Workload) []Decision {
+// candidates (nominated preemptors first, then those that fit without
+// borrowing, then higher priority, then older; under fair sharing, the lower
+// share first instead of the borrowing test), and in that order
+// admits every one that still fits once the earlier ones hold their quota.
+// A candidate that fits only by preemption gets its victims chosen instead,
+// at most one such per cohort tree per cycle, and waits for their quota;
+// meanwhile it holds what was already free of what it needs, so that the
+// quota freed for it is not taken by others before it can be admitted.
+//
+// Admitted workloads are recorded as holding their usage, and victims as
+// evicting; the caller confirms or undoes that after writing to the API.
+// Every head gets a Decision, in the order given.
+func (c *Cluster) Cycle(heads []*Workload, now time.Time) []Decision {
 	type candidate struct {
-		w   *Workload
-		a   *Assignment
-		idx int
+		w     *Workload
+		a     *Assignment
+		idx   int
+		path  []pathShare
+		queue *cqNode
 	}
 	decisions := make([]Decision, len(heads))
 	candidates := make([]candidate, 0, len(heads))
+	// A head that held quota as a preemptor is looked at afresh.
+	for _, w := range heads {
+		c.ReleaseHold(w.Key)
+	}
 	for i, w := range heads {
 		decisions[i].Workload = w
 		a, p := c.Assign(w)
@@ -26,25 +42,92 @@ func (c *Cluster) Cycle(heads []*Workload) []Decision {
 			decisions[i].Pending = p
 			continue
 		}
-		candidates = append(candidates, candidate{w: w, a: a, idx: i})
+		cd := candidate{w: w, a: a, idx: i, queue: c.cqs[a.ClusterQueue]}
+		if c.fairSharing {
+			cd.path = c.sharePath(cd.queue, a.Usage)
+		}
+		candidates = append(candidates, cd)
 	}
 	sort.Slice(candidates, func(i, j int) bool {
 		a, b := candidates[i], candidates[j]
-		if a.a.Borrows != b.a.Borrows {
+		if a.w.Nominated != b.w.Nominated {
+			return a.w.Nominated
+		}
+		if c.fairSharing {
+			if before, decided := fairBefore(a.path, b.path); decided {
+				return before
+			}
+		} else if a.a.Borrows != b.a.Borrows {
 			return !a.a.Borrows
 		}
 		return Before(a.w, b.w)
 	})
+	preempting := map[*node]bool{} // cohort-tree roots with a preemption this cycle
 	for _, cand := range candidates {
-		if !c.fits(cand.a) {
-			decisions[cand.idx].Pending = &Pending{Reason: Contention,
-				Message: "the quota it fitted in was taken by workloads admitted before it in the same cycle"}
+		d := &decisions[cand.idx]
+		if len(cand.a.Preempt) == 0 {
+			if c.fits(cand.a) {
+				c.AddAdmitted(Admitted{Key: cand.w.Key, ClusterQueue: cand.a.ClusterQueue, Usage: cand.a.Usage,
+					Priority: cand.w.Priority, Timestamp: cand.w.Timestamp, AdmittedAt: now})
+				d.Admit = cand.a
+			} else {
+				d.Pending = &Pending{Reason: Contention,
+					Message: "the quota it fitted in was taken by workloads admitted before it in the same cycle"}
+			}
 			continue
 		}
-		c.AddAdmitted(cand.w.Key, cand.a.ClusterQueue, cand.a.Usage)
-		decisions[cand.idx].Admit = cand.a
+		root := rootOf(cand.queue)
+		if preempting[root] {
+			d.Pending = &Pending{Reason: NoFit, Message: needsMessage(cand.a, cand.queue) +
+				"; another workload in the cohort is preempting first", Stable: needsStable(cand.a) + "; waiting behind a preemption"}
+			continue
+		}
+		targets := c.preemptionTargets(cand.w, cand.a, now)
+		if len(targets) == 0 {
+			d.Pending = &Pending{Reason: NoFit, Message: needsMessage(cand.a, cand.queue) +
+				"; no admitted workload may be preempted to make room", Stable: needsStable(cand.a) + "; no preemption possible"}
+			continue
+		}
+		preempting[root] = true
+		c.hold(cand.w, cand.a)
+		var keys []string
+		for _, t := range targets {
+			keys = append(keys, t.Key)
+			if !c.evicting[t.Key] {
+				c.evicting[t.Key] = true
+				d.Preempt = append(d.Preempt, t)
+			}
+		}
+		d.Pending = &Pending{Reason: Preempting, Message: fmt.Sprintf("waiting for %d preempted workload(s) to release their quota: %s",
+			len(keys), strings.Join(keys, ", ")), Stable: "preempting " + strings.Join(keys, ", ")}
 	}
 	return decisions
+}
+
+func rootOf(q *cqNode) *node {
+	n := &q.node
+	for n.parent != nil {
+		n = &n.parent.node
+	}
+	return n
+}
+
+// needsMessage says how much of what needs preemption the workload lacks.
+func needsMessage(a *Assignment, q *cqNode) string {
+	var parts []string
+	for _, fr := range a.Preempt {
+		parts = append(parts, fmt.Sprintf("needs %s %s in flavor %s, %s free", FormatQuantity(fr.Resource, a.Usage[fr]),
+			fr.Resource, fr.Flavor, FormatQuantity(fr.Resource, max(0, available(&q.node, fr)))))
+	}
+	return strings.Join(parts, "; ")
+}
+
+func needsStable(a *Assignment) string {
+	var parts []string
+	for _, fr := range a.Preempt {
+		parts = append(parts, fmt.Sprintf("needs %s %s in flavor %s", FormatQuantity(fr.Resource, a.Usage[fr]), fr.Resource, fr.Flavor))
+	}
+	return strings.Join(parts, "; ")
 }
 
 // fits reports whether an assignment still fits what is free now.
@@ -61,11 +144,11 @@ func (c *Cluster) fits(a *Assignment) bool {
 	return true
 }
 
-// Before orders workloads in a queue: higher priority first, then older, then
-// by key so the order is total.
+// Before orders workloads in a queue: higher (aged) priority first, then
+// older, then by key so the order is total.
 func Before(a, b *Workload) bool {
-	if a.Priority != b.Priority {
-		return a.Priority > b.Priority
+	if pa, pb := a.OrderPriority(), b.OrderPriority(); pa != pb {
+		return pa > pb
 	}
 	if !a.Timestamp.Equal(b.Timestamp) {
 		return a.Timestamp.Before(b.Timestamp)

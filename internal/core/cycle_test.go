@@ -45,9 +45,9 @@ func runCycle(t *testing.T, tc cycleCase) {
 		c.SetClusterQueue(cq)
 	}
 	for _, a := range tc.admitted {
-		c.AddAdmitted(a.key, a.cq, a.usage)
+		c.AddAdmitted(core.Admitted{Key: a.key, ClusterQueue: a.cq, Usage: a.usage})
 	}
-	ds := c.Cycle(tc.heads)
+	ds := c.Cycle(tc.heads, Epoch)
 	if len(ds) != len(tc.heads) {
 		t.Fatalf("%d decisions for %d heads", len(ds), len(tc.heads))
 	}
@@ -470,8 +470,8 @@ func TestAddAdmittedReplaces(t *testing.T) {
 	c.SetClusterQueue(MakeClusterQueue("b").Cohort("co").
 		ResourceGroup(MakeFlavorQuotas("default").Resource("cpu", "4").Obj()).Obj())
 	u := core.Usage{FR("default", "cpu"): Milli("3")}
-	c.AddAdmitted("ns/w", "a", u)
-	c.AddAdmitted("ns/w", "a", u)
+	c.AddAdmitted(core.Admitted{Key: "ns/w", ClusterQueue: "a", Usage: u})
+	c.AddAdmitted(core.Admitted{Key: "ns/w", ClusterQueue: "a", Usage: u})
 	if got := c.Usage("a")[FR("default", "cpu")]; got != Milli("3") {
 		t.Fatalf("usage after recording twice = %d, want %d", got, Milli("3"))
 	}
@@ -488,7 +488,7 @@ func TestAddAdmittedReplaces(t *testing.T) {
 		t.Errorf("available to b after release = %d, want %d", got, Milli("5"))
 	}
 	// Usage survives a queue being redefined.
-	c.AddAdmitted("ns/w", "a", u)
+	c.AddAdmitted(core.Admitted{Key: "ns/w", ClusterQueue: "a", Usage: u})
 	c.SetClusterQueue(MakeClusterQueue("a").Cohort("co").
 		ResourceGroup(MakeFlavorQuotas("default").Resource("cpu", "8").Obj()).Obj())
 	if got := c.Usage("a")[FR("default", "cpu")]; got != Milli("3") {

@@ -63,9 +63,54 @@ type ClusterQueue struct {
 	// TryNextFlavorWhenCanBorrow: a flavor that fits only by borrowing is
 	// passed over while a later one fits without (flavorFungibility.whenCanBorrow).
 	TryNextFlavorWhenCanBorrow bool
+	// PreemptWhenCanPreempt: stop at the first flavor where preemption makes
+	// room (flavorFungibility.whenCanPreempt: Preempt) instead of looking
+	// for a later flavor that fits without (TryNextFlavor, the default).
+	PreemptWhenCanPreempt bool
+	Preemption            Preemption
+	// FairWeight is the queue's fair-sharing weight in milli-units; nil is 1.
+	FairWeight *int64
+	// Aging, when set, raises the priority pending workloads are ordered by
+	// as they wait (anti-starvation). It never affects preemption.
+	Aging *Aging
 	// Problem, when set, is why the stored object cannot be used as it is
 	// (an invalid selector, say); the queue stays inactive until it is fixed.
 	Problem string
+}
+
+// PreemptionPolicy says which admitted workloads may be evicted.
+type PreemptionPolicy string
+
+const (
+	PreemptNever                     PreemptionPolicy = "Never"
+	PreemptLowerPriority             PreemptionPolicy = "LowerPriority"
+	PreemptLowerOrNewerEqualPriority PreemptionPolicy = "LowerOrNewerEqualPriority"
+	PreemptAny                       PreemptionPolicy = "Any"
+)
+
+// Preemption holds a ClusterQueue's preemption policies; "" means Never.
+type Preemption struct {
+	// WithinClusterQueue: Never, LowerPriority or LowerOrNewerEqualPriority.
+	WithinClusterQueue PreemptionPolicy
+	// ReclaimWithinCohort: Never, LowerPriority or Any. Victims must be in
+	// other queues that borrow, and the preemptor must then fit without
+	// borrowing.
+	ReclaimWithinCohort PreemptionPolicy
+	// BorrowWithinCohort: Never or LowerPriority. Lets a preemptor that must
+	// borrow evict lower-priority workloads of other borrowing queues, up to
+	// MaxPriorityThreshold.
+	BorrowWithinCohort   PreemptionPolicy
+	MaxPriorityThreshold *int32
+}
+
+func (p PreemptionPolicy) allows() bool { return p != "" && p != PreemptNever }
+
+// Aging raises a pending workload's ordering priority by Step every
+// Interval it waits, to at most Cap above its own priority.
+type Aging struct {
+	Step     int32
+	Interval time.Duration
+	Cap      int32
 }
 
 // Cohort is what the core needs of a Cohort object. Cohorts named by
@@ -74,6 +119,8 @@ type Cohort struct {
 	Name           string
 	Parent         string
 	ResourceGroups []ResourceGroup
+	// FairWeight is the cohort's fair-sharing weight in milli-units; nil is 1.
+	FairWeight *int64
 }
 
 // Flavor is what the core needs of a ResourceFlavor.
@@ -100,7 +147,17 @@ type Workload struct {
 	// Version is the API object's resourceVersion when it was read, so an
 	// admission is only written onto the version it was decided for.
 	Version string
+	// NotBefore holds a workload back after an eviction (exponential backoff).
+	NotBefore time.Time
+	// Aged is what aging added to Priority for ordering; set by the queue.
+	Aged int32
+	// Nominated marks a workload that preempted others and waits for their
+	// quota: it goes first, so the quota freed for it is not taken by others.
+	Nominated bool
 }
+
+// OrderPriority is the priority a workload is ordered by: its own plus aging.
+func (w *Workload) OrderPriority() int32 { return w.Priority + w.Aged }
 
 // PodSet is a group of identical pods.
 type PodSet struct {
@@ -127,6 +184,9 @@ type Assignment struct {
 	Usage        Usage // all pod sets together
 	// Borrows is true when admitting it takes the queue above its nominal quota.
 	Borrows bool
+	// Preempt lists the flavor-resources that only preemption can free
+	// enough of; empty when the workload fits as things are.
+	Preempt []FlavorResource
 }
 
 // Decision is the outcome of a cycle for one workload.
@@ -136,7 +196,27 @@ type Decision struct {
 	Admit *Assignment
 	// Pending is set when it was not.
 	Pending *Pending
+	// Preempt lists workloads to evict to make room for it (Pending then says
+	// it waits for them). Only newly chosen victims are listed.
+	Preempt []Victim
 }
+
+// Victim is an admitted workload to evict, and why.
+type Victim struct {
+	Key          string
+	ClusterQueue string
+	// Reason is the rule: InClusterQueue, InCohortReclamation,
+	// InCohortReclaimWhileBorrowing or InCohortFairSharing.
+	Reason string
+}
+
+// Preemption reasons, naming the rule that chose a victim.
+const (
+	InClusterQueue                = "InClusterQueue"
+	InCohortReclamation           = "InCohortReclamation"
+	InCohortReclaimWhileBorrowing = "InCohortReclaimWhileBorrowing"
+	InCohortFairSharing           = "InCohortFairSharing"
+)
 
 // Pending says why a workload was not admitted.
 type Pending struct {
@@ -179,4 +259,7 @@ const (
 	// Contention: it fitted at the start of the cycle but workloads admitted
 	// earlier in the same cycle took the quota. Looked at again at once.
 	Contention PendingReason = "Contention"
+	// Preempting: workloads are being evicted to make room for it; looked at
+	// again when their quota is released.
+	Preempting PendingReason = "Preempting"
 )

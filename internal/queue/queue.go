@@ -19,6 +19,9 @@ import (
 	"container/heap"
 	"fmt"
 	"sort"
+	"time"
+
+	"k8s.io/utils/clock"
 
 	"github.com/berth-dev/berth/internal/core"
 )
@@ -36,6 +39,7 @@ type place int
 const (
 	detached     place = iota // between places, only inside a method
 	parked                    // no queue to be in yet
+	backoff                   // evicted, held back until its NotBefore
 	inHeap                    // waiting its turn
 	inadmissible              // stepped aside until something changes
 	inFlight                  // handed out by Heads, decision not yet back
@@ -56,6 +60,8 @@ type entry struct {
 type cqQueue struct {
 	name         string
 	strategy     core.QueueingStrategy
+	aging        *core.Aging
+	nextAging    time.Time // when aged priorities are next brought up to date
 	heap         entryHeap
 	inadmissible map[string]*entry
 	inFlight     int
@@ -71,14 +77,16 @@ type Manager struct {
 	entries map[string]*entry            // by workload key
 	byLQ    map[string]map[string]*entry // by LocalQueue, then workload key
 	parked  map[string]*entry            // by workload key
+	held    backoffHeap                  // evicted workloads waiting out their backoff
 	changed map[string]bool              // keys whose pending reason changed
+	clock   clock.PassiveClock
 }
 
-// NewManager returns an empty manager.
-func NewManager() *Manager {
+// NewManager returns an empty manager that reads time from clk.
+func NewManager(clk clock.PassiveClock) *Manager {
 	return &Manager{cqs: map[string]*cqQueue{}, lqs: map[string]LocalQueue{},
 		entries: map[string]*entry{}, byLQ: map[string]map[string]*entry{},
-		parked: map[string]*entry{}, changed: map[string]bool{}}
+		parked: map[string]*entry{}, changed: map[string]bool{}, clock: clk}
 }
 
 // put makes e the entry of its workload, in the indexes.
@@ -111,8 +119,9 @@ func (m *Manager) unindex(e *entry) {
 	}
 }
 
-// SetClusterQueue adds or updates a ClusterQueue; workloads parked for it move in.
-func (m *Manager) SetClusterQueue(name string, strategy core.QueueingStrategy) {
+// SetClusterQueue adds or updates a ClusterQueue; workloads parked for it
+// move in. aging, when set, raises the ordering priority of its waiting workloads.
+func (m *Manager) SetClusterQueue(name string, strategy core.QueueingStrategy, aging *core.Aging) {
 	q, ok := m.cqs[name]
 	if !ok {
 		q = &cqQueue{name: name, inadmissible: map[string]*entry{}}
@@ -121,6 +130,10 @@ func (m *Manager) SetClusterQueue(name string, strategy core.QueueingStrategy) {
 	if q.strategy != strategy {
 		q.strategy = strategy
 		m.requeueAll(q)
+	}
+	if (q.aging == nil) != (aging == nil) || (aging != nil && *q.aging != *aging) {
+		q.aging = aging
+		q.nextAging = time.Time{}
 	}
 	for _, e := range m.parked {
 		m.remove(e)
@@ -192,6 +205,7 @@ func (m *Manager) AddOrUpdate(w *core.Workload, localQueue string) {
 		}
 		m.remove(old)
 		e.pending = old.pending
+		w.Nominated = old.w.Nominated
 	}
 	m.put(e)
 	m.route(e)
@@ -220,8 +234,10 @@ func (m *Manager) Has(key string) bool {
 // Heads hands out the head of every ClusterQueue that has one and is not
 // blocked. Each must come back through Done.
 func (m *Manager) Heads() []*core.Workload {
+	m.releaseDue()
 	var out []*core.Workload
 	for _, q := range m.cqs {
+		m.age(q)
 		if q.blocked || len(q.heap) == 0 {
 			continue
 		}
@@ -237,6 +253,7 @@ func (m *Manager) Heads() []*core.Workload {
 
 // Ready reports whether Heads would hand out anything.
 func (m *Manager) Ready() bool {
+	m.releaseDue()
 	for _, q := range m.cqs {
 		if !q.blocked && len(q.heap) > 0 {
 			return true
@@ -262,12 +279,15 @@ func (m *Manager) Done(d core.Decision) {
 		n.pending = e.pending
 		if d.Pending != nil {
 			n.pending = d.Pending
+			n.w.Nominated = d.Pending.Reason == core.Preempting
 		}
 		m.put(n)
 		m.route(n)
 	default:
 		m.setPending(e, d.Pending)
 		q := e.cq
+		// A preemptor stays nominated while it preempts, and only then.
+		e.w.Nominated = d.Pending.Reason == core.Preempting
 		if lq, ok := m.lqs[e.localQueue]; !ok || lq.Stopped || lq.ClusterQueue != q.name || m.cqs[q.name] != q {
 			// Its queues changed while it was being decided on.
 			e.place = detached
@@ -277,6 +297,11 @@ func (m *Manager) Done(d core.Decision) {
 		switch {
 		case d.Pending.Reason == core.Contention:
 			m.pushHeap(q, e)
+		case d.Pending.Reason == core.Preempting:
+			// It stays the head, and its queue waits until the victims'
+			// quota is released (QueueInadmissible); then it goes first.
+			m.pushHeap(q, e)
+			q.blocked = true
 		case q.strategy == core.StrictFIFO:
 			m.pushHeap(q, e)
 			q.blocked = true
@@ -357,9 +382,17 @@ func (m *Manager) setPending(e *entry, p *core.Pending) {
 	e.pending = p
 }
 
-// route puts an entry where it belongs: its ClusterQueue's heap, or parked
-// with the reason it cannot be queued.
+// route puts an entry where it belongs: held back while its backoff lasts,
+// else its ClusterQueue's heap, or parked with the reason it cannot be queued.
 func (m *Manager) route(e *entry) {
+	if e.w.NotBefore.After(m.clock.Now()) {
+		e.place = backoff
+		heap.Push(&m.held, e)
+		m.setPending(e, &core.Pending{Reason: core.NoFit,
+			Message: "evicted; back in the queue at " + e.w.NotBefore.UTC().Format(time.RFC3339),
+			Stable:  "backoff until " + e.w.NotBefore.UTC().Format(time.RFC3339)})
+		return
+	}
 	lq, ok := m.lqs[e.localQueue]
 	switch {
 	case !ok:
@@ -400,6 +433,7 @@ func (m *Manager) park(e *entry, why string) {
 func (m *Manager) pushHeap(q *cqQueue, e *entry) {
 	e.cq = q
 	e.place = inHeap
+	e.w.Aged = aged(q.aging, e.w, m.clock.Now())
 	heap.Push(&q.heap, e)
 	// A new head of a blocked StrictFIFO queue deserves a look.
 	if q.blocked && e.index == 0 {
@@ -422,16 +456,102 @@ func (m *Manager) remove(e *entry) {
 		delete(e.cq.inadmissible, e.w.Key)
 	case parked:
 		delete(m.parked, e.w.Key)
+	case backoff:
+		if e.index >= 0 && e.index < len(m.held) && m.held[e.index] == e {
+			heap.Remove(&m.held, e.index)
+		}
 	}
 	e.place = detached
 	e.index = -1
 }
 
-// entryHeap orders a queue's entries by core.Before.
+// releaseDue moves workloads whose backoff is over into their queues.
+func (m *Manager) releaseDue() {
+	now := m.clock.Now()
+	for len(m.held) > 0 && !m.held[0].w.NotBefore.After(now) {
+		e := heap.Pop(&m.held).(*entry)
+		e.place = detached
+		m.route(e)
+	}
+}
+
+// NextRelease is when the next held-back workload's backoff ends.
+func (m *Manager) NextRelease() (time.Time, bool) {
+	if len(m.held) == 0 {
+		return time.Time{}, false
+	}
+	return m.held[0].w.NotBefore, true
+}
+
+// age brings the aged priorities of a queue's waiting workloads up to date,
+// a few times per aging interval; priorities change, so the heap is rebuilt.
+func (m *Manager) age(q *cqQueue) {
+	if q.aging == nil || q.aging.Interval <= 0 {
+		return
+	}
+	now := m.clock.Now()
+	if now.Before(q.nextAging) {
+		return
+	}
+	q.nextAging = now.Add(q.aging.Interval / 4)
+	for _, e := range q.heap {
+		e.w.Aged = aged(q.aging, e.w, now)
+	}
+	heap.Init(&q.heap)
+	if q.blocked && len(q.heap) > 0 {
+		// The head may have changed.
+		q.blocked = false
+	}
+}
+
+// aged is what waiting has added to a workload's ordering priority.
+func aged(a *core.Aging, w *core.Workload, now time.Time) int32 {
+	if a == nil || a.Interval <= 0 || a.Step <= 0 {
+		return 0
+	}
+	steps := int64(now.Sub(w.Timestamp) / a.Interval)
+	if steps <= 0 {
+		return 0
+	}
+	return int32(min(int64(a.Cap), steps*int64(a.Step)))
+}
+
+// backoffHeap orders held-back entries by the end of their backoff.
+type backoffHeap []*entry
+
+func (h backoffHeap) Len() int           { return len(h) }
+func (h backoffHeap) Less(i, j int) bool { return h[i].w.NotBefore.Before(h[j].w.NotBefore) }
+func (h backoffHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].index = i
+	h[j].index = j
+}
+func (h *backoffHeap) Push(x any) {
+	e := x.(*entry)
+	e.index = len(*h)
+	*h = append(*h, e)
+}
+func (h *backoffHeap) Pop() any {
+	old := *h
+	n := len(old)
+	e := old[n-1]
+	old[n-1] = nil
+	e.index = -1
+	*h = old[:n-1]
+	return e
+}
+
+// entryHeap orders a queue's entries: a nominated preemptor first, then by
+// core.Before.
 type entryHeap []*entry
 
-func (h entryHeap) Len() int           { return len(h) }
-func (h entryHeap) Less(i, j int) bool { return core.Before(h[i].w, h[j].w) }
+func (h entryHeap) Len() int { return len(h) }
+func (h entryHeap) Less(i, j int) bool {
+	if h[i].w.Nominated != h[j].w.Nominated {
+		return h[i].w.Nominated
+	}
+	return core.Before(h[i].w, h[j].w)
+}
 func (h entryHeap) Swap(i, j int) {
 	h[i], h[j] = h[j], h[i]
 	h[i].index = i

@@ -6,6 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/utils/clock"
+	clocktesting "k8s.io/utils/clock/testing"
+
 	"github.com/berth-dev/berth/internal/core"
 	. "github.com/berth-dev/berth/internal/core/coretest"
 )
@@ -20,8 +23,8 @@ func keys(ws []*core.Workload) []string {
 
 // setup returns a manager with ClusterQueue cq (strategy s) and LocalQueue default/lq pointing at it.
 func setup(s core.QueueingStrategy) *Manager {
-	m := NewManager()
-	m.SetClusterQueue("cq", s)
+	m := NewManager(clock.RealClock{})
+	m.SetClusterQueue("cq", s, nil)
 	m.SetLocalQueue(LocalQueue{Key: "default/lq", ClusterQueue: "cq"})
 	return m
 }
@@ -139,7 +142,7 @@ func TestContentionRetriesAtOnce(t *testing.T) {
 // Lesson 3: workloads that arrive before their queues wait, with a reason, and
 // are queued the moment the missing object appears.
 func TestOutOfOrderArrival(t *testing.T) {
-	m := NewManager()
+	m := NewManager(clock.RealClock{})
 	w := MakeWorkload("early", "").Obj()
 	m.AddOrUpdate(w, "default/lq")
 	if m.Ready() {
@@ -153,7 +156,7 @@ func TestOutOfOrderArrival(t *testing.T) {
 	}
 	assertReason(t, m, "default/early", "ClusterQueue cq does not exist")
 
-	m.SetClusterQueue("cq", core.BestEffortFIFO)
+	m.SetClusterQueue("cq", core.BestEffortFIFO, nil)
 	hs := m.Heads()
 	if !slices.Equal(keys(hs), []string{"default/early"}) || hs[0].ClusterQueue != "cq" {
 		t.Fatalf("heads after both queues appeared: %v", keys(hs))
@@ -163,7 +166,7 @@ func TestOutOfOrderArrival(t *testing.T) {
 	// Losing the ClusterQueue parks it again; getting it back queues it.
 	m.DeleteClusterQueue("cq")
 	assertReason(t, m, "default/early", "ClusterQueue cq does not exist")
-	m.SetClusterQueue("cq", core.BestEffortFIFO)
+	m.SetClusterQueue("cq", core.BestEffortFIFO, nil)
 	if !m.Ready() {
 		t.Fatal("not ready once the ClusterQueue came back")
 	}
@@ -263,5 +266,83 @@ func TestDriftingAmountsAreNotChanges(t *testing.T) {
 	decide("needs 6 cpu in flavor a, 3 free", "needs 6 cpu in flavor a")
 	if ch := m.TakeChanged(); len(ch) != 1 {
 		t.Fatalf("a different shortfall was not reported: %v", ch)
+	}
+}
+
+// A preemptor keeps its place while its victims release their quota, even
+// when it is updated meanwhile, and goes first once they have.
+func TestPreemptorStaysNominated(t *testing.T) {
+	m := setup(core.BestEffortFIFO)
+	older := MakeWorkload("older", "").Priority(5).Obj()
+	m.AddOrUpdate(older, "default/lq")
+	m.Done(noFit(m.Heads()[0])) // steps aside
+	p := MakeWorkload("preemptor", "").Priority(1).Obj()
+	m.AddOrUpdate(p, "default/lq")
+	hs := m.Heads()
+	m.Done(core.Decision{Workload: hs[0], Pending: &core.Pending{Reason: core.Preempting, Message: "waiting"}})
+	if m.Ready() {
+		t.Fatal("the queue hands out work while its preemptor waits for its victims")
+	}
+	// A new version (its pending reason was written) keeps the nomination.
+	m.AddOrUpdate(MakeWorkload("preemptor", "").Priority(1).Obj(), "default/lq")
+	m.QueueInadmissible("cq") // the victims' quota is back
+	hs = m.Heads()
+	if len(hs) != 1 || hs[0].Key != "default/preemptor" || !hs[0].Nominated {
+		t.Fatalf("heads %v: want the nominated preemptor ahead of the older workload", keys(hs))
+	}
+}
+
+// Aging: a low-priority workload that waits long enough overtakes a stream
+// of newer higher-priority work, up to the cap; without aging it never does.
+func TestAgingLetsOldWorkRise(t *testing.T) {
+	clk := clocktesting.NewFakeClock(Epoch)
+	m := NewManager(clk)
+	m.SetClusterQueue("cq", core.BestEffortFIFO, &core.Aging{Step: 1, Interval: time.Minute, Cap: 5})
+	m.SetLocalQueue(LocalQueue{Key: "default/lq", ClusterQueue: "cq"})
+	m.AddOrUpdate(MakeWorkload("old-low", "").Priority(0).Obj(), "default/lq")
+
+	clk.Step(3 * time.Minute) // aged by 3
+	m.AddOrUpdate(MakeWorkload("new-high", "").Priority(2).Created(3*time.Minute).Obj(), "default/lq")
+	if hs := m.Heads(); hs[0].Key != "default/old-low" || hs[0].Aged != 3 {
+		t.Fatalf("after 3 minutes, head %s aged %d; want old-low aged 3", hs[0].Key, hs[0].Aged)
+	}
+
+	m2 := NewManager(clk)
+	m2.SetClusterQueue("cq", core.BestEffortFIFO, &core.Aging{Step: 1, Interval: time.Minute, Cap: 1})
+	m2.SetLocalQueue(LocalQueue{Key: "default/lq", ClusterQueue: "cq"})
+	m2.AddOrUpdate(MakeWorkload("old-low", "").Priority(0).Obj(), "default/lq")
+	m2.AddOrUpdate(MakeWorkload("new-high", "").Priority(2).Created(3*time.Minute).Obj(), "default/lq")
+	if hs := m2.Heads(); hs[0].Key != "default/new-high" {
+		t.Fatalf("the cap of 1 must keep old-low (0+1) behind new-high (2), head is %s", hs[0].Key)
+	}
+
+	m3 := NewManager(clk)
+	m3.SetClusterQueue("cq", core.BestEffortFIFO, nil)
+	m3.SetLocalQueue(LocalQueue{Key: "default/lq", ClusterQueue: "cq"})
+	m3.AddOrUpdate(MakeWorkload("old-low", "").Priority(0).Obj(), "default/lq")
+	m3.AddOrUpdate(MakeWorkload("new-high", "").Priority(2).Created(3*time.Minute).Obj(), "default/lq")
+	if hs := m3.Heads(); hs[0].Key != "default/new-high" || hs[0].Aged != 0 {
+		t.Fatalf("without aging, head %s aged %d", hs[0].Key, hs[0].Aged)
+	}
+}
+
+// An evicted workload waits out its backoff before it is looked at again.
+func TestBackoffHoldsEvictedWorkloads(t *testing.T) {
+	clk := clocktesting.NewFakeClock(Epoch)
+	m := NewManager(clk)
+	m.SetClusterQueue("cq", core.BestEffortFIFO, nil)
+	m.SetLocalQueue(LocalQueue{Key: "default/lq", ClusterQueue: "cq"})
+	w := MakeWorkload("evicted", "").Obj()
+	w.NotBefore = Epoch.Add(4 * time.Second)
+	m.AddOrUpdate(w, "default/lq")
+	if m.Ready() {
+		t.Fatal("a workload in backoff is handed out")
+	}
+	if at, ok := m.NextRelease(); !ok || !at.Equal(w.NotBefore) {
+		t.Fatalf("NextRelease = %v, %v", at, ok)
+	}
+	clk.Step(4 * time.Second)
+	if hs := m.Heads(); len(hs) != 1 || hs[0].Key != "default/evicted" {
+		t.Fatalf("after its backoff, heads %v", keys(hs))
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/utils/clock"
 
 	"github.com/berth-dev/berth/internal/core"
 	"github.com/berth-dev/berth/internal/queue"
@@ -45,7 +46,7 @@ func BenchmarkCycle(b *testing.B) {
 }
 
 func benchScheduler(nCQ, nCohorts, pending int) *Scheduler {
-	s := New()
+	s := New(clock.RealClock{})
 	s.SetFlavor(core.Flavor{Name: "default"})
 	borrow := int64(100_000)
 	for i := range nCQ {
@@ -58,8 +59,8 @@ func benchScheduler(nCQ, nCohorts, pending int) *Scheduler {
 		})
 		s.SetLocalQueue(queue.LocalQueue{Key: "ns/" + name, ClusterQueue: name})
 		// Half the nominal quota is in use.
-		s.WorkloadAdmitted(fmt.Sprintf("ns/running-%d", i), "ns/"+name, name,
-			core.Usage{{Flavor: "default", Resource: "cpu"}: 10_000})
+		s.WorkloadAdmitted(core.Admitted{Key: fmt.Sprintf("ns/running-%d", i), ClusterQueue: name,
+			Usage: core.Usage{{Flavor: "default", Resource: "cpu"}: 10_000}}, "ns/"+name)
 	}
 	sizes := []struct {
 		cpu      int64

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/utils/clock"
 
 	"github.com/berth-dev/berth/internal/core"
 	"github.com/berth-dev/berth/internal/queue"
@@ -63,7 +64,7 @@ func FuzzAdmission(f *testing.F) {
 	f.Add([]byte("the quick brown fox jumps over the lazy dog, twice: the quick brown fox jumps"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		r := &bytesReader{data: data}
-		s := New()
+		s := New(clock.RealClock{})
 		m := &model{cqs: map[string]modelCQ{}, pending: map[string]*core.Workload{}, admitted: map[string]modelAdmitted{}}
 		flavors := []string{"f0", "f1"}
 		for _, fl := range flavors {
@@ -130,7 +131,7 @@ func FuzzAdmission(f *testing.F) {
 				if k, a, ok := m.pick(r, false); ok {
 					a.confirmed = true
 					m.admitted[k] = a
-					s.WorkloadAdmitted(k, "ns/"+a.cq, a.cq, a.usage)
+					s.WorkloadAdmitted(core.Admitted{Key: k, ClusterQueue: a.cq, Usage: a.usage}, "ns/"+a.cq)
 				}
 			case 4: // the admission write failed
 				if k, a, ok := m.pick(r, false); ok {

@@ -20,6 +20,9 @@ package scheduler
 
 import (
 	"sync"
+	"time"
+
+	"k8s.io/utils/clock"
 
 	"github.com/berth-dev/berth/internal/core"
 	"github.com/berth-dev/berth/internal/queue"
@@ -28,6 +31,7 @@ import (
 // Scheduler is safe for concurrent use.
 type Scheduler struct {
 	mu       sync.Mutex
+	clock    clock.PassiveClock
 	cluster  *core.Cluster
 	queues   *queue.Manager
 	assumed  map[string]assumption // admitted by a cycle, not yet seen in the API
@@ -35,9 +39,9 @@ type Scheduler struct {
 	perLQ    map[string]int        // quota-holding workloads per LocalQueue
 	lqUsage  map[string]core.Usage // their usage per LocalQueue
 	usageOf  map[string]core.Usage // workload key -> usage, for everything holding quota
-	// dirty names the ClusterQueues and LocalQueues whose status may have
-	// changed since TakeDirty was last called.
-	dirtyCQ, dirtyLQ map[string]bool
+	// dirty names the ClusterQueues, LocalQueues and Cohorts whose status
+	// may have changed since TakeDirty was last called.
+	dirtyCQ, dirtyLQ, dirtyCohort map[string]bool
 	// wake is signalled (non-blocking, capacity 1) when a cycle may have work.
 	wake chan struct{}
 }
@@ -47,19 +51,21 @@ type assumption struct {
 	localQueue string
 }
 
-// New returns an empty scheduler.
-func New() *Scheduler {
+// New returns an empty scheduler reading time from clk.
+func New(clk clock.PassiveClock) *Scheduler {
 	return &Scheduler{
-		cluster:  core.NewCluster(),
-		queues:   queue.NewManager(),
-		assumed:  map[string]assumption{},
-		admitted: map[string]string{},
-		perLQ:    map[string]int{},
-		lqUsage:  map[string]core.Usage{},
-		usageOf:  map[string]core.Usage{},
-		dirtyCQ:  map[string]bool{},
-		dirtyLQ:  map[string]bool{},
-		wake:     make(chan struct{}, 1),
+		clock:       clk,
+		cluster:     core.NewCluster(),
+		queues:      queue.NewManager(clk),
+		assumed:     map[string]assumption{},
+		admitted:    map[string]string{},
+		perLQ:       map[string]int{},
+		lqUsage:     map[string]core.Usage{},
+		usageOf:     map[string]core.Usage{},
+		dirtyCQ:     map[string]bool{},
+		dirtyLQ:     map[string]bool{},
+		dirtyCohort: map[string]bool{},
+		wake:        make(chan struct{}, 1),
 	}
 }
 
@@ -97,7 +103,7 @@ func (s *Scheduler) SetClusterQueue(cq core.ClusterQueue) {
 	defer s.mu.Unlock()
 	before := s.cluster.CohortTree(cq.Name)
 	s.cluster.SetClusterQueue(cq)
-	s.queues.SetClusterQueue(cq.Name, cq.Strategy)
+	s.queues.SetClusterQueue(cq.Name, cq.Strategy, cq.Aging)
 	s.queueInadmissible(before...)
 	s.queueInadmissible(s.cluster.CohortTree(cq.Name)...)
 	s.signal()
@@ -121,7 +127,7 @@ func (s *Scheduler) SetCohort(co core.Cohort) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.cluster.SetCohort(co)
-	s.requeueAll()
+	s.cohortsChanged()
 }
 
 // DeleteCohort removes a Cohort object.
@@ -129,6 +135,16 @@ func (s *Scheduler) DeleteCohort(name string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.cluster.DeleteCohort(name)
+	s.cohortsChanged()
+}
+
+// cohortsChanged requeues everything and marks every cohort's status due: a
+// parent changing anywhere can make or break a cycle elsewhere.
+func (s *Scheduler) cohortsChanged() {
+	for _, name := range s.cluster.Cohorts() {
+		s.dirtyCohort[name] = true
+	}
+	s.markAll()
 	s.requeueAll()
 }
 
@@ -166,6 +182,9 @@ func (s *Scheduler) WorkloadPending(w *core.Workload, localQueue string) {
 		// The API says it no longer holds quota: it was evicted.
 		s.release(w.Key, cq)
 	}
+	if !s.queues.Has(w.Key) {
+		s.cluster.ReleaseHold(w.Key)
+	}
 	s.queues.AddOrUpdate(w, localQueue)
 	s.dirtyLQ[localQueue] = true
 	if w.ClusterQueue != "" {
@@ -174,15 +193,22 @@ func (s *Scheduler) WorkloadPending(w *core.Workload, localQueue string) {
 	s.signal()
 }
 
-// WorkloadAdmitted reports a workload the API shows holding usage in cq.
-func (s *Scheduler) WorkloadAdmitted(key, localQueue, cq string, usage core.Usage) {
+// WorkloadAdmitted reports a workload the API shows holding quota.
+func (s *Scheduler) WorkloadAdmitted(a core.Admitted, localQueue string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	key, cq := a.Key, a.ClusterQueue
 	delete(s.assumed, key)
 	s.queues.Delete(key)
+	s.cluster.ReleaseHold(key)
 	prev, was := s.cluster.IsAdmitted(key)
-	s.cluster.AddAdmitted(key, cq, usage)
-	s.setAdmitted(key, localQueue, usage)
+	evicting := s.cluster.Evicting(key)
+	s.cluster.AddAdmitted(a)
+	if evicting {
+		// Its eviction is on its way; the admitted state is not news.
+		s.cluster.MarkEvicting(key)
+	}
+	s.setAdmitted(key, localQueue, a.Usage)
 	s.dirtyCQ[cq] = true
 	if was && prev != cq {
 		s.queueInadmissible(s.cluster.CohortTree(prev)...)
@@ -201,6 +227,11 @@ func (s *Scheduler) WorkloadGone(key string) {
 		s.dirtyCQ[cq] = true
 	}
 	s.queues.Delete(key)
+	if cq, held := s.cluster.IsHolding(key); held {
+		s.cluster.ReleaseHold(key)
+		s.queueInadmissible(s.cluster.CohortTree(cq)...)
+		s.signal()
+	}
 	if cq, ok := s.cluster.IsAdmitted(key); ok {
 		s.release(key, cq)
 	}
@@ -278,9 +309,9 @@ func (s *Scheduler) markAll() {
 	}
 }
 
-// MarkDirty asks for the status of these queues to be written again (after a
-// failed write, say).
-func (s *Scheduler) MarkDirty(cqs, lqs []string) {
+// MarkDirty asks for the status of these queues and cohorts to be written
+// again (after a failed write, say).
+func (s *Scheduler) MarkDirty(cqs, lqs, cohorts []string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, k := range cqs {
@@ -289,11 +320,14 @@ func (s *Scheduler) MarkDirty(cqs, lqs []string) {
 	for _, k := range lqs {
 		s.dirtyLQ[k] = true
 	}
+	for _, k := range cohorts {
+		s.dirtyCohort[k] = true
+	}
 }
 
-// TakeDirty returns the ClusterQueues and LocalQueues whose status may have
-// changed since the last call.
-func (s *Scheduler) TakeDirty() (cqs, lqs []string) {
+// TakeDirty returns the ClusterQueues, LocalQueues and Cohorts whose status
+// may have changed since the last call.
+func (s *Scheduler) TakeDirty() (cqs, lqs, cohorts []string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for k := range s.dirtyCQ {
@@ -302,9 +336,13 @@ func (s *Scheduler) TakeDirty() (cqs, lqs []string) {
 	for k := range s.dirtyLQ {
 		lqs = append(lqs, k)
 	}
+	for k := range s.dirtyCohort {
+		cohorts = append(cohorts, k)
+	}
 	clear(s.dirtyCQ)
 	clear(s.dirtyLQ)
-	return cqs, lqs
+	clear(s.dirtyCohort)
+	return cqs, lqs, cohorts
 }
 
 // Cycle runs one admission cycle and returns its decisions. Admitted
@@ -322,7 +360,7 @@ func (s *Scheduler) Cycle() []core.Decision {
 	for _, w := range heads {
 		lqs[w.Key], _ = s.queues.LocalQueueOf(w.Key)
 	}
-	decisions := s.cluster.Cycle(heads)
+	decisions := s.cluster.Cycle(heads, s.clock.Now())
 	for _, d := range decisions {
 		if d.Admit != nil {
 			s.assumed[d.Workload.Key] = assumption{w: d.Workload, localQueue: lqs[d.Workload.Key]}
@@ -413,6 +451,41 @@ func (s *Scheduler) Pending(key string) *core.Pending {
 	return s.queues.Pending(key)
 }
 
+// CancelEviction withdraws a victim whose eviction could not be written: it
+// holds its quota as before, and may be chosen again.
+func (s *Scheduler) CancelEviction(key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if cq, ok := s.cluster.IsAdmitted(key); ok && s.cluster.Evicting(key) {
+		s.cluster.UnmarkEvicting(key)
+		s.queueInadmissible(s.cluster.CohortTree(cq)...)
+		s.signal()
+	}
+}
+
+// SetFairSharing turns fair sharing on or off.
+func (s *Scheduler) SetFairSharing(on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cluster.SetFairSharing(on)
+	s.requeueAll()
+}
+
+// NextWake is when a held-back (evicted) workload next becomes eligible; the
+// caller should run a cycle then even if nothing else happens.
+func (s *Scheduler) NextWake() (time.Time, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.queues.NextRelease()
+}
+
+// Ready reports whether a cycle would have work.
+func (s *Scheduler) Ready() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.queues.Ready()
+}
+
 // HasClusterQueue reports whether the ClusterQueue exists.
 func (s *Scheduler) HasClusterQueue(name string) bool {
 	s.mu.Lock()
@@ -428,9 +501,10 @@ func (s *Scheduler) CohortTree(cq string) []string {
 	return s.cluster.CohortTree(cq)
 }
 
-// CohortsInCycle lists cohorts whose parents form a cycle.
-func (s *Scheduler) CohortsInCycle() []string {
+// CohortCycle returns the cohorts of the cycle of parents the named cohort
+// is in (nil when it is in none).
+func (s *Scheduler) CohortCycle(name string) []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.cluster.CohortsInCycle()
+	return s.cluster.CohortCycle(name)
 }

@@ -203,3 +203,58 @@ func Describe(ds []core.Decision) string {
 	}
 	return s
 }
+
+// Preemption sets the queue's within-queue and reclaim policies.
+func (w *ClusterQueueWrapper) Preemption(within, reclaim core.PreemptionPolicy) *ClusterQueueWrapper {
+	w.cq.Preemption.WithinClusterQueue = within
+	w.cq.Preemption.ReclaimWithinCohort = reclaim
+	return w
+}
+
+// BorrowWithinCohort enables preemption while borrowing, below threshold if set.
+func (w *ClusterQueueWrapper) BorrowWithinCohort(threshold *int32) *ClusterQueueWrapper {
+	w.cq.Preemption.BorrowWithinCohort = core.PreemptLowerPriority
+	w.cq.Preemption.MaxPriorityThreshold = threshold
+	return w
+}
+
+// PreemptWhenCanPreempt sets flavorFungibility.whenCanPreempt: Preempt.
+func (w *ClusterQueueWrapper) PreemptWhenCanPreempt() *ClusterQueueWrapper {
+	w.cq.PreemptWhenCanPreempt = true
+	return w
+}
+
+// FairWeight sets the queue's fair-sharing weight.
+func (w *ClusterQueueWrapper) FairWeight(weight string) *ClusterQueueWrapper {
+	v := Milli(weight)
+	w.cq.FairWeight = &v
+	return w
+}
+
+// AdmittedWrapper builds a core.Admitted: a workload holding quota.
+type AdmittedWrapper struct{ a core.Admitted }
+
+// Running returns workload default/<name> holding quota in cq, admitted at Epoch.
+func Running(name, cq string) *AdmittedWrapper {
+	return &AdmittedWrapper{a: core.Admitted{Key: "default/" + name, ClusterQueue: cq, Usage: core.Usage{},
+		Timestamp: Epoch, AdmittedAt: Epoch}}
+}
+
+func (w *AdmittedWrapper) Priority(p int32) *AdmittedWrapper { w.a.Priority = p; return w }
+
+// Use adds usage of a resource in a flavor.
+func (w *AdmittedWrapper) Use(flavor, res, q string) *AdmittedWrapper {
+	w.a.Usage[FR(flavor, res)] += Milli(q)
+	return w
+}
+
+// Created and AdmittedAt set its queue time and admission time (Epoch plus d).
+func (w *AdmittedWrapper) Created(d time.Duration) *AdmittedWrapper {
+	w.a.Timestamp = Epoch.Add(d)
+	return w
+}
+func (w *AdmittedWrapper) AdmittedAt(d time.Duration) *AdmittedWrapper {
+	w.a.AdmittedAt = Epoch.Add(d)
+	return w
+}
+func (w *AdmittedWrapper) Obj() core.Admitted { return w.a }

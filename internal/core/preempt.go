@@ -1,0 +1,262 @@
+package core
+
+import (
+	"slices"
+	"sort"
+	"time"
+)
+
+// preemptionTargets chooses the admitted workloads to evict so that w fits
+// its assignment, disturbing as little as possible, or returns nil when no
+// set allowed by the queue's policies makes room.
+//
+// Candidates are workloads using a flavor-resource w needs more of than is
+// free: in w's own ClusterQueue with lower priority (or, under
+// LowerOrNewerEqualPriority, equal priority and newer than w), and in other
+// ClusterQueues of its cohort tree that are borrowing, per
+// reclaimWithinCohort. They are tried already-evicting first (their quota is
+// on its way back), then from other queues before w's own, lower priority
+// first, most recently admitted first. Removal is greedy until w fits; then
+// every victim whose return still lets w fit is put back, so only workloads
+// whose removal is needed are evicted.
+//
+// Reclaiming from another queue requires that w then fits without borrowing;
+// borrowWithinCohort relaxes that for victims of strictly lower priority (and
+// at most its threshold). Victims in other queues must be borrowing at the
+// moment they are taken. Whatever set they choose must also raise the claims
+// held (see improves), which keeps preemption from going back and forth.
+func (c *Cluster) preemptionTargets(w *Workload, a *Assignment, now time.Time) []Victim {
+	victims := c.chooseVictims(w, a)
+	if len(victims) == 0 || !c.settles(w, a, victims, now) {
+		return nil
+	}
+	return victims
+}
+
+// settles is the termination check every preemption must pass: without fair
+// sharing, the claims held must rise (see improves); with it, the shares of
+// the queues involved must fall, or stay the same while the claims rise.
+// Both orders are well-founded, so preemption cannot go on forever.
+func (c *Cluster) settles(w *Workload, a *Assignment, victims []Victim, now time.Time) bool {
+	if !c.fairSharing {
+		return c.improves(w, a, victims, now)
+	}
+	switch c.sharesFall(w, a, victims) {
+	case -1:
+		return true
+	case 0:
+		return c.improves(w, a, victims, now)
+	default:
+		return false
+	}
+}
+
+func (c *Cluster) chooseVictims(w *Workload, a *Assignment) []Victim {
+	q := c.cqs[a.ClusterQueue]
+	if q == nil || len(a.Preempt) == 0 {
+		return nil
+	}
+	needed := map[FlavorResource]bool{}
+	for _, fr := range a.Preempt {
+		needed[fr] = true
+	}
+	cands := c.candidates(w, q, needed)
+	if len(cands) == 0 {
+		return nil
+	}
+	p := q.spec.Preemption
+	var same []*Admitted
+	for _, cd := range cands {
+		if cd.ClusterQueue == q.name {
+			same = append(same, cd)
+		}
+	}
+	if c.fairSharing {
+		// Across queues, shares alone decide under fair sharing: a priority
+		// threshold beside them lets two rules undo each other forever.
+		return c.fairTargets(w, a, q, cands, needed)
+	}
+	if len(same) == len(cands) {
+		return c.minimal(a, q, needed, cands, true, nil)
+	}
+	if threshold := borrowThreshold(p, w); threshold != nil {
+		if !underNominal(q, needed) {
+			cands = slices.DeleteFunc(slices.Clone(cands), func(cd *Admitted) bool {
+				return cd.ClusterQueue != q.name && cd.Priority >= *threshold
+			})
+		}
+		return c.minimal(a, q, needed, cands, true, threshold)
+	}
+	if underNominal(q, needed) {
+		if t := c.minimal(a, q, needed, cands, false, nil); len(t) > 0 {
+			return t
+		}
+	}
+	return c.minimal(a, q, needed, same, true, nil)
+}
+
+// borrowThreshold is the priority below which borrowWithinCohort lets w evict
+// other queues' workloads, or nil when the policy is off.
+func borrowThreshold(p Preemption, w *Workload) *int32 {
+	if !p.BorrowWithinCohort.allows() {
+		return nil
+	}
+	t := w.Priority
+	if p.MaxPriorityThreshold != nil && *p.MaxPriorityThreshold < t {
+		t = *p.MaxPriorityThreshold + 1
+	}
+	return &t
+}
+
+// candidates lists the admitted workloads the policies let w evict, in the
+// order they should be tried.
+func (c *Cluster) candidates(w *Workload, q *cqNode, needed map[FlavorResource]bool) []*Admitted {
+	var out []*Admitted
+	p := q.spec.Preemption
+	if p.WithinClusterQueue.allows() {
+		for _, a := range c.byCQ[q.name] {
+			if uses(a, needed) && (a.Priority < w.Priority ||
+				(p.WithinClusterQueue == PreemptLowerOrNewerEqualPriority && a.Priority == w.Priority && w.Timestamp.Before(a.Timestamp))) {
+				out = append(out, a)
+			}
+		}
+	}
+	if p.ReclaimWithinCohort.allows() && q.parent != nil {
+		for _, other := range c.trees[q.name] {
+			oq := c.cqs[other]
+			if other == q.name || oq == nil || !borrowing(oq, needed) {
+				continue
+			}
+			for _, a := range c.byCQ[other] {
+				if uses(a, needed) && (p.ReclaimWithinCohort == PreemptAny || a.Priority < w.Priority) {
+					out = append(out, a)
+				}
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if ea, eb := c.evicting[a.Key], c.evicting[b.Key]; ea != eb {
+			return ea
+		}
+		if sa, sb := a.ClusterQueue == q.name, b.ClusterQueue == q.name; sa != sb {
+			return !sa
+		}
+		if a.Priority != b.Priority {
+			return a.Priority < b.Priority
+		}
+		// Most recently admitted first: the reverse of the order nominal
+		// quota is filled in (see claims), so victims come from a queue's
+		// borrowed end.
+		if !a.AdmittedAt.Equal(b.AdmittedAt) {
+			return a.AdmittedAt.After(b.AdmittedAt)
+		}
+		return a.Key > b.Key
+	})
+	return out
+}
+
+// minimal removes candidates in order (skipping other queues' workloads once
+// their queue no longer borrows) until the assignment fits, then puts back
+// every removed workload, newest removal first, whose return still lets it
+// fit. It leaves the cluster as it found it.
+//
+// With threshold set (borrowWithinCohort), taking a victim of another queue
+// at or above it forbids the preemptor from borrowing.
+func (c *Cluster) minimal(a *Assignment, q *cqNode, needed map[FlavorResource]bool, cands []*Admitted,
+	allowBorrowing bool, threshold *int32) []Victim {
+	var removed []*Admitted
+	var victims []Victim
+	defer func() {
+		for _, r := range removed {
+			c.insert(r)
+		}
+	}()
+	fits := false
+	for _, cd := range cands {
+		reason := InClusterQueue
+		if cd.ClusterQueue != q.name {
+			if !borrowing(c.cqs[cd.ClusterQueue], needed) {
+				continue
+			}
+			reason = InCohortReclamation
+			if threshold != nil {
+				if cd.Priority >= *threshold {
+					allowBorrowing = false
+				} else {
+					reason = InCohortReclaimWhileBorrowing
+				}
+			}
+		}
+		c.remove(cd)
+		removed = append(removed, cd)
+		victims = append(victims, Victim{Key: cd.Key, ClusterQueue: cd.ClusterQueue, Reason: reason})
+		if c.fitsWithout(a, q, allowBorrowing) {
+			fits = true
+			break
+		}
+	}
+	if !fits {
+		return nil
+	}
+	// Put back what is not needed, newest removal first; the last one
+	// removed is what made it fit, so it stays.
+	for i := len(removed) - 2; i >= 0; i-- {
+		c.insert(removed[i])
+		if c.fitsWithout(a, q, allowBorrowing) {
+			removed = slices.Delete(removed, i, i+1)
+			victims = slices.Delete(victims, i, i+1)
+		} else {
+			c.remove(removed[i])
+		}
+	}
+	return victims
+}
+
+// fitsWithout reports whether the assignment fits now, optionally without
+// taking its queue above nominal quota.
+func (c *Cluster) fitsWithout(a *Assignment, q *cqNode, allowBorrowing bool) bool {
+	for fr, v := range a.Usage {
+		if !allowBorrowing && q.usage[fr]+v > q.quotas[fr].Nominal {
+			return false
+		}
+		if v > available(&q.node, fr) {
+			return false
+		}
+	}
+	return true
+}
+
+// borrowing reports whether a queue uses more than its nominal quota of any
+// of the needed flavor-resources.
+func borrowing(q *cqNode, needed map[FlavorResource]bool) bool {
+	if q == nil || q.parent == nil {
+		return false
+	}
+	for fr := range needed {
+		if q.usage[fr] > q.quotas[fr].Nominal {
+			return true
+		}
+	}
+	return false
+}
+
+// underNominal reports whether the queue uses less than its nominal quota of
+// every needed flavor-resource.
+func underNominal(q *cqNode, needed map[FlavorResource]bool) bool {
+	for fr := range needed {
+		if q.usage[fr] >= q.quotas[fr].Nominal {
+			return false
+		}
+	}
+	return true
+}
+
+func uses(a *Admitted, needed map[FlavorResource]bool) bool {
+	for fr, v := range a.Usage {
+		if v > 0 && needed[fr] {
+			return true
+		}
+	}
+	return false
+}
