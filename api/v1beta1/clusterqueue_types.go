@@ -156,6 +156,22 @@ type FairSharing struct {
 	Weight *resource.Quantity `json:"weight,omitempty"`
 }
 
+// PriorityAging lets waiting workloads rise in their queue so that a steady
+// stream of higher-priority work cannot starve them: every Interval a
+// workload waits adds Step to the priority it is ordered by, up to Cap. It
+// changes only the order of pending workloads, never who may preempt whom.
+type PriorityAging struct {
+	// Step added per Interval waited.
+	// +kubebuilder:validation:Minimum=1
+	Step int32 `json:"step"`
+	// Interval between steps, at least one second.
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s')",message="interval must be at least 1s"
+	Interval metav1.Duration `json:"interval"`
+	// Cap on what aging adds.
+	// +kubebuilder:validation:Minimum=0
+	Cap int32 `json:"cap"`
+}
+
 // ClusterQueueSpec is the quota and policy of a ClusterQueue.
 // +kubebuilder:validation:XValidation:rule="(has(self.cohort) && size(self.cohort) > 0) || !has(self.resourceGroups) || self.resourceGroups.all(rg, rg.flavors.all(f, f.resources.all(r, !has(r.borrowingLimit))))",message="borrowingLimit is only allowed in a ClusterQueue with a cohort"
 // +kubebuilder:validation:XValidation:rule="(has(self.cohort) && size(self.cohort) > 0) || !has(self.resourceGroups) || self.resourceGroups.all(rg, rg.flavors.all(f, f.resources.all(r, !has(r.lendingLimit))))",message="lendingLimit is only allowed in a ClusterQueue with a cohort"
@@ -198,6 +214,11 @@ type ClusterQueueSpec struct {
 	// +optional
 	// +kubebuilder:default=None
 	StopPolicy StopPolicy `json:"stopPolicy,omitempty"`
+
+	// PriorityAging raises waiting workloads' ordering priority over time.
+	// Off when unset.
+	// +optional
+	PriorityAging *PriorityAging `json:"priorityAging,omitempty"`
 
 	// AdmissionChecks name checks a workload must pass before it is admitted.
 	// +optional

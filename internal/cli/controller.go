@@ -55,6 +55,8 @@ throughput long before the API server is busy.`,
 	f.Float32Var(&o.QPS, "kube-api-qps", o.QPS, "requests per second to the API server")
 	f.IntVar(&o.Burst, "kube-api-burst", o.Burst, "burst of requests to the API server")
 	f.IntVar(&o.AdmissionWriters, "admission-writers", o.AdmissionWriters, "admissions written concurrently")
+	f.BoolVar(&o.FairSharing, "fair-sharing", o.FairSharing,
+		"order admission and reclaiming in cohorts by weighted shares of borrowed capacity")
 	gf := goflag.NewFlagSet("zap", goflag.ContinueOnError)
 	zapOpts.BindFlags(gf)
 	f.AddGoFlagSet(gf)

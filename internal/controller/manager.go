@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -65,6 +66,9 @@ type Options struct {
 	Burst int
 	// AdmissionWriters is how many admissions are written at once.
 	AdmissionWriters int
+	// FairSharing orders admission and reclaiming in cohorts by weighted
+	// shares of borrowed capacity (see docs/preemption.md).
+	FairSharing bool
 }
 
 // DefaultOptions are the defaults of `berth controller`.
@@ -129,7 +133,8 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	}
 	metrics.Register(ctrlmetrics.Registry)
 
-	sched := scheduler.New()
+	sched := scheduler.New(clock.RealClock{})
+	sched.SetFairSharing(o.FairSharing)
 	var q *queues.Controller
 	adm, err := admission.Setup(ctx, mgr, sched, admission.Options{
 		Writers: o.AdmissionWriters,

@@ -23,7 +23,7 @@ var (
 	}, []string{"cluster_queue"})
 
 	// AdmissionAttempts counts workloads looked at by a cycle, by result:
-	// admitted, pending (no room, or inadmissible) or contention.
+	// admitted, preempting, pending (no room, or inadmissible) or contention.
 	AdmissionAttempts = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "berth_admission_attempts_total",
 		Help: "Workloads considered by admission cycles, by result (admitted, pending, contention).",
@@ -49,6 +49,12 @@ var (
 		Buckets: prometheus.ExponentialBuckets(0.01, 2.5, 14),
 	}, []string{"cluster_queue"})
 
+	// PreemptedWorkloads counts victims by the preemptor's ClusterQueue and the rule.
+	PreemptedWorkloads = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "berth_preempted_workloads_total",
+		Help: "Workloads preempted, by the preemptor's ClusterQueue and the rule that chose them.",
+	}, []string{"cluster_queue", "reason"})
+
 	// QuotaUsage and NominalQuota by ClusterQueue, flavor and resource, in the
 	// resource's units (cores, bytes, ...).
 	QuotaUsage = prometheus.NewGaugeVec(prometheus.GaugeOpts{
@@ -67,7 +73,7 @@ var once sync.Once
 func Register(r prometheus.Registerer) {
 	once.Do(func() {
 		r.MustRegister(PendingWorkloads, ReservingWorkloads, AdmissionAttempts, AdmissionCycleDuration,
-			AdmittedWorkloads, AdmissionWaitTime, QuotaUsage, NominalQuota)
+			AdmittedWorkloads, AdmissionWaitTime, QuotaUsage, NominalQuota, PreemptedWorkloads)
 	})
 }
 
@@ -79,5 +85,6 @@ func ForgetClusterQueue(cq string) {
 	QuotaUsage.DeletePartialMatch(l)
 	NominalQuota.DeletePartialMatch(l)
 	AdmittedWorkloads.DeletePartialMatch(l)
+	PreemptedWorkloads.DeletePartialMatch(l)
 	AdmissionWaitTime.DeletePartialMatch(l)
 }

@@ -68,6 +68,9 @@ func ToCore(w *berthv1.Workload, nsLabels labels.Set) *core.Workload {
 		Version:         w.ResourceVersion,
 		PodSets:         make([]core.PodSet, 0, len(w.Spec.PodSets)),
 	}
+	if rs := w.Status.RequeueState; rs != nil && rs.RequeueAt != nil {
+		cw.NotBefore = rs.RequeueAt.Time
+	}
 	for _, ps := range w.Spec.PodSets {
 		cps := core.PodSet{Name: ps.Name, Count: ps.Count, Requests: make(map[string]int64, len(ps.Requests)),
 			NodeSelector: ps.NodeSelector, Tolerations: ps.Tolerations, NodeAffinity: ps.NodeAffinity}
@@ -77,6 +80,16 @@ func ToCore(w *berthv1.Workload, nsLabels labels.Set) *core.Workload {
 		cw.PodSets = append(cw.PodSets, cps)
 	}
 	return cw
+}
+
+// AdmittedOf describes a workload holding quota for the core.
+func AdmittedOf(w *berthv1.Workload) core.Admitted {
+	a := core.Admitted{Key: Key(w), ClusterQueue: w.Status.Admission.ClusterQueue, Usage: UsageOf(w.Status.Admission),
+		Priority: Priority(w), Timestamp: QueueTimestamp(w)}
+	if c := meta.FindStatusCondition(w.Status.Conditions, berthv1.WorkloadQuotaReserved); c != nil {
+		a.AdmittedAt = c.LastTransitionTime.Time
+	}
+	return a
 }
 
 // UsageOf returns the quota an admitted workload holds, from its admission.
@@ -144,8 +157,10 @@ func SetPending(w *berthv1.Workload, reason, message string, now time.Time) bool
 }
 
 // SetEvicted takes the workload's quota away and sends it back to its queue.
-// reason is a CamelCase cause; message says what happened in words.
-func SetEvicted(w *berthv1.Workload, reason, message string, now time.Time) {
+// reason is a CamelCase cause; message says what happened in words. With
+// backoff, the workload may not be admitted again before BackoffFor(count)
+// has passed, count being how often it was requeued.
+func SetEvicted(w *berthv1.Workload, reason, message string, now time.Time, backoff bool) {
 	w.Status.Admission = nil
 	setCondition(w, berthv1.WorkloadEvicted, metav1.ConditionTrue, reason, message, now)
 	setCondition(w, berthv1.WorkloadQuotaReserved, metav1.ConditionFalse, "Pending", "evicted: "+message, now)
@@ -155,6 +170,31 @@ func SetEvicted(w *berthv1.Workload, reason, message string, now time.Time) {
 		count = *w.Status.RequeueState.Count + 1
 	}
 	w.Status.RequeueState = &berthv1.RequeueState{Count: &count}
+	if backoff {
+		at := metav1.NewTime(now.Add(BackoffFor(count)))
+		w.Status.RequeueState.RequeueAt = &at
+	}
+}
+
+// SetPreempted records who preempted the workload and by which rule.
+func SetPreempted(w *berthv1.Workload, rule, message string, now time.Time) {
+	setCondition(w, berthv1.WorkloadPreempted, metav1.ConditionTrue, rule, message, now)
+}
+
+// Backoff of a preempted workload: BackoffBase after the first eviction,
+// doubling each time, at most BackoffMax.
+const (
+	BackoffBase = time.Second
+	BackoffMax  = 10 * time.Minute
+)
+
+// BackoffFor is how long a workload evicted for the count-th time waits.
+func BackoffFor(count int32) time.Duration {
+	d := BackoffBase
+	for i := int32(1); i < count && d < BackoffMax; i++ {
+		d *= 2
+	}
+	return min(d, BackoffMax)
 }
 
 // SetFinished marks the workload finished; its quota is released.

@@ -47,15 +47,15 @@ func TestConditionTransitions(t *testing.T) {
 		t.Fatal("not admitted after SetAdmitted")
 	}
 	evictedAt := now.Add(time.Minute)
-	SetEvicted(w, "ClusterQueueDeleted", "ClusterQueue cq was deleted", evictedAt)
+	SetEvicted(w, "ClusterQueueDeleted", "ClusterQueue cq was deleted", evictedAt, false)
 	if HasQuota(w) || IsAdmitted(w) || w.Status.Admission != nil {
 		t.Fatal("still holds quota after SetEvicted")
 	}
 	if got := QueueTimestamp(w); !got.Equal(evictedAt) {
 		t.Errorf("an evicted workload queues from its eviction (%v), not %v", evictedAt, got)
 	}
-	if *w.Status.RequeueState.Count != 1 {
-		t.Errorf("requeue count %d", *w.Status.RequeueState.Count)
+	if *w.Status.RequeueState.Count != 1 || w.Status.RequeueState.RequeueAt != nil {
+		t.Errorf("requeue state %+v: want count 1 and no backoff", w.Status.RequeueState)
 	}
 	SetAdmitted(w, &berthv1.Admission{ClusterQueue: "cq"}, now.Add(2*time.Minute))
 	if meta.IsStatusConditionTrue(w.Status.Conditions, berthv1.WorkloadEvicted) {
@@ -78,5 +78,25 @@ func TestConditionTransitions(t *testing.T) {
 		if i >= len(order) || order[i] != want[i] {
 			t.Fatalf("condition order %v, want %v", order, want)
 		}
+	}
+}
+
+func TestPreemptionBackoffDoubles(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	w := &berthv1.Workload{}
+	var waits []time.Duration
+	for range 12 {
+		SetAdmitted(w, &berthv1.Admission{ClusterQueue: "cq"}, now)
+		SetEvicted(w, "Preempted", "preempted", now, true)
+		waits = append(waits, w.Status.RequeueState.RequeueAt.Sub(now))
+	}
+	if waits[0] != BackoffBase || waits[1] != 2*BackoffBase || waits[2] != 4*BackoffBase {
+		t.Errorf("backoffs %v do not double from %v", waits[:3], BackoffBase)
+	}
+	if waits[len(waits)-1] != BackoffMax {
+		t.Errorf("backoff after 12 evictions is %v, want the cap %v", waits[len(waits)-1], BackoffMax)
+	}
+	if got := ToCore(w, nil).NotBefore; !got.Equal(now.Add(BackoffMax)) {
+		t.Errorf("the core sees NotBefore %v", got)
 	}
 }

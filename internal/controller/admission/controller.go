@@ -59,7 +59,9 @@ type Controller struct {
 	nsLabels map[string]labels.Set
 }
 
-type evictReq struct{ key, reason, message string }
+// evictReq asks for a workload's quota to be taken away. rule is set for a
+// preemption: it then also gets the Preempted condition and a backoff.
+type evictReq struct{ key, reason, message, rule string }
 
 // Setup registers the controller with mgr.
 func Setup(ctx context.Context, mgr manager.Manager, sched *scheduler.Scheduler, opts Options) (*Controller, error) {
@@ -182,11 +184,18 @@ func (c *Controller) onWorkload(obj any) {
 	case workload.IsFinished(wl) || wl.DeletionTimestamp != nil || wl.Spec.QueueName == "":
 		c.sched.WorkloadGone(key)
 	case workload.HasQuota(wl):
-		c.sched.WorkloadAdmitted(key, workload.LocalQueueKey(wl), wl.Status.Admission.ClusterQueue,
-			workload.UsageOf(wl.Status.Admission))
+		c.sched.WorkloadAdmitted(workload.AdmittedOf(wl), workload.LocalQueueKey(wl))
 	default:
 		c.sched.WorkloadPending(workload.ToCore(wl, c.labelsOf(wl.Namespace)), workload.LocalQueueKey(wl))
 	}
+}
+
+// ruleText says in words which rule chose a victim.
+var ruleText = map[string]string{
+	core.InClusterQueue:                "priority within the ClusterQueue",
+	core.InCohortReclamation:           "reclaiming quota lent in the cohort",
+	core.InCohortReclaimWhileBorrowing: "borrowing within the cohort from a lower-priority workload",
+	core.InCohortFairSharing:           "fair sharing within the cohort",
 }
 
 // Evict queues evictions; it never blocks.
@@ -219,11 +228,21 @@ func (c *Controller) cycleLoop(ctx context.Context) error {
 		return nil
 	}
 	c.log.Info("admission loop started")
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
 	for {
+		// Evicted workloads wait out their backoff; wake when the next one may go.
+		if at, ok := c.sched.NextWake(); ok {
+			timer.Reset(max(time.Until(at), time.Millisecond))
+		}
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-c.sched.Wake():
+		case <-timer.C:
+			if !c.sched.Ready() {
+				continue
+			}
 		}
 		began := time.Now()
 		ds := c.sched.Cycle()
@@ -236,6 +255,13 @@ func (c *Controller) cycleLoop(ctx context.Context) error {
 				case c.writes <- d:
 				case <-ctx.Done():
 					return nil
+				}
+			case len(d.Preempt) > 0 || d.Pending.Reason == core.Preempting:
+				metrics.AdmissionAttempts.WithLabelValues("preempting").Inc()
+				for _, v := range d.Preempt {
+					metrics.PreemptedWorkloads.WithLabelValues(d.Workload.ClusterQueue, v.Reason).Inc()
+					c.evicts.Add(evictReq{key: v.Key, reason: "Preempted", rule: v.Reason,
+						message: fmt.Sprintf("preempted to make room for %s (%s)", d.Workload.Key, ruleText[v.Reason])})
 				}
 			case d.Pending.Reason == core.Contention:
 				metrics.AdmissionAttempts.WithLabelValues("contention").Inc()
@@ -392,7 +418,11 @@ func (c *Controller) evict(ctx context.Context, req evictReq) error {
 			return nil
 		}
 		orig := wl.DeepCopy()
-		workload.SetEvicted(wl, req.reason, req.message, c.clock.Now())
+		now := c.clock.Now()
+		workload.SetEvicted(wl, req.reason, req.message, now, req.rule != "")
+		if req.rule != "" {
+			workload.SetPreempted(wl, req.rule, req.message, now)
+		}
 		err = c.client.Status().Patch(ctx, wl, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
 		if apierrors.IsConflict(err) {
 			// The cache may still hold the old version; give it a moment.
@@ -402,8 +432,15 @@ func (c *Controller) evict(ctx context.Context, req evictReq) error {
 		if err != nil {
 			return client.IgnoreNotFound(err)
 		}
-		c.rec.Eventf(wl, nil, corev1.EventTypeNormal, "Evicted", "Eviction", "%s", req.message)
+		reason := "Evicted"
+		if req.rule != "" {
+			reason = "Preempted"
+		}
+		c.rec.Eventf(wl, nil, corev1.EventTypeNormal, reason, "Eviction", "%s", req.message)
 		return nil
+	}
+	if req.rule != "" {
+		c.sched.CancelEviction(req.key)
 	}
 	return fmt.Errorf("workload %s kept changing; eviction (%s) not written", req.key, req.reason)
 }

@@ -170,17 +170,23 @@ func (c *Controller) writeStatusLoop(ctx context.Context) error {
 			return nil
 		case <-t.C:
 		}
-		cqs, lqs := c.sched.TakeDirty()
+		cqs, lqs, cohorts := c.sched.TakeDirty()
+		for _, name := range cohorts {
+			if err := c.writeCohortStatus(ctx, name); err != nil {
+				c.log.Error(err, "writing status", "cohort", name)
+				c.sched.MarkDirty(nil, nil, []string{name})
+			}
+		}
 		for _, name := range cqs {
 			if err := c.writeClusterQueueStatus(ctx, name); err != nil {
 				c.log.Error(err, "writing status", "clusterQueue", name)
-				c.sched.MarkDirty([]string{name}, nil)
+				c.sched.MarkDirty([]string{name}, nil, nil)
 			}
 		}
 		for _, key := range lqs {
 			if err := c.writeLocalQueueStatus(ctx, key); err != nil {
 				c.log.Error(err, "writing status", "localQueue", key)
-				c.sched.MarkDirty(nil, []string{key})
+				c.sched.MarkDirty(nil, []string{key}, nil)
 			}
 		}
 	}
@@ -201,6 +207,18 @@ func (c *Controller) writeClusterQueueStatus(ctx context.Context, name string) e
 		return nil
 	}
 	return c.patchStatus(ctx, &cq, want)
+}
+
+func (c *Controller) writeCohortStatus(ctx context.Context, name string) error {
+	var co berthv1.Cohort
+	if err := c.client.Get(ctx, types.NamespacedName{Name: name}, &co); err != nil {
+		return client.IgnoreNotFound(err) // a cohort only named by ClusterQueues has no object
+	}
+	want := CohortStatusOf(&co, c.sched.CohortCycle(name), c.clock.Now())
+	if equality.Semantic.DeepEqual(co.Status, want) {
+		return nil
+	}
+	return c.patchStatus(ctx, &co, want)
 }
 
 func (c *Controller) writeLocalQueueStatus(ctx context.Context, key string) error {

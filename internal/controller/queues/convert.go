@@ -25,8 +25,23 @@ func ClusterQueueOf(cq *berthv1.ClusterQueue) core.ClusterQueue {
 	if cq.Spec.QueueingStrategy == berthv1.StrictFIFO {
 		out.Strategy = core.StrictFIFO
 	}
-	if ff := cq.Spec.FlavorFungibility; ff != nil && ff.WhenCanBorrow == "TryNextFlavor" {
-		out.TryNextFlavorWhenCanBorrow = true
+	if ff := cq.Spec.FlavorFungibility; ff != nil {
+		out.TryNextFlavorWhenCanBorrow = ff.WhenCanBorrow == "TryNextFlavor"
+		out.PreemptWhenCanPreempt = ff.WhenCanPreempt == "Preempt"
+	}
+	if p := cq.Spec.Preemption; p != nil {
+		out.Preemption = core.Preemption{
+			WithinClusterQueue:  core.PreemptionPolicy(p.WithinClusterQueue),
+			ReclaimWithinCohort: core.PreemptionPolicy(p.ReclaimWithinCohort),
+		}
+		if b := p.BorrowWithinCohort; b != nil {
+			out.Preemption.BorrowWithinCohort = core.PreemptionPolicy(b.Policy)
+			out.Preemption.MaxPriorityThreshold = b.MaxPriorityThreshold
+		}
+	}
+	out.FairWeight = weightOf(cq.Spec.FairSharing)
+	if a := cq.Spec.PriorityAging; a != nil {
+		out.Aging = &core.Aging{Step: a.Step, Interval: a.Interval.Duration, Cap: a.Cap}
 	}
 	sel, err := metav1.LabelSelectorAsSelector(cq.Spec.NamespaceSelector)
 	if err != nil {
@@ -40,7 +55,16 @@ func ClusterQueueOf(cq *berthv1.ClusterQueue) core.ClusterQueue {
 
 // CohortOf translates a Cohort for the core.
 func CohortOf(co *berthv1.Cohort) core.Cohort {
-	return core.Cohort{Name: co.Name, Parent: co.Spec.Parent, ResourceGroups: groupsOf(co.Spec.ResourceGroups)}
+	return core.Cohort{Name: co.Name, Parent: co.Spec.Parent, ResourceGroups: groupsOf(co.Spec.ResourceGroups),
+		FairWeight: weightOf(co.Spec.FairSharing)}
+}
+
+func weightOf(fs *berthv1.FairSharing) *int64 {
+	if fs == nil || fs.Weight == nil {
+		return nil
+	}
+	v := fs.Weight.MilliValue()
+	return &v
 }
 
 // FlavorOf translates a ResourceFlavor for the core.

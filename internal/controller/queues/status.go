@@ -57,6 +57,22 @@ func LocalQueueStatusOf(lq *berthv1.LocalQueue, pending, reserving int, usage co
 	return out
 }
 
+// CohortStatusOf is the status a Cohort should have: Active is False while
+// its parents form a cycle (cycle lists it and the cohorts after it), which
+// stops admission in every ClusterQueue below until fixed.
+func CohortStatusOf(co *berthv1.Cohort, cycle []string, now time.Time) berthv1.CohortStatus {
+	out := berthv1.CohortStatus{Conditions: append([]metav1.Condition(nil), co.Status.Conditions...)}
+	active := metav1.Condition{Type: "Active", Status: metav1.ConditionTrue, Reason: "Ready",
+		Message: "its ClusterQueues can admit", ObservedGeneration: co.Generation, LastTransitionTime: metav1.NewTime(now)}
+	if len(cycle) > 0 {
+		active.Status, active.Reason = metav1.ConditionFalse, "CohortCycle"
+		active.Message = "its parents form a cycle (" + strings.Join(append(cycle, cycle[0]), " -> ") +
+			"); no ClusterQueue below it admits anything until a parent is changed"
+	}
+	meta.SetStatusCondition(&out.Conditions, active)
+	return out
+}
+
 func inactiveReason(msg string) string {
 	switch {
 	case strings.Contains(msg, "does not exist"):

@@ -1,0 +1,192 @@
+package integration
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	batchv1 "k8s.io/api/batch/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	berthv1 "github.com/berth-dev/berth/api/v1beta1"
+	"github.com/berth-dev/berth/internal/controller/jobs"
+	"github.com/berth-dev/berth/internal/testenv"
+	. "github.com/berth-dev/berth/test/fixtures"
+)
+
+// Team A borrows team B's idle quota with real Jobs. When B submits, A's
+// borrowing Jobs are preempted (Evicted and Preempted conditions naming the
+// preemptor and the rule) and suspended, and B's Jobs run. When B's work is
+// gone, A's Jobs run again.
+func TestReclaimPreemptsBorrowingJobs(t *testing.T) {
+	env := testenv.New(t)
+	rf, a, b, co := env.Name("rf"), env.Name("a"), env.Name("b"), env.Name("co")
+	env.Create(t, MakeResourceFlavor(rf).Obj())
+	env.Create(t, MakeClusterQueue(a).Cohort(co).ResourceGroup(MakeFlavorQuotas(rf).Resource("cpu", "2").Obj()).Obj())
+	bq := MakeClusterQueue(b).Cohort(co).ResourceGroup(MakeFlavorQuotas(rf).Resource("cpu", "2").Obj()).Obj()
+	bq.Spec.Preemption = &berthv1.ClusterQueuePreemption{ReclaimWithinCohort: berthv1.PreemptionAny}
+	env.Create(t, bq)
+	env.Create(t, MakeLocalQueue("a", env.Namespace, a).Obj())
+	env.Create(t, MakeLocalQueue("b", env.Namespace, b).Obj())
+
+	var aJobs []*batchv1.Job
+	for i := range 4 {
+		j := MakeJob(fmt.Sprintf("a-%d", i), env.Namespace).Queue("a").Request("cpu", "1").Obj()
+		env.Create(t, j)
+		aJobs = append(aJobs, j)
+	}
+	for _, j := range aJobs {
+		waitAdmitted(t, env, env.Namespace, jobWorkload(t, env, j).Name)
+		waitRunning(t, env, j.Name, true)
+	}
+
+	var bJobs []*batchv1.Job
+	for i := range 2 {
+		j := MakeJob(fmt.Sprintf("b-%d", i), env.Namespace).Queue("b").Request("cpu", "1").Obj()
+		env.Create(t, j)
+		bJobs = append(bJobs, j)
+	}
+	for _, j := range bJobs {
+		waitAdmitted(t, env, env.Namespace, jobWorkload(t, env, j).Name)
+		waitRunning(t, env, j.Name, true)
+	}
+
+	// Exactly two of A's Jobs were preempted, and say so.
+	var preempted []*batchv1.Job
+	for _, j := range aJobs {
+		wl := jobWorkload(t, env, j)
+		c := meta.FindStatusCondition(wl.Status.Conditions, berthv1.WorkloadPreempted)
+		if c == nil || c.Status != metav1.ConditionTrue {
+			continue
+		}
+		preempted = append(preempted, j)
+		if c.Reason != "InCohortReclamation" || !strings.Contains(c.Message, "preempted to make room for "+env.Namespace+"/job-b-") {
+			t.Errorf("Preempted condition of %s: %s: %s", wl.Name, c.Reason, c.Message)
+		}
+		ev := meta.FindStatusCondition(wl.Status.Conditions, berthv1.WorkloadEvicted)
+		if ev == nil || ev.Status != metav1.ConditionTrue || ev.Reason != "Preempted" {
+			t.Errorf("Evicted condition of %s: %+v", wl.Name, ev)
+		}
+		if wl.Status.RequeueState == nil || wl.Status.RequeueState.RequeueAt == nil {
+			t.Errorf("%s was requeued without a backoff: %+v", wl.Name, wl.Status.RequeueState)
+		}
+		waitRunning(t, env, j.Name, false)
+	}
+	if len(preempted) != 2 {
+		t.Fatalf("%d of A's Jobs were preempted, want 2", len(preempted))
+	}
+
+	// B's work goes away: A's preempted Jobs get their quota back and run.
+	for _, j := range bJobs {
+		if err := env.Client.Delete(ctx, j, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, j := range preempted {
+		waitAdmitted(t, env, env.Namespace, jobWorkload(t, env, j).Name)
+		waitRunning(t, env, j.Name, true)
+	}
+}
+
+// Within a ClusterQueue, a higher-priority Job preempts a lower-priority one.
+func TestPriorityPreemptionWithinAQueue(t *testing.T) {
+	env := testenv.New(t)
+	rf, cqName, high := env.Name("rf"), env.Name("cq"), env.Name("high")
+	env.Create(t, MakeResourceFlavor(rf).Obj())
+	cq := MakeClusterQueue(cqName).ResourceGroup(MakeFlavorQuotas(rf).Resource("cpu", "1").Obj()).Obj()
+	cq.Spec.Preemption = &berthv1.ClusterQueuePreemption{WithinClusterQueue: berthv1.PreemptionLowerPriority}
+	env.Create(t, cq)
+	env.Create(t, MakeLocalQueue("main", env.Namespace, cqName).Obj())
+	env.Create(t, &berthv1.WorkloadPriorityClass{ObjectMeta: metav1.ObjectMeta{Name: high}, Value: 100})
+
+	low := MakeJob("low", env.Namespace).Queue("main").Request("cpu", "1").Obj()
+	env.Create(t, low)
+	waitAdmitted(t, env, env.Namespace, jobWorkload(t, env, low).Name)
+	urgent := MakeJob("urgent", env.Namespace).Queue("main").Label(berthv1.PriorityClassLabel, high).Request("cpu", "1").Obj()
+	env.Create(t, urgent)
+	waitAdmitted(t, env, env.Namespace, jobWorkload(t, env, urgent).Name)
+	waitRunning(t, env, "low", false)
+	wl := jobWorkload(t, env, low)
+	if c := meta.FindStatusCondition(wl.Status.Conditions, berthv1.WorkloadPreempted); c == nil || c.Reason != "InClusterQueue" {
+		t.Errorf("Preempted condition of the low-priority workload: %+v", c)
+	}
+}
+
+// A cycle of cohort parents is reported in the cohorts' status and stops
+// admission below them, without a crash; breaking it lets work in.
+func TestCohortCycleIsReportedAndFixable(t *testing.T) {
+	env := testenv.New(t)
+	rf, cq, x, y := env.Name("rf"), env.Name("cq"), env.Name("x"), env.Name("y")
+	env.Create(t, MakeResourceFlavor(rf).Obj())
+	cx := &berthv1.Cohort{ObjectMeta: metav1.ObjectMeta{Name: x}, Spec: berthv1.CohortSpec{Parent: y}}
+	cy := &berthv1.Cohort{ObjectMeta: metav1.ObjectMeta{Name: y}, Spec: berthv1.CohortSpec{Parent: x}}
+	env.Create(t, cx)
+	env.Create(t, cy)
+	env.Create(t, MakeClusterQueue(cq).Cohort(x).ResourceGroup(MakeFlavorQuotas(rf).Resource("cpu", "2").Obj()).Obj())
+	env.Create(t, MakeLocalQueue("main", env.Namespace, cq).Obj())
+	env.Create(t, MakeWorkload("w", env.Namespace).Queue("main").Request("cpu", "1").Obj())
+	waitPending(t, env, env.Namespace, "w", "cycle of parents")
+	for _, name := range []string{x, y} {
+		testenv.Eventually(t, wait, func() error {
+			var co berthv1.Cohort
+			if err := env.Client.Get(ctx, client.ObjectKey{Name: name}, &co); err != nil {
+				return err
+			}
+			c := meta.FindStatusCondition(co.Status.Conditions, "Active")
+			if c == nil || c.Status != metav1.ConditionFalse || c.Reason != "CohortCycle" || !strings.Contains(c.Message, x) {
+				return fmt.Errorf("cohort %s Active condition %+v", name, c)
+			}
+			return nil
+		})
+	}
+	patch := client.MergeFrom(cy.DeepCopy())
+	cy.Spec.Parent = ""
+	if err := env.Client.Patch(ctx, cy, patch); err != nil {
+		t.Fatal(err)
+	}
+	waitAdmitted(t, env, env.Namespace, "w")
+	testenv.Eventually(t, wait, func() error {
+		var co berthv1.Cohort
+		if err := env.Client.Get(ctx, client.ObjectKey{Name: x}, &co); err != nil {
+			return err
+		}
+		if !meta.IsStatusConditionTrue(co.Status.Conditions, "Active") {
+			return fmt.Errorf("cohort %s still inactive: %+v", x, co.Status.Conditions)
+		}
+		return nil
+	})
+}
+
+// A parent cohort's own quota is available to ClusterQueues two levels down.
+func TestHierarchicalCohortQuota(t *testing.T) {
+	env := testenv.New(t)
+	rf, cq, team, org := env.Name("rf"), env.Name("cq"), env.Name("team"), env.Name("org")
+	env.Create(t, MakeResourceFlavor(rf).Obj())
+	root := &berthv1.Cohort{ObjectMeta: metav1.ObjectMeta{Name: org}}
+	root.Spec.ResourceGroups = MakeClusterQueue("").ResourceGroup(MakeFlavorQuotas(rf).Resource("cpu", "8").Obj()).Obj().Spec.ResourceGroups
+	env.Create(t, root)
+	env.Create(t, &berthv1.Cohort{ObjectMeta: metav1.ObjectMeta{Name: team}, Spec: berthv1.CohortSpec{Parent: org}})
+	env.Create(t, MakeClusterQueue(cq).Cohort(team).ResourceGroup(MakeFlavorQuotas(rf).Resource("cpu", "1").Obj()).Obj())
+	env.Create(t, MakeLocalQueue("main", env.Namespace, cq).Obj())
+	env.Create(t, MakeWorkload("big", env.Namespace).Queue("main").Request("cpu", "9").Obj())
+	waitAdmitted(t, env, env.Namespace, "big")
+	env.Create(t, MakeWorkload("more", env.Namespace).Queue("main").Request("cpu", "1").Obj())
+	waitPending(t, env, env.Namespace, "more", "needs 1 cpu in flavor "+rf+", 0 free")
+}
+
+// waitRunning waits until the Job is unsuspended (running) or suspended.
+func waitRunning(t *testing.T, env *testenv.Env, name string, running bool) {
+	t.Helper()
+	testenv.Eventually(t, wait, func() error {
+		j, err := getJob(env, env.Namespace, name)
+		if err != nil {
+			return err
+		}
+		if jobs.Suspended(j) == running {
+			return fmt.Errorf("job %s suspended=%v, want running=%v", name, jobs.Suspended(j), running)
+		}
+		return nil
+	})
+}
