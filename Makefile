@@ -14,7 +14,8 @@ test: ## the full test suite: unit, integration and e2e against a real control p
 
 generate: ## deepcopy, CRDs and RBAC from the markers in api/ and internal/
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
-	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
+	$(CONTROLLER_GEN) crd paths=./api/v1beta1/... output:crd:artifacts:config=config/crd/bases
+	$(CONTROLLER_GEN) crd paths=./api/kwok/... output:crd:artifacts:config=config/sim/crd
 	$(GO) run ./hack/crdlimits config/crd/bases
 	$(CONTROLLER_GEN) rbac:roleName=berth-controller paths=./internal/... output:rbac:artifacts:config=config/rbac
 	$(GO) run ./hack/manifests
