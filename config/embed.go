@@ -10,15 +10,24 @@ import (
 	"sort"
 )
 
-//go:embed crd/bases/*.yaml rbac/role.yaml local/*.yaml
+//go:embed crd/bases/*.yaml rbac/role.yaml local/*.yaml sim/crd/*.yaml sim/rbac/role.yaml
 var manifests embed.FS
 
-// CRDs returns the CustomResourceDefinition manifests, sorted by file name.
-func CRDs() ([][]byte, error) { return readAll(manifests, "crd/bases") }
+// CRDs returns the CustomResourceDefinition manifests, sorted by file name:
+// berth's, then the simulator's (KWOK's Stage).
+func CRDs() ([][]byte, error) {
+	crds, err := readAll(manifests, "crd/bases")
+	if err != nil {
+		return nil, err
+	}
+	sim, err := readAll(manifests, "sim/crd")
+	return append(crds, sim...), err
+}
 
-// LocalRBAC returns what the controller of a local control plane needs: its
-// namespace, its roles (generated from the code's RBAC markers) and bindings
-// to the user its client certificate names.
+// LocalRBAC returns what the controller and the simulator of a local control
+// plane need: the controller's namespace, their roles (generated from the
+// code's RBAC markers) and bindings to the users their client certificates
+// name.
 func LocalRBAC() ([][]byte, error) {
 	ns, err := readAll(manifests, "local")
 	if err != nil {
@@ -28,6 +37,11 @@ func LocalRBAC() ([][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	simRoles, err := readAll(manifests, "sim/rbac")
+	if err != nil {
+		return nil, err
+	}
+	roles = append(roles, simRoles...)
 	// The namespace first: the Role lives in it. Bindings may precede roles.
 	return append(ns, roles...), nil
 }

@@ -17,8 +17,10 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/berth-dev/berth/internal/controlplane"
+	"github.com/berth-dev/berth/internal/sim/nodepool"
 	"github.com/berth-dev/berth/internal/up"
 )
 
@@ -28,32 +30,48 @@ type upOptions struct {
 	port     int
 	noFsync  bool
 	notifyFD int
+	pool     poolFlags
+	// simArgs are the pool flags set on the command line, for the simulator.
+	simArgs []string
 }
 
 func newUpCommand() *cobra.Command {
 	o := &upOptions{}
 	cmd := &cobra.Command{
 		Use:   "up",
-		Short: "Start a local control plane with berth's controller",
+		Short: "Start a local control plane with berth's controller and fake nodes",
 		Long: `Start a local Kubernetes control plane on loopback (etcd, kube-apiserver,
-kube-controller-manager, kube-scheduler), install berth's CRDs and run berth's
-controller, and write an admin kubeconfig into the data directory. Objects
-survive 'berth down' and the next 'berth up'.
+kube-controller-manager, kube-scheduler), install berth's CRDs, run the
+simulator (see 'berth sim') and berth's controller, and write an admin
+kubeconfig into the data directory. Objects survive 'berth down' and the next
+'berth up'.
+
+--nodes N makes exactly N fake nodes exist, sized and labelled by the other
+node flags; without it the nodes of the last run stay as they are. Pods on
+fake nodes run until deleted, or for the duration in their
+berth.dev/sim-duration annotation.
 
 Without --detach, berth runs in the foreground until Ctrl-C and then stops every
 component in order (a second Ctrl-C kills them at once). With --detach it
 returns once everything is ready and leaves the control plane running; stop it
 with 'berth down'. Either way the last line on standard output is the path of
 the kubeconfig.`,
-		Example: `  berth up --detach
-  berth kubectl get namespaces
-  berth down`,
+		Example: `  berth up --detach --nodes 4
+  berth kubectl get nodes
+  berth down
+
+  # 64 nodes in racks of 8 and blocks of 2 racks, for topology-aware placement
+  berth up --nodes 64 --nodes-per-rack 8 --racks-per-block 2`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			dir, err := o.resolve()
 			if err != nil {
 				return err
 			}
+			if _, err := o.pool.pool(cmd.Flags(), labels.SelectorFromSet(labels.Set{nodepool.OwnerLabel: "true"})); err != nil {
+				return err // reported here rather than by the simulator once everything else is up
+			}
+			o.simArgs = forwardPoolFlags(cmd.Flags())
 			if o.detach {
 				return upDetached(cmd, o, dir)
 			}
@@ -66,6 +84,7 @@ the kubeconfig.`,
 	cmd.Flags().BoolVar(&o.noFsync, "etcd-unsafe-no-fsync", false, "run etcd without fsync: faster, but a machine crash may lose recent writes")
 	cmd.Flags().IntVar(&o.notifyFD, "notify-fd", 0, "internal: file descriptor on which to report start-up to a detaching parent")
 	_ = cmd.Flags().MarkHidden("notify-fd")
+	o.pool.add(cmd.Flags())
 	return cmd
 }
 
@@ -129,7 +148,7 @@ func upForeground(cmd *cobra.Command, o *upOptions, dir string) error {
 
 	began := time.Now()
 	inst, err := controlplane.Start(ctx, up.Options(up.Config{
-		Name: o.name, DataDir: dir, Port: o.port, Progress: progress, Plan: planOptions(o),
+		Name: o.name, DataDir: dir, Port: o.port, Progress: progress, Plan: planOptions(o), SimArgs: o.simArgs,
 	}))
 	if err != nil {
 		progress.finish(notice{Error: err.Error()})
@@ -200,6 +219,7 @@ func upDetached(cmd *cobra.Command, o *upOptions, dir string) error {
 	if o.noFsync {
 		args = append(args, "--etcd-unsafe-no-fsync")
 	}
+	args = append(args, o.simArgs...)
 	child := exec.Command(self, args...)
 	child.Stdout, child.Stderr = logf, logf
 	child.ExtraFiles = []*os.File{w}

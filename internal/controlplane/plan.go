@@ -97,6 +97,11 @@ func Plan(l Layout, p Ports, o PlanOptions) []Component {
 			// leader election would only add a lease write every two seconds.
 			"--leader-elect=false",
 			"--profiling=false",
+			// The defaults (kube-scheduler 50/s, controller-manager 20/s)
+			// make binding pods and creating Jobs' pods the slowest step
+			// of a batch run; the API server takes far more.
+			"--kube-api-qps=500",
+			"--kube-api-burst=1000",
 		}
 	}
 	kcmArgs := append([]string{"component", "kube-controller-manager"}, common("kube-controller-manager", p.ControllerManager)...)

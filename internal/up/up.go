@@ -1,6 +1,6 @@
 // Package up assembles what `berth up` runs: the local control plane, berth's
-// CRDs and RBAC installed as soon as the API server is ready, then berth's
-// controller as one more supervised component. The tests start exactly the
+// CRDs and RBAC installed as soon as the API server is ready, then the
+// simulator and berth's controller as supervised components. The tests start exactly the
 // same through package testenv.
 package up
 
@@ -21,6 +21,9 @@ import (
 // ControllerIdentity is the user berth's controller authenticates as locally.
 var ControllerIdentity = controlplane.Identity{Name: "berth-controller", User: "berth-controller"}
 
+// SimIdentity is the user the simulator authenticates as locally.
+var SimIdentity = controlplane.Identity{Name: "berth-sim", User: "berth-sim"}
+
 // Config is what differs between one `berth up` and another.
 type Config struct {
 	Name    string
@@ -32,6 +35,8 @@ type Config struct {
 	Progress io.Writer
 	// ControllerArgs are extra flags for `berth controller`.
 	ControllerArgs []string
+	// SimArgs are extra flags for `berth sim` (--nodes and the like).
+	SimArgs []string
 }
 
 // Options turns a Config into the control plane's options.
@@ -42,7 +47,7 @@ func Options(c Config) controlplane.Options {
 	}
 	return controlplane.Options{
 		Name: c.Name, DataDir: c.DataDir, Binary: c.Binary, Port: c.Port, Plan: c.Plan, Progress: c.Progress,
-		Identities: []controlplane.Identity{ControllerIdentity},
+		Identities: []controlplane.Identity{ControllerIdentity, SimIdentity},
 		AfterCore: func(ctx context.Context, l controlplane.Layout) error {
 			began := time.Now()
 			fmt.Fprintln(progress, "installing berth's CRDs and RBAC")
@@ -60,7 +65,7 @@ func Options(c Config) controlplane.Options {
 			return nil
 		},
 		Extra: func(l controlplane.Layout, _ controlplane.Ports) ([]controlplane.Component, error) {
-			ports := make([]int, 3)
+			ports := make([]int, 4)
 			for i := range ports {
 				p, err := controlplane.FreePort()
 				if err != nil {
@@ -68,7 +73,7 @@ func Options(c Config) controlplane.Options {
 				}
 				ports[i] = p
 			}
-			health, metrics, webhook := ports[0], ports[1], ports[2]
+			health, metrics, webhook, simHealth := ports[0], ports[1], ports[2], ports[3]
 			args := append([]string{"controller",
 				"--kubeconfig=" + l.ComponentKubeconfig(ControllerIdentity.Name),
 				"--leader-elect=false",
@@ -79,7 +84,16 @@ func Options(c Config) controlplane.Options {
 				"--webhook-url=https://127.0.0.1:" + strconv.Itoa(webhook),
 				"--webhook-cert-dir=" + filepath.Join(l.Dir, "controller", "webhook-certs"),
 			}, c.ControllerArgs...)
+			simArgs := append([]string{"sim",
+				"--kubeconfig=" + l.ComponentKubeconfig(SimIdentity.Name),
+				"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(simHealth),
+			}, c.SimArgs...)
 			return []controlplane.Component{{
+				// Ready once its node pool exists: creating thousands of nodes takes a while.
+				Name: "berth-sim", Stage: 5, Args: simArgs, Port: simHealth,
+				HealthURL:    "http://127.0.0.1:" + strconv.Itoa(simHealth) + "/readyz",
+				StartTimeout: 5 * time.Minute, StopGrace: 10 * time.Second,
+			}, {
 				Name: "berth-controller", Stage: 10, Args: args, Port: metrics,
 				HealthURL:    "http://127.0.0.1:" + strconv.Itoa(health) + "/readyz",
 				StartTimeout: 60 * time.Second, StopGrace: 10 * time.Second,

@@ -50,7 +50,7 @@ type transition struct {
 // lifecycle: the stage that matches, its delay and actions, the object it
 // leaves, then the next stage matching that object, until none matches, the
 // object is gone, or a stage would change nothing. A set's stages are its
-// stages/ directory, or berth's defaults when it has none.
+// stages/ directory, else those stageDirs names, else berth's defaults.
 func TestGolden(t *testing.T) {
 	sets, err := filepath.Glob("testdata/golden/*")
 	if err != nil {
@@ -72,9 +72,16 @@ func TestGolden(t *testing.T) {
 	}
 }
 
+// stageDirs are stage files kept elsewhere: KWOK-format examples users may
+// copy, proven here to do what their comments say.
+var stageDirs = map[string]string{"kwok": "../../../examples/stages/kwok"}
+
 func loadSet(t *testing.T, set string) []*stage.Stage {
 	t.Helper()
 	dir := filepath.Join(set, "stages")
+	if d, ok := stageDirs[filepath.Base(set)]; ok {
+		dir = d
+	}
 	var err error
 	var raw = must(stage.Defaults())
 	if _, statErr := os.Stat(dir); statErr == nil {

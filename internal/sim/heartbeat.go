@@ -1,0 +1,171 @@
+package sim
+
+import (
+	"context"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+
+	"github.com/berth-dev/berth/internal/sim/delayqueue"
+)
+
+// heartbeat keeps each managed node's Lease in kube-node-lease renewed, as a
+// kubelet does: the node lifecycle controller reads node health from it, so
+// nodes stay Ready without a status write per heartbeat. Renewals are spread
+// over the interval so thousands of nodes do not renew at once.
+type heartbeat struct {
+	client   kubernetes.Interface
+	clock    clock.Clock
+	duration time.Duration
+	interval time.Duration
+	log      logr.Logger
+	metrics  *simMetrics
+	queue    *delayqueue.Queue
+
+	mu    sync.Mutex
+	nodes map[string]*leaseState
+	seq   uint64
+	rng   *rand.Rand
+}
+
+type leaseState struct {
+	node  *corev1.Node // name and uid, for the lease's owner reference
+	lease *coordinationv1.Lease
+}
+
+const leaseNamespace = corev1.NamespaceNodeLease
+
+func newHeartbeat(client kubernetes.Interface, cfg Config, log logr.Logger, m *simMetrics) *heartbeat {
+	return &heartbeat{client: client, clock: cfg.Clock, duration: cfg.LeaseDuration, interval: cfg.RenewInterval,
+		log: log, metrics: m, queue: delayqueue.New(cfg.Clock), nodes: map[string]*leaseState{},
+		rng: rand.New(rand.NewPCG(cfg.Seed, 7))}
+}
+
+// track starts renewing a node's lease, at once for a node seen the first time.
+func (h *heartbeat) track(n *corev1.Node) {
+	h.mu.Lock()
+	st, ok := h.nodes[n.Name]
+	if ok && st.node.UID == n.UID {
+		h.mu.Unlock()
+		return
+	}
+	h.nodes[n.Name] = &leaseState{node: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name, UID: n.UID}}}
+	h.mu.Unlock()
+	h.schedule(n.Name, 0)
+}
+
+func (h *heartbeat) untrack(name string) {
+	h.mu.Lock()
+	delete(h.nodes, name)
+	h.mu.Unlock()
+	h.queue.Cancel(name, "")
+}
+
+// schedule queues the node's next renewal after about d.
+func (h *heartbeat) schedule(name string, d time.Duration) {
+	h.mu.Lock()
+	h.seq++
+	seq := h.seq
+	if d > 0 {
+		d = d*9/10 + time.Duration(h.rng.Int64N(int64(d/5)+1))
+	}
+	h.mu.Unlock()
+	// Sequence numbers as versions: each renewal supersedes the last.
+	h.queue.Offer(delayqueue.Item{Key: name, ResourceVersion: strconv.FormatUint(seq, 10), Stage: "renew", Due: h.clock.Now().Add(d)})
+}
+
+func (h *heartbeat) run(ctx context.Context) {
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				it, ok := h.queue.Get(ctx)
+				if !ok {
+					return
+				}
+				h.renew(ctx, it.Key)
+				h.queue.Done(it.Key)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func (h *heartbeat) renew(ctx context.Context, name string) {
+	h.mu.Lock()
+	st, ok := h.nodes[name]
+	var lease *coordinationv1.Lease
+	if ok && st.lease != nil {
+		lease = st.lease.DeepCopy()
+	}
+	h.mu.Unlock()
+	if !ok {
+		return // the node is gone
+	}
+	now := metav1.NewMicroTime(h.clock.Now())
+	var err error
+	if lease != nil {
+		lease.Spec.RenewTime = &now
+		lease, err = h.client.CoordinationV1().Leases(leaseNamespace).Update(ctx, lease, metav1.UpdateOptions{})
+	}
+	if lease == nil || apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+		lease, err = h.createOrTake(ctx, st.node, now)
+	}
+	h.mu.Lock()
+	if cur, ok := h.nodes[name]; ok && cur == st {
+		if err == nil {
+			lease.ManagedFields = nil
+			st.lease = lease
+		} else {
+			st.lease = nil // read it afresh next time
+		}
+	}
+	h.mu.Unlock()
+	result := "renewed"
+	next := h.interval
+	if err != nil {
+		result = "failed"
+		next = min(h.interval, 2*time.Second)
+		if ctx.Err() == nil {
+			h.log.V(1).Info("renewing node lease failed", "node", name, "reason", err.Error())
+		}
+	}
+	h.metrics.leaseRenewals.WithLabelValues(result).Inc()
+	if ctx.Err() == nil {
+		h.schedule(name, next)
+	}
+}
+
+// createOrTake creates the node's lease, or takes over the one there is.
+func (h *heartbeat) createOrTake(ctx context.Context, node *corev1.Node, now metav1.MicroTime) (*coordinationv1.Lease, error) {
+	leases := h.client.CoordinationV1().Leases(leaseNamespace)
+	lease, err := leases.Get(ctx, node.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return leases.Create(ctx, &coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{Name: node.Name, Namespace: leaseNamespace,
+				// Deleted with its node, as a kubelet's lease is.
+				OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: node.Name, UID: node.UID}}},
+			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(node.Name),
+				LeaseDurationSeconds: ptr.To(int32(h.duration / time.Second)), RenewTime: &now},
+		}, metav1.CreateOptions{})
+	}
+	if err != nil {
+		return nil, err
+	}
+	lease.Spec.HolderIdentity = ptr.To(node.Name)
+	lease.Spec.LeaseDurationSeconds = ptr.To(int32(h.duration / time.Second))
+	lease.Spec.RenewTime = &now
+	return leases.Update(ctx, lease, metav1.UpdateOptions{})
+}

@@ -1,0 +1,449 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
+	"sigs.k8s.io/yaml"
+
+	"github.com/berth-dev/berth/internal/controlplane"
+	"github.com/berth-dev/berth/internal/testenv"
+	. "github.com/berth-dev/berth/test/fixtures"
+)
+
+// Simulated nodes become Ready and stay Ready: their leases are renewed, so
+// the node lifecycle controller leaves them alone, while a node nobody
+// renews (the control) is marked unreachable after the grace period.
+func TestSimNodesStayReady(t *testing.T) {
+	t.Parallel()
+	env := testenv.New(t)
+	var names []string
+	for i := range 3 {
+		names = append(names, env.CreateSimNode(t, env.Name("node-"+strconv.Itoa(i)), nil).Name)
+	}
+	control := env.CreateReadyNode(t, env.Name("control"), nil)
+	first := map[string]time.Time{}
+	for _, n := range names {
+		lease, err := env.Kube.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(ctx, n, metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("lease of node %s: %v", n, err)
+		}
+		if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity != n || len(lease.OwnerReferences) != 1 ||
+			lease.OwnerReferences[0].Name != n {
+			t.Fatalf("lease of node %s: holder %v, owners %v", n, lease.Spec.HolderIdentity, lease.OwnerReferences)
+		}
+		first[n] = lease.Spec.RenewTime.Time
+	}
+	// Past the grace period: the control node is tainted unreachable.
+	testenv.Eventually(t, 3*time.Minute, func() error {
+		n, err := env.Kube.CoreV1().Nodes().Get(ctx, control.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		for _, taint := range n.Spec.Taints {
+			if taint.Key == corev1.TaintNodeUnreachable {
+				return nil
+			}
+		}
+		return fmt.Errorf("the control node %s is not tainted unreachable yet (taints %v)", n.Name, n.Spec.Taints)
+	})
+	for _, name := range names {
+		n, err := env.Kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, taint := range n.Spec.Taints {
+			if taint.Key == corev1.TaintNodeUnreachable || taint.Key == corev1.TaintNodeNotReady {
+				t.Errorf("simulated node %s was tainted %s", name, taint.Key)
+			}
+		}
+		if !nodeReady(n) {
+			t.Errorf("simulated node %s is not Ready: %v", name, n.Status.Conditions)
+		}
+		lease, err := env.Kube.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !lease.Spec.RenewTime.After(first[name]) {
+			t.Errorf("lease of %s not renewed since %v", name, first[name])
+		}
+	}
+}
+
+func nodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// Job pods on simulated nodes run for their berth.dev/sim-duration and
+// succeed, or fail with berth.dev/sim-exit-code.
+func TestSimJobRunsForItsDuration(t *testing.T) {
+	env := testenv.New(t)
+	node := env.CreateSimNode(t, env.Name("node"), nil)
+	ok := MakeJob("two-seconds", env.Namespace).Parallelism(2).PodAnnotation("berth.dev/sim-duration", "2s").
+		Toleration(env.Toleration()).NodeSelector(corev1.LabelHostname, node.Name).Obj()
+	failing := MakeJob("exit-3", env.Namespace).BackoffLimit(0).PodAnnotation("berth.dev/sim-duration", "1s").
+		PodAnnotation("berth.dev/sim-exit-code", "3").Toleration(env.Toleration()).NodeSelector(corev1.LabelHostname, node.Name).Obj()
+	env.Create(t, ok)
+	env.Create(t, failing)
+
+	var running time.Time
+	testenv.Eventually(t, wait, func() error {
+		pods, err := env.Kube.CoreV1().Pods(env.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "job-name=two-seconds"})
+		if err != nil {
+			return err
+		}
+		n := 0
+		for _, p := range pods.Items {
+			if p.Status.Phase == corev1.PodRunning && p.Status.PodIP != "" {
+				n++
+			}
+		}
+		if n != 2 {
+			return fmt.Errorf("%d of 2 pods Running with an IP", n)
+		}
+		running = time.Now()
+		return nil
+	})
+	waitJobCondition(t, env, "two-seconds", batchv1.JobComplete)
+	if took := time.Since(running); took < 1500*time.Millisecond {
+		t.Errorf("the Job completed %v after its pods ran; they should run for 2s", took)
+	}
+	waitJobCondition(t, env, "exit-3", batchv1.JobFailed)
+	pods, err := env.Kube.CoreV1().Pods(env.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "job-name=exit-3"})
+	if err != nil || len(pods.Items) != 1 {
+		t.Fatalf("pods of exit-3: %v %v", len(pods.Items), err)
+	}
+	p := pods.Items[0]
+	if p.Status.Phase != corev1.PodFailed || len(p.Status.ContainerStatuses) != 1 ||
+		p.Status.ContainerStatuses[0].State.Terminated == nil || p.Status.ContainerStatuses[0].State.Terminated.ExitCode != 3 {
+		t.Errorf("failing pod: phase %s, container statuses %+v", p.Status.Phase, p.Status.ContainerStatuses)
+	}
+}
+
+func waitJobCondition(t *testing.T, env *testenv.Env, name string, want batchv1.JobConditionType) {
+	t.Helper()
+	testenv.Eventually(t, wait, func() error {
+		j, err := env.Kube.BatchV1().Jobs(env.Namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		for _, c := range j.Status.Conditions {
+			if c.Type == want && c.Status == corev1.ConditionTrue {
+				return nil
+			}
+		}
+		return fmt.Errorf("job %s not %s: %+v", name, want, j.Status)
+	})
+}
+
+// Lesson 5: 500 pods whose finalizer a delayed stage removes are deleted at
+// once; every one is gone after the delay and within the delay plus a
+// margin. The stage is a Stage object in the cluster, which the simulator
+// `berth up` runs picks up and prefers (weight 1) over the default
+// pod-delete stage (weight 0).
+func TestSimDeletionStorm(t *testing.T) {
+	t.Parallel()
+	const pods, delay, margin = 500, 5 * time.Second, 30 * time.Second
+	env := testenv.New(t)
+	nodes := []string{env.CreateSimNode(t, env.Name("a"), nil).Name, env.CreateSimNode(t, env.Name("b"), nil).Name}
+	stageName := env.Name("storm")
+	createStage(t, env, fmt.Sprintf(`
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: %s
+spec:
+  resourceRef: {apiGroup: v1, kind: Pod}
+  selector:
+    matchExpressions:
+    - {key: .metadata.namespace, operator: In, values: [%s]}
+    - {key: .metadata.deletionTimestamp, operator: Exists}
+  weight: 1
+  delay:
+    durationMilliseconds: %d
+  next:
+    finalizers:
+      remove:
+      - value: berth.dev/storm
+    delete: true
+`, stageName, env.Namespace, delay.Milliseconds()))
+	waitStageLoaded(t, env, stageName)
+
+	var wg sync.WaitGroup
+	errs := make(chan error, pods)
+	sem := make(chan struct{}, 16)
+	for i := range pods {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			p := MakePod("p-"+strconv.Itoa(i), env.Namespace).Node(nodes[i%len(nodes)]).Finalizer("berth.dev/storm").Obj()
+			if _, err := env.Kube.CoreV1().Pods(env.Namespace).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	var rv string
+	testenv.Eventually(t, time.Minute, func() error {
+		list, err := env.Kube.CoreV1().Pods(env.Namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		n := 0
+		for _, p := range list.Items {
+			if p.Status.Phase == corev1.PodRunning {
+				n++
+			}
+		}
+		if n != pods {
+			return fmt.Errorf("%d of %d pods Running", n, pods)
+		}
+		rv = list.ResourceVersion
+		return nil
+	})
+
+	// A watch that resumes where it stopped: on a busy machine the API
+	// server closes watchers that fall behind a burst of events.
+	w, err := watchtools.NewRetryWatcherWithContext(ctx, rv, &cache.ListWatch{
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			return env.Kube.CoreV1().Pods(env.Namespace).Watch(ctx, o)
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	type goneEvent struct {
+		name string
+		at   time.Time
+	}
+	goneCh := make(chan goneEvent, pods)
+	watchErr := make(chan error, 1)
+	go func() {
+		for ev := range w.ResultChan() {
+			switch ev.Type {
+			case watch.Deleted:
+				goneCh <- goneEvent{ev.Object.(*corev1.Pod).Name, time.Now()}
+			case watch.Error:
+				watchErr <- fmt.Errorf("watch error: %v", ev.Object)
+				return
+			}
+		}
+		watchErr <- fmt.Errorf("watch ended")
+	}()
+	deleted := time.Now()
+	if err := env.Kube.CoreV1().Pods(env.Namespace).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// More versions of half the pods arrive while their stage waits: the
+	// same stage matching again keeps its place and its due time.
+	touch := make(chan error, 1)
+	go func() {
+		sem := make(chan struct{}, 16)
+		var wg sync.WaitGroup
+		for i := 0; i < pods; i += 2 {
+			wg.Add(1)
+			sem <- struct{}{}
+			go func() {
+				defer wg.Done()
+				defer func() { <-sem }()
+				_, err := env.Kube.CoreV1().Pods(env.Namespace).Patch(ctx, "p-"+strconv.Itoa(i), types.MergePatchType,
+					[]byte(`{"metadata":{"labels":{"touched":"yes"}}}`), metav1.PatchOptions{})
+				if err != nil && !apierrors.IsNotFound(err) {
+					select {
+					case touch <- err:
+					default:
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		close(touch)
+	}()
+	gone := map[string]time.Duration{}
+	deadline := time.After(delay + margin)
+	for len(gone) < pods {
+		select {
+		case g := <-goneCh:
+			gone[g.name] = g.at.Sub(deleted)
+		case err := <-watchErr:
+			t.Fatalf("%v with %d of %d pods gone", err, len(gone), pods)
+		case <-deadline:
+			list, _ := env.Kube.CoreV1().Pods(env.Namespace).List(ctx, metav1.ListOptions{Limit: 5})
+			t.Fatalf("%d of %d pods still there %v after their deletion (the delayed stage was lost); e.g. %v",
+				pods-len(gone), pods, delay+margin, podNames(list))
+		}
+	}
+	if err := <-touch; err != nil {
+		t.Errorf("touching a pod being deleted: %v", err)
+	}
+	for name, after := range gone {
+		if after < delay {
+			t.Errorf("pod %s was gone %v after its deletion, before the stage's %v delay", name, after, delay)
+		}
+	}
+}
+
+func podNames(l *corev1.PodList) []string {
+	if l == nil {
+		return nil
+	}
+	var out []string
+	for _, p := range l.Items {
+		out = append(out, p.Name)
+	}
+	return out
+}
+
+// createStage creates a Stage object from YAML and deletes it when the test ends.
+func createStage(t *testing.T, env *testenv.Env, doc string) {
+	t.Helper()
+	u := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
+		t.Fatal(err)
+	}
+	env.Create(t, u)
+}
+
+// waitStageLoaded waits for the simulator's event saying the Stage is in force.
+func waitStageLoaded(t *testing.T, env *testenv.Env, name string) {
+	t.Helper()
+	testenv.Eventually(t, wait, func() error {
+		evs, err := env.Kube.EventsV1().Events(metav1.NamespaceDefault).List(ctx, metav1.ListOptions{
+			FieldSelector: "regarding.name=" + name})
+		if err != nil {
+			return err
+		}
+		for _, e := range evs.Items {
+			if e.Reason == "Loaded" {
+				return nil
+			}
+			if e.Reason == "InvalidStage" {
+				return fmt.Errorf("stage %s invalid: %s", name, e.Note)
+			}
+		}
+		return fmt.Errorf("no Loaded event for stage %s yet", name)
+	})
+}
+
+// `berth sim` runs KWOK's stage format unchanged: the KWOK-style stage files
+// in examples/stages/kwok (and nothing else) drive the nodes it creates with
+// --nodes, in racks, and a Job's pods through Ready (with KWOK's Created
+// event) to completion. Run again with fewer --nodes, it deletes the
+// surplus.
+func TestSimRunsKWOKStageFiles(t *testing.T) {
+	t.Parallel()
+	env := testenv.New(t)
+	bin, err := testenv.Binary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefix := env.Namespace + "-"
+	owner := "berth.dev/sim-test=" + env.Namespace
+	run := func(nodes int) func() {
+		port, err := controlplane.FreePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(bin, "sim", "--kubeconfig", env.Kubeconfig,
+			"--stages", "../../examples/stages/kwok", "--default-stages=false", "--cluster-stages=false",
+			"--node-selector", owner, "--nodes", strconv.Itoa(nodes), "--node-name-prefix", prefix,
+			"--nodes-per-rack", "2", "--node-taints", testenv.SimNodeTaintKey+"="+env.Namespace+":NoSchedule",
+			"--health-probe-bind-address", "127.0.0.1:"+strconv.Itoa(port))
+		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		stop := func() {
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+			select {
+			case <-done:
+			case <-time.After(20 * time.Second):
+				_ = cmd.Process.Kill()
+				<-done
+			}
+		}
+		t.Cleanup(stop)
+		return stop
+	}
+	t.Cleanup(func() {
+		_ = env.Kube.CoreV1().Nodes().DeleteCollection(context.Background(), metav1.DeleteOptions{},
+			metav1.ListOptions{LabelSelector: owner})
+	})
+	stop := run(3)
+	testenv.Eventually(t, time.Minute, func() error {
+		list, err := env.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: owner})
+		if err != nil {
+			return err
+		}
+		racks := map[string]int{}
+		for _, n := range list.Items {
+			if !nodeReady(&n) || n.Status.NodeInfo.KubeletVersion[:5] != "kwok-" {
+				return fmt.Errorf("node %s not initialised by the KWOK stage: ready %v, kubelet %q", n.Name, nodeReady(&n), n.Status.NodeInfo.KubeletVersion)
+			}
+			racks[n.Labels["topology.berth.dev/rack"]]++
+		}
+		if len(list.Items) != 3 || racks["rack-0"] != 2 || racks["rack-1"] != 1 {
+			return fmt.Errorf("%d nodes, racks %v; want 3 in rack-0 (2) and rack-1 (1)", len(list.Items), racks)
+		}
+		return nil
+	})
+
+	job := MakeJob("pi", env.Namespace).Toleration(env.Toleration()).Obj()
+	job.Spec.Template.Spec.NodeName = prefix + "0"
+	env.Create(t, job)
+	waitJobCondition(t, env, "pi", batchv1.JobComplete)
+	testenv.Eventually(t, wait, func() error {
+		evs, err := env.Kube.EventsV1().Events(env.Namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		for _, e := range evs.Items {
+			if e.Reason == "Created" && e.Regarding.Kind == "Pod" && e.ReportingController == "berth-sim" {
+				return nil
+			}
+		}
+		return fmt.Errorf("no Created event from the KWOK pod-ready stage among %d events", len(evs.Items))
+	})
+
+	stop()
+	run(1)
+	testenv.Eventually(t, time.Minute, func() error {
+		list, err := env.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: owner})
+		if err != nil {
+			return err
+		}
+		if len(list.Items) != 1 || list.Items[0].Name != prefix+"0" {
+			return fmt.Errorf("%d nodes left; want only %s0", len(list.Items), prefix)
+		}
+		return nil
+	})
+}
