@@ -210,6 +210,7 @@ type StagePatch struct {
 	// the status and the patch is {"status": ...}.
 	// +optional
 	Root string `json:"root,omitempty"`
+	// Template is a Go text/template rendered with the object as its data.
 	Template string `json:"template,omitempty"`
 	// Type: json, merge or strategic (default: strategic for built-in kinds, merge otherwise).
 	// +optional
