@@ -53,15 +53,28 @@ func newHeartbeat(client kubernetes.Interface, cfg Config, log logr.Logger, m *s
 
 // track starts renewing a node's lease, at once for a node seen the first time.
 func (h *heartbeat) track(n *corev1.Node) {
+	if h.register(n) {
+		h.schedule(n.Name, 0)
+	}
+}
+
+// start tracks a node and makes its first renewal (creating its lease) now,
+// in the caller's goroutine, unless the node is tracked already.
+func (h *heartbeat) start(ctx context.Context, n *corev1.Node) {
+	if h.register(n) {
+		h.renew(ctx, n.Name)
+	}
+}
+
+// register records a node to renew; false if it is tracked already.
+func (h *heartbeat) register(n *corev1.Node) bool {
 	h.mu.Lock()
-	st, ok := h.nodes[n.Name]
-	if ok && st.node.UID == n.UID {
-		h.mu.Unlock()
-		return
+	defer h.mu.Unlock()
+	if st, ok := h.nodes[n.Name]; ok && st.node.UID == n.UID {
+		return false
 	}
 	h.nodes[n.Name] = &leaseState{node: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name, UID: n.UID}}}
-	h.mu.Unlock()
-	h.schedule(n.Name, 0)
+	return true
 }
 
 func (h *heartbeat) untrack(name string) {
@@ -86,7 +99,10 @@ func (h *heartbeat) schedule(name string, d time.Duration) {
 
 func (h *heartbeat) run(ctx context.Context) {
 	var wg sync.WaitGroup
-	for range 4 {
+	// Enough workers that renewals keep up while the API server is slow
+	// under load (5,000 nodes renewing every 30 s at 250 ms a write need 42);
+	// each renewal is one small write.
+	for range 64 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -149,23 +165,23 @@ func (h *heartbeat) renew(ctx context.Context, name string) {
 }
 
 // createOrTake creates the node's lease, or takes over the one there is.
+// Creating comes first: for a new node it is the one request needed.
 func (h *heartbeat) createOrTake(ctx context.Context, node *corev1.Node, now metav1.MicroTime) (*coordinationv1.Lease, error) {
 	leases := h.client.CoordinationV1().Leases(leaseNamespace)
-	lease, err := leases.Get(ctx, node.Name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return leases.Create(ctx, &coordinationv1.Lease{
-			ObjectMeta: metav1.ObjectMeta{Name: node.Name, Namespace: leaseNamespace,
-				// Deleted with its node, as a kubelet's lease is.
-				OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: node.Name, UID: node.UID}}},
-			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(node.Name),
-				LeaseDurationSeconds: ptr.To(int32(h.duration / time.Second)), RenewTime: &now},
-		}, metav1.CreateOptions{})
+	spec := coordinationv1.LeaseSpec{HolderIdentity: ptr.To(node.Name),
+		LeaseDurationSeconds: ptr.To(int32(h.duration / time.Second)), RenewTime: &now}
+	lease, err := leases.Create(ctx, &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: node.Name, Namespace: leaseNamespace,
+			// Deleted with its node, as a kubelet's lease is.
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: node.Name, UID: node.UID}}},
+		Spec: spec,
+	}, metav1.CreateOptions{})
+	if !apierrors.IsAlreadyExists(err) {
+		return lease, err
 	}
-	if err != nil {
+	if lease, err = leases.Get(ctx, node.Name, metav1.GetOptions{}); err != nil {
 		return nil, err
 	}
-	lease.Spec.HolderIdentity = ptr.To(node.Name)
-	lease.Spec.LeaseDurationSeconds = ptr.To(int32(h.duration / time.Second))
-	lease.Spec.RenewTime = &now
+	lease.Spec.HolderIdentity, lease.Spec.LeaseDurationSeconds, lease.Spec.RenewTime = spec.HolderIdentity, spec.LeaseDurationSeconds, spec.RenewTime
 	return leases.Update(ctx, lease, metav1.UpdateOptions{})
 }

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -54,6 +55,8 @@ type Config struct {
 	LeaseDuration, RenewInterval time.Duration
 	// HealthAddr serves /healthz, /readyz and /metrics ("" serves nothing).
 	HealthAddr string
+	// Profiling adds Go's /debug/pprof handlers to HealthAddr.
+	Profiling bool
 	// Version is what nodes report as their kubelet version.
 	Version string
 	Clock   clock.Clock
@@ -71,7 +74,7 @@ func DefaultConfig() (Config, error) {
 	return Config{
 		Stages: defaults, ClusterStages: true,
 		NodeSelector: labels.SelectorFromSet(labels.Set{nodepool.OwnerLabel: "true"}),
-		Workers:      32, LeaseDuration: 40 * time.Second, RenewInterval: 20 * time.Second,
+		Workers:      32, LeaseDuration: 40 * time.Second, RenewInterval: 30 * time.Second,
 		Version: "v1.36.3", Clock: clock.RealClock{}, Log: logr.Discard(), Seed: uint64(time.Now().UnixNano()),
 	}, nil
 }
@@ -139,6 +142,11 @@ func New(cfg Config, restCfg *rest.Config) (*Simulator, error) {
 		return nil, err
 	}
 	set, _ := compileSet(cfg.Stages) // validated above
+	restCfg = rest.CopyConfig(restCfg)
+	// Protobuf costs the API server (and us) far less than JSON to encode
+	// and decode; patches are still sent as JSON.
+	restCfg.ContentType = "application/vnd.kubernetes.protobuf"
+	restCfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
 	client, err := kubernetes.NewForConfig(restCfg)
 	if err != nil {
 		return nil, err
@@ -459,6 +467,10 @@ func (s *Simulator) serveHealth(ctx context.Context) error {
 	reg := prometheus.NewRegistry()
 	s.metrics.register(reg)
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	if s.cfg.Profiling {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	go func() {

@@ -105,7 +105,11 @@ func (p Pool) Node(i int) *corev1.Node {
 		HostnameLabel:          name,
 		corev1.LabelOSStable:   "linux",
 		corev1.LabelArchStable: "amd64",
-		PoolLabel:              poolValue(p.Prefix),
+		// The beta labels too, as a kubelet sets them: otherwise the node
+		// lifecycle controller adds them, one more write per node.
+		"beta.kubernetes.io/os":   "linux",
+		"beta.kubernetes.io/arch": "amd64",
+		PoolLabel:                 poolValue(p.Prefix),
 	}
 	if p.NodesPerRack > 0 {
 		rack := i / p.NodesPerRack
