@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"strconv"
@@ -13,17 +14,21 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
 	"sigs.k8s.io/yaml"
 
 	"github.com/berth-dev/berth/internal/controlplane"
 	"github.com/berth-dev/berth/internal/testenv"
+	"github.com/berth-dev/berth/internal/up"
 	. "github.com/berth-dev/berth/test/fixtures"
 )
 
@@ -410,6 +415,14 @@ func TestSimRunsKWOKStageFiles(t *testing.T) {
 				return fmt.Errorf("node %s not initialised by the KWOK stage: ready %v, kubelet %q", n.Name, nodeReady(&n), n.Status.NodeInfo.KubeletVersion)
 			}
 			racks[n.Labels["topology.berth.dev/rack"]]++
+			lease, err := env.Kube.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(ctx, n.Name, metav1.GetOptions{})
+			if err != nil {
+				return fmt.Errorf("lease of node %s: %w", n.Name, err)
+			}
+			if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity != n.Name ||
+				len(lease.OwnerReferences) != 1 || lease.OwnerReferences[0].UID != n.UID {
+				return fmt.Errorf("lease of node %s: holder %v, owners %v; want held by and owned by the node", n.Name, lease.Spec.HolderIdentity, lease.OwnerReferences)
+			}
 		}
 		if len(list.Items) != 3 || racks["rack-0"] != 2 || racks["rack-1"] != 1 {
 			return fmt.Errorf("%d nodes, racks %v; want 3 in rack-0 (2) and rack-1 (1)", len(list.Items), racks)
@@ -447,3 +460,45 @@ func TestSimRunsKWOKStageFiles(t *testing.T) {
 		return nil
 	})
 }
+
+// TestSimHeartbeatsHaveKubeletPriority checks that the API server gives the
+// simulator's Lease requests the priority level kubelets' have: in the
+// catch-all level they would queue behind bulk work until nodes went
+// unreachable.
+func TestSimHeartbeatsHaveKubeletPriority(t *testing.T) {
+	t.Parallel()
+	env := testenv.New(t)
+	want, err := env.Kube.FlowcontrolV1().PriorityLevelConfigurations().Get(ctx, "node-high", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: up.SimIdentity.User}
+	var mu sync.Mutex
+	var level string
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripper(func(req *http.Request) (*http.Response, error) {
+			resp, err := rt.RoundTrip(req)
+			if err == nil {
+				mu.Lock()
+				level = resp.Header.Get(flowcontrolv1.ResponseHeaderMatchedPriorityLevelConfigurationUID)
+				mu.Unlock()
+			}
+			return resp, err
+		})
+	})
+	sim := kubernetes.NewForConfigOrDie(cfg)
+	_, err = sim.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(ctx, env.Name("no-such-node"), metav1.GetOptions{})
+	if !apierrors.IsNotFound(err) {
+		t.Fatalf("getting a missing lease as %s: want NotFound, got %v", up.SimIdentity.User, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if level != string(want.UID) {
+		t.Errorf("lease request of %s ran at priority level UID %q, want node-high (%s)", up.SimIdentity.User, level, want.UID)
+	}
+}
+
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
