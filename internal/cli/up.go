@@ -17,9 +17,12 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/berth-dev/berth/internal/controlplane"
+	"github.com/berth-dev/berth/internal/demo"
 	"github.com/berth-dev/berth/internal/sim/nodepool"
 	"github.com/berth-dev/berth/internal/up"
 )
@@ -27,6 +30,7 @@ import (
 type upOptions struct {
 	instanceFlags
 	detach   bool
+	demo     bool
 	port     int
 	noFsync  bool
 	notifyFD int
@@ -55,8 +59,15 @@ Without --detach, berth runs in the foreground until Ctrl-C and then stops every
 component in order (a second Ctrl-C kills them at once). With --detach it
 returns once everything is ready and leaves the control plane running; stop it
 with 'berth down'. Either way the last line on standard output is the path of
-the kubeconfig.`,
-		Example: `  berth up --detach --nodes 4
+the kubeconfig.
+
+--demo shows berth at work once it is up: it applies examples/queues.yaml (two
+teams sharing a cohort), submits the Jobs of examples/demo-jobs.yaml, and shows
+each queue's pending, admitted, finished and borrowed work until they finish;
+the control plane keeps running afterwards. It implies --nodes 4 unless
+--nodes is given.`,
+		Example: `  berth up --demo
+  berth up --detach --nodes 4
   berth kubectl get nodes
   berth down
 
@@ -72,6 +83,9 @@ the kubeconfig.`,
 				return err // reported here rather than by the simulator once everything else is up
 			}
 			o.simArgs = forwardPoolFlags(cmd.Flags())
+			if o.demo && !cmd.Flags().Changed("nodes") {
+				o.simArgs = append(o.simArgs, "--nodes="+strconv.Itoa(demoNodes))
+			}
 			if o.detach {
 				return upDetached(cmd, o, dir)
 			}
@@ -80,6 +94,7 @@ the kubeconfig.`,
 	}
 	o.add(cmd)
 	cmd.Flags().BoolVarP(&o.detach, "detach", "d", false, "return once ready and leave the control plane running in the background")
+	cmd.Flags().BoolVar(&o.demo, "demo", false, "once up, run the example queues and Jobs and show each queue until they finish")
 	cmd.Flags().IntVar(&o.port, "port", 0, "kube-apiserver port on 127.0.0.1 (0: the previous run's port if free, else any free port)")
 	cmd.Flags().BoolVar(&o.noFsync, "etcd-unsafe-no-fsync", false, "run etcd without fsync: faster, but a machine crash may lose recent writes")
 	cmd.Flags().IntVar(&o.notifyFD, "notify-fd", 0, "internal: file descriptor on which to report start-up to a detaching parent")
@@ -178,6 +193,21 @@ func upForeground(cmd *cobra.Command, o *upOptions, dir string) error {
 		case <-inst.Done():
 		}
 	}()
+	if o.demo && !detached {
+		demoCtx, stopDemo := context.WithCancel(ctx)
+		go func() {
+			<-inst.Done()
+			stopDemo()
+		}()
+		if err := showDemo(demoCtx, cmd, o, dir, inst.Kubeconfig()); err != nil && demoCtx.Err() == nil {
+			fmt.Fprintf(stderr, "demo: %v\n", err)
+		}
+		stopDemo()
+		if ctx.Err() == nil {
+			fmt.Fprintln(stdout, "  stop it:  Ctrl-C")
+			fmt.Fprintln(stdout, inst.Kubeconfig())
+		}
+	}
 	<-inst.Done()
 	if err := inst.Err(); err != nil {
 		return err
@@ -254,6 +284,15 @@ func upDetached(cmd *cobra.Command, o *upOptions, dir string) error {
 			fmt.Fprintf(stdout, "berth %q is up in the background (supervisor pid %d), data in %s\n", o.name, child.Process.Pid, dir)
 			fmt.Fprintf(stdout, "  use it:   berth kubectl %s get nodes    (or kubectl --kubeconfig %s ...)\n", o.selector(dir), n.Ready)
 			fmt.Fprintf(stdout, "  stop it:  berth down %s\n", o.selector(dir))
+			if o.demo {
+				ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+				err := showDemo(ctx, cmd, o, dir, n.Ready)
+				stop()
+				if err != nil {
+					return fmt.Errorf("demo: %w (berth %q keeps running; stop it with 'berth down %s')", err, o.name, o.selector(dir))
+				}
+				fmt.Fprintf(stdout, "  stop it:  berth down %s\n", o.selector(dir))
+			}
 			fmt.Fprintln(stdout, n.Ready)
 			return nil
 		}
@@ -262,4 +301,26 @@ func upDetached(cmd *cobra.Command, o *upOptions, dir string) error {
 	tail := controlplane.TailFile(l.LogFile("berth"), logStart, 20)
 	return fmt.Errorf("the background supervisor exited during start-up; last lines of %s:\n    %s",
 		l.LogFile("berth"), strings.Join(tail, "\n    "))
+}
+
+// demoNodes is how many fake nodes --demo asks for unless --nodes is given.
+const demoNodes = 4
+
+// showDemo runs the demo against the instance and says how to look around
+// afterwards. The view is redrawn in place when stdout is a terminal.
+func showDemo(ctx context.Context, cmd *cobra.Command, o *upOptions, dir, kubeconfig string) error {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return err
+	}
+	stdout := cmd.OutOrStdout()
+	f, isFile := stdout.(*os.File)
+	live := isFile && term.IsTerminal(int(f.Fd()))
+	if err := demo.Run(ctx, cfg, demo.Options{Out: stdout, Live: live}); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "berth %q keeps running; look around with\n", o.name)
+	fmt.Fprintf(stdout, "  berth kubectl %s get clusterqueues,localqueues,workloads -A\n", o.selector(dir))
+	fmt.Fprintf(stdout, "  berth kubectl %s get jobs,pods -n team-a\n", o.selector(dir))
+	return nil
 }

@@ -37,7 +37,7 @@ func CRDs(ctx context.Context, cfg *rest.Config) error {
 	if err != nil {
 		return err
 	}
-	objs, err := decode(docs...)
+	objs, err := Decode(docs...)
 	if err != nil {
 		return err
 	}
@@ -81,7 +81,7 @@ func LocalRBAC(ctx context.Context, cfg *rest.Config) error {
 	if err != nil {
 		return err
 	}
-	objs, err := decode(docs...)
+	objs, err := Decode(docs...)
 	if err != nil {
 		return err
 	}
@@ -129,8 +129,8 @@ func Apply(ctx context.Context, cfg *rest.Config, objs ...*unstructured.Unstruct
 	return nil
 }
 
-// decode splits multi-document YAML into objects.
-func decode(docs ...[]byte) ([]*unstructured.Unstructured, error) {
+// Decode splits multi-document YAML into objects.
+func Decode(docs ...[]byte) ([]*unstructured.Unstructured, error) {
 	var out []*unstructured.Unstructured
 	for _, doc := range docs {
 		dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(doc), 4096)
