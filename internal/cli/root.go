@@ -45,6 +45,6 @@ dispatches work to worker clusters and runs virtual clusters, all in one binary.
 		SilenceErrors: true,
 	}
 	root.AddCommand(newUpCommand(), newDownCommand(), newStatusCommand(), newKubeconfigCommand(), newKubectlCommand(),
-		newControllerCommand(), newSimCommand())
+		newControllerCommand(), newSimCommand(), newBenchCommand())
 	return root
 }

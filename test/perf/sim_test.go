@@ -1,7 +1,6 @@
 package perf
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -26,6 +25,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/berth-dev/berth/internal/controlplane"
+	"github.com/berth-dev/berth/internal/procstat"
 )
 
 // BenchmarkSimScale is the sim-scale scenario: `berth sim --nodes 5000`
@@ -286,7 +286,7 @@ func sampleAnon(ctx context.Context, pid int) *atomic.Int64 {
 				return
 			case <-t.C:
 			}
-			v, err := statusField(pid, "RssAnon")
+			v, err := procstat.StatusKB(pid, "RssAnon")
 			if err != nil {
 				return
 			}
@@ -299,40 +299,19 @@ func sampleAnon(ctx context.Context, pid int) *atomic.Int64 {
 }
 
 func procStatus(b *testing.B, pid int, field string) int64 {
-	v, err := statusField(pid, field)
+	v, err := procstat.StatusKB(pid, field)
 	if err != nil {
 		b.Fatal(err)
 	}
 	return v
 }
 
-// statusField reads a "kB" field of /proc/<pid>/status.
-func statusField(pid int, field string) (int64, error) {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), field+":"); ok {
-			return strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-		}
-	}
-	return 0, fmt.Errorf("no %s in /proc/%d/status", field, pid)
-}
-
-// cpuSeconds is the user and system CPU time the process has used.
 func cpuSeconds(b *testing.B, pid int) float64 {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	v, err := procstat.CPUSeconds(pid)
 	if err != nil {
 		b.Fatal(err)
 	}
-	// Fields after the command name, which is in parentheses.
-	fields := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+2:]))
-	utime, _ := strconv.ParseFloat(fields[11], 64)
-	stime, _ := strconv.ParseFloat(fields[12], 64)
-	return (utime + stime) / 100 // clock ticks; 100 per second on Linux
+	return v
 }
 
 // writeCounts are kube-apiserver's counts of write requests by verb and

@@ -1,0 +1,122 @@
+package bench
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Record is what a run saw of one workload.
+type Record struct {
+	Name, Class string
+	// Offsets from the start of the run; Admitted is the first admission.
+	Created, Admitted, Finished time.Duration
+	WasAdmitted, WasFinished    bool
+	Evictions                   int
+}
+
+// Results is results.json.
+type Results struct {
+	Scenario  string    `json:"scenario"`
+	Scale     float64   `json:"scale"`
+	Date      time.Time `json:"date"`
+	Version   string    `json:"version"`
+	Workloads int       `json:"workloads"`
+	Finished  int       `json:"finished"`
+	Evictions int       `json:"evictions"`
+	// WallSeconds runs from the first workload's arrival to the last one's
+	// finish; LowerBoundSeconds is what the quota allows at best.
+	WallSeconds       float64       `json:"wallSeconds"`
+	LowerBoundSeconds float64       `json:"lowerBoundSeconds"`
+	WallOverBound     float64       `json:"wallOverBound"`
+	QuotaUtilisation  float64       `json:"quotaUtilisation"` // cpu-seconds run / (nominal cpu x wall)
+	Classes           []ClassResult `json:"classes"`
+	// From the processes of a berth instance, when the run had one.
+	APIServerCPUSeconds       *float64 `json:"apiServerCPUSeconds,omitempty"`
+	APIServerCPUMsPerWorkload *float64 `json:"apiServerCPUMsPerWorkload,omitempty"`
+	ControllerPeakRSSMiB      *float64 `json:"controllerPeakRSSMiB,omitempty"`
+}
+
+// ClassResult is one class's times to admission, from arrival.
+type ClassResult struct {
+	Name                      string  `json:"name"`
+	Count                     int     `json:"count"`
+	AvgTimeToAdmissionSeconds float64 `json:"avgTimeToAdmissionSeconds"`
+	MaxTimeToAdmissionSeconds float64 `json:"maxTimeToAdmissionSeconds"`
+}
+
+// Summarize computes the results of a run from its records.
+func Summarize(s *Scenario, scale float64, records []Record, bound time.Duration) Results {
+	r := Results{Scenario: s.Name, Scale: scale, Workloads: len(records), LowerBoundSeconds: bound.Seconds()}
+	var first, last time.Duration = -1, 0
+	work := 0.0
+	cpu := map[string]*Class{}
+	for i := range s.Classes {
+		cpu[s.Classes[i].Name] = &s.Classes[i]
+	}
+	sums := map[string]*ClassResult{}
+	for _, c := range s.Classes {
+		sums[c.Name] = &ClassResult{Name: c.Name}
+	}
+	for _, rec := range records {
+		if first < 0 || rec.Created < first {
+			first = rec.Created
+		}
+		r.Evictions += rec.Evictions
+		if rec.WasFinished {
+			r.Finished++
+			last = max(last, rec.Finished)
+			if c := cpu[rec.Class]; c != nil {
+				work += float64(c.CPU) * c.Runtime.Seconds()
+			}
+		}
+		if cr := sums[rec.Class]; cr != nil && rec.WasAdmitted {
+			wait := (rec.Admitted - rec.Created).Seconds()
+			cr.Count++
+			cr.AvgTimeToAdmissionSeconds += wait
+			cr.MaxTimeToAdmissionSeconds = max(cr.MaxTimeToAdmissionSeconds, wait)
+		}
+	}
+	if first >= 0 && last > first {
+		r.WallSeconds = (last - first).Seconds()
+	}
+	if r.WallSeconds > 0 {
+		r.QuotaUtilisation = work / (float64(int64(s.Cohorts*s.QueuesPerCohort)*s.NominalCPU) * r.WallSeconds)
+	}
+	if r.LowerBoundSeconds > 0 {
+		r.WallOverBound = r.WallSeconds / r.LowerBoundSeconds
+	}
+	for _, c := range s.Classes {
+		cr := sums[c.Name]
+		if cr.Count > 0 {
+			cr.AvgTimeToAdmissionSeconds /= float64(cr.Count)
+		}
+		r.Classes = append(r.Classes, *cr)
+	}
+	return r
+}
+
+// Markdown is the run's summary for people.
+func Markdown(r Results) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# berth bench %s\n\n", r.Scenario)
+	fmt.Fprintf(&b, "Scale %g, %s, berth %s.\n\n", r.Scale, r.Date.UTC().Format("2006-01-02 15:04 MST"), r.Version)
+	fmt.Fprintf(&b, "| measure | value |\n|---|---|\n")
+	fmt.Fprintf(&b, "| workloads finished | %d of %d |\n", r.Finished, r.Workloads)
+	fmt.Fprintf(&b, "| wall time | %.1f s |\n", r.WallSeconds)
+	fmt.Fprintf(&b, "| lower bound the quota allows | %.1f s |\n", r.LowerBoundSeconds)
+	fmt.Fprintf(&b, "| wall time / lower bound | %.2f |\n", r.WallOverBound)
+	fmt.Fprintf(&b, "| quota utilisation | %.0f %% |\n", 100*r.QuotaUtilisation)
+	fmt.Fprintf(&b, "| evictions (preemptions) | %d |\n", r.Evictions)
+	if r.APIServerCPUSeconds != nil {
+		fmt.Fprintf(&b, "| kube-apiserver CPU | %.1f s (%.1f ms per workload) |\n", *r.APIServerCPUSeconds, *r.APIServerCPUMsPerWorkload)
+	}
+	if r.ControllerPeakRSSMiB != nil {
+		fmt.Fprintf(&b, "| berth controller peak RSS | %.0f MiB |\n", *r.ControllerPeakRSSMiB)
+	}
+	fmt.Fprintf(&b, "\n| class | admitted | average time to admission | longest |\n|---|---|---|---|\n")
+	for _, c := range r.Classes {
+		fmt.Fprintf(&b, "| %s | %d | %.2f s | %.2f s |\n", c.Name, c.Count, c.AvgTimeToAdmissionSeconds, c.MaxTimeToAdmissionSeconds)
+	}
+	return b.String()
+}

@@ -1,0 +1,51 @@
+package bench
+
+import (
+	"math"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestSummarize(t *testing.T) {
+	s := Scenario{Name: "tiny", Cohorts: 1, QueuesPerCohort: 2, NominalCPU: 5, Classes: []Class{
+		{Name: "small", CPU: 1, Runtime: time.Second},
+		{Name: "large", CPU: 10, Runtime: 2 * time.Second},
+	}}
+	sec := func(f float64) time.Duration { return time.Duration(f * float64(time.Second)) }
+	records := []Record{
+		{Name: "s1", Class: "small", Created: sec(1), Admitted: sec(1.5), Finished: sec(2.5), WasAdmitted: true, WasFinished: true},
+		{Name: "s2", Class: "small", Created: sec(1), Admitted: sec(3.5), Finished: sec(4.5), WasAdmitted: true, WasFinished: true, Evictions: 1},
+		{Name: "l1", Class: "large", Created: sec(2), Admitted: sec(2), Finished: sec(5), WasAdmitted: true, WasFinished: true},
+		{Name: "never", Class: "large", Created: sec(3)},
+	}
+	r := Summarize(&s, 0.5, records, 2*time.Second)
+	near := func(what string, got, want float64) {
+		if math.Abs(got-want) > 1e-9 {
+			t.Errorf("%s = %v, want %v", what, got, want)
+		}
+	}
+	if r.Workloads != 4 || r.Finished != 3 || r.Evictions != 1 {
+		t.Errorf("workloads %d, finished %d, evictions %d; want 4, 3, 1", r.Workloads, r.Finished, r.Evictions)
+	}
+	near("wall (first arrival 1s to last finish 5s)", r.WallSeconds, 4)
+	near("wall over bound", r.WallOverBound, 2)
+	// 1+1+20 cpu-s run, on 10 cpu for 4s.
+	near("utilisation", r.QuotaUtilisation, 22.0/40)
+	if len(r.Classes) != 2 || r.Classes[0].Name != "small" || r.Classes[1].Name != "large" {
+		t.Fatalf("classes %+v, want small then large", r.Classes)
+	}
+	near("small average wait", r.Classes[0].AvgTimeToAdmissionSeconds, (0.5+2.5)/2)
+	near("small longest wait", r.Classes[0].MaxTimeToAdmissionSeconds, 2.5)
+	if r.Classes[1].Count != 1 {
+		t.Errorf("large admitted %d, want 1 (one never was)", r.Classes[1].Count)
+	}
+	near("large average wait", r.Classes[1].AvgTimeToAdmissionSeconds, 0)
+
+	md := Markdown(r)
+	for _, want := range []string{"| workloads finished | 3 of 4 |", "| wall time / lower bound | 2.00 |", "| small | 2 | 1.50 s | 2.50 s |"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("summary lacks %q:\n%s", want, md)
+		}
+	}
+}

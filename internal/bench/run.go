@@ -1,0 +1,487 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	berthv1 "github.com/berth-dev/berth/api/v1beta1"
+	"github.com/berth-dev/berth/internal/controller"
+	"github.com/berth-dev/berth/internal/procstat"
+	"github.com/berth-dev/berth/internal/workload"
+)
+
+// Label marks every object a run makes, so the next run can clear them.
+const Label = "berth.dev/bench"
+
+// Options tunes Run.
+type Options struct {
+	Scale    float64
+	Output   string    // directory for results.json and summary.md
+	Progress io.Writer // a line every ProgressEvery; default io.Discard
+	// ProgressEvery defaults to 2s; Timeout (for all workloads to finish)
+	// to an hour.
+	ProgressEvery, Timeout time.Duration
+	// Processes of a berth instance to measure; 0 when not known.
+	APIServerPID, ControllerPID int
+}
+
+// Run runs a scenario against the cluster and writes its results.
+func Run(ctx context.Context, cfg *rest.Config, s Scenario, o Options) (*Results, error) {
+	if o.Progress == nil {
+		o.Progress = io.Discard
+	}
+	if o.ProgressEvery == 0 {
+		o.ProgressEvery = 2 * time.Second
+	}
+	if o.Timeout == 0 {
+		o.Timeout = time.Hour
+	}
+	if err := os.MkdirAll(o.Output, 0o755); err != nil {
+		return nil, fmt.Errorf("output directory: %w", err)
+	}
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = 1000, 2000
+	c, err := client.New(cfg, client.Options{Scheme: controller.Scheme()})
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintln(o.Progress, "removing the objects of the last run")
+	if err := Clear(ctx, c); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(o.Progress, "making %d ClusterQueues in %d cohorts\n", s.Cohorts*s.QueuesPerCohort, s.Cohorts)
+	if err := setUp(ctx, c, &s); err != nil {
+		return nil, err
+	}
+
+	plan := s.Plan()
+	t := newTracker(plan)
+	wlCache, err := cache.New(cfg, cache.Options{Scheme: controller.Scheme(),
+		ByObject: map[client.Object]cache.ByObject{&berthv1.Workload{}: {Label: labels.SelectorFromSet(labels.Set{Label: "true"})}}})
+	if err != nil {
+		return nil, err
+	}
+	inf, err := wlCache.GetInformer(ctx, &berthv1.Workload{})
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	t.stopped = ctx.Done()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Add(1)
+	go func() { defer wg.Done(); _ = wlCache.Start(ctx) }()
+	if !wlCache.WaitForCacheSync(ctx) {
+		return nil, fmt.Errorf("watching workloads: %w", ctx.Err())
+	}
+	finish := make(chan finishing, 1024)
+	observe := func(obj any) {
+		if wl, ok := obj.(*berthv1.Workload); ok {
+			t.observe(wl, finish)
+		}
+	}
+	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc: observe, UpdateFunc: func(_, obj any) { observe(obj) },
+	}); err != nil {
+		return nil, err
+	}
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case f := <-finish:
+					if err := markFinished(ctx, c, t, f); err != nil && ctx.Err() == nil {
+						fmt.Fprintf(o.Progress, "marking %s finished: %v\n", f.name, err)
+					}
+				}
+			}
+		}()
+	}
+
+	cpuBefore := cpuOf(o.APIServerPID)
+	fmt.Fprintf(o.Progress, "submitting %d workloads over %.1fs\n", len(plan), plan[len(plan)-1].At.Seconds())
+	t.start = time.Now()
+	wg.Add(1)
+	go func() { defer wg.Done(); submit(ctx, c, plan, t, o.Progress) }()
+
+	deadline := time.NewTimer(o.Timeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(o.ProgressEvery)
+	defer tick.Stop()
+	var runErr error
+loop:
+	for {
+		select {
+		case <-t.done:
+			break loop
+		case <-tick.C:
+			fmt.Fprintln(o.Progress, t.progress())
+		case <-deadline.C:
+			runErr = fmt.Errorf("timed out after %s: %s", o.Timeout, t.progress())
+			break loop
+		case <-ctx.Done():
+			runErr = ctx.Err()
+			break loop
+		}
+	}
+	fmt.Fprintln(o.Progress, t.progress())
+	cancel()
+
+	res := Summarize(&s, o.Scale, t.records(), s.LowerBound(plan))
+	res.Date, res.Version = time.Now().UTC(), version()
+	if after := cpuOf(o.APIServerPID); cpuBefore != nil && after != nil {
+		cpu := *after - *cpuBefore
+		res.APIServerCPUSeconds = &cpu
+		if res.Finished > 0 {
+			ms := 1000 * cpu / float64(res.Finished)
+			res.APIServerCPUMsPerWorkload = &ms
+		}
+	}
+	if o.ControllerPID > 0 {
+		if kb, err := procstat.StatusKB(o.ControllerPID, "VmHWM"); err == nil {
+			mib := float64(kb) / 1024
+			res.ControllerPeakRSSMiB = &mib
+		}
+	}
+	if err := write(o.Output, res); err != nil {
+		return &res, err
+	}
+	return &res, runErr
+}
+
+func cpuOf(pid int) *float64 {
+	if pid <= 0 {
+		return nil
+	}
+	v, err := procstat.CPUSeconds(pid)
+	if err != nil {
+		return nil
+	}
+	return &v
+}
+
+func write(dir string, r Results) error {
+	data, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "results.json"), append(data, '\n'), 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "summary.md"), []byte(Markdown(r)), 0o644)
+}
+
+// version is the commit berth was built from, when the build knows it.
+func version() string {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown"
+	}
+	rev, dirty := "", false
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			dirty = s.Value == "true"
+		}
+	}
+	if rev == "" {
+		return "unknown (built without VCS stamping)"
+	}
+	if len(rev) > 7 {
+		rev = rev[:7]
+	}
+	if dirty {
+		rev += "+"
+	}
+	return rev
+}
+
+// Clear deletes the last run's namespaces (with their workloads) and
+// ClusterQueues, and waits until they are gone.
+func Clear(ctx context.Context, c client.Client) error {
+	sel := client.MatchingLabels{Label: "true"}
+	var nss corev1.NamespaceList
+	if err := c.List(ctx, &nss, sel); err != nil {
+		return err
+	}
+	for _, ns := range nss.Items {
+		if err := c.Delete(ctx, &ns); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deleting namespace %s: %w", ns.Name, err)
+		}
+	}
+	if err := c.DeleteAllOf(ctx, &berthv1.ClusterQueue{}, sel); err != nil {
+		return fmt.Errorf("deleting ClusterQueues: %w", err)
+	}
+	var left int
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
+		var cqs berthv1.ClusterQueueList
+		if err := c.List(ctx, &cqs, sel); err != nil {
+			return false, err
+		}
+		if err := c.List(ctx, &nss, sel); err != nil {
+			return false, err
+		}
+		left = len(cqs.Items) + len(nss.Items)
+		return left == 0, nil
+	})
+	if err != nil {
+		return fmt.Errorf("the last run's objects are not gone (%d left): %w", left, err)
+	}
+	return nil
+}
+
+const flavor = "bench"
+
+func queueName(q int) string { return fmt.Sprintf("bench-q%d", q) }
+
+// setUp makes the scenario's flavor, namespaces, ClusterQueues and
+// LocalQueues, and waits until every ClusterQueue is active.
+func setUp(ctx context.Context, c client.Client, s *Scenario) error {
+	lbl := map[string]string{Label: "true"}
+	rf := &berthv1.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: flavor, Labels: lbl}}
+	if err := c.Create(ctx, rf); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating ResourceFlavor %s: %w", flavor, err)
+	}
+	for q := range s.Cohorts * s.QueuesPerCohort {
+		name := queueName(q)
+		borrowing := resource.NewQuantity(s.BorrowingCPU, resource.DecimalSI)
+		cq := &berthv1.ClusterQueue{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: lbl},
+			Spec: berthv1.ClusterQueueSpec{
+				Cohort:            fmt.Sprintf("bench-c%d", q/s.QueuesPerCohort),
+				NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: name}},
+				ResourceGroups: []berthv1.ResourceGroup{{
+					CoveredResources: []corev1.ResourceName{corev1.ResourceCPU},
+					Flavors: []berthv1.FlavorQuotas{{Name: flavor, Resources: []berthv1.ResourceQuota{{
+						Name: corev1.ResourceCPU, NominalQuota: *resource.NewQuantity(s.NominalCPU, resource.DecimalSI),
+						BorrowingLimit: borrowing}}}},
+				}},
+			}}
+		if s.Preemption {
+			cq.Spec.Preemption = &berthv1.ClusterQueuePreemption{
+				ReclaimWithinCohort: berthv1.PreemptionAny, WithinClusterQueue: berthv1.PreemptionLowerPriority}
+		}
+		objs := []client.Object{
+			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: lbl}},
+			cq,
+			&berthv1.LocalQueue{ObjectMeta: metav1.ObjectMeta{Name: "bench", Namespace: name, Labels: lbl},
+				Spec: berthv1.LocalQueueSpec{ClusterQueue: name}},
+		}
+		for _, o := range objs {
+			if err := c.Create(ctx, o); err != nil {
+				return fmt.Errorf("creating %T %s: %w", o, o.GetName(), err)
+			}
+		}
+	}
+	return wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		var cqs berthv1.ClusterQueueList
+		if err := c.List(ctx, &cqs, client.MatchingLabels(lbl)); err != nil {
+			return false, err
+		}
+		active := 0
+		for _, cq := range cqs.Items {
+			if meta.IsStatusConditionTrue(cq.Status.Conditions, "Active") {
+				active++
+			}
+		}
+		return active == s.Cohorts*s.QueuesPerCohort, nil
+	})
+}
+
+// submit creates the plan's workloads on schedule, 16 at a time.
+func submit(ctx context.Context, c client.Client, plan []Planned, t *tracker, progress io.Writer) {
+	work := make(chan Planned)
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for p := range work {
+				prio := p.Class.Priority
+				wl := &berthv1.Workload{
+					ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: queueName(p.Queue), Labels: map[string]string{Label: "true"}},
+					Spec: berthv1.WorkloadSpec{QueueName: "bench", Priority: &prio, PodSets: []berthv1.PodSet{{
+						Name: "main", Count: 1,
+						Requests: corev1.ResourceList{corev1.ResourceCPU: *resource.NewQuantity(p.Class.CPU, resource.DecimalSI)}}}},
+				}
+				t.created(p.Name)
+				if err := c.Create(ctx, wl); err != nil && ctx.Err() == nil {
+					fmt.Fprintf(progress, "creating workload %s/%s: %v\n", wl.Namespace, wl.Name, err)
+				}
+			}
+		}()
+	}
+	defer wg.Wait()
+	defer close(work)
+	for _, p := range plan {
+		if d := time.Until(t.start.Add(p.At)); d > 0 {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(d): // pacing the arrivals, as the scenario says
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case work <- p:
+		}
+	}
+}
+
+// finishing asks to mark a workload finished, for the admission it was
+// scheduled in.
+type finishing struct {
+	name, namespace string
+	epoch           int
+}
+
+// markFinished sets the workload's Finished condition, if it is still in
+// the admission the request was made for.
+func markFinished(ctx context.Context, c client.Client, t *tracker, f finishing) error {
+	for attempt := 0; ; attempt++ {
+		if !t.current(f.name, f.epoch) {
+			return nil // evicted since; it runs again once readmitted
+		}
+		var wl berthv1.Workload
+		if err := c.Get(ctx, client.ObjectKey{Namespace: f.namespace, Name: f.name}, &wl); err != nil {
+			return err
+		}
+		if !meta.IsStatusConditionTrue(wl.Status.Conditions, berthv1.WorkloadAdmitted) ||
+			meta.IsStatusConditionTrue(wl.Status.Conditions, berthv1.WorkloadFinished) {
+			return nil
+		}
+		workload.SetFinished(&wl, "Succeeded", "berth bench: ran for its class's runtime", time.Now())
+		err := c.Status().Update(ctx, &wl)
+		if err == nil || !apierrors.IsConflict(err) || attempt == 10 {
+			return err
+		}
+	}
+}
+
+// tracker holds what the run saw of each workload.
+type tracker struct {
+	start time.Time
+	mu    sync.Mutex
+	state map[string]*tracked
+	order []string
+	// counts for progress
+	nCreated, nAdmitted, nFinished, nEvicted int
+	done                                     chan struct{}
+	stopped                                  <-chan struct{} // the run is over
+}
+
+type tracked struct {
+	rec      Record
+	runtime  time.Duration
+	admitted bool
+	epoch    int
+}
+
+func newTracker(plan []Planned) *tracker {
+	t := &tracker{state: map[string]*tracked{}, done: make(chan struct{})}
+	for _, p := range plan {
+		t.state[p.Name] = &tracked{rec: Record{Name: p.Name, Class: p.Class.Name}, runtime: p.Class.Runtime}
+		t.order = append(t.order, p.Name)
+	}
+	return t
+}
+
+func (t *tracker) created(name string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.state[name].rec.Created = time.Since(t.start)
+	t.nCreated++
+}
+
+// observe records a workload's admissions, evictions and finish, and
+// schedules its finish once it has run for its runtime in an admission.
+func (t *tracker) observe(wl *berthv1.Workload, finish chan<- finishing) {
+	now := time.Since(t.start)
+	admitted := meta.IsStatusConditionTrue(wl.Status.Conditions, berthv1.WorkloadAdmitted)
+	finished := meta.IsStatusConditionTrue(wl.Status.Conditions, berthv1.WorkloadFinished)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	st, ok := t.state[wl.Name]
+	if !ok || st.rec.WasFinished {
+		return
+	}
+	switch {
+	case finished:
+		st.rec.WasFinished, st.rec.Finished = true, now
+		st.admitted = false
+		t.nFinished++
+		if t.nFinished == len(t.state) {
+			close(t.done)
+		}
+	case admitted && !st.admitted:
+		st.admitted = true
+		st.epoch++
+		if !st.rec.WasAdmitted {
+			st.rec.WasAdmitted, st.rec.Admitted = true, now
+			t.nAdmitted++
+		}
+		f := finishing{name: wl.Name, namespace: wl.Namespace, epoch: st.epoch}
+		time.AfterFunc(st.runtime, func() {
+			select {
+			case finish <- f:
+			case <-t.stopped:
+			}
+		})
+	case !admitted && st.admitted:
+		st.admitted = false
+		st.epoch++ // the scheduled finish no longer applies
+		st.rec.Evictions++
+		t.nEvicted++
+	}
+}
+
+func (t *tracker) current(name string, epoch int) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	st := t.state[name]
+	return st != nil && st.admitted && st.epoch == epoch
+}
+
+func (t *tracker) progress() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return fmt.Sprintf("%6.1fs  created %d/%d  admitted %d  finished %d  evictions %d",
+		time.Since(t.start).Seconds(), t.nCreated, len(t.state), t.nAdmitted, t.nFinished, t.nEvicted)
+}
+
+func (t *tracker) records() []Record {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]Record, 0, len(t.order))
+	for _, name := range t.order {
+		out = append(out, t.state[name].rec)
+	}
+	return out
+}

@@ -1,0 +1,104 @@
+package bench
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"time"
+)
+
+// Class is one kind of workload in a scenario.
+type Class struct {
+	Name     string
+	CPU      int64         // cpu requested, whole cpus
+	Runtime  time.Duration // how long it runs once admitted
+	Priority int32
+	Interval time.Duration // one arrives per queue every Interval
+	PerQueue int           // how many arrive per queue
+}
+
+// Scenario is queues under cohorts and the workloads that arrive at them.
+type Scenario struct {
+	Name                     string
+	Cohorts, QueuesPerCohort int
+	NominalCPU, BorrowingCPU int64 // per ClusterQueue
+	Classes                  []Class
+	// Preemption: reclaimWithinCohort Any, withinClusterQueue LowerPriority.
+	Preemption bool
+}
+
+// Scenarios are the scenarios Run knows, by name.
+var Scenarios = map[string]func(scale float64) Scenario{
+	"baseline": Baseline,
+}
+
+// Baseline is the shape of Kueue's own scheduler performance test, for a
+// like-for-like comparison: 5 cohorts of 6 ClusterQueues of 20 cpu (each
+// may borrow 100), with 350 small, 100 medium and 50 large workloads
+// arriving at each queue; 15,000 at scale 1. Scale multiplies the workloads
+// per queue (at least one of each class), not the queues.
+func Baseline(scale float64) Scenario {
+	per := func(n int) int { return max(1, int(math.Round(float64(n)*scale))) }
+	return Scenario{
+		Name: "baseline", Cohorts: 5, QueuesPerCohort: 6, NominalCPU: 20, BorrowingCPU: 100, Preemption: true,
+		Classes: []Class{
+			{Name: "small", CPU: 1, Runtime: 200 * time.Millisecond, Priority: 50, Interval: 100 * time.Millisecond, PerQueue: per(350)},
+			{Name: "medium", CPU: 5, Runtime: 500 * time.Millisecond, Priority: 100, Interval: 500 * time.Millisecond, PerQueue: per(100)},
+			{Name: "large", CPU: 20, Runtime: time.Second, Priority: 200, Interval: 1200 * time.Millisecond, PerQueue: per(50)},
+		},
+	}
+}
+
+// Planned is one workload of a scenario: which queue it goes to, its class,
+// and when it arrives, measured from the start.
+type Planned struct {
+	Name   string
+	Cohort int
+	Queue  int // index among all queues; its cohort is Queue / QueuesPerCohort
+	Class  *Class
+	At     time.Duration
+}
+
+// Plan lists a scenario's workloads in order of arrival.
+func (s Scenario) Plan() []Planned {
+	var out []Planned
+	for q := range s.Cohorts * s.QueuesPerCohort {
+		for i := range s.Classes {
+			c := &s.Classes[i]
+			for n := range c.PerQueue {
+				out = append(out, Planned{Name: fmt.Sprintf("%s-q%d-%d", c.Name, q, n),
+					Cohort: q / s.QueuesPerCohort, Queue: q, Class: c, At: time.Duration(n) * c.Interval})
+			}
+		}
+	}
+	slices.SortStableFunc(out, func(a, b Planned) int { return int(a.At - b.At) })
+	return out
+}
+
+// LowerBound is the shortest wall time the quota allows for a plan: no
+// cohort can run more at once than its queues' nominal cpu, and nothing
+// finishes before it arrives and runs. For every cohort and every arrival
+// time t, the work arriving from t on needs at least its cpu-seconds
+// divided by the cohort's cpu after t. It ignores packing, so a scheduler
+// can approach it but not beat it.
+func (s Scenario) LowerBound(plan []Planned) time.Duration {
+	capacity := float64(int64(s.QueuesPerCohort) * s.NominalCPU)
+	var bound time.Duration
+	for cohort := range s.Cohorts {
+		var items []Planned
+		for _, p := range plan {
+			if p.Cohort == cohort {
+				items = append(items, p)
+			}
+		}
+		// items are in arrival order; suffix sums of cpu-seconds.
+		work := 0.0
+		for i := len(items) - 1; i >= 0; i-- {
+			p := items[i]
+			work += float64(p.Class.CPU) * p.Class.Runtime.Seconds()
+			bound = max(bound, p.At+p.Class.Runtime,
+				p.At+time.Duration(work/capacity*float64(time.Second)))
+		}
+	}
+	return bound
+}

@@ -1,0 +1,59 @@
+package bench
+
+import (
+	"testing"
+	"time"
+)
+
+func TestBaselineHasKueuesShape(t *testing.T) {
+	s := Baseline(1)
+	plan := s.Plan()
+	if len(plan) != 15000 {
+		t.Fatalf("baseline at scale 1 plans %d workloads, want 15,000", len(plan))
+	}
+	perClass := map[string]int{}
+	for i, p := range plan {
+		perClass[p.Class.Name]++
+		if i > 0 && p.At < plan[i-1].At {
+			t.Fatalf("plan not in arrival order at %d: %v after %v", i, p.At, plan[i-1].At)
+		}
+		if p.Cohort != p.Queue/s.QueuesPerCohort {
+			t.Fatalf("%s: cohort %d, queue %d", p.Name, p.Cohort, p.Queue)
+		}
+	}
+	if perClass["small"] != 30*350 || perClass["medium"] != 30*100 || perClass["large"] != 30*50 {
+		t.Errorf("per class %v, want small 10500, medium 3000, large 1500", perClass)
+	}
+	if last := plan[len(plan)-1].At; last != 49*1200*time.Millisecond {
+		t.Errorf("last arrival at %v, want 58.8s (the 50th large)", last)
+	}
+	if n := len(Baseline(0.01).Plan()); n != 30*(4+1+1) {
+		t.Errorf("scale 0.01 plans %d workloads, want 180 (at least one of each class per queue)", n)
+	}
+}
+
+func TestLowerBound(t *testing.T) {
+	c := Class{Name: "c", CPU: 10, Runtime: 2 * time.Second}
+	s := Scenario{Cohorts: 2, QueuesPerCohort: 1, NominalCPU: 10}
+	cases := []struct {
+		name string
+		plan []Planned
+		want time.Duration
+	}{
+		{"one workload: its runtime", []Planned{{Class: &c}}, 2 * time.Second},
+		{"late arrival: arrival plus runtime", []Planned{{Class: &c, At: 5 * time.Second}}, 7 * time.Second},
+		{"three at once need the cohort for 6s", []Planned{{Class: &c}, {Class: &c}, {Class: &c}}, 6 * time.Second},
+		{"spread over cohorts: each needs 2s", []Planned{{Class: &c}, {Class: &c, Cohort: 1}}, 2 * time.Second},
+		{"all the work from the start: 80 cpu-s on 10 cpu", []Planned{{Class: &c}, {Class: &c, At: time.Second},
+			{Class: &c, At: time.Second}, {Class: &c, At: time.Second}}, 8 * time.Second},
+		// From 0 it is 8s of work, but the 60 cpu-s arriving at 5s alone
+		// take until 11s.
+		{"the work after a later time bounds it", []Planned{{Class: &c}, {Class: &c, At: 5 * time.Second},
+			{Class: &c, At: 5 * time.Second}, {Class: &c, At: 5 * time.Second}}, 11 * time.Second},
+	}
+	for _, tc := range cases {
+		if got := s.LowerBound(tc.plan); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

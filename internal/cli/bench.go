@@ -1,0 +1,115 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/berth-dev/berth/internal/bench"
+	"github.com/berth-dev/berth/internal/controlplane"
+)
+
+func newBenchCommand() *cobra.Command {
+	var (
+		inst       instanceFlags
+		kubeconfig string
+		o          bench.Options
+	)
+	var names []string
+	for n := range bench.Scenarios {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	cmd := &cobra.Command{
+		Use:   "bench <scenario>",
+		Short: "Run a benchmark scenario and write its results",
+		Long: `Run a benchmark scenario against a berth instance (--name/--data-dir, as
+'berth up' started it) or any cluster running berth's controller (--kubeconfig),
+and write results.json and summary.md into the output directory.
+
+Scenarios: ` + strings.Join(names, ", ") + `. baseline has the shape of Kueue's
+scheduler performance test: 5 cohorts of 6 ClusterQueues of 20 cpu, 15,000
+workloads arriving over a minute; each is marked finished once it has run for
+its class's runtime after admission, so the figures measure the queueing
+system. --scale multiplies the workloads (0.01 runs in seconds).
+
+Each run first deletes the objects of the last one (labelled berth.dev/bench).
+Against a berth instance it also reports kube-apiserver CPU seconds per
+workload and the controller's peak RSS. See docs/benchmarks.md.`,
+		Example: `  berth up --detach
+  berth bench baseline --scale 0.1
+  berth bench baseline --output /tmp/baseline`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			scenario, ok := bench.Scenarios[args[0]]
+			if !ok {
+				return fmt.Errorf("unknown scenario %q; scenarios: %s", args[0], strings.Join(names, ", "))
+			}
+			if o.Scale <= 0 {
+				return fmt.Errorf("--scale %g: must be above 0", o.Scale)
+			}
+			if kubeconfig == "" {
+				dir, err := inst.resolve()
+				if err != nil {
+					return err
+				}
+				st, err := controlplane.ReadState(controlplane.Layout{Dir: dir})
+				if err != nil {
+					return err
+				}
+				if st == nil || st.Phase != controlplane.PhaseRunning {
+					return fmt.Errorf("berth %q is not running (data directory %s); start it with 'berth up --detach %s', or pass --kubeconfig",
+						inst.name, dir, inst.selector(dir))
+				}
+				kubeconfig = controlplane.Layout{Dir: dir}.Kubeconfig()
+				for _, c := range st.Components {
+					switch c.Name {
+					case "kube-apiserver":
+						o.APIServerPID = c.Process.PID
+					case "berth-controller":
+						o.ControllerPID = c.Process.PID
+					}
+				}
+			}
+			cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+			if err != nil {
+				return fmt.Errorf("--kubeconfig: %w", err)
+			}
+			if o.Output == "" {
+				o.Output = filepath.Join("berth-bench", args[0]+"-"+time.Now().Format("20060102-150405"))
+			}
+			o.Progress = cmd.ErrOrStderr()
+			// client-go logs requests cut short when the run ends; progress
+			// and errors that matter are reported by the run itself.
+			klog.SetLogger(logr.Discard())
+			ctrllog.SetLogger(logr.Discard())
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			s := scenario(o.Scale)
+			res, err := bench.Run(ctx, cfg, s, o)
+			if res != nil {
+				fmt.Fprintln(cmd.OutOrStdout(), bench.Markdown(*res))
+				fmt.Fprintf(cmd.OutOrStdout(), "results in %s\n", o.Output)
+			}
+			return err
+		},
+	}
+	inst.add(cmd)
+	f := cmd.Flags()
+	f.StringVar(&kubeconfig, "kubeconfig", "", "run against this cluster instead of a berth instance")
+	f.Float64Var(&o.Scale, "scale", 1, "multiply the scenario's workloads by this (0.01 runs in seconds)")
+	f.StringVar(&o.Output, "output", "", "directory for results.json and summary.md (default berth-bench/<scenario>-<time>)")
+	f.DurationVar(&o.Timeout, "timeout", time.Hour, "give up if the workloads have not all finished by then")
+	return cmd
+}
