@@ -35,6 +35,11 @@ type Results struct {
 	APIServerCPUSeconds       *float64 `json:"apiServerCPUSeconds,omitempty"`
 	APIServerCPUMsPerWorkload *float64 `json:"apiServerCPUMsPerWorkload,omitempty"`
 	ControllerPeakRSSMiB      *float64 `json:"controllerPeakRSSMiB,omitempty"`
+	// Throughput: admissions per second once the queues are released,
+	// against status writes per second by a client alone.
+	AdmissionsPerSecond      float64 `json:"admissionsPerSecond,omitempty"`
+	RawStatusWritesPerSecond float64 `json:"rawStatusWritesPerSecond,omitempty"`
+	AdmissionsOverRawWrites  float64 `json:"admissionsOverRawWrites,omitempty"`
 }
 
 // ClassResult is one class's times to admission, from arrival.
@@ -102,14 +107,28 @@ func Markdown(r Results) string {
 	fmt.Fprintf(&b, "# berth bench %s\n\n", r.Scenario)
 	fmt.Fprintf(&b, "Scale %g, %s, berth %s.\n\n", r.Scale, r.Date.UTC().Format("2006-01-02 15:04 MST"), r.Version)
 	fmt.Fprintf(&b, "| measure | value |\n|---|---|\n")
-	fmt.Fprintf(&b, "| workloads finished | %d of %d |\n", r.Finished, r.Workloads)
-	fmt.Fprintf(&b, "| wall time | %.1f s |\n", r.WallSeconds)
-	fmt.Fprintf(&b, "| lower bound the quota allows | %.1f s |\n", r.LowerBoundSeconds)
-	fmt.Fprintf(&b, "| wall time / lower bound | %.2f |\n", r.WallOverBound)
-	fmt.Fprintf(&b, "| quota utilisation | %.0f %% |\n", 100*r.QuotaUtilisation)
+	if r.RawStatusWritesPerSecond > 0 {
+		admitted := 0
+		for _, c := range r.Classes {
+			admitted += c.Count
+		}
+		fmt.Fprintf(&b, "| workloads admitted | %d of %d |\n", admitted, r.Workloads)
+		fmt.Fprintf(&b, "| admissions per second | %.0f |\n", r.AdmissionsPerSecond)
+		fmt.Fprintf(&b, "| raw status writes per second | %.0f |\n", r.RawStatusWritesPerSecond)
+		fmt.Fprintf(&b, "| admissions / raw writes | %.2f |\n", r.AdmissionsOverRawWrites)
+	} else {
+		fmt.Fprintf(&b, "| workloads finished | %d of %d |\n", r.Finished, r.Workloads)
+		fmt.Fprintf(&b, "| wall time | %.1f s |\n", r.WallSeconds)
+		fmt.Fprintf(&b, "| lower bound the quota allows | %.1f s |\n", r.LowerBoundSeconds)
+		fmt.Fprintf(&b, "| wall time / lower bound | %.2f |\n", r.WallOverBound)
+		fmt.Fprintf(&b, "| quota utilisation | %.0f %% |\n", 100*r.QuotaUtilisation)
+	}
 	fmt.Fprintf(&b, "| evictions (preemptions) | %d |\n", r.Evictions)
 	if r.APIServerCPUSeconds != nil {
-		fmt.Fprintf(&b, "| kube-apiserver CPU | %.1f s (%.1f ms per workload) |\n", *r.APIServerCPUSeconds, *r.APIServerCPUMsPerWorkload)
+		fmt.Fprintf(&b, "| kube-apiserver CPU | %.1f s |\n", *r.APIServerCPUSeconds)
+	}
+	if r.APIServerCPUMsPerWorkload != nil {
+		fmt.Fprintf(&b, "| kube-apiserver CPU per workload | %.1f ms |\n", *r.APIServerCPUMsPerWorkload)
 	}
 	if r.ControllerPeakRSSMiB != nil {
 		fmt.Fprintf(&b, "| berth controller peak RSS | %.0f MiB |\n", *r.ControllerPeakRSSMiB)

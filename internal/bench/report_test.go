@@ -49,3 +49,16 @@ func TestSummarize(t *testing.T) {
 		}
 	}
 }
+
+func TestMarkdownForThroughput(t *testing.T) {
+	md := Markdown(Results{Scenario: "throughput", Workloads: 2, AdmissionsPerSecond: 180, RawStatusWritesPerSecond: 200,
+		AdmissionsOverRawWrites: 0.9, Classes: []ClassResult{{Name: "tiny", Count: 2}}})
+	for _, want := range []string{"| workloads admitted | 2 of 2 |", "| admissions / raw writes | 0.90 |"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("summary lacks %q:\n%s", want, md)
+		}
+	}
+	if strings.Contains(md, "lower bound") {
+		t.Errorf("throughput summary shows a lower bound it does not have:\n%s", md)
+	}
+}

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -76,6 +77,7 @@ func Run(ctx context.Context, cfg *rest.Config, s Scenario, o Options) (*Results
 
 	plan := s.Plan()
 	t := newTracker(plan)
+	t.endAtAdmission = s.Held
 	wlCache, err := cache.New(cfg, cache.Options{Scheme: controller.Scheme(),
 		ByObject: map[client.Object]cache.ByObject{&berthv1.Workload{}: {Label: labels.SelectorFromSet(labels.Set{Label: "true"})}}})
 	if err != nil {
@@ -126,8 +128,22 @@ func Run(ctx context.Context, cfg *rest.Config, s Scenario, o Options) (*Results
 	cpuBefore := cpuOf(o.APIServerPID)
 	fmt.Fprintf(o.Progress, "submitting %d workloads over %.1fs\n", len(plan), plan[len(plan)-1].At.Seconds())
 	t.start = time.Now()
-	wg.Add(1)
-	go func() { defer wg.Done(); submit(ctx, c, plan, t, o.Progress) }()
+	var raw float64
+	if s.Held {
+		submit(ctx, c, plan, t, o.Progress)
+		fmt.Fprintf(o.Progress, "measuring the API server's raw status-write rate\n")
+		if raw, err = rawWriteRate(ctx, c, min(len(plan), 2000)); err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(o.Progress, "%.0f status writes per second; releasing the queues\n", raw)
+		t.release()
+		if err := release(ctx, c, &s); err != nil {
+			return nil, err
+		}
+	} else {
+		wg.Add(1)
+		go func() { defer wg.Done(); submit(ctx, c, plan, t, o.Progress) }()
+	}
 
 	deadline := time.NewTimer(o.Timeout)
 	defer deadline.Stop()
@@ -154,11 +170,27 @@ loop:
 
 	res := Summarize(&s, o.Scale, t.records(), s.LowerBound(plan))
 	res.Date, res.Version = time.Now().UTC(), version()
+	if s.Held {
+		res.RawStatusWritesPerSecond = raw
+		res.AdmissionsPerSecond = t.admissionRate()
+		if raw > 0 {
+			res.AdmissionsOverRawWrites = res.AdmissionsPerSecond / raw
+		}
+	}
 	if after := cpuOf(o.APIServerPID); cpuBefore != nil && after != nil {
 		cpu := *after - *cpuBefore
 		res.APIServerCPUSeconds = &cpu
-		if res.Finished > 0 {
-			ms := 1000 * cpu / float64(res.Finished)
+		// Per workload carried through: finished, or admitted when the
+		// scenario ends at admission.
+		done := res.Finished
+		if s.Held {
+			done = 0
+			for _, c := range res.Classes {
+				done += c.Count
+			}
+		}
+		if done > 0 {
+			ms := 1000 * cpu / float64(done)
 			res.APIServerCPUMsPerWorkload = &ms
 		}
 	}
@@ -283,6 +315,9 @@ func setUp(ctx context.Context, c client.Client, s *Scenario) error {
 						BorrowingLimit: borrowing}}}},
 				}},
 			}}
+		if s.Held {
+			cq.Spec.StopPolicy = berthv1.Hold
+		}
 		if s.Preemption {
 			cq.Spec.Preemption = &berthv1.ClusterQueuePreemption{
 				ReclaimWithinCohort: berthv1.PreemptionAny, WithinClusterQueue: berthv1.PreemptionLowerPriority}
@@ -304,13 +339,14 @@ func setUp(ctx context.Context, c client.Client, s *Scenario) error {
 		if err := c.List(ctx, &cqs, client.MatchingLabels(lbl)); err != nil {
 			return false, err
 		}
-		active := 0
+		ready := 0
 		for _, cq := range cqs.Items {
-			if meta.IsStatusConditionTrue(cq.Status.Conditions, "Active") {
-				active++
+			// A held queue is inactive, but has said so.
+			if c := meta.FindStatusCondition(cq.Status.Conditions, "Active"); c != nil && (c.Status == metav1.ConditionTrue || s.Held) {
+				ready++
 			}
 		}
-		return active == s.Cohorts*s.QueuesPerCohort, nil
+		return ready == s.Cohorts*s.QueuesPerCohort, nil
 	})
 }
 
@@ -394,6 +430,8 @@ type tracker struct {
 	// counts for progress
 	nCreated, nAdmitted, nFinished, nEvicted int
 	done                                     chan struct{}
+	endAtAdmission                           bool            // done once all are admitted; nothing is finished
+	released                                 time.Duration   // when held queues were released
 	stopped                                  <-chan struct{} // the run is over
 }
 
@@ -447,6 +485,12 @@ func (t *tracker) observe(wl *berthv1.Workload, finish chan<- finishing) {
 			st.rec.WasAdmitted, st.rec.Admitted = true, now
 			t.nAdmitted++
 		}
+		if t.endAtAdmission {
+			if t.nAdmitted == len(t.state) {
+				close(t.done)
+			}
+			return
+		}
 		f := finishing{name: wl.Name, namespace: wl.Namespace, epoch: st.epoch}
 		time.AfterFunc(st.runtime, func() {
 			select {
@@ -460,6 +504,35 @@ func (t *tracker) observe(wl *berthv1.Workload, finish chan<- finishing) {
 		st.rec.Evictions++
 		t.nEvicted++
 	}
+}
+
+// release marks the moment held queues are released: from then on the
+// workloads wait to be admitted, so their waits are measured from it.
+func (t *tracker) release() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.released = time.Since(t.start)
+	for _, st := range t.state {
+		st.rec.Created = t.released
+	}
+}
+
+// admissionRate is admissions per second from the release to the last one.
+func (t *tracker) admissionRate() float64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var last time.Duration
+	n := 0
+	for _, st := range t.state {
+		if st.rec.WasAdmitted {
+			n++
+			last = max(last, st.rec.Admitted)
+		}
+	}
+	if n == 0 || last <= t.released {
+		return 0
+	}
+	return float64(n) / (last - t.released).Seconds()
 }
 
 func (t *tracker) current(name string, epoch int) bool {
@@ -484,4 +557,71 @@ func (t *tracker) records() []Record {
 		out = append(out, t.state[name].rec)
 	}
 	return out
+}
+
+// rawWriteRate is how many Workload status writes per second the API server
+// takes from 32 writers doing nothing else: n merge patches spread over 100
+// Workloads that belong to no queue, so no controller acts on them.
+func rawWriteRate(ctx context.Context, c client.Client, n int) (float64, error) {
+	const ns, objects = "bench-raw", 100
+	lbl := map[string]string{Label: "true"}
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: lbl}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return 0, fmt.Errorf("creating namespace %s: %w", ns, err)
+	}
+	wls := make([]*berthv1.Workload, objects)
+	for i := range wls {
+		wls[i] = &berthv1.Workload{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("probe-%d", i), Namespace: ns, Labels: lbl},
+			Spec: berthv1.WorkloadSpec{PodSets: []berthv1.PodSet{{Name: "main", Count: 1,
+				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}}}}
+		if err := c.Create(ctx, wls[i]); err != nil {
+			return 0, fmt.Errorf("creating probe workload %s: %w", wls[i].Name, err)
+		}
+	}
+	work := make(chan int)
+	errs := make(chan error, 32)
+	var wg sync.WaitGroup
+	began := time.Now()
+	for range 32 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				patch := fmt.Sprintf(`{"status":{"conditions":[{"type":"BenchProbe","status":"True","reason":"Probe","message":"write %d","lastTransitionTime":%q}]}}`,
+					i, time.Now().UTC().Format(time.RFC3339))
+				if err := c.Status().Patch(ctx, wls[i%objects], client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+					errs <- fmt.Errorf("probe write %d: %w", i, err)
+					return
+				}
+			}
+		}()
+	}
+	for i := range n {
+		select {
+		case work <- i:
+		case err := <-errs:
+			close(work)
+			wg.Wait()
+			return 0, err
+		}
+	}
+	close(work)
+	wg.Wait()
+	select {
+	case err := <-errs:
+		return 0, err
+	default:
+	}
+	return float64(n) / time.Since(began).Seconds(), nil
+}
+
+// release lets held queues admit.
+func release(ctx context.Context, c client.Client, s *Scenario) error {
+	patch := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"stopPolicy":"None"}}`))
+	for q := range s.Cohorts * s.QueuesPerCohort {
+		cq := &berthv1.ClusterQueue{ObjectMeta: metav1.ObjectMeta{Name: queueName(q)}}
+		if err := c.Patch(ctx, cq, patch); err != nil {
+			return fmt.Errorf("releasing ClusterQueue %s: %w", cq.Name, err)
+		}
+	}
+	return nil
 }

@@ -25,11 +25,17 @@ type Scenario struct {
 	Classes                  []Class
 	// Preemption: reclaimWithinCohort Any, withinClusterQueue LowerPriority.
 	Preemption bool
+	// Held: the queues start held (stopPolicy Hold) until every workload
+	// is created and the API server's raw status-write rate is measured,
+	// then are all released at once; the run ends when all are admitted,
+	// and nothing is marked finished.
+	Held bool
 }
 
 // Scenarios are the scenarios Run knows, by name.
 var Scenarios = map[string]func(scale float64) Scenario{
-	"baseline": Baseline,
+	"baseline":   Baseline,
+	"throughput": Throughput,
 }
 
 // Baseline is the shape of Kueue's own scheduler performance test, for a
@@ -46,6 +52,17 @@ func Baseline(scale float64) Scenario {
 			{Name: "medium", CPU: 5, Runtime: 500 * time.Millisecond, Priority: 100, Interval: 500 * time.Millisecond, PerQueue: per(100)},
 			{Name: "large", CPU: 20, Runtime: time.Second, Priority: 200, Interval: 1200 * time.Millisecond, PerQueue: per(50)},
 		},
+	}
+}
+
+// Throughput measures how fast admissions go when quota never binds:
+// 10 ClusterQueues of a million cpu in one cohort, 1,000 pending workloads
+// each (10,000 at scale 1) released at once, against the rate at which the
+// same API server takes status writes from a client doing nothing else.
+func Throughput(scale float64) Scenario {
+	return Scenario{
+		Name: "throughput", Cohorts: 1, QueuesPerCohort: 10, NominalCPU: 1_000_000, Held: true,
+		Classes: []Class{{Name: "tiny", CPU: 1, Priority: 100, PerQueue: max(1, int(math.Round(1000*scale)))}},
 	}
 }
 

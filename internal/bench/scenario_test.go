@@ -57,3 +57,21 @@ func TestLowerBound(t *testing.T) {
 		}
 	}
 }
+
+func TestThroughputNeverBindsQuota(t *testing.T) {
+	s := Throughput(1)
+	plan := s.Plan()
+	if len(plan) != 10000 || !s.Held {
+		t.Fatalf("throughput at scale 1: %d workloads, held %v; want 10,000 held", len(plan), s.Held)
+	}
+	var cpu int64
+	for _, p := range plan {
+		cpu += p.Class.CPU
+		if p.At != 0 {
+			t.Fatalf("%s arrives at %v; all are pending before the release", p.Name, p.At)
+		}
+	}
+	if capacity := int64(s.Cohorts*s.QueuesPerCohort) * s.NominalCPU; cpu > capacity/10 {
+		t.Errorf("workloads ask %d cpu of %d: the quota must not bind", cpu, capacity)
+	}
+}
