@@ -62,3 +62,20 @@ func TestMarkdownForThroughput(t *testing.T) {
 		t.Errorf("throughput summary shows a lower bound it does not have:\n%s", md)
 	}
 }
+
+func TestSimScale(t *testing.T) {
+	if got := SimScaleAt(1); got.Nodes != 5000 || got.Pods != 10000 {
+		t.Errorf("sim-scale at 1: %+v, want 5,000 nodes and 10,000 pods", got)
+	}
+	if got := SimScaleAt(0.0001); got.Nodes != 1 || got.Pods != 1 {
+		t.Errorf("sim-scale at 0.0001: %+v, want at least one node and one pod", got)
+	}
+	cpu := 12.5
+	md := SimMarkdown(SimResults{Nodes: 50, Pods: 100, NodesReadySeconds: 1.25, PodsRunningSeconds: 2, PodsGoneSeconds: 3,
+		SimPeakRSSMiB: 150, APIServerCPUSeconds: &cpu})
+	for _, want := range []string{"| 50 nodes Ready | 1.2 |", "| 100 pods gone | 3.0 |", "| peak RSS | 150 MiB |", "| kube-apiserver CPU | 12.5 s |"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("summary lacks %q:\n%s", want, md)
+		}
+	}
+}

@@ -217,15 +217,18 @@ func cpuOf(pid int) *float64 {
 	return &v
 }
 
-func write(dir string, r Results) error {
-	data, err := json.MarshalIndent(r, "", "  ")
+func write(dir string, r Results) error { return writeFiles(dir, r, Markdown(r)) }
+
+// writeFiles writes results.json and summary.md.
+func writeFiles(dir string, results any, summary string) error {
+	data, err := json.MarshalIndent(results, "", "  ")
 	if err != nil {
 		return err
 	}
 	if err := os.WriteFile(filepath.Join(dir, "results.json"), append(data, '\n'), 0o644); err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(dir, "summary.md"), []byte(Markdown(r)), 0o644)
+	return os.WriteFile(filepath.Join(dir, "summary.md"), []byte(summary), 0o644)
 }
 
 // version is the commit berth was built from, when the build knows it.

@@ -20,6 +20,9 @@ import (
 	"github.com/berth-dev/berth/internal/controlplane"
 )
 
+// simScale is the simulator's scenario, which has its own runner.
+const simScale = "sim-scale"
+
 func newBenchCommand() *cobra.Command {
 	var (
 		inst       instanceFlags
@@ -30,6 +33,7 @@ func newBenchCommand() *cobra.Command {
 	for n := range bench.Scenarios {
 		names = append(names, n)
 	}
+	names = append(names, simScale)
 	sort.Strings(names)
 	cmd := &cobra.Command{
 		Use:   "bench <scenario>",
@@ -45,8 +49,11 @@ its class's runtime after admission, so the figures measure the queueing
 system. throughput holds 10 ClusterQueues with quota that never binds while
 10,000 workloads are created, measures the rate at which the API server takes
 status writes from a client alone, then releases the queues and reports
-admissions per second against it. --scale multiplies the workloads (0.01 runs
-in seconds).
+admissions per second against it. sim-scale runs its own simulator ('berth
+sim') with 5,000 nodes of its own (labelled and tainted berth.dev/bench-sim),
+then 10,000 pods bound to them until Running, then deletes them, timing each
+step, and removes its nodes at the end. --scale multiplies the workloads, or
+the nodes and pods (0.01 runs in seconds).
 
 Each run first deletes the objects of the last one (labelled berth.dev/bench).
 Against a berth instance it also reports kube-apiserver CPU seconds per
@@ -57,7 +64,7 @@ workload and the controller's peak RSS. See docs/benchmarks.md.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			scenario, ok := bench.Scenarios[args[0]]
-			if !ok {
+			if !ok && args[0] != simScale {
 				return fmt.Errorf("unknown scenario %q; scenarios: %s", args[0], strings.Join(names, ", "))
 			}
 			if o.Scale <= 0 {
@@ -100,6 +107,18 @@ workload and the controller's peak RSS. See docs/benchmarks.md.`,
 			ctrllog.SetLogger(logr.Discard())
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			if args[0] == simScale {
+				self, err := os.Executable()
+				if err != nil {
+					return err
+				}
+				res, err := bench.RunSimScale(ctx, cfg, kubeconfig, self, bench.SimScaleAt(o.Scale), o.Scale, o)
+				if res != nil {
+					fmt.Fprintln(cmd.OutOrStdout(), bench.SimMarkdown(*res))
+					fmt.Fprintf(cmd.OutOrStdout(), "results in %s\n", o.Output)
+				}
+				return err
+			}
 			s := scenario(o.Scale)
 			res, err := bench.Run(ctx, cfg, s, o)
 			if res != nil {

@@ -8,6 +8,8 @@ import (
 	"sort"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/berth-dev/berth/internal/bench"
 	"github.com/berth-dev/berth/internal/testenv"
 )
@@ -31,6 +33,7 @@ func TestBenchScenariosSmoke(t *testing.T) {
 	for name := range bench.Scenarios {
 		names = append(names, name)
 	}
+	names = append(names, "sim-scale")
 	sort.Strings(names)
 	for _, name := range names {
 		t.Run(name, func(t *testing.T) {
@@ -47,6 +50,10 @@ func TestBenchScenariosSmoke(t *testing.T) {
 			var r bench.Results
 			if err := json.Unmarshal(data, &r); err != nil {
 				t.Fatalf("results.json: %v\n%s", err, data)
+			}
+			if name == "sim-scale" {
+				checkSimScale(t, data)
+				return
 			}
 			s := bench.Scenarios[name](0.01)
 			want := len(s.Plan())
@@ -73,5 +80,30 @@ func TestBenchScenariosSmoke(t *testing.T) {
 				t.Error(err)
 			}
 		})
+	}
+}
+
+// checkSimScale: the simulator's own nodes became Ready and its pods ran and
+// went, and the bench removed its nodes afterwards.
+func checkSimScale(t *testing.T, data []byte) {
+	var r bench.SimResults
+	if err := json.Unmarshal(data, &r); err != nil {
+		t.Fatalf("results.json: %v\n%s", err, data)
+	}
+	want := bench.SimScaleAt(0.01)
+	if r.Nodes != want.Nodes || r.Pods != want.Pods {
+		t.Errorf("%d nodes, %d pods; want %d and %d", r.Nodes, r.Pods, want.Nodes, want.Pods)
+	}
+	if r.NodesReadySeconds <= 0 || r.PodsRunningSeconds <= 0 || r.PodsGoneSeconds <= 0 || r.SimPeakRSSMiB <= 0 {
+		t.Errorf("steps %.2fs, %.2fs, %.2fs, peak RSS %.0f MiB: want each measured", r.NodesReadySeconds,
+			r.PodsRunningSeconds, r.PodsGoneSeconds, r.SimPeakRSSMiB)
+	}
+	env := testenv.New(t)
+	nodes, err := env.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: "berth.dev/bench-sim=true"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(nodes.Items) != 0 {
+		t.Errorf("%d of the bench's nodes left behind", len(nodes.Items))
 	}
 }
