@@ -28,6 +28,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -130,6 +131,7 @@ func run(m *testing.M) (int, error) {
 // New returns the shared cluster with a fresh namespace for t, deleted when t ends.
 func New(t testing.TB) *Env {
 	t.Helper()
+	consultSources()
 	if shared.config == nil {
 		t.Fatal("testenv: no control plane; call os.Exit(testenv.Main(m)) from TestMain")
 	}
@@ -211,6 +213,9 @@ func Binary() (string, error) {
 		}
 		binary.path, binary.err = build()
 	})
+	if os.Getenv("BERTH_BIN") == "" {
+		consultSources()
+	}
 	return binary.path, binary.err
 }
 
@@ -250,4 +255,44 @@ func build() (string, error) {
 		return "", fmt.Errorf("building berth for the tests: %v\n%s", err, out)
 	}
 	return path, nil
+}
+
+// consultSources stats every source file of the module. go test caches a
+// package's result until the files its tests consulted change; the berth
+// binary the tests run (the control plane's components, commands run by
+// e2e tests) is built in a child process go test does not watch, so without
+// this a change to the binary's code alone would leave old results cached.
+// It must run while tests run (go test records nothing before m.Run), so
+// New and Binary call it; the walk is done once, the stats each time.
+func consultSources() {
+	sources.once.Do(func() {
+		out, err := exec.Command("go", "env", "GOMOD").Output()
+		root := filepath.Dir(strings.TrimSpace(string(out)))
+		if err != nil || root == "." {
+			return
+		}
+		_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+			switch {
+			case err != nil:
+				return err
+			case d.IsDir() && p != root && (strings.HasPrefix(d.Name(), ".") || d.Name() == "bin"):
+				return filepath.SkipDir
+			case d.IsDir():
+				return nil
+			}
+			switch filepath.Ext(p) {
+			case ".go", ".yaml", ".yml", ".json", ".mod", ".sum":
+				sources.paths = append(sources.paths, p)
+			}
+			return nil
+		})
+	})
+	for _, p := range sources.paths {
+		_, _ = os.Stat(p)
+	}
+}
+
+var sources struct {
+	once  sync.Once
+	paths []string
 }
