@@ -34,8 +34,9 @@ type Scenario struct {
 
 // Scenarios are the scenarios Run knows, by name.
 var Scenarios = map[string]func(scale float64) Scenario{
-	"baseline":   Baseline,
-	"throughput": Throughput,
+	"baseline":    Baseline,
+	"large-scale": LargeScale,
+	"throughput":  Throughput,
 }
 
 // Baseline is the shape of Kueue's own scheduler performance test, for a
@@ -53,6 +54,20 @@ func Baseline(scale float64) Scenario {
 			{Name: "large", CPU: 20, Runtime: time.Second, Priority: 200, Interval: 1200 * time.Millisecond, PerQueue: per(50)},
 		},
 	}
+}
+
+// LargeScale is Kueue's large-scale shape: 10 cohorts of 100 ClusterQueues,
+// 50 workloads arriving at each (35 small, 11 medium, 4 large, as in
+// Baseline): 50,000 at scale 1. Here scale multiplies the queues per cohort
+// (at least one), since the queues, not the workloads per queue, make it
+// large.
+func LargeScale(scale float64) Scenario {
+	s := Baseline(1)
+	s.Name, s.Cohorts, s.QueuesPerCohort = "large-scale", 10, max(1, int(math.Round(100*scale)))
+	for i, n := range []int{35, 11, 4} {
+		s.Classes[i].PerQueue = n
+	}
+	return s
 }
 
 // Throughput measures how fast admissions go when quota never binds:

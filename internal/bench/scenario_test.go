@@ -75,3 +75,16 @@ func TestThroughputNeverBindsQuota(t *testing.T) {
 		t.Errorf("workloads ask %d cpu of %d: the quota must not bind", cpu, capacity)
 	}
 }
+
+func TestLargeScaleHasKueuesShape(t *testing.T) {
+	s := LargeScale(1)
+	if n := len(s.Plan()); n != 50000 || s.Cohorts*s.QueuesPerCohort != 1000 {
+		t.Errorf("large-scale at 1: %d workloads on %d queues, want 50,000 on 1,000", n, s.Cohorts*s.QueuesPerCohort)
+	}
+	if n := len(LargeScale(0.01).Plan()); n != 500 {
+		t.Errorf("large-scale at 0.01: %d workloads, want 500 (10 queues of 50)", n)
+	}
+	if Baseline(1).Classes[0].PerQueue != 350 {
+		t.Error("LargeScale changed Baseline's classes")
+	}
+}

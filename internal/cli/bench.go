@@ -46,7 +46,9 @@ Scenarios: ` + strings.Join(names, ", ") + `. baseline has the shape of Kueue's
 scheduler performance test: 5 cohorts of 6 ClusterQueues of 20 cpu, 15,000
 workloads arriving over a minute; each is marked finished once it has run for
 its class's runtime after admission, so the figures measure the queueing
-system. throughput holds 10 ClusterQueues with quota that never binds while
+system. large-scale is Kueue's large-scale shape: 10 cohorts of 100
+ClusterQueues, 50,000 workloads (--scale multiplies the queues per cohort).
+throughput holds 10 ClusterQueues with quota that never binds while
 10,000 workloads are created, measures the rate at which the API server takes
 status writes from a client alone, then releases the queues and reports
 admissions per second against it. sim-scale runs its own simulator ('berth
