@@ -313,7 +313,13 @@ func (s *Simulator) onPod(obj any) {
 	if !ok || !s.ownsNode(p.Spec.NodeName) {
 		return
 	}
-	if p.Status.PodIP != "" && !p.Spec.HostNetwork {
+	switch {
+	case p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed:
+		// A kubelet frees a finished pod's sandbox and its address, though
+		// the status still shows it; a node runs many more pods over time
+		// than its range holds.
+		s.ips.ReleasePod(p.Spec.NodeName, string(p.UID))
+	case p.Status.PodIP != "" && !p.Spec.HostNetwork:
 		if err := s.ips.ReservePod(p.Spec.NodeName, string(p.UID), p.Status.PodIP); err != nil {
 			s.log.V(1).Info("pod keeps an address outside its node's range", "pod", p.Namespace+"/"+p.Name, "reason", err.Error())
 		}

@@ -502,3 +502,36 @@ func TestSimHeartbeatsHaveKubeletPriority(t *testing.T) {
 type roundTripper func(*http.Request) (*http.Response, error)
 
 func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// A node runs more pods over time than its address range holds: a finished
+// pod's address is free for the next one, as a kubelet's would be.
+func TestSimReusesAddressesOfFinishedPods(t *testing.T) {
+	t.Parallel()
+	env := testenv.New(t)
+	node := env.CreateSimNode(t, env.Name("node"), nil).Name
+	const wave = 150 // two waves: more than the 254 addresses of a node's range
+	for w := range 2 {
+		for i := range wave {
+			p := MakePod(fmt.Sprintf("w%d-%d", w, i), env.Namespace).Node(node).Obj()
+			p.Annotations = map[string]string{"berth.dev/sim-exit-code": "0"} // succeeds as soon as it runs
+			p.Spec.Tolerations = []corev1.Toleration{env.Toleration()}
+			env.Create(t, p)
+		}
+		testenv.Eventually(t, 2*time.Minute, func() error {
+			pods, err := env.Kube.CoreV1().Pods(env.Namespace).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return err
+			}
+			done := 0
+			for _, p := range pods.Items {
+				if p.Status.Phase == corev1.PodSucceeded && p.Status.PodIP != "" {
+					done++
+				}
+			}
+			if done != (w+1)*wave {
+				return fmt.Errorf("%d of %d pods succeeded with an address", done, (w+1)*wave)
+			}
+			return nil
+		})
+	}
+}
