@@ -79,3 +79,34 @@ func TestSimScale(t *testing.T) {
 		}
 	}
 }
+
+func TestPercentile(t *testing.T) {
+	values := []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
+	for p, want := range map[float64]float64{50: 5, 90: 9, 99: 10, 100: 10, 1: 1} {
+		if got := Percentile(values, p); got != want {
+			t.Errorf("p%v = %v, want %v", p, got, want)
+		}
+	}
+	if Percentile(nil, 50) != 0 {
+		t.Error("percentile of nothing is not 0")
+	}
+}
+
+func TestE2EJobs(t *testing.T) {
+	e := E2EJobsAt(1)
+	if e.Jobs != 2000 || e.Parallelism != 2 {
+		t.Errorf("e2e-jobs at 1: %+v, want 2,000 Jobs of 2 pods", e)
+	}
+	// 4,000 pods of 1 cpu for 2s on 100 cpu.
+	if got := e.LowerBound(); got != 80*time.Second {
+		t.Errorf("lower bound %v, want 80s", got)
+	}
+	// Fewer pods than quota: one run of the duration.
+	if got := (E2EJobs{Jobs: 2, Parallelism: 2, QuotaCPU: 100, Duration: 2 * time.Second}).LowerBound(); got != 2*time.Second {
+		t.Errorf("lower bound %v, want the 2s duration", got)
+	}
+	md := JobMarkdown(JobResults{Jobs: 4, Pods: 8, Succeeded: 4, StartP50: 1.5, StartP90: 2, StartP99: 2.5, StartMax: 3})
+	if want := "| creation to all pods Running: p50 / p90 / p99 / max | 1.50 / 2.00 / 2.50 / 3.00 s |"; !strings.Contains(md, want) {
+		t.Errorf("summary lacks %q:\n%s", want, md)
+	}
+}

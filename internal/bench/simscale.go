@@ -118,33 +118,18 @@ func RunSimScale(ctx context.Context, cfg *rest.Config, kubeconfig, bin string, 
 	res := &SimResults{Scenario: "sim-scale", Scale: scale, Nodes: sc.Nodes, Pods: sc.Pods, Version: version()}
 	cpuBefore := cpuOf(o.APIServerPID)
 	began := time.Now()
-	sim := exec.CommandContext(ctx, bin, "sim", "--kubeconfig", kubeconfig, "--nodes", strconv.Itoa(sc.Nodes),
-		"--node-name-prefix", simNodePrefix, "--node-selector", simNodeLabel+"=true",
-		"--node-taints", simNodeLabel+"=true:NoSchedule", "--cluster-stages=false")
-	simLog, err := os.Create(filepath.Join(o.Output, "sim.log"))
+	sim, err := startSim(bin, kubeconfig, sc.Nodes, o.Output)
 	if err != nil {
 		return nil, err
 	}
-	defer simLog.Close()
-	sim.Stdout, sim.Stderr = simLog, simLog
-	if err := sim.Start(); err != nil {
-		return nil, fmt.Errorf("starting the simulator: %w", err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = sim.Wait(); close(exited) }()
 	defer func() {
-		_ = sim.Process.Signal(os.Interrupt)
-		select {
-		case <-exited:
-		case <-time.After(20 * time.Second):
-			_ = sim.Process.Kill()
-			<-exited
-		}
+		sim.stop()
 		fmt.Fprintln(o.Progress, "removing the bench's nodes")
 		_ = clearSim(context.Background(), kube)
 	}()
+	exited := sim.exited
 	peakAnon := &atomic.Int64{}
-	go sample(ctx, sim.Process.Pid, peakAnon)
+	go sample(ctx, sim.pid, peakAnon)
 
 	step := func(what string, counter *atomic.Int64, want int64) (float64, error) {
 		shown := time.Now()
@@ -204,11 +189,11 @@ func RunSimScale(ctx context.Context, cfg *rest.Config, kubeconfig, bin string, 
 	fmt.Fprintf(o.Progress, "%6.1fs  pods gone: all %d\n", res.PodsGoneSeconds, sc.Pods)
 
 	res.Date = time.Now().UTC()
-	if kb, err := procstat.StatusKB(sim.Process.Pid, "VmHWM"); err == nil {
+	if kb, err := procstat.StatusKB(sim.pid, "VmHWM"); err == nil {
 		res.SimPeakRSSMiB = float64(kb) / 1024
 	}
 	res.SimPeakAnonMiB = float64(peakAnon.Load()) / 1024
-	if cpu, err := procstat.CPUSeconds(sim.Process.Pid); err == nil {
+	if cpu, err := procstat.CPUSeconds(sim.pid); err == nil {
 		res.SimCPUSeconds = cpu
 	}
 	if after := cpuOf(o.APIServerPID); cpuBefore != nil && after != nil {
@@ -216,6 +201,42 @@ func RunSimScale(ctx context.Context, cfg *rest.Config, kubeconfig, bin string, 
 		res.APIServerCPUSeconds = &cpu
 	}
 	return res, writeFiles(o.Output, res, SimMarkdown(*res))
+}
+
+// simProcess is a `berth sim` the bench started.
+type simProcess struct {
+	pid    int
+	exited chan struct{}
+	stop   func() // interrupt, then kill after 20s; waits for the exit
+}
+
+// startSim starts `berth sim` for the bench's own pool of nodes, logging to
+// sim.log in the output directory.
+func startSim(bin, kubeconfig string, nodes int, output string) (*simProcess, error) {
+	cmd := exec.Command(bin, "sim", "--kubeconfig", kubeconfig, "--nodes", strconv.Itoa(nodes),
+		"--node-name-prefix", simNodePrefix, "--node-selector", simNodeLabel+"=true",
+		"--node-taints", simNodeLabel+"=true:NoSchedule", "--cluster-stages=false")
+	log, err := os.Create(filepath.Join(output, "sim.log"))
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		log.Close()
+		return nil, fmt.Errorf("starting the simulator: %w", err)
+	}
+	p := &simProcess{pid: cmd.Process.Pid, exited: make(chan struct{})}
+	go func() { _ = cmd.Wait(); log.Close(); close(p.exited) }()
+	p.stop = func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		select {
+		case <-p.exited:
+		case <-time.After(20 * time.Second):
+			_ = cmd.Process.Kill()
+			<-p.exited
+		}
+	}
+	return p, nil
 }
 
 // clearSim deletes the bench's pods and nodes and waits until they are gone.

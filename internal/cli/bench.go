@@ -20,8 +20,11 @@ import (
 	"github.com/berth-dev/berth/internal/controlplane"
 )
 
-// simScale is the simulator's scenario, which has its own runner.
-const simScale = "sim-scale"
+// The scenarios with runners of their own, beside bench.Scenarios.
+const (
+	simScale = "sim-scale"
+	e2eJobs  = "e2e-jobs"
+)
 
 func newBenchCommand() *cobra.Command {
 	var (
@@ -33,7 +36,7 @@ func newBenchCommand() *cobra.Command {
 	for n := range bench.Scenarios {
 		names = append(names, n)
 	}
-	names = append(names, simScale)
+	names = append(names, simScale, e2eJobs)
 	sort.Strings(names)
 	cmd := &cobra.Command{
 		Use:   "bench <scenario>",
@@ -54,8 +57,11 @@ status writes from a client alone, then releases the queues and reports
 admissions per second against it. sim-scale runs its own simulator ('berth
 sim') with 5,000 nodes of its own (labelled and tainted berth.dev/bench-sim),
 then 10,000 pods bound to them until Running, then deletes them, timing each
-step, and removes its nodes at the end. --scale multiplies the workloads, or
-the nodes and pods (0.01 runs in seconds).
+step, and removes its nodes at the end. e2e-jobs sends 2,000 real Jobs of 2
+pods through berth's queue (100 cpu), the Job controller, kube-scheduler and a
+simulator of its own (10 nodes) and reports how long each Job took from
+creation to all its pods Running, by percentile. --scale multiplies the
+workloads, Jobs, or nodes and pods (0.01 runs in seconds).
 
 Each run first deletes the objects of the last one (labelled berth.dev/bench).
 Against a berth instance it also reports kube-apiserver CPU seconds per
@@ -66,7 +72,7 @@ workload and the controller's peak RSS. See docs/benchmarks.md.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			scenario, ok := bench.Scenarios[args[0]]
-			if !ok && args[0] != simScale {
+			if !ok && args[0] != simScale && args[0] != e2eJobs {
 				return fmt.Errorf("unknown scenario %q; scenarios: %s", args[0], strings.Join(names, ", "))
 			}
 			if o.Scale <= 0 {
@@ -109,14 +115,22 @@ workload and the controller's peak RSS. See docs/benchmarks.md.`,
 			ctrllog.SetLogger(logr.Discard())
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			if args[0] == simScale {
-				self, err := os.Executable()
-				if err != nil {
-					return err
-				}
+			self, err := os.Executable()
+			if err != nil {
+				return err
+			}
+			switch args[0] {
+			case simScale:
 				res, err := bench.RunSimScale(ctx, cfg, kubeconfig, self, bench.SimScaleAt(o.Scale), o.Scale, o)
 				if res != nil {
 					fmt.Fprintln(cmd.OutOrStdout(), bench.SimMarkdown(*res))
+					fmt.Fprintf(cmd.OutOrStdout(), "results in %s\n", o.Output)
+				}
+				return err
+			case e2eJobs:
+				res, err := bench.RunE2EJobs(ctx, cfg, kubeconfig, self, bench.E2EJobsAt(o.Scale), o.Scale, o)
+				if res != nil {
+					fmt.Fprintln(cmd.OutOrStdout(), bench.JobMarkdown(*res))
 					fmt.Fprintf(cmd.OutOrStdout(), "results in %s\n", o.Output)
 				}
 				return err

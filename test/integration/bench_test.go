@@ -33,7 +33,7 @@ func TestBenchScenariosSmoke(t *testing.T) {
 	for name := range bench.Scenarios {
 		names = append(names, name)
 	}
-	names = append(names, "sim-scale")
+	names = append(names, "sim-scale", "e2e-jobs")
 	sort.Strings(names)
 	for _, name := range names {
 		t.Run(name, func(t *testing.T) {
@@ -51,8 +51,12 @@ func TestBenchScenariosSmoke(t *testing.T) {
 			if err := json.Unmarshal(data, &r); err != nil {
 				t.Fatalf("results.json: %v\n%s", err, data)
 			}
-			if name == "sim-scale" {
+			switch name {
+			case "sim-scale":
 				checkSimScale(t, data)
+				return
+			case "e2e-jobs":
+				checkE2EJobs(t, data)
 				return
 			}
 			s := bench.Scenarios[name](0.01)
@@ -105,5 +109,22 @@ func checkSimScale(t *testing.T, data []byte) {
 	}
 	if len(nodes.Items) != 0 {
 		t.Errorf("%d of the bench's nodes left behind", len(nodes.Items))
+	}
+}
+
+// checkE2EJobs: every Job's pods ran and succeeded, and each Job's start was
+// measured.
+func checkE2EJobs(t *testing.T, data []byte) {
+	var r bench.JobResults
+	if err := json.Unmarshal(data, &r); err != nil {
+		t.Fatalf("results.json: %v\n%s", err, data)
+	}
+	want := bench.E2EJobsAt(0.01)
+	if r.Jobs != want.Jobs || r.Started != want.Jobs || r.Succeeded != want.Jobs {
+		t.Errorf("%d Jobs, %d started, %d succeeded; want %d of each", r.Jobs, r.Started, r.Succeeded, want.Jobs)
+	}
+	if r.StartP50 <= 0 || r.StartMax < r.StartP99 || r.StartP99 < r.StartP50 || r.WallSeconds < r.LowerBoundSeconds {
+		t.Errorf("start p50 %.2fs, p99 %.2fs, max %.2fs, wall %.2fs against bound %.2fs: inconsistent",
+			r.StartP50, r.StartP99, r.StartMax, r.WallSeconds, r.LowerBoundSeconds)
 	}
 }
