@@ -3,9 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
-	"io"
 	"math"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -105,17 +103,8 @@ const jobsQueue = "bench-jobs"
 // RunE2EJobs runs the e2e-jobs scenario with a `berth sim` (binary bin) of
 // its own for the nodes, and removes those nodes at the end.
 func RunE2EJobs(ctx context.Context, cfg *rest.Config, kubeconfig, bin string, e E2EJobs, scale float64, o Options) (*JobResults, error) {
-	if o.Progress == nil {
-		o.Progress = io.Discard
-	}
-	if o.Timeout == 0 {
-		o.Timeout = time.Hour
-	}
-	if o.ProgressEvery == 0 {
-		o.ProgressEvery = 2 * time.Second
-	}
-	if err := os.MkdirAll(o.Output, 0o755); err != nil {
-		return nil, fmt.Errorf("output directory: %w", err)
+	if err := o.prepare(); err != nil {
+		return nil, err
 	}
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = 1000, 2000
@@ -200,22 +189,7 @@ func RunE2EJobs(ctx context.Context, cfg *rest.Config, kubeconfig, bin string, e
 	}); err != nil {
 		return nil, fmt.Errorf("creating Jobs: %w", err)
 	}
-	tick := time.NewTicker(o.ProgressEvery)
-	defer tick.Stop()
-	var runErr error
-loop:
-	for {
-		select {
-		case <-w.done:
-			break loop
-		case <-tick.C:
-			fmt.Fprintln(o.Progress, w.progress())
-		case <-ctx.Done():
-			runErr = fmt.Errorf("%w: %s", ctx.Err(), w.progress())
-			break loop
-		}
-	}
-	fmt.Fprintln(o.Progress, w.progress())
+	runErr := await(ctx, w.done, w.progress, o)
 	res := w.results(e)
 	res.Scale, res.Date, res.Version = scale, time.Now().UTC(), version()
 	if after := cpuOf(o.APIServerPID); cpuBefore != nil && after != nil {

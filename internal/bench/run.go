@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"encoding/json"
+	"errors"
 
 	"fmt"
 	"io"
@@ -46,8 +47,8 @@ type Options struct {
 	APIServerPID, ControllerPID int
 }
 
-// Run runs a scenario against the cluster and writes its results.
-func Run(ctx context.Context, cfg *rest.Config, s Scenario, o Options) (*Results, error) {
+// prepare fills in the defaults and makes the output directory.
+func (o *Options) prepare() error {
 	if o.Progress == nil {
 		o.Progress = io.Discard
 	}
@@ -58,7 +59,35 @@ func Run(ctx context.Context, cfg *rest.Config, s Scenario, o Options) (*Results
 		o.Timeout = time.Hour
 	}
 	if err := os.MkdirAll(o.Output, 0o755); err != nil {
-		return nil, fmt.Errorf("output directory: %w", err)
+		return fmt.Errorf("output directory: %w", err)
+	}
+	return nil
+}
+
+// await shows progress every o.ProgressEvery until done closes or ctx ends.
+func await(ctx context.Context, done <-chan struct{}, progress func() string, o Options) error {
+	tick := time.NewTicker(o.ProgressEvery)
+	defer tick.Stop()
+	defer func() { fmt.Fprintln(o.Progress, progress()) }()
+	for {
+		select {
+		case <-done:
+			return nil
+		case <-tick.C:
+			fmt.Fprintln(o.Progress, progress())
+		case <-ctx.Done():
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return fmt.Errorf("timed out after %s: %s", o.Timeout, progress())
+			}
+			return ctx.Err()
+		}
+	}
+}
+
+// Run runs a scenario against the cluster and writes its results.
+func Run(ctx context.Context, cfg *rest.Config, s Scenario, o Options) (*Results, error) {
+	if err := o.prepare(); err != nil {
+		return nil, err
 	}
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = 1000, 2000
@@ -145,27 +174,9 @@ func Run(ctx context.Context, cfg *rest.Config, s Scenario, o Options) (*Results
 		go func() { defer wg.Done(); submit(ctx, c, plan, t, o.Progress) }()
 	}
 
-	deadline := time.NewTimer(o.Timeout)
-	defer deadline.Stop()
-	tick := time.NewTicker(o.ProgressEvery)
-	defer tick.Stop()
-	var runErr error
-loop:
-	for {
-		select {
-		case <-t.done:
-			break loop
-		case <-tick.C:
-			fmt.Fprintln(o.Progress, t.progress())
-		case <-deadline.C:
-			runErr = fmt.Errorf("timed out after %s: %s", o.Timeout, t.progress())
-			break loop
-		case <-ctx.Done():
-			runErr = ctx.Err()
-			break loop
-		}
-	}
-	fmt.Fprintln(o.Progress, t.progress())
+	waitCtx, stopWaiting := context.WithTimeout(ctx, o.Timeout)
+	runErr := await(waitCtx, t.done, t.progress, o)
+	stopWaiting()
 	cancel()
 
 	res := Summarize(&s, o.Scale, t.records(), s.LowerBound(plan))

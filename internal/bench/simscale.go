@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"os/exec"
@@ -84,17 +83,8 @@ const (
 // kubeconfig with its own pool of nodes, times the three steps, and removes
 // the nodes it made.
 func RunSimScale(ctx context.Context, cfg *rest.Config, kubeconfig, bin string, sc SimScale, scale float64, o Options) (*SimResults, error) {
-	if o.Progress == nil {
-		o.Progress = io.Discard
-	}
-	if o.Timeout == 0 {
-		o.Timeout = time.Hour
-	}
-	if o.ProgressEvery == 0 {
-		o.ProgressEvery = 2 * time.Second
-	}
-	if err := os.MkdirAll(o.Output, 0o755); err != nil {
-		return nil, fmt.Errorf("output directory: %w", err)
+	if err := o.prepare(); err != nil {
+		return nil, err
 	}
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = 5000, 5000
