@@ -86,7 +86,10 @@ func (a *Allocator) ReleasePod(node, uid string) {
 	if !ok {
 		return
 	}
-	r := a.nodes[i]
+	r, ok := a.nodes[i]
+	if !ok {
+		return // the node has an address but no pod has had one yet
+	}
 	if host, ok := r.byPod[uid]; ok {
 		r.used[host] = false
 		delete(r.byPod, uid)

@@ -94,3 +94,15 @@ func TestReserveKeepsExistingAddresses(t *testing.T) {
 		t.Errorf("reserving the same address again: %v", err)
 	}
 }
+
+// Pods are released as the simulator first sees them finished, which can be
+// before any pod on their node was given an address.
+func TestReleaseBeforeAnyPodAddress(t *testing.T) {
+	a := New()
+	a.NodeIP("n1")
+	a.ReleasePod("n1", "never-had-one")
+	a.ReleasePod("unknown-node", "p")
+	if ip := a.PodIP("n1", "p1"); ip == "" {
+		t.Error("no address after releasing unknown pods")
+	}
+}
