@@ -62,7 +62,7 @@ type cqQueue struct {
 	strategy     core.QueueingStrategy
 	aging        *core.Aging
 	nextAging    time.Time // when aged priorities are next brought up to date
-	heap         entryHeap
+	heap         entryHeap[queueOrder]
 	inadmissible map[string]*entry
 	inFlight     int
 	// blocked: a StrictFIFO head did not fit; nothing is handed out until
@@ -77,7 +77,7 @@ type Manager struct {
 	entries map[string]*entry            // by workload key
 	byLQ    map[string]map[string]*entry // by LocalQueue, then workload key
 	parked  map[string]*entry            // by workload key
-	held    backoffHeap                  // evicted workloads waiting out their backoff
+	held    entryHeap[backoffOrder]      // evicted workloads waiting out their backoff
 	changed map[string]bool              // keys whose pending reason changed
 	clock   clock.PassiveClock
 }
@@ -516,53 +516,41 @@ func aged(a *core.Aging, w *core.Workload, now time.Time) int32 {
 	return int32(min(int64(a.Cap), steps*int64(a.Step)))
 }
 
-// backoffHeap orders held-back entries by the end of their backoff.
-type backoffHeap []*entry
+// entryHeap is a container/heap of entries in the order O gives; each entry
+// keeps its index, so it can be removed from the middle.
+type entryHeap[O interface{ less(a, b *entry) bool }] []*entry
 
-func (h backoffHeap) Len() int           { return len(h) }
-func (h backoffHeap) Less(i, j int) bool { return h[i].w.NotBefore.Before(h[j].w.NotBefore) }
-func (h backoffHeap) Swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].index = i
-	h[j].index = j
-}
-func (h *backoffHeap) Push(x any) {
-	e := x.(*entry)
-	e.index = len(*h)
-	*h = append(*h, e)
-}
-func (h *backoffHeap) Pop() any {
-	old := *h
-	n := len(old)
-	e := old[n-1]
-	old[n-1] = nil
-	e.index = -1
-	*h = old[:n-1]
-	return e
-}
+// queueOrder puts a nominated preemptor first, then orders by core.Before.
+type queueOrder struct{}
 
-// entryHeap orders a queue's entries: a nominated preemptor first, then by
-// core.Before.
-type entryHeap []*entry
-
-func (h entryHeap) Len() int { return len(h) }
-func (h entryHeap) Less(i, j int) bool {
-	if h[i].w.Nominated != h[j].w.Nominated {
-		return h[i].w.Nominated
+func (queueOrder) less(a, b *entry) bool {
+	if a.w.Nominated != b.w.Nominated {
+		return a.w.Nominated
 	}
-	return core.Before(h[i].w, h[j].w)
+	return core.Before(a.w, b.w)
 }
-func (h entryHeap) Swap(i, j int) {
+
+// backoffOrder orders held-back entries by the end of their backoff.
+type backoffOrder struct{}
+
+func (backoffOrder) less(a, b *entry) bool { return a.w.NotBefore.Before(b.w.NotBefore) }
+
+func (h entryHeap[O]) Len() int { return len(h) }
+func (h entryHeap[O]) Less(i, j int) bool {
+	var o O
+	return o.less(h[i], h[j])
+}
+func (h entryHeap[O]) Swap(i, j int) {
 	h[i], h[j] = h[j], h[i]
 	h[i].index = i
 	h[j].index = j
 }
-func (h *entryHeap) Push(x any) {
+func (h *entryHeap[O]) Push(x any) {
 	e := x.(*entry)
 	e.index = len(*h)
 	*h = append(*h, e)
 }
-func (h *entryHeap) Pop() any {
+func (h *entryHeap[O]) Pop() any {
 	old := *h
 	n := len(old)
 	e := old[n-1]
