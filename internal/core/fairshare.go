@@ -186,15 +186,7 @@ func (c *Cluster) fairTargets(w *Workload, a *Assignment, q *cqNode, cands []*Ad
 			return nil
 		}
 	}
-	for i := len(removed) - 2; i >= 0; i-- {
-		c.insert(removed[i])
-		if c.fitsWithout(a, q, true) {
-			removed = slices.Delete(removed, i, i+1)
-			victims = slices.Delete(victims, i, i+1)
-		} else {
-			c.remove(removed[i])
-		}
-	}
+	removed, victims = c.fillBack(a, q, true, removed, victims)
 	return victims
 }
 

@@ -199,8 +199,15 @@ func (c *Cluster) minimal(a *Assignment, q *cqNode, needed map[FlavorResource]bo
 	if !fits {
 		return nil
 	}
-	// Put back what is not needed, newest removal first; the last one
-	// removed is what made it fit, so it stays.
+	removed, victims = c.fillBack(a, q, allowBorrowing, removed, victims)
+	return victims
+}
+
+// fillBack puts back the removed workloads that are not needed for a to
+// fit, newest removal first, and returns the workloads still removed and
+// their victims. The last one removed is what made it fit, so it stays.
+// removed[i] is victims[i].
+func (c *Cluster) fillBack(a *Assignment, q *cqNode, allowBorrowing bool, removed []*Admitted, victims []Victim) ([]*Admitted, []Victim) {
 	for i := len(removed) - 2; i >= 0; i-- {
 		c.insert(removed[i])
 		if c.fitsWithout(a, q, allowBorrowing) {
@@ -210,7 +217,7 @@ func (c *Cluster) minimal(a *Assignment, q *cqNode, needed map[FlavorResource]bo
 			c.remove(removed[i])
 		}
 	}
-	return victims
+	return removed, victims
 }
 
 // fitsWithout reports whether the assignment fits now, optionally without
