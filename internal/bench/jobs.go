@@ -182,14 +182,16 @@ func RunE2EJobs(ctx context.Context, cfg *rest.Config, kubeconfig, bin string, e
 	cpuBefore := cpuOf(o.APIServerPID)
 	fmt.Fprintf(o.Progress, "creating %d Jobs of %d pods\n", e.Jobs, e.Parallelism)
 	w.start = time.Now()
+	tl := startTimeline(ctx, w.start, layout([]string{"pods of the bench's Jobs"}, "created (admitted)", "running", "succeeded"), w.counts)
 	if err := parallel(e.Jobs, 16, func(i int) error {
 		name := "job-" + strconv.Itoa(i)
-		w.created(name)
+		w.jobCreated(name)
 		return c.Create(ctx, benchJob(name, e))
 	}); err != nil {
 		return nil, fmt.Errorf("creating Jobs: %w", err)
 	}
 	runErr := await(ctx, w.done, w.progress, o)
+	ch := tl.stop(fmt.Sprintf("berth bench e2e-jobs, scale %g", scale))
 	res := w.results(e)
 	res.Scale, res.Date, res.Version = scale, time.Now().UTC(), version()
 	if after := cpuOf(o.APIServerPID); cpuBefore != nil && after != nil {
@@ -202,7 +204,7 @@ func RunE2EJobs(ctx context.Context, cfg *rest.Config, kubeconfig, bin string, e
 			res.ControllerPeakRSSMiB = &mib
 		}
 	}
-	if err := writeFiles(o.Output, res, JobMarkdown(*res)); err != nil {
+	if err := writeFiles(o.Output, res, JobMarkdown(*res), ch); err != nil {
 		return res, err
 	}
 	return res, runErr
@@ -263,6 +265,8 @@ type jobWatch struct {
 	running           map[string]map[string]bool // job -> pods seen Running
 	startedAt         map[string]time.Duration
 	succeeded         map[string]bool // pods
+	created           map[string]bool // pods seen; Jobs have pods once admitted
+	ran               int             // pods seen Running, or done
 	last              time.Duration
 	done              chan struct{}
 }
@@ -270,10 +274,10 @@ type jobWatch struct {
 func newJobWatch(e E2EJobs) *jobWatch {
 	return &jobWatch{parallelism: e.Parallelism, pods: e.Jobs * e.Parallelism, createdAt: map[string]time.Duration{},
 		running: map[string]map[string]bool{}, startedAt: map[string]time.Duration{}, succeeded: map[string]bool{},
-		done: make(chan struct{})}
+		created: map[string]bool{}, done: make(chan struct{})}
 }
 
-func (w *jobWatch) created(job string) {
+func (w *jobWatch) jobCreated(job string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.createdAt[job] = time.Since(w.start)
@@ -288,12 +292,16 @@ func (w *jobWatch) pod(obj any) {
 	job := p.Labels[batchv1.JobNameLabel]
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.created[p.Name] = true
 	switch p.Status.Phase {
 	case corev1.PodRunning, corev1.PodSucceeded:
 		if w.running[job] == nil {
 			w.running[job] = map[string]bool{}
 		}
-		w.running[job][p.Name] = true
+		if !w.running[job][p.Name] {
+			w.running[job][p.Name] = true
+			w.ran++
+		}
 		if _, ok := w.startedAt[job]; !ok && len(w.running[job]) == w.parallelism {
 			w.startedAt[job] = now
 		}
@@ -305,6 +313,13 @@ func (w *jobWatch) pod(obj any) {
 			close(w.done)
 		}
 	}
+}
+
+// counts are the pods created, running now, and succeeded.
+func (w *jobWatch) counts() []float64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return []float64{float64(len(w.created)), float64(w.ran - len(w.succeeded)), float64(len(w.succeeded))}
 }
 
 func (w *jobWatch) progress() string {

@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
+	"github.com/berth-dev/berth/internal/chart"
 	"github.com/berth-dev/berth/internal/controller"
 	"github.com/berth-dev/berth/internal/procstat"
 	"github.com/berth-dev/berth/internal/workload"
@@ -38,7 +39,7 @@ const Label = "berth.dev/bench"
 // Options tunes Run.
 type Options struct {
 	Scale    float64
-	Output   string    // directory for results.json and summary.md
+	Output   string    // directory for results.json, summary.md, chart.png and chart.csv
 	Progress io.Writer // a line every ProgressEvery; default io.Discard
 	// ProgressEvery defaults to 2s; Timeout (for all workloads to finish)
 	// to an hour.
@@ -157,6 +158,11 @@ func Run(ctx context.Context, cfg *rest.Config, s Scenario, o Options) (*Results
 	cpuBefore := cpuOf(o.APIServerPID)
 	fmt.Fprintf(o.Progress, "submitting %d workloads over %.1fs\n", len(plan), plan[len(plan)-1].At.Seconds())
 	t.start = time.Now()
+	var classes []string
+	for _, c := range s.Classes {
+		classes = append(classes, c.Name)
+	}
+	tl := startTimeline(ctx, t.start, layout(classes, chartSeries...), func() []float64 { return t.counts(classes) })
 	var raw float64
 	if s.Held {
 		submit(ctx, c, plan, t, o.Progress)
@@ -178,6 +184,7 @@ func Run(ctx context.Context, cfg *rest.Config, s Scenario, o Options) (*Results
 	runErr := await(waitCtx, t.done, t.progress, o)
 	stopWaiting()
 	cancel()
+	ch := tl.stop(fmt.Sprintf("berth bench %s, scale %g: workloads per class", s.Name, o.Scale))
 
 	res := Summarize(&s, o.Scale, t.records(), s.LowerBound(plan))
 	res.Date, res.Version = time.Now().UTC(), version()
@@ -211,7 +218,7 @@ func Run(ctx context.Context, cfg *rest.Config, s Scenario, o Options) (*Results
 			res.ControllerPeakRSSMiB = &mib
 		}
 	}
-	if err := write(o.Output, res); err != nil {
+	if err := writeFiles(o.Output, res, Markdown(res), ch); err != nil {
 		return &res, err
 	}
 	return &res, runErr
@@ -228,10 +235,8 @@ func cpuOf(pid int) *float64 {
 	return &v
 }
 
-func write(dir string, r Results) error { return writeFiles(dir, r, Markdown(r)) }
-
-// writeFiles writes results.json and summary.md.
-func writeFiles(dir string, results any, summary string) error {
+// writeFiles writes results.json, summary.md, chart.png and chart.csv.
+func writeFiles(dir string, results any, summary string, ch chart.Chart) error {
 	data, err := json.MarshalIndent(results, "", "  ")
 	if err != nil {
 		return err
@@ -239,7 +244,10 @@ func writeFiles(dir string, results any, summary string) error {
 	if err := os.WriteFile(filepath.Join(dir, "results.json"), append(data, '\n'), 0o644); err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(dir, "summary.md"), []byte(summary), 0o644)
+	if err := os.WriteFile(filepath.Join(dir, "summary.md"), []byte(summary), 0o644); err != nil {
+		return err
+	}
+	return chart.WriteFiles(filepath.Join(dir, "chart"), ch)
 }
 
 // version is the commit berth was built from, when the build knows it.
@@ -441,13 +449,18 @@ type tracker struct {
 	mu    sync.Mutex
 	state map[string]*tracked
 	order []string
-	// counts for progress
+	// counts for progress, and by class for the chart
 	nCreated, nAdmitted, nFinished, nEvicted int
+	byClass                                  map[string]*classCounts
 	done                                     chan struct{}
 	endAtAdmission                           bool            // done once all are admitted; nothing is finished
 	released                                 time.Duration   // when held queues were released
 	stopped                                  <-chan struct{} // the run is over
 }
+
+// classCounts are a class's workloads ever admitted, holding quota now,
+// and finished.
+type classCounts struct{ admitted, running, finished int }
 
 type tracked struct {
 	rec      Record
@@ -457,10 +470,13 @@ type tracked struct {
 }
 
 func newTracker(plan []Planned) *tracker {
-	t := &tracker{state: map[string]*tracked{}, done: make(chan struct{})}
+	t := &tracker{state: map[string]*tracked{}, byClass: map[string]*classCounts{}, done: make(chan struct{})}
 	for _, p := range plan {
 		t.state[p.Name] = &tracked{rec: Record{Name: p.Name, Class: p.Class.Name}, runtime: p.Class.Runtime}
 		t.order = append(t.order, p.Name)
+		if t.byClass[p.Class.Name] == nil {
+			t.byClass[p.Class.Name] = &classCounts{}
+		}
 	}
 	return t
 }
@@ -484,10 +500,15 @@ func (t *tracker) observe(wl *berthv1.Workload, finish chan<- finishing) {
 	if !ok || st.rec.WasFinished {
 		return
 	}
+	counts := t.byClass[st.rec.Class]
 	switch {
 	case finished:
 		st.rec.WasFinished, st.rec.Finished = true, now
+		if st.admitted {
+			counts.running--
+		}
 		st.admitted = false
+		counts.finished++
 		t.nFinished++
 		if t.nFinished == len(t.state) {
 			close(t.done)
@@ -495,8 +516,10 @@ func (t *tracker) observe(wl *berthv1.Workload, finish chan<- finishing) {
 	case admitted && !st.admitted:
 		st.admitted = true
 		st.epoch++
+		counts.running++
 		if !st.rec.WasAdmitted {
 			st.rec.WasAdmitted, st.rec.Admitted = true, now
+			counts.admitted++
 			t.nAdmitted++
 		}
 		if t.endAtAdmission {
@@ -514,6 +537,7 @@ func (t *tracker) observe(wl *berthv1.Workload, finish chan<- finishing) {
 		})
 	case !admitted && st.admitted:
 		st.admitted = false
+		counts.running--
 		st.epoch++ // the scheduled finish no longer applies
 		st.rec.Evictions++
 		t.nEvicted++
@@ -561,6 +585,24 @@ func (t *tracker) progress() string {
 	defer t.mu.Unlock()
 	return fmt.Sprintf("%6.1fs  created %d/%d  admitted %d  finished %d  evictions %d",
 		time.Since(t.start).Seconds(), t.nCreated, len(t.state), t.nAdmitted, t.nFinished, t.nEvicted)
+}
+
+// chartSeries names what counts gives of each class.
+var chartSeries = []string{"admitted", "running", "finished"}
+
+// counts gives each class's chartSeries, in the order of classes.
+func (t *tracker) counts(classes []string) []float64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]float64, 0, 3*len(classes))
+	for _, name := range classes {
+		c := t.byClass[name]
+		if c == nil {
+			c = &classCounts{}
+		}
+		out = append(out, float64(c.admitted), float64(c.running), float64(c.finished))
+	}
+	return out
 }
 
 func (t *tracker) records() []Record {

@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/berth-dev/berth/internal/chart"
 	"github.com/berth-dev/berth/internal/procstat"
 )
 
@@ -112,6 +113,9 @@ func RunSimScale(ctx context.Context, cfg *rest.Config, kubeconfig, bin string, 
 	if err != nil {
 		return nil, err
 	}
+	tl := startTimeline(ctx, began, []chart.Panel{{Title: "the bench's nodes", Series: []chart.Series{{Name: "Ready"}}},
+		{Title: "the bench's pods", Series: []chart.Series{{Name: "Running"}}}},
+		func() []float64 { return []float64{float64(nodes.Load()), float64(pods.Load())} })
 	defer func() {
 		sim.stop()
 		fmt.Fprintln(o.Progress, "removing the bench's nodes")
@@ -190,7 +194,8 @@ func RunSimScale(ctx context.Context, cfg *rest.Config, kubeconfig, bin string, 
 		cpu := *after - *cpuBefore
 		res.APIServerCPUSeconds = &cpu
 	}
-	return res, writeFiles(o.Output, res, SimMarkdown(*res))
+	ch := tl.stop(fmt.Sprintf("berth bench sim-scale, scale %g", scale))
+	return res, writeFiles(o.Output, res, SimMarkdown(*res), ch)
 }
 
 // simProcess is a `berth sim` the bench started.

@@ -43,7 +43,9 @@ func newBenchCommand() *cobra.Command {
 		Short: "Run a benchmark scenario and write its results",
 		Long: `Run a benchmark scenario against a berth instance (--name/--data-dir, as
 'berth up' started it) or any cluster running berth's controller (--kubeconfig),
-and write results.json and summary.md into the output directory.
+and write results.json, summary.md, chart.png (counts over time: per class,
+admitted, running and finished) and chart.csv (the chart's data) into the
+output directory.
 
 Scenarios: ` + strings.Join(names, ", ") + `. baseline has the shape of Kueue's
 scheduler performance test: 5 cohorts of 6 ClusterQueues of 20 cpu, 15,000
@@ -148,7 +150,7 @@ workload and the controller's peak RSS. See docs/benchmarks.md.`,
 	f := cmd.Flags()
 	f.StringVar(&kubeconfig, "kubeconfig", "", "run against this cluster instead of a berth instance")
 	f.Float64Var(&o.Scale, "scale", 1, "multiply the scenario's workloads by this (0.01 runs in seconds)")
-	f.StringVar(&o.Output, "output", "", "directory for results.json and summary.md (default berth-bench/<scenario>-<time>)")
+	f.StringVar(&o.Output, "output", "", "directory for the results and the chart (default berth-bench/<scenario>-<time>)")
 	f.DurationVar(&o.Timeout, "timeout", time.Hour, "give up if the workloads have not all finished by then")
 	return cmd
 }

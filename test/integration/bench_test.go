@@ -1,11 +1,15 @@
 package integration
 
 import (
+	"bytes"
+	"encoding/csv"
 	"encoding/json"
+	"image/png"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -54,17 +58,38 @@ func TestBenchScenariosSmoke(t *testing.T) {
 			switch name {
 			case "sim-scale":
 				checkSimScale(t, data)
+				want := bench.SimScaleAt(0.01)
+				// The pods were Running and are gone; the nodes stay Ready.
+				checkChart(t, out, map[string]float64{"the bench's nodes/Ready": float64(want.Nodes),
+					"the bench's pods/Running": 0})
 				return
 			case "e2e-jobs":
 				checkE2EJobs(t, data)
+				want := bench.E2EJobsAt(0.01)
+				pods := float64(want.Jobs * want.Parallelism)
+				checkChart(t, out, map[string]float64{"pods of the bench's Jobs/created (admitted)": pods,
+					"pods of the bench's Jobs/running": 0, "pods of the bench's Jobs/succeeded": pods})
 				return
 			}
 			s := bench.Scenarios[name](0.01)
 			want := len(s.Plan())
 			admitted := 0
+			perClass := map[string]int{}
+			for _, p := range s.Plan() {
+				perClass[p.Class.Name]++
+			}
+			wantLast := map[string]float64{}
 			for _, c := range r.Classes {
 				admitted += c.Count
+				wantLast[c.Name+"/admitted"] = float64(perClass[c.Name])
+				if s.Held { // admitted and holding quota at the end
+					wantLast[c.Name+"/running"] = float64(perClass[c.Name])
+				} else {
+					wantLast[c.Name+"/running"] = 0
+					wantLast[c.Name+"/finished"] = float64(perClass[c.Name])
+				}
 			}
+			checkChart(t, out, wantLast)
 			if r.Workloads != want || admitted != want {
 				t.Errorf("%d workloads, %d admitted across classes %+v; want %d", r.Workloads, admitted, r.Classes, want)
 			}
@@ -84,6 +109,40 @@ func TestBenchScenariosSmoke(t *testing.T) {
 				t.Error(err)
 			}
 		})
+	}
+}
+
+// checkChart: the run drew its chart, and the chart's data ends where the
+// run did: the last sample of each named series is the count it should be.
+func checkChart(t *testing.T, dir string, wantLast map[string]float64) {
+	f, err := os.Open(filepath.Join(dir, "chart.png"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := png.Decode(f); err != nil {
+		t.Fatalf("chart.png: %v", err)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "chart.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := csv.NewReader(bytes.NewReader(data)).ReadAll()
+	if err != nil {
+		t.Fatalf("chart.csv: %v", err)
+	}
+	last := map[string]float64{}
+	for _, r := range rows[1:] {
+		v, err := strconv.ParseFloat(r[3], 64)
+		if err != nil {
+			t.Fatalf("chart.csv row %v: %v", r, err)
+		}
+		last[r[0]+"/"+r[1]] = v
+	}
+	for k, want := range wantLast {
+		if got, ok := last[k]; !ok || got != want {
+			t.Errorf("chart.csv: %s ends at %v (present %v), want %v", k, got, ok, want)
+		}
 	}
 }
 

@@ -1,0 +1,90 @@
+package bench
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	berthv1 "github.com/berth-dev/berth/api/v1beta1"
+)
+
+// The chart's counts follow a workload through admission, eviction,
+// readmission and finish: admitted counts it once, running while it holds
+// quota, finished at the end.
+func TestTrackerCountsByClass(t *testing.T) {
+	plan := []Planned{{Name: "a", Class: &Class{Name: "small", Runtime: time.Hour}},
+		{Name: "b", Class: &Class{Name: "large", Runtime: time.Hour}}}
+	tr := newTracker(plan)
+	tr.start = time.Now()
+	stopped := make(chan struct{})
+	defer close(stopped)
+	tr.stopped = stopped
+	finish := make(chan finishing, 8)
+	wl := func(name string, conds ...string) *berthv1.Workload {
+		w := &berthv1.Workload{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		for _, c := range conds {
+			meta.SetStatusCondition(&w.Status.Conditions, metav1.Condition{Type: c, Status: metav1.ConditionTrue, Reason: "Test"})
+		}
+		return w
+	}
+	classes := []string{"small", "large"}
+	steps := []struct {
+		wl   *berthv1.Workload
+		want []float64 // small admitted, running, finished; large the same
+	}{
+		{wl("a"), []float64{0, 0, 0, 0, 0, 0}},
+		{wl("a", berthv1.WorkloadAdmitted), []float64{1, 1, 0, 0, 0, 0}},
+		{wl("a"), []float64{1, 0, 0, 0, 0, 0}}, // evicted
+		{wl("a", berthv1.WorkloadAdmitted), []float64{1, 1, 0, 0, 0, 0}},
+		{wl("b", berthv1.WorkloadAdmitted), []float64{1, 1, 0, 1, 1, 0}},
+		{wl("a", berthv1.WorkloadAdmitted, berthv1.WorkloadFinished), []float64{1, 0, 1, 1, 1, 0}},
+		{wl("a", berthv1.WorkloadAdmitted, berthv1.WorkloadFinished), []float64{1, 0, 1, 1, 1, 0}}, // seen again
+	}
+	for i, s := range steps {
+		tr.observe(s.wl, finish)
+		got := tr.counts(classes)
+		for j := range s.want {
+			if got[j] != s.want[j] {
+				t.Fatalf("step %d: counts %v, want %v", i, got, s.want)
+			}
+		}
+	}
+}
+
+func TestTimelineSamplesUntilStopped(t *testing.T) {
+	n := 0.0
+	read := func() []float64 { n++; return []float64{n, 10 * n, 100 * n} }
+	tl := startTimeline(context.Background(), time.Now(), layout([]string{"p", "q"}, "x", "y"), read)
+	c := tl.stop("title")
+	again := tl.stop("title")
+	if c.Title != "title" || len(c.Panels) != 2 || c.Panels[1].Title != "q" || c.Panels[0].Series[1].Name != "y" {
+		t.Fatalf("chart %+v does not follow the layout", c)
+	}
+	first := c.Panels[0].Series[0].Points
+	if len(first) < 2 {
+		t.Fatalf("%d samples; want the first and a last one at stop", len(first))
+	}
+	if len(again.Panels[0].Series[0].Points) != len(first) {
+		t.Errorf("a second stop sampled again")
+	}
+	last := first[len(first)-1]
+	if last.Y != n {
+		t.Errorf("last sample %v, want the value read at stop, %v", last.Y, n)
+	}
+	// Each value goes to its own series, panel by panel; a fourth series
+	// had no value and stays empty.
+	if got := c.Panels[1].Series[0].Points[len(first)-1].Y; got != 100*n {
+		t.Errorf("panel q, series x: %v, want %v", got, 100*n)
+	}
+	if pts := c.Panels[1].Series[1].Points; len(pts) != 0 {
+		t.Errorf("panel q, series y has %d points with no values read for it", len(pts))
+	}
+	for i := 1; i < len(first); i++ {
+		if first[i].X < first[i-1].X {
+			t.Fatalf("time goes back: %v", first)
+		}
+	}
+}
