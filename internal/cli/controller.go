@@ -44,6 +44,7 @@ throughput long before the API server is busy.`,
 	f.StringVar(&o.Namespace, "namespace", o.Namespace, "namespace for the webhook certificate Secret and the leader-election lease")
 	f.StringVar(&o.MetricsAddr, "metrics-bind-address", o.MetricsAddr, "address for /metrics (0 disables)")
 	f.StringVar(&o.HealthAddr, "health-probe-bind-address", o.HealthAddr, "address for /healthz and /readyz")
+	f.StringVar(&o.PprofAddr, "pprof-bind-address", o.PprofAddr, "address for Go's /debug/pprof profiles (default off)")
 	f.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "elect a leader, so replicas can run for availability")
 	f.StringVar(&o.WebhookHost, "webhook-host", o.WebhookHost, "address the webhook server listens on (default all)")
 	f.IntVar(&o.WebhookPort, "webhook-port", o.WebhookPort, "port the webhook server listens on")

@@ -37,6 +37,8 @@ type upOptions struct {
 	pool     poolFlags
 	// simArgs are the pool flags set on the command line, for the simulator.
 	simArgs []string
+	// controllerFlags go to `berth controller` as they are.
+	controllerFlags []string
 }
 
 func newUpCommand() *cobra.Command {
@@ -97,6 +99,8 @@ the control plane keeps running afterwards. It implies --nodes 4 unless
 	cmd.Flags().BoolVar(&o.demo, "demo", false, "once up, run the example queues and Jobs and show each queue until they finish")
 	cmd.Flags().IntVar(&o.port, "port", 0, "kube-apiserver port on 127.0.0.1 (0: the previous run's port if free, else any free port)")
 	cmd.Flags().BoolVar(&o.noFsync, "etcd-unsafe-no-fsync", false, "run etcd without fsync: faster, but a machine crash may lose recent writes")
+	cmd.Flags().StringArrayVar(&o.controllerFlags, "controller-flag", nil,
+		"a flag for berth's controller, e.g. --controller-flag=--fair-sharing (repeatable; see 'berth controller --help')")
 	cmd.Flags().IntVar(&o.notifyFD, "notify-fd", 0, "internal: file descriptor on which to report start-up to a detaching parent")
 	_ = cmd.Flags().MarkHidden("notify-fd")
 	o.pool.add(cmd.Flags())
@@ -164,6 +168,7 @@ func upForeground(cmd *cobra.Command, o *upOptions, dir string) error {
 	began := time.Now()
 	inst, err := controlplane.Start(ctx, up.Options(up.Config{
 		Name: o.name, DataDir: dir, Port: o.port, Progress: progress, Plan: planOptions(o), SimArgs: o.simArgs,
+		ControllerArgs: o.controllerFlags,
 	}))
 	if err != nil {
 		progress.finish(notice{Error: err.Error()})
@@ -250,6 +255,9 @@ func upDetached(cmd *cobra.Command, o *upOptions, dir string) error {
 		args = append(args, "--etcd-unsafe-no-fsync")
 	}
 	args = append(args, o.simArgs...)
+	for _, f := range o.controllerFlags {
+		args = append(args, "--controller-flag="+f)
+	}
 	child := exec.Command(self, args...)
 	child.Stdout, child.Stderr = logf, logf
 	child.ExtraFiles = []*os.File{w}

@@ -46,7 +46,9 @@ type Options struct {
 	// MetricsAddr serves /metrics ("0" disables it).
 	MetricsAddr string
 	// HealthAddr serves /healthz and /readyz.
-	HealthAddr  string
+	HealthAddr string
+	// PprofAddr serves Go's /debug/pprof ("" or "0" disables it).
+	PprofAddr   string
 	LeaderElect bool
 	// WebhookHost and WebhookPort are where the webhook server listens.
 	WebhookHost string
@@ -120,6 +122,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		Scheme:                  scheme,
 		Metrics:                 metricsserver.Options{BindAddress: o.MetricsAddr},
 		HealthProbeBindAddress:  o.HealthAddr,
+		PprofBindAddress:        o.PprofAddr,
 		LeaderElection:          o.LeaderElect,
 		LeaderElectionID:        "berth-controller",
 		LeaderElectionNamespace: o.Namespace,

@@ -82,11 +82,11 @@ type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 
-// up runs `berth up --detach`, requires exit 0 and returns the kubeconfig path
+// up runs `berth up --detach` with flags, requires exit 0 and returns the kubeconfig path
 // printed on the last line of stdout.
-func (i *instance) up(t *testing.T) string {
+func (i *instance) up(t *testing.T, flags ...string) string {
 	t.Helper()
-	all, stdout, code := i.runSplit(t, "up", "--detach")
+	all, stdout, code := i.runSplit(t, append([]string{"up", "--detach"}, flags...)...)
 	if code != 0 {
 		t.Fatalf("berth up --detach: exit %d\n%s", code, all)
 	}

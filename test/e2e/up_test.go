@@ -6,7 +6,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -92,6 +94,31 @@ func TestTwoInstancesSideBySide(t *testing.T) {
 	out, code := b.run(t, "status")
 	if code != 0 || !strings.Contains(out, "kube-scheduler") {
 		t.Fatalf("status of beta: exit %d\n%s", code, out)
+	}
+}
+
+// --controller-flag reaches berth's controller, through the detached
+// supervisor: here it turns on the controller's profiling endpoint, whose
+// command line shows the flag.
+func TestControllerFlagReachesTheController(t *testing.T) {
+	inst := newInstance(t, "ctlflag")
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	inst.up(t, "--controller-flag=--pprof-bind-address="+addr)
+	defer inst.down(t)
+	resp, err := http.Get("http://" + addr + "/debug/pprof/cmdline")
+	if err != nil {
+		t.Fatalf("the controller serves no profiles at %s: %v", addr, err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK || !bytes.Contains(body, []byte("controller")) ||
+		!bytes.Contains(body, []byte("--pprof-bind-address="+addr)) {
+		t.Fatalf("GET /debug/pprof/cmdline: %s\n%s", resp.Status, body)
 	}
 }
 
