@@ -24,7 +24,6 @@ import (
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
 	"github.com/berth-dev/berth/internal/controller"
-	"github.com/berth-dev/berth/internal/procstat"
 )
 
 // E2EJobs is real batch/v1 Jobs through berth's queue, the Job controller,
@@ -61,12 +60,13 @@ type JobResults struct {
 	WallSeconds       float64   `json:"wallSeconds"`
 	LowerBoundSeconds float64   `json:"lowerBoundSeconds"`
 	// Seconds from a Job's creation until all its pods are Running.
-	StartP50             float64  `json:"startP50Seconds"`
-	StartP90             float64  `json:"startP90Seconds"`
-	StartP99             float64  `json:"startP99Seconds"`
-	StartMax             float64  `json:"startMaxSeconds"`
-	APIServerCPUSeconds  *float64 `json:"apiServerCPUSeconds,omitempty"`
-	ControllerPeakRSSMiB *float64 `json:"controllerPeakRSSMiB,omitempty"`
+	StartP50              float64  `json:"startP50Seconds"`
+	StartP90              float64  `json:"startP90Seconds"`
+	StartP99              float64  `json:"startP99Seconds"`
+	StartMax              float64  `json:"startMaxSeconds"`
+	APIServerCPUSeconds   *float64 `json:"apiServerCPUSeconds,omitempty"`
+	ControllerPeakRSSMiB  *float64 `json:"controllerPeakRSSMiB,omitempty"`
+	ControllerPeakAnonMiB *float64 `json:"controllerPeakAnonMiB,omitempty"`
 }
 
 // Percentile is the p-th percentile (0 < p <= 100) of sorted values, by the
@@ -92,9 +92,7 @@ func JobMarkdown(r JobResults) string {
 	if r.APIServerCPUSeconds != nil {
 		fmt.Fprintf(&b, "| kube-apiserver CPU | %.1f s |\n", *r.APIServerCPUSeconds)
 	}
-	if r.ControllerPeakRSSMiB != nil {
-		fmt.Fprintf(&b, "| berth controller peak RSS | %.0f MiB |\n", *r.ControllerPeakRSSMiB)
-	}
+	controllerMemoryRows(&b, r.ControllerPeakRSSMiB, r.ControllerPeakAnonMiB)
 	return b.String()
 }
 
@@ -180,6 +178,7 @@ func RunE2EJobs(ctx context.Context, cfg *rest.Config, kubeconfig, bin string, e
 	podFactory.WaitForCacheSync(ctx.Done())
 
 	cpuBefore := cpuOf(o.APIServerPID)
+	mem := watchMemory(ctx, o.ControllerPID)
 	fmt.Fprintf(o.Progress, "creating %d Jobs of %d pods\n", e.Jobs, e.Parallelism)
 	w.start = time.Now()
 	tl := startTimeline(ctx, w.start, layout([]string{"pods of the bench's Jobs"}, "created (admitted)", "running", "succeeded"), w.counts)
@@ -198,12 +197,7 @@ func RunE2EJobs(ctx context.Context, cfg *rest.Config, kubeconfig, bin string, e
 		cpu := *after - *cpuBefore
 		res.APIServerCPUSeconds = &cpu
 	}
-	if o.ControllerPID > 0 {
-		if kb, err := procstat.StatusKB(o.ControllerPID, "VmHWM"); err == nil {
-			mib := float64(kb) / 1024
-			res.ControllerPeakRSSMiB = &mib
-		}
-	}
+	res.ControllerPeakRSSMiB, res.ControllerPeakAnonMiB = mem.peaks()
 	if err := writeFiles(o.Output, res, JobMarkdown(*res), ch); err != nil {
 		return res, err
 	}

@@ -42,8 +42,11 @@ func TestSummarize(t *testing.T) {
 	}
 	near("large average wait", r.Classes[1].AvgTimeToAdmissionSeconds, 0)
 
+	rss, anon := 300.0, 160.0
+	r.ControllerPeakRSSMiB, r.ControllerPeakAnonMiB = &rss, &anon
 	md := Markdown(r)
-	for _, want := range []string{"| workloads finished | 3 of 4 |", "| wall time / lower bound | 2.00 |", "| small | 2 | 1.50 s | 2.50 s |"} {
+	for _, want := range []string{"| workloads finished | 3 of 4 |", "| wall time / lower bound | 2.00 |", "| small | 2 | 1.50 s | 2.50 s |",
+		"| berth controller peak RSS | 300 MiB |", "| berth controller peak private memory | 160 MiB |"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("summary lacks %q:\n%s", want, md)
 		}

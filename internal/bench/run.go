@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -158,6 +159,7 @@ func Run(ctx context.Context, cfg *rest.Config, s Scenario, o Options) (*Results
 	}
 
 	cpuBefore := cpuOf(o.APIServerPID)
+	mem := watchMemory(ctx, o.ControllerPID)
 	fmt.Fprintf(o.Progress, "submitting %d workloads over %.1fs\n", len(plan), plan[len(plan)-1].At.Seconds())
 	t.start = time.Now()
 	var classes []string
@@ -214,16 +216,45 @@ func Run(ctx context.Context, cfg *rest.Config, s Scenario, o Options) (*Results
 			res.APIServerCPUMsPerWorkload = &ms
 		}
 	}
-	if o.ControllerPID > 0 {
-		if kb, err := procstat.StatusKB(o.ControllerPID, "VmHWM"); err == nil {
-			mib := float64(kb) / 1024
-			res.ControllerPeakRSSMiB = &mib
-		}
-	}
+	res.ControllerPeakRSSMiB, res.ControllerPeakAnonMiB = mem.peaks()
 	if err := writeFiles(o.Output, res, Markdown(res), ch); err != nil {
 		return &res, err
 	}
 	return &res, runErr
+}
+
+// memoryWatch follows a process's memory: the kernel's record of its peak
+// RSS, and the peak of the private (anonymous) part of it, sampled. The rest
+// of RSS is the pages of the berth binary, which every component of a berth
+// instance maps and shares.
+type memoryWatch struct {
+	pid  int
+	anon atomic.Int64 // KiB
+}
+
+// watchMemory samples pid's memory until ctx ends; pid 0 watches nothing.
+func watchMemory(ctx context.Context, pid int) *memoryWatch {
+	m := &memoryWatch{pid: pid}
+	if pid > 0 {
+		go sample(ctx, pid, &m.anon)
+	}
+	return m
+}
+
+// peaks are the peak RSS and peak private memory in MiB, when known.
+func (m *memoryWatch) peaks() (rss, anon *float64) {
+	if m.pid <= 0 {
+		return nil, nil
+	}
+	if kb, err := procstat.StatusKB(m.pid, "VmHWM"); err == nil {
+		v := float64(kb) / 1024
+		rss = &v
+	}
+	if kb := m.anon.Load(); kb > 0 {
+		v := float64(kb) / 1024
+		anon = &v
+	}
+	return rss, anon
 }
 
 func cpuOf(pid int) *float64 {
