@@ -451,6 +451,7 @@ func submit(ctx context.Context, c client.Client, plan []Planned, t *tracker, pr
 type finishing struct {
 	name, namespace string
 	epoch           int
+	requeues        int32 // the workload's evictions before this admission
 }
 
 // finishers and creators are how many workloads the bench marks finished,
@@ -473,8 +474,9 @@ func markFinished(ctx context.Context, cached client.Reader, c client.Client, t 
 		}
 		read = c
 		if !meta.IsStatusConditionTrue(wl.Status.Conditions, berthv1.WorkloadAdmitted) ||
-			meta.IsStatusConditionTrue(wl.Status.Conditions, berthv1.WorkloadFinished) {
-			return nil
+			meta.IsStatusConditionTrue(wl.Status.Conditions, berthv1.WorkloadFinished) ||
+			requeues(&wl) != f.requeues {
+			return nil // not in that admission any more; the tracker sees the next one
 		}
 		workload.SetFinished(&wl, "Succeeded", "berth bench: ran for its class's runtime", time.Now())
 		err := c.Status().Update(ctx, &wl)
@@ -508,6 +510,17 @@ type tracked struct {
 	runtime  time.Duration
 	admitted bool
 	epoch    int
+	requeues int32 // at the admission last seen
+}
+
+// requeues is how many times the workload has been evicted: berth counts
+// them in its requeue state, which admission leaves alone, so it tells one
+// admission from the next.
+func requeues(wl *berthv1.Workload) int32 {
+	if rs := wl.Status.RequeueState; rs != nil && rs.Count != nil {
+		return *rs.Count
+	}
+	return 0
 }
 
 func newTracker(plan []Planned) *tracker {
@@ -554,8 +567,16 @@ func (t *tracker) observe(wl *berthv1.Workload, finish chan<- finishing) {
 		if t.nFinished == len(t.state) {
 			close(t.done)
 		}
-	case admitted && !st.admitted:
+	case admitted && (!st.admitted || requeues(wl) != st.requeues):
+		if st.admitted {
+			// Evicted and admitted again between two events this run saw
+			// (a watch that restarted): count the eviction it missed.
+			st.rec.Evictions++
+			t.nEvicted++
+			counts.running--
+		}
 		st.admitted = true
+		st.requeues = requeues(wl)
 		st.epoch++
 		counts.running++
 		if !st.rec.WasAdmitted {
@@ -569,7 +590,7 @@ func (t *tracker) observe(wl *berthv1.Workload, finish chan<- finishing) {
 			}
 			return
 		}
-		f := finishing{name: wl.Name, namespace: wl.Namespace, epoch: st.epoch}
+		f := finishing{name: wl.Name, namespace: wl.Namespace, epoch: st.epoch, requeues: st.requeues}
 		time.AfterFunc(st.runtime, func() {
 			select {
 			case finish <- f:

@@ -30,6 +30,10 @@ func TestTrackerCountsByClass(t *testing.T) {
 		}
 		return w
 	}
+	readmitted := func(w *berthv1.Workload, count int32) *berthv1.Workload {
+		w.Status.RequeueState = &berthv1.RequeueState{Count: &count}
+		return w
+	}
 	classes := []string{"small", "large"}
 	steps := []struct {
 		wl   *berthv1.Workload
@@ -42,6 +46,7 @@ func TestTrackerCountsByClass(t *testing.T) {
 		{wl("b", berthv1.WorkloadAdmitted), []float64{1, 1, 0, 1, 1, 0}},
 		{wl("a", berthv1.WorkloadAdmitted, berthv1.WorkloadFinished), []float64{1, 0, 1, 1, 1, 0}},
 		{wl("a", berthv1.WorkloadAdmitted, berthv1.WorkloadFinished), []float64{1, 0, 1, 1, 1, 0}}, // seen again
+		{readmitted(wl("b", berthv1.WorkloadAdmitted), 1), []float64{1, 0, 1, 1, 1, 0}},            // eviction unseen
 	}
 	for i, s := range steps {
 		tr.observe(s.wl, finish)
@@ -51,6 +56,15 @@ func TestTrackerCountsByClass(t *testing.T) {
 				t.Fatalf("step %d: counts %v, want %v", i, got, s.want)
 			}
 		}
+	}
+	// b's readmission after an eviction the run never saw is a new
+	// admission: the eviction is counted and only a finish for the new
+	// admission applies.
+	if b := tr.state["b"]; b.rec.Evictions != 1 || tr.current("b", 1) || !tr.current("b", 2) {
+		t.Errorf("b: %d evictions, epoch %d; want the missed eviction counted and a new admission", b.rec.Evictions, b.epoch)
+	}
+	if a := tr.state["a"]; a.rec.Evictions != 1 {
+		t.Errorf("a: %d evictions, want 1", a.rec.Evictions)
 	}
 }
 
