@@ -32,6 +32,7 @@ import (
 	"github.com/berth-dev/berth/internal/controller/webhook"
 	"github.com/berth-dev/berth/internal/metrics"
 	"github.com/berth-dev/berth/internal/scheduler"
+	"github.com/berth-dev/berth/internal/workload"
 )
 
 // +kubebuilder:rbac:groups=berth.dev,resources=clusterqueues;cohorts;localqueues;resourceflavors;workloadpriorityclasses;workloads,verbs=get;list;watch
@@ -93,6 +94,16 @@ func Scheme() *runtime.Scheme {
 	return s
 }
 
+// outlineWorkloads is the Workload cache's transform: managed fields
+// stripped, and finished workloads outlined (workload.Outline).
+func outlineWorkloads(obj any) (any, error) {
+	obj, err := cache.TransformStripManagedFields()(obj)
+	if wl, ok := obj.(*berthv1.Workload); ok {
+		workload.Outline(wl)
+	}
+	return obj, err
+}
+
 // Run runs the controller until ctx ends.
 func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	cfg = rest.CopyConfig(cfg)
@@ -128,8 +139,10 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		LeaderElectionNamespace: o.Namespace,
 		WebhookServer: crwebhook.NewServer(crwebhook.Options{
 			Host: o.WebhookHost, Port: o.WebhookPort, CertDir: filepath.Clean(o.WebhookCertDir)}),
-		// Managed fields are most of a small object's size and berth never reads them.
-		Cache: cache.Options{DefaultTransform: cache.TransformStripManagedFields()},
+		// Managed fields are most of a small object's size and berth never
+		// reads them; of finished workloads it keeps only an outline.
+		Cache: cache.Options{DefaultTransform: cache.TransformStripManagedFields(),
+			ByObject: map[client.Object]cache.ByObject{&berthv1.Workload{}: {Transform: outlineWorkloads}}},
 	})
 	if err != nil {
 		return err

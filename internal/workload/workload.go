@@ -30,6 +30,22 @@ func IsFinished(w *berthv1.Workload) bool {
 	return meta.IsStatusConditionTrue(w.Status.Conditions, berthv1.WorkloadFinished)
 }
 
+// Outline strips a finished workload down to what berth still reads of it:
+// metadata, queue, priority, conditions and the ClusterQueue it was admitted
+// to. A finished workload is final and holds no quota, so its pod sets and
+// the flavors they were given are dead weight in the controller's cache, and
+// most workloads in a busy cluster are finished ones (docs/benchmarks.md).
+// Other workloads are left as they are.
+func Outline(w *berthv1.Workload) {
+	if !IsFinished(w) {
+		return
+	}
+	w.Spec.PodSets = nil
+	if a := w.Status.Admission; a != nil {
+		w.Status.Admission = &berthv1.Admission{ClusterQueue: a.ClusterQueue}
+	}
+}
+
 // HasQuota reports whether the workload holds quota: it has an admission and
 // QuotaReserved is True.
 func HasQuota(w *berthv1.Workload) bool {

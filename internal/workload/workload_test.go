@@ -100,3 +100,29 @@ func TestPreemptionBackoffDoubles(t *testing.T) {
 		t.Errorf("the core sees NotBefore %v", got)
 	}
 }
+
+// A finished workload keeps what berth reads of it, and is still seen as
+// finished, admitted and in its ClusterQueue; others are untouched.
+func TestOutlineKeepsWhatBerthReadsOfFinishedWorkloads(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	prio := int32(7)
+	w := &berthv1.Workload{ObjectMeta: metav1.ObjectMeta{Name: "w", Namespace: "ns", Labels: map[string]string{"team": "a"}},
+		Spec: berthv1.WorkloadSpec{QueueName: "lq", Priority: &prio, PodSets: []berthv1.PodSet{{Name: "main", Count: 2}}}}
+	SetAdmitted(w, AdmissionOf(&core.Assignment{ClusterQueue: "cq", PodSets: []core.PodSetAssignment{{
+		Name: "main", Count: 2, Flavors: map[string]string{"cpu": "spot"}, Usage: core.Usage{{Flavor: "spot", Resource: "cpu"}: 2000}}}}), now)
+	running := w.DeepCopy()
+	Outline(running)
+	if len(running.Spec.PodSets) != 1 || len(running.Status.Admission.PodSetAssignments) != 1 {
+		t.Fatalf("a workload that has not finished was outlined: %+v", running)
+	}
+
+	SetFinished(w, "Succeeded", "done", now)
+	Outline(w)
+	if w.Spec.PodSets != nil || w.Status.Admission.PodSetAssignments != nil {
+		t.Errorf("finished workload keeps pod sets %v and assignments %v", w.Spec.PodSets, w.Status.Admission.PodSetAssignments)
+	}
+	if !IsFinished(w) || !IsAdmitted(w) || w.Status.Admission.ClusterQueue != "cq" || LocalQueueKey(w) != "ns/lq" ||
+		Priority(w) != 7 || w.Labels["team"] != "a" {
+		t.Errorf("outline lost what berth reads: %+v", w)
+	}
+}

@@ -86,6 +86,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, nil
 	}
 
+	if exists && workload.IsFinished(&wl) {
+		// Final: its quota is given back, and the cache keeps only its
+		// outline (workload.Outline).
+		return reconcile.Result{}, nil
+	}
+
 	if !exists {
 		if !Suspended(&job) {
 			// It got past the webhook (created before berth ran, say): it
