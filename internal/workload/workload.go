@@ -31,19 +31,18 @@ func IsFinished(w *berthv1.Workload) bool {
 }
 
 // Outline strips a finished workload down to what berth still reads of it:
-// metadata, queue, priority, conditions and the ClusterQueue it was admitted
-// to. A finished workload is final and holds no quota, so its pod sets and
-// the flavors they were given are dead weight in the controller's cache, and
-// most workloads in a busy cluster are finished ones (docs/benchmarks.md).
-// Other workloads are left as they are.
+// its metadata, queue, priority and Finished condition. A finished workload
+// is final and holds no quota, so berth only needs to know that it finished;
+// the rest is dead weight in the controller's cache, where most workloads of
+// a busy cluster are finished ones (docs/benchmarks.md). Other workloads are
+// left as they are.
 func Outline(w *berthv1.Workload) {
-	if !IsFinished(w) {
+	finished := meta.FindStatusCondition(w.Status.Conditions, berthv1.WorkloadFinished)
+	if finished == nil || finished.Status != metav1.ConditionTrue {
 		return
 	}
 	w.Spec.PodSets = nil
-	if a := w.Status.Admission; a != nil {
-		w.Status.Admission = &berthv1.Admission{ClusterQueue: a.ClusterQueue}
-	}
+	w.Status = berthv1.WorkloadStatus{Conditions: []metav1.Condition{*finished}}
 }
 
 // HasQuota reports whether the workload holds quota: it has an admission and

@@ -102,7 +102,7 @@ func TestPreemptionBackoffDoubles(t *testing.T) {
 }
 
 // A finished workload keeps what berth reads of it, and is still seen as
-// finished, admitted and in its ClusterQueue; others are untouched.
+// finished and no longer holding quota; others are untouched.
 func TestOutlineKeepsWhatBerthReadsOfFinishedWorkloads(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	prio := int32(7)
@@ -118,11 +118,11 @@ func TestOutlineKeepsWhatBerthReadsOfFinishedWorkloads(t *testing.T) {
 
 	SetFinished(w, "Succeeded", "done", now)
 	Outline(w)
-	if w.Spec.PodSets != nil || w.Status.Admission.PodSetAssignments != nil {
-		t.Errorf("finished workload keeps pod sets %v and assignments %v", w.Spec.PodSets, w.Status.Admission.PodSetAssignments)
+	if w.Spec.PodSets != nil || w.Status.Admission != nil || len(w.Status.Conditions) != 1 {
+		t.Errorf("finished workload keeps pod sets %v, admission %v, conditions %v", w.Spec.PodSets, w.Status.Admission, w.Status.Conditions)
 	}
-	if !IsFinished(w) || !IsAdmitted(w) || w.Status.Admission.ClusterQueue != "cq" || LocalQueueKey(w) != "ns/lq" ||
-		Priority(w) != 7 || w.Labels["team"] != "a" {
+	if !IsFinished(w) || HasQuota(w) || LocalQueueKey(w) != "ns/lq" || Priority(w) != 7 || w.Labels["team"] != "a" ||
+		w.Status.Conditions[0].Message != "done" {
 		t.Errorf("outline lost what berth reads: %+v", w)
 	}
 }

@@ -88,7 +88,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 
 	if exists && workload.IsFinished(&wl) {
 		// Final: its quota is given back, and the cache keeps only its
-		// outline (workload.Outline).
+		// outline (workload.Outline), which says no more than that.
 		return reconcile.Result{}, nil
 	}
 
