@@ -30,6 +30,7 @@ throughput long before the API server is busy.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+			defaultGC()
 			loading := clientcmd.NewDefaultClientConfigLoadingRules()
 			loading.ExplicitPath = kubeconfig
 			cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(loading, nil).ClientConfig()

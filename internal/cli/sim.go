@@ -127,8 +127,18 @@ func parsePairs(s string) (map[string]string, error) {
 	return out, nil
 }
 
-// simGCPercent is the simulator's GOGC unless the environment sets one.
-const simGCPercent = 50
+// gcPercent is the GOGC of the simulator and the controller unless the
+// environment sets one: both hold large caches, and collecting at half the
+// live heap rather than all of it cuts their peak memory by a sixth to a
+// quarter for a fifth more CPU (docs/benchmarks.md).
+const gcPercent = 50
+
+// defaultGC sets gcPercent unless GOGC is in the environment.
+func defaultGC() {
+	if _, set := os.LookupEnv("GOGC"); !set {
+		debug.SetGCPercent(gcPercent)
+	}
+}
 
 func newSimCommand() *cobra.Command {
 	cfg, err := sim.DefaultConfig()
@@ -170,13 +180,7 @@ with berth.dev/sim-exit-code when that is not 0, and deleted pods go.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log := zap.New(zap.UseFlagOptions(&zapOpts))
 			ctrl.SetLogger(log)
-			if _, set := os.LookupEnv("GOGC"); !set {
-				// Collect at half the live heap rather than all of it: the
-				// caches of 10,000 pods and 5,000 nodes then peak at 195 MiB
-				// instead of 232 MiB, for a fifth more of the simulator's CPU
-				// (docs/benchmarks.md). GOGC in the environment overrides it.
-				debug.SetGCPercent(simGCPercent)
-			}
+			defaultGC()
 			sel, err := labels.Parse(nodeSelector)
 			if err != nil {
 				return fmt.Errorf("--node-selector: %w", err)
