@@ -122,8 +122,7 @@ func RunSimScale(ctx context.Context, cfg *rest.Config, kubeconfig, bin string, 
 		_ = clearSim(context.Background(), kube)
 	}()
 	exited := sim.exited
-	peakAnon := &atomic.Int64{}
-	go sample(ctx, sim.pid, peakAnon)
+	mem := watchMemory(ctx, sim.pid)
 
 	step := func(what string, counter *atomic.Int64, want int64) (float64, error) {
 		shown := time.Now()
@@ -183,10 +182,12 @@ func RunSimScale(ctx context.Context, cfg *rest.Config, kubeconfig, bin string, 
 	fmt.Fprintf(o.Progress, "%6.1fs  pods gone: all %d\n", res.PodsGoneSeconds, sc.Pods)
 
 	res.Date = time.Now().UTC()
-	if kb, err := procstat.StatusKB(sim.pid, "VmHWM"); err == nil {
-		res.SimPeakRSSMiB = float64(kb) / 1024
+	if rss, anon := mem.peaks(); rss != nil {
+		res.SimPeakRSSMiB = *rss
+		if anon != nil {
+			res.SimPeakAnonMiB = *anon
+		}
 	}
-	res.SimPeakAnonMiB = float64(peakAnon.Load()) / 1024
 	if cpu, err := procstat.CPUSeconds(sim.pid); err == nil {
 		res.SimCPUSeconds = cpu
 	}
