@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"os"
 	"reflect"
+	"runtime/debug"
 	"strings"
 	"testing"
 
@@ -68,5 +70,22 @@ func TestPoolFlagErrorsNameTheFlag(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: got %v, want %q", tc.args, err, tc.want)
 		}
+	}
+}
+
+// The simulator and the controller collect at gcPercent, unless GOGC in
+// their environment says otherwise.
+func TestDefaultGCYieldsToTheEnvironment(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	t.Setenv("GOGC", "")
+	os.Unsetenv("GOGC") // t.Setenv restores the original afterwards
+	defaultGC()
+	if got := debug.SetGCPercent(100); got != gcPercent {
+		t.Errorf("GOGC unset: collecting at %d, want %d", got, gcPercent)
+	}
+	t.Setenv("GOGC", "200")
+	defaultGC()
+	if got := debug.SetGCPercent(100); got != 100 {
+		t.Errorf("GOGC=200 set: defaultGC changed the percent to %d", got)
 	}
 }
