@@ -173,8 +173,10 @@ func RunSimScale(ctx context.Context, cfg *rest.Config, kubeconfig, bin string, 
 		return nil, fmt.Errorf("deleting pods: %w", err)
 	}
 	if err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		// Gone from the API, and from the watch that counts Running pods
+		// for the chart, which may lag the list.
 		list, err := kube.CoreV1().Pods(simNamespace).List(ctx, metav1.ListOptions{Limit: 1})
-		return err == nil && len(list.Items) == 0, nil
+		return err == nil && len(list.Items) == 0 && pods.Load() == 0, nil
 	}); err != nil {
 		return nil, fmt.Errorf("pods not gone: %w", err)
 	}
