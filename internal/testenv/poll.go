@@ -22,3 +22,21 @@ func Eventually(t testing.TB, timeout time.Duration, cond func() error) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// Consistently calls cond every 50ms for d and fails the test the first time
+// it returns an error. It shows that something does not happen in reply to
+// a change the test made just before; prefer Eventually on a positive sign
+// where there is one.
+func Consistently(t testing.TB, d time.Duration, cond func() error) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		if err := cond(); err != nil {
+			t.Fatalf("stopped holding: %v", err)
+		}
+		if time.Now().After(deadline) {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

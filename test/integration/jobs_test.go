@@ -3,6 +3,7 @@ package integration
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -108,6 +109,58 @@ func TestJobRunsThroughTheQueue(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// A workload marked finished while its Job runs is final: its quota is given
+// back and berth leaves the running Job alone, though its cache keeps only an
+// outline of the finished workload (no admission, no QuotaReserved).
+func TestFinishedWorkloadLeavesItsRunningJobAlone(t *testing.T) {
+	env := testenv.New(t)
+	rf, cq := env.Name("rf"), env.Name("cq")
+	env.Create(t, MakeResourceFlavor(rf).Obj())
+	env.Create(t, MakeClusterQueue(cq).ResourceGroup(MakeFlavorQuotas(rf).Resource("cpu", "4").Obj()).Obj())
+	env.Create(t, MakeLocalQueue("main", env.Namespace, cq).Obj())
+	job := MakeJob("done-early", env.Namespace).Queue("main").Request("cpu", "1").Obj()
+	env.Create(t, job)
+	wl := waitAdmitted(t, env, env.Namespace, jobWorkload(t, env, job).Name)
+	running := func() error {
+		j, err := getJob(env, env.Namespace, job.Name)
+		if err != nil {
+			return err
+		}
+		if jobs.Suspended(j) {
+			return fmt.Errorf("job %s is suspended", j.Name)
+		}
+		return nil
+	}
+	testenv.Eventually(t, wait, running)
+
+	orig := wl.DeepCopy()
+	workload.SetFinished(wl, "ByHand", "finished by the test", time.Now())
+	if err := env.Client.Status().Patch(ctx, wl, client.MergeFrom(orig)); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, wait, func() error {
+		cq, err := clusterQueue(env, cq)
+		if err != nil {
+			return err
+		}
+		if total, _ := usageOf(cq, rf, "cpu"); total != "0" {
+			return fmt.Errorf("quota not released: cpu usage %q", total)
+		}
+		return nil
+	})
+	// A change to the Job makes berth look at it again.
+	j, err := getJob(env, env.Namespace, job.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	patch := client.MergeFrom(j.DeepCopy())
+	j.Annotations = map[string]string{"example.com/poke": "1"}
+	if err := env.Client.Patch(ctx, j, patch); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Consistently(t, 2*time.Second, running)
 }
 
 // Deleting a Job deletes its Workload (owner reference) and releases its quota.
