@@ -121,26 +121,26 @@ workload and the controller's peak RSS. See docs/benchmarks.md.`,
 			if err != nil {
 				return err
 			}
+			var summary string
 			switch args[0] {
 			case simScale:
-				res, err := bench.RunSimScale(ctx, cfg, kubeconfig, self, bench.SimScaleAt(o.Scale), o.Scale, o)
-				if res != nil {
-					fmt.Fprintln(cmd.OutOrStdout(), bench.SimMarkdown(*res))
-					fmt.Fprintf(cmd.OutOrStdout(), "results in %s\n", o.Output)
+				res, runErr := bench.RunSimScale(ctx, cfg, kubeconfig, self, bench.SimScaleAt(o.Scale), o.Scale, o)
+				if err = runErr; res != nil {
+					summary = bench.SimMarkdown(*res)
 				}
-				return err
 			case e2eJobs:
-				res, err := bench.RunE2EJobs(ctx, cfg, kubeconfig, self, bench.E2EJobsAt(o.Scale), o.Scale, o)
-				if res != nil {
-					fmt.Fprintln(cmd.OutOrStdout(), bench.JobMarkdown(*res))
-					fmt.Fprintf(cmd.OutOrStdout(), "results in %s\n", o.Output)
+				res, runErr := bench.RunE2EJobs(ctx, cfg, kubeconfig, self, bench.E2EJobsAt(o.Scale), o.Scale, o)
+				if err = runErr; res != nil {
+					summary = bench.JobMarkdown(*res)
 				}
-				return err
+			default:
+				res, runErr := bench.Run(ctx, cfg, scenario(o.Scale), o)
+				if err = runErr; res != nil {
+					summary = bench.Markdown(*res)
+				}
 			}
-			s := scenario(o.Scale)
-			res, err := bench.Run(ctx, cfg, s, o)
-			if res != nil {
-				fmt.Fprintln(cmd.OutOrStdout(), bench.Markdown(*res))
+			if summary != "" {
+				fmt.Fprintln(cmd.OutOrStdout(), summary)
 				fmt.Fprintf(cmd.OutOrStdout(), "results in %s\n", o.Output)
 			}
 			return err
