@@ -42,6 +42,15 @@ type Options struct {
 	// delivered its initial list. No cycle runs before: admitting before all
 	// existing usage is known could exceed quota.
 	Synced func() bool
+	// Evictors is the number of evictions written at once.
+	Evictors int
+	// RetryBase and RetryMax bound the exponential backoff of a failed
+	// eviction or admission read.
+	RetryBase, RetryMax time.Duration
+	// VictimAttempts is how many times a preemption victim's eviction is
+	// tried before the scheduler stops counting on it, so a victim that
+	// cannot be evicted does not hold up its preemptor for ever.
+	VictimAttempts int
 }
 
 // Controller is the admission loop.
@@ -53,7 +62,7 @@ type Controller struct {
 	log      logr.Logger
 	opts     Options
 	writes   chan core.Decision
-	evicts   workqueue.TypedInterface[evictReq]
+	evicts   workqueue.TypedRateLimitingInterface[evictReq]
 	synced   []toolscache.ResourceEventHandlerRegistration
 	nsMu     sync.RWMutex
 	nsLabels map[string]labels.Set
@@ -65,19 +74,7 @@ type evictReq struct{ key, reason, message, rule string }
 
 // Setup registers the controller with mgr.
 func Setup(ctx context.Context, mgr manager.Manager, sched *scheduler.Scheduler, opts Options) (*Controller, error) {
-	if opts.Writers <= 0 {
-		opts.Writers = 16
-	}
-	if opts.PendingDelay <= 0 {
-		opts.PendingDelay = time.Second
-	}
-	c := &Controller{
-		client: mgr.GetClient(), sched: sched, rec: mgr.GetEventRecorder("berth"), clock: clock.RealClock{},
-		log: mgr.GetLogger().WithName("admission"), opts: opts,
-		writes:   make(chan core.Decision, 1024),
-		evicts:   workqueue.NewTyped[evictReq](),
-		nsLabels: map[string]labels.Set{},
-	}
+	c := newController(mgr.GetClient(), sched, mgr.GetEventRecorder("berth"), mgr.GetLogger().WithName("admission"), opts)
 	nsInf, err := mgr.GetCache().GetInformer(ctx, &corev1.Namespace{})
 	if err != nil {
 		return nil, err
@@ -115,16 +112,55 @@ func Setup(ctx context.Context, mgr manager.Manager, sched *scheduler.Scheduler,
 	}
 	c.synced = append(c.synced, reg)
 
-	runnables := []manager.RunnableFunc{c.cycleLoop, c.pendingLoop, c.evictLoop, c.sweepOrphans}
-	for range opts.Writers {
-		runnables = append(runnables, c.writeLoop)
-	}
-	for _, r := range runnables {
+	for _, r := range c.runnables() {
 		if err := mgr.Add(r); err != nil {
 			return nil, err
 		}
 	}
 	return c, nil
+}
+
+// newController fills in the defaults of opts.
+func newController(cl client.Client, sched *scheduler.Scheduler, rec events.EventRecorder, log logr.Logger, opts Options) *Controller {
+	if opts.Writers <= 0 {
+		opts.Writers = 16
+	}
+	if opts.Evictors <= 0 {
+		opts.Evictors = 8
+	}
+	if opts.PendingDelay <= 0 {
+		opts.PendingDelay = time.Second
+	}
+	if opts.RetryBase <= 0 {
+		opts.RetryBase = 100 * time.Millisecond
+	}
+	if opts.RetryMax <= 0 {
+		opts.RetryMax = time.Minute
+	}
+	if opts.VictimAttempts <= 0 {
+		opts.VictimAttempts = 5
+	}
+	return &Controller{
+		client: cl, sched: sched, rec: rec, clock: clock.RealClock{}, log: log, opts: opts,
+		writes: make(chan core.Decision, 1024),
+		evicts: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.NewTypedItemExponentialFailureRateLimiter[evictReq](opts.RetryBase, opts.RetryMax),
+			workqueue.TypedRateLimitingQueueConfig[evictReq]{Name: "berth-evictions"}),
+		nsLabels: map[string]labels.Set{},
+	}
+}
+
+// runnables are the controller's loops: one cycle loop, the writers of
+// admissions, pending reasons and evictions, and the start-up orphan sweep.
+func (c *Controller) runnables() []manager.RunnableFunc {
+	out := []manager.RunnableFunc{c.cycleLoop, c.pendingLoop, c.sweepOrphans, c.stopEvictions}
+	for range c.opts.Writers {
+		out = append(out, c.writeLoop)
+	}
+	for range c.opts.Evictors {
+		out = append(out, c.evictLoop)
+	}
+	return out
 }
 
 func unwrap(obj any) any {
@@ -294,7 +330,16 @@ func (c *Controller) admit(ctx context.Context, d core.Decision) {
 		c.sched.WorkloadGone(key)
 		return
 	}
-	if err != nil || wl.ResourceVersion != d.Workload.Version || workload.HasQuota(wl) || workload.IsFinished(wl) {
+	if err != nil {
+		// Undo queues it again, so the next cycle retries; the pause keeps
+		// that cycle from hammering an API server that fails reads.
+		c.log.Error(err, "reading workload before writing its admission; it is queued again", "workload", key)
+		c.pause(ctx)
+		c.sched.Undo(key)
+		return
+	}
+	if wl.ResourceVersion != d.Workload.Version || workload.HasQuota(wl) || workload.IsFinished(wl) {
+		// It changed since the decision; the event of the change queues it.
 		c.sched.Undo(key)
 		return
 	}
@@ -304,18 +349,23 @@ func (c *Controller) admit(ctx context.Context, d core.Decision) {
 	err = c.client.Status().Patch(ctx, wl, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
 	if err != nil {
 		if !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
-			c.log.Error(err, "writing admission", "workload", key)
-			// Do not hammer a failing API server from the next cycle.
-			select {
-			case <-ctx.Done():
-			case <-time.After(500 * time.Millisecond):
-			}
+			c.log.Error(err, "writing admission; it is queued again", "workload", key)
+			c.pause(ctx)
 		}
 		c.sched.Undo(key)
 		return
 	}
 	metrics.AdmittedWorkloads.WithLabelValues(d.Admit.ClusterQueue).Inc()
 	metrics.AdmissionWaitTime.WithLabelValues(d.Admit.ClusterQueue).Observe(now.Sub(d.Workload.Timestamp).Seconds())
+}
+
+// pause keeps a writer off a failing API server for a moment, so the retry
+// that follows (the next cycle) does not hammer it.
+func (c *Controller) pause(ctx context.Context) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(5 * c.opts.RetryBase):
+	}
 }
 
 func (c *Controller) get(ctx context.Context, key string) (*berthv1.Workload, error) {
@@ -362,14 +412,22 @@ func (c *Controller) pendingLoop(ctx context.Context) error {
 }
 
 // writePending writes the scheduler's current reason for key; it reports
-// whether to try again (a conflicting write).
+// whether to try again (a failed read or write other than the workload
+// being gone).
 func (c *Controller) writePending(ctx context.Context, key string) bool {
 	p := c.sched.Pending(key)
 	if p == nil || p.Reason == core.Contention {
 		return false // admitted, gone, or about to be looked at again
 	}
 	wl, err := c.get(ctx, key)
-	if err != nil || workload.HasQuota(wl) || workload.IsFinished(wl) {
+	if apierrors.IsNotFound(err) {
+		return false
+	}
+	if err != nil {
+		c.log.Error(err, "reading workload to write its pending reason; trying again", "workload", key)
+		return true
+	}
+	if workload.HasQuota(wl) || workload.IsFinished(wl) {
 		return false
 	}
 	orig := wl.DeepCopy()
@@ -380,69 +438,96 @@ func (c *Controller) writePending(ctx context.Context, key string) bool {
 	if apierrors.IsConflict(err) {
 		return true
 	}
-	if err != nil {
-		if !apierrors.IsNotFound(err) {
-			c.log.Error(err, "writing pending reason", "workload", key)
-		}
+	if apierrors.IsNotFound(err) {
 		return false
+	}
+	if err != nil {
+		c.log.Error(err, "writing pending reason; trying again", "workload", key)
+		return true
 	}
 	c.rec.Eventf(wl, nil, corev1.EventTypeNormal, "Pending", "Admission", "%s", p.Message)
 	return false
 }
 
-// evictLoop takes quota away from workloads, one status write each.
+// stopEvictions shuts the eviction queue down when the manager stops, which
+// ends every evictLoop.
+func (c *Controller) stopEvictions(ctx context.Context) error {
+	<-ctx.Done()
+	c.evicts.ShutDown()
+	return nil
+}
+
+// evictLoop takes quota away from workloads, one status write each. Several
+// run at once; the queue never hands the same request to two of them. A
+// failed write is retried with exponential backoff, so a conflict or an
+// unreachable API server holds up neither the other evictions nor this one
+// for good.
 func (c *Controller) evictLoop(ctx context.Context) error {
-	go func() {
-		<-ctx.Done()
-		c.evicts.ShutDown()
-	}()
 	for {
 		req, quit := c.evicts.Get()
 		if quit {
 			return nil
 		}
-		if err := c.evict(ctx, req); err != nil {
-			c.log.Error(err, "evicting", "workload", req.key)
-		}
+		c.evictOnce(ctx, req)
 		c.evicts.Done(req)
 	}
 }
 
+// evictOnce makes one attempt at req and schedules what follows: nothing on
+// success, a retry with backoff on failure. A preemption victim is retried
+// only VictimAttempts times: then the scheduler stops counting on its quota,
+// so its preemptor chooses again (perhaps the same victim, which queues it
+// again). Any other eviction (its ClusterQueue was deleted or drained) is
+// retried until it is written, since nothing else would ask again.
+func (c *Controller) evictOnce(ctx context.Context, req evictReq) {
+	err := c.evict(ctx, req)
+	if err == nil {
+		c.evicts.Forget(req)
+		return
+	}
+	attempts := c.evicts.NumRequeues(req) + 1
+	if req.rule != "" && attempts >= c.opts.VictimAttempts {
+		c.log.Error(err, "evicting a preemption victim; giving up on it, its preemptor will choose again",
+			"workload", req.key, "attempts", attempts)
+		c.evicts.Forget(req)
+		c.sched.CancelEviction(req.key)
+		return
+	}
+	if ctx.Err() != nil {
+		return
+	}
+	if !apierrors.IsConflict(err) {
+		c.log.Error(err, "evicting; will retry", "workload", req.key, "attempts", attempts)
+	}
+	c.evicts.AddRateLimited(req)
+}
+
+// evict makes one attempt to write req's eviction. A workload that is gone,
+// or holds no quota any more, needs none.
 func (c *Controller) evict(ctx context.Context, req evictReq) error {
-	for attempt := 0; attempt < 5; attempt++ {
-		wl, err := c.get(ctx, req.key)
-		if err != nil {
-			return client.IgnoreNotFound(err)
-		}
-		if !workload.HasQuota(wl) || workload.IsFinished(wl) {
-			return nil
-		}
-		orig := wl.DeepCopy()
-		now := c.clock.Now()
-		workload.SetEvicted(wl, req.reason, req.message, now, req.rule != "")
-		if req.rule != "" {
-			workload.SetPreempted(wl, req.rule, req.message, now)
-		}
-		err = c.client.Status().Patch(ctx, wl, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
-		if apierrors.IsConflict(err) {
-			// The cache may still hold the old version; give it a moment.
-			time.Sleep(time.Duration(attempt+1) * 100 * time.Millisecond)
-			continue
-		}
-		if err != nil {
-			return client.IgnoreNotFound(err)
-		}
-		reason := "Evicted"
-		if req.rule != "" {
-			reason = "Preempted"
-		}
-		c.rec.Eventf(wl, nil, corev1.EventTypeNormal, reason, "Eviction", "%s", req.message)
+	wl, err := c.get(ctx, req.key)
+	if err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if !workload.HasQuota(wl) || workload.IsFinished(wl) {
 		return nil
 	}
+	orig := wl.DeepCopy()
+	now := c.clock.Now()
+	workload.SetEvicted(wl, req.reason, req.message, now, req.rule != "")
 	if req.rule != "" {
-		c.sched.CancelEviction(req.key)
+		workload.SetPreempted(wl, req.rule, req.message, now)
 	}
-	return fmt.Errorf("workload %s kept changing; eviction (%s) not written", req.key, req.reason)
+	err = c.client.Status().Patch(ctx, wl, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
+	if err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	reason := "Evicted"
+	if req.rule != "" {
+		reason = "Preempted"
+	}
+	c.rec.Eventf(wl, nil, corev1.EventTypeNormal, reason, "Eviction", "%s", req.message)
+	return nil
 }
 
 // sweepOrphans evicts, once at start-up, workloads holding quota in a
