@@ -70,18 +70,40 @@ func Setup(ctx context.Context, mgr manager.Manager, sched *scheduler.Scheduler,
 		if err != nil {
 			return nil, err
 		}
-		set, del := h.set, h.del
-		reg, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-			AddFunc:    set,
-			UpdateFunc: func(_, obj any) { set(obj) },
-			DeleteFunc: func(obj any) { del(unwrap(obj)) },
-		})
+		reg, err := inf.AddEventHandler(handler(h.set, h.del))
 		if err != nil {
 			return nil, err
 		}
 		c.synced = append(c.synced, reg)
 	}
 	return c, mgr.Add(manager.RunnableFunc(c.writeStatusLoop))
+}
+
+// handler calls set for a new object or a changed spec, del for a deleted one.
+func handler(set, del func(obj any)) toolscache.ResourceEventHandlerFuncs {
+	return toolscache.ResourceEventHandlerFuncs{
+		AddFunc: set,
+		UpdateFunc: func(old, obj any) {
+			if SpecChanged(old, obj) {
+				set(obj)
+			}
+		},
+		DeleteFunc: func(obj any) { del(unwrap(obj)) },
+	}
+}
+
+// SpecChanged reports whether an update of a queue object changed what the
+// scheduler is told: its spec (generation) or its deletion. Status-only
+// writes, which berth makes to every queue every second while it admits, and
+// metadata-only ones change neither, and must not rebuild the quota tree and
+// requeue every set-aside workload.
+func SpecChanged(old, obj any) bool {
+	o, ok1 := old.(client.Object)
+	n, ok2 := obj.(client.Object)
+	if !ok1 || !ok2 {
+		return true
+	}
+	return o.GetGeneration() != n.GetGeneration() || !o.GetDeletionTimestamp().Equal(n.GetDeletionTimestamp())
 }
 
 func unwrap(obj any) any {
