@@ -186,7 +186,7 @@ func (c *Cluster) couldPreemptFor(q *cqNode, fr FlavorResource, total int64) boo
 	if !canBorrow || q.parent == nil {
 		return false
 	}
-	if quota.BorrowingLimit != nil && total > quota.Nominal+*quota.BorrowingLimit {
+	if quota.BorrowingLimit != nil && total > AddAmounts(quota.Nominal, *quota.BorrowingLimit) {
 		return false
 	}
 	root := q.parent
@@ -202,7 +202,7 @@ func totalRequests(q *cqNode, ps PodSet) map[string]int64 {
 	out := make(map[string]int64, len(ps.Requests)+1)
 	for r, v := range ps.Requests {
 		if v > 0 {
-			out[r] = v * int64(ps.Count)
+			out[r] = MulAmount(v, int64(ps.Count))
 		}
 	}
 	if _, ok := q.groupOf[string(corev1.ResourcePods)]; ok {
@@ -280,11 +280,19 @@ func termAllows(t corev1.NodeSelectorTerm, labels map[string]string) bool {
 	return true
 }
 
-// FormatQuantity renders milli-units of a resource as a user would write it.
+// FormatQuantity renders milli-units of a resource as a user would write it;
+// a saturated amount (MaxAmount) as what it is known to exceed.
 func FormatQuantity(res string, milli int64) string {
 	format := resource.DecimalSI
-	if res == string(corev1.ResourceMemory) || res == string(corev1.ResourceEphemeralStorage) ||
-		strings.HasPrefix(res, corev1.ResourceHugePagesPrefix) {
+	binary := res == string(corev1.ResourceMemory) || res == string(corev1.ResourceEphemeralStorage) ||
+		strings.HasPrefix(res, corev1.ResourceHugePagesPrefix)
+	if milli >= MaxAmount {
+		if binary {
+			return "more than 8Pi"
+		}
+		return "more than 9P"
+	}
+	if binary {
 		format = resource.BinarySI
 		if milli%1000 == 0 {
 			return resource.NewQuantity(milli/1000, format).String()

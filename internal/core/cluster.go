@@ -280,7 +280,7 @@ func (c *Cluster) AdmittedIn(cq string) []string {
 func (c *Cluster) addUsage(n *node, fr FlavorResource, delta int64) {
 	for delta != 0 {
 		old := n.usage[fr]
-		n.usage[fr] = old + delta
+		n.usage[fr] = AddAmounts(old, delta)
 		if n.usage[fr] == 0 {
 			delete(n.usage, fr)
 		}
@@ -289,7 +289,7 @@ func (c *Cluster) addUsage(n *node, fr FlavorResource, delta int64) {
 			return
 		}
 		g := n.guaranteed(fr)
-		delta = max(0, old+delta-g) - max(0, old-g)
+		delta = max(0, AddAmounts(old, delta)-g) - max(0, old-g)
 		n = &p.node
 	}
 }
@@ -309,6 +309,13 @@ func available(n *node, fr FlavorResource) int64 {
 	if n.parent == nil {
 		return n.subtree[fr] - n.usage[fr]
 	}
+	// Never more than keeps this node's usage within MaxAmount: then usage
+	// never saturates, and releasing what was admitted gives back exactly
+	// what admitting it took. (A parent's usage grows by at most as much.)
+	return min(MaxAmount-n.usage[fr], availableBelowMax(n, fr))
+}
+
+func availableBelowMax(n *node, fr FlavorResource) int64 {
 	g := n.guaranteed(fr)
 	local := max(0, g-n.usage[fr])
 	fromParent := available(&n.parent.node, fr)
@@ -316,9 +323,9 @@ func available(n *node, fr FlavorResource) int64 {
 		// What it lends plus its borrowing limit is all it may take from above.
 		lent := n.subtree[fr] - g
 		usedAbove := max(0, n.usage[fr]-g)
-		fromParent = min(fromParent, lent-usedAbove+*q.BorrowingLimit)
+		fromParent = min(fromParent, AddAmounts(lent-usedAbove, *q.BorrowingLimit))
 	}
-	return local + max(0, fromParent)
+	return AddAmounts(local, max(0, fromParent))
 }
 
 // Usage returns ClusterQueue cq's usage (a copy).
@@ -475,7 +482,7 @@ func (c *Cluster) rebuild() {
 		}
 		for _, ch := range co.children {
 			for fr, v := range ch.subtree {
-				co.subtree[fr] += v - ch.guaranteed(fr)
+				co.subtree[fr] = AddAmounts(co.subtree[fr], v-ch.guaranteed(fr))
 			}
 		}
 	}

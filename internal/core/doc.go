@@ -7,8 +7,9 @@
 // That keeps every rule testable in microseconds and lets the simulator and
 // benchmarks reuse the same code.
 //
-// Quantities are int64 in milli-units of the resource (resource.Quantity's
-// MilliValue), so cpu "1" is 1000 and memory "1Ki" is 1024000.
+// Quantities are int64 in milli-units of the resource (Milli), so cpu "1" is
+// 1000 and memory "1Ki" is 1024000. Arithmetic on them saturates at
+// MaxAmount (AddAmounts, MulAmount) rather than wrapping around.
 //
 // Quota semantics follow Kueue's, so its users can move over. ClusterQueues are
 // the leaves of a tree whose inner nodes are cohorts. A node keeps for itself

@@ -28,7 +28,7 @@ func (c *Cluster) share(n *node, weight *int64, delta Usage, sign int64) int64 {
 	borrowed := map[string]int64{}
 	capacity := map[string]int64{}
 	for fr, v := range root.subtree {
-		capacity[fr.Resource] += v
+		capacity[fr.Resource] = AddAmounts(capacity[fr.Resource], v)
 	}
 	seen := map[FlavorResource]bool{}
 	add := func(fr FlavorResource) {
@@ -36,9 +36,9 @@ func (c *Cluster) share(n *node, weight *int64, delta Usage, sign int64) int64 {
 			return
 		}
 		seen[fr] = true
-		u := n.usage[fr] + sign*delta[fr]
+		u := AddAmounts(n.usage[fr], sign*delta[fr])
 		if over := u - n.subtree[fr]; over > 0 {
-			borrowed[fr.Resource] += over
+			borrowed[fr.Resource] = AddAmounts(borrowed[fr.Resource], over)
 		}
 	}
 	for fr := range n.usage {
@@ -50,7 +50,7 @@ func (c *Cluster) share(n *node, weight *int64, delta Usage, sign int64) int64 {
 	var dominant int64
 	for r, b := range borrowed {
 		if capacity[r] > 0 {
-			dominant = max(dominant, b*1000/capacity[r])
+			dominant = max(dominant, MulAmount(b, 1000)/capacity[r])
 		} else if b > 0 {
 			dominant = math.MaxInt64
 		}
@@ -65,7 +65,7 @@ func (c *Cluster) share(n *node, weight *int64, delta Usage, sign int64) int64 {
 	if w <= 0 || dominant == math.MaxInt64 {
 		return math.MaxInt64
 	}
-	return dominant * 1000 / w
+	return MulAmount(dominant, 1000) / w
 }
 
 // cqShare is a ClusterQueue's share, optionally as if delta were added (sign

@@ -19,7 +19,7 @@ type Usage map[FlavorResource]int64
 // Add adds o into u.
 func (u Usage) Add(o Usage) {
 	for fr, v := range o {
-		u[fr] += v
+		u[fr] = AddAmounts(u[fr], v)
 	}
 }
 

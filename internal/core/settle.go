@@ -43,12 +43,14 @@ func (c *Cluster) claims(q *cqNode, admitted []*Admitted, sign int64, count map[
 		var entitled, borrowed int64
 		for fr, v := range a.Usage {
 			in := min(v, max(0, q.quotas[fr].Nominal-used[fr]))
-			entitled += in
-			borrowed += v - in
-			used[fr] += v
+			entitled = AddAmounts(entitled, in)
+			borrowed = AddAmounts(borrowed, v-in)
+			used[fr] = AddAmounts(used[fr], v)
 		}
-		count[claim{entitled: true, priority: a.Priority, ts: a.Timestamp, key: a.Key}] += sign * entitled
-		count[claim{entitled: false, priority: a.Priority, ts: a.Timestamp, key: a.Key}] += sign * borrowed
+		ke := claim{entitled: true, priority: a.Priority, ts: a.Timestamp, key: a.Key}
+		kb := claim{entitled: false, priority: a.Priority, ts: a.Timestamp, key: a.Key}
+		count[ke] = AddAmounts(count[ke], sign*entitled)
+		count[kb] = AddAmounts(count[kb], sign*borrowed)
 	}
 }
 

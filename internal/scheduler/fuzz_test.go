@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"fmt"
+	"math/big"
 	"sort"
 	"testing"
 	"time"
@@ -32,6 +33,19 @@ func (r *bytesReader) n(limit int) int {
 	return int(b) % limit
 }
 
+// amount is up to limit-1 units of cpu, or now and then an extreme amount
+// near the top of int64 milli-units, where arithmetic that wraps around
+// would turn a request that cannot fit into one that does.
+func (r *bytesReader) amount(limit int) int64 {
+	v := r.n(limit + len(extremes))
+	if v >= limit {
+		return extremes[v-limit]
+	}
+	return int64(v) * milli
+}
+
+var extremes = []int64{core.MaxAmount, core.MaxAmount/2 + 1, 1 << 62}
+
 type modelCQ struct {
 	spec   core.ClusterQueue
 	strict bool
@@ -54,10 +68,15 @@ type model struct {
 const milli = 1000
 
 // FuzzAdmission checks, for any queue configuration and any sequence of
-// arrivals, cycles, confirmations, failed writes, stale events and finishes:
-// usage never exceeds nominal quota plus allowed borrowing; lending limits
-// hold; usage equals the sum of what admitted workloads hold; no workload is
-// admitted twice or both admitted and pending; StrictFIFO queues admit in order.
+// arrivals, cycles, confirmations, failed writes, stale events and finishes,
+// with amounts from one cpu to the top of int64:
+// safety: usage never exceeds nominal quota plus allowed borrowing; lending
+// limits hold; an admission's usage is exactly what its pods request; usage
+// equals the sum of what admitted workloads hold; no workload is admitted
+// twice or both admitted and pending; StrictFIFO queues admit in order;
+// liveness: once the running workloads finish, every pending workload of a
+// BestEffortFIFO queue that fits in one of its flavors' nominal quota is
+// admitted (a scheduler that never admits fails here).
 func FuzzAdmission(f *testing.F) {
 	f.Add([]byte{3, 1, 0, 5, 2, 1, 0, 0, 0, 1, 2, 3, 1, 0, 4, 2, 1, 1, 0, 1, 3, 1, 1, 4, 0, 9, 1, 1, 2, 3})
 	f.Add([]byte{4, 2, 1, 8, 1, 3, 0, 2, 7, 2, 1, 1, 5, 0, 0, 1, 1, 0, 2, 1, 0, 3, 1, 1, 1, 1, 1, 4, 2, 2, 5, 1})
@@ -85,14 +104,14 @@ func FuzzAdmission(f *testing.F) {
 			}
 			rg := core.ResourceGroup{Resources: []string{"cpu"}}
 			for _, fl := range flavors[:1+r.n(2)] {
-				q := core.Quota{Nominal: int64(r.n(8)) * milli}
+				q := core.Quota{Nominal: r.amount(8)}
 				if cohort != "" {
 					if r.n(2) == 1 {
-						v := int64(r.n(5)) * milli
+						v := r.amount(5)
 						q.BorrowingLimit = &v
 					}
 					if r.n(2) == 1 {
-						v := int64(r.n(int(q.Nominal/milli)+1)) * milli
+						v := min(r.amount(8), q.Nominal)
 						q.LendingLimit = &v
 					}
 				}
@@ -113,7 +132,7 @@ func FuzzAdmission(f *testing.F) {
 					NamespaceLabels: labels.Set{}, Timestamp: time.Unix(int64(next), 0), ClusterQueue: cq}
 				for p := range 1 + r.n(2) {
 					w.PodSets = append(w.PodSets, core.PodSet{Name: fmt.Sprintf("ps%d", p), Count: int32(1 + r.n(2)),
-						Requests: map[string]int64{"cpu": int64(1+r.n(4)) * milli}})
+						Requests: map[string]int64{"cpu": max(milli, r.amount(5))}})
 				}
 				next++
 				m.pending[w.Key] = w
@@ -151,7 +170,52 @@ func FuzzAdmission(f *testing.F) {
 			}
 			m.checkState(t, s)
 		}
+		m.settle(t, s)
 	})
+}
+
+// settle finishes everything admitted and runs cycles until none has
+// anything to decide, then checks that no pending workload of a
+// BestEffortFIFO queue would fit alone in one of its flavors' nominal quota.
+func (m *model) settle(t *testing.T, s *Scheduler) {
+	t.Helper()
+	for round := 0; ; round++ {
+		if round > 10000 {
+			t.Fatal("cycles did not settle")
+		}
+		for k := range m.admitted {
+			delete(m.admitted, k)
+			s.WorkloadGone(k)
+		}
+		ds := s.Cycle()
+		if len(ds) == 0 {
+			break
+		}
+		for _, d := range ds {
+			if d.Admit != nil {
+				m.checkAdmission(t, d)
+				delete(m.pending, d.Workload.Key)
+				m.admitted[d.Workload.Key] = modelAdmitted{cq: d.Admit.ClusterQueue, usage: d.Admit.Usage, w: d.Workload}
+			}
+		}
+		m.checkState(t, s)
+	}
+	for k, w := range m.pending {
+		cq := m.cqs[w.ClusterQueue]
+		if cq.strict {
+			continue // a head that never fits holds the rest back, by design
+		}
+		total := new(big.Int)
+		for _, ps := range w.PodSets {
+			total.Add(total, new(big.Int).Mul(big.NewInt(ps.Requests["cpu"]), big.NewInt(int64(ps.Count))))
+		}
+		for _, fq := range cq.spec.ResourceGroups[0].Flavors {
+			if total.Cmp(big.NewInt(fq.Quotas["cpu"].Nominal)) <= 0 {
+				t.Fatalf("%s needs %s cpu-milli, fits in flavor %s of %s (nominal %d) with nothing running, yet stays pending: %+v",
+					k, total, fq.Name, w.ClusterQueue, fq.Quotas["cpu"].Nominal, s.Pending(k))
+			}
+		}
+	}
 }
 
 // pick chooses an admitted workload: confirmed ones if confirmed, else assumed ones.
@@ -178,6 +242,26 @@ func (m *model) checkAdmission(t *testing.T, d core.Decision) {
 	}
 	if _, ok := m.pending[k]; !ok {
 		t.Fatalf("%s admitted but it was not pending", k)
+	}
+	// The usage admitted is exactly what the pods request, per flavor.
+	exact := map[core.FlavorResource]*big.Int{}
+	for i, psa := range d.Admit.PodSets {
+		ps := d.Workload.PodSets[i]
+		fr := core.FlavorResource{Flavor: psa.Flavors["cpu"], Resource: "cpu"}
+		if exact[fr] == nil {
+			exact[fr] = new(big.Int)
+		}
+		exact[fr].Add(exact[fr], new(big.Int).Mul(big.NewInt(ps.Requests["cpu"]), big.NewInt(int64(ps.Count))))
+	}
+	for fr, want := range exact {
+		// Beyond MaxAmount amounts saturate: such a workload fits only an
+		// unlimited (MaxAmount) quota.
+		if want.Cmp(big.NewInt(core.MaxAmount)) > 0 {
+			want = big.NewInt(core.MaxAmount)
+		}
+		if got := d.Admit.Usage[fr]; got < 0 || big.NewInt(got).Cmp(want) != 0 {
+			t.Fatalf("%s admitted with %d of %v, its pods request %s", k, got, fr, want)
+		}
 	}
 	if m.cqs[d.Admit.ClusterQueue].strict {
 		for pk, p := range m.pending {
@@ -222,15 +306,15 @@ func (m *model) checkState(t *testing.T, s *Scheduler) {
 		// Within nominal quota plus the borrowing allowed.
 		for _, fq := range cq.spec.ResourceGroups[0].Flavors {
 			q := fq.Quotas["cpu"]
-			limit := q.Nominal
+			limit := big.NewInt(q.Nominal)
 			if cq.spec.Cohort != "" {
-				limit = -1
+				limit = nil
 				if q.BorrowingLimit != nil {
-					limit = q.Nominal + *q.BorrowingLimit
+					limit = new(big.Int).Add(big.NewInt(q.Nominal), big.NewInt(*q.BorrowingLimit))
 				}
 			}
-			if u := got[core.FlavorResource{Flavor: fq.Name, Resource: "cpu"}]; limit >= 0 && u > limit {
-				t.Fatalf("%s uses %d of flavor %s, limit %d", name, u, fq.Name, limit)
+			if u := got[core.FlavorResource{Flavor: fq.Name, Resource: "cpu"}]; u < 0 || limit != nil && big.NewInt(u).Cmp(limit) > 0 {
+				t.Fatalf("%s uses %d of flavor %s, limit %v", name, u, fq.Name, limit)
 			}
 		}
 		if cq.spec.Cohort != "" {
@@ -242,7 +326,7 @@ func (m *model) checkState(t *testing.T, s *Scheduler) {
 	for co, members := range byCohort {
 		for _, fl := range []string{"f0", "f1"} {
 			fr := core.FlavorResource{Flavor: fl, Resource: "cpu"}
-			var lendable, above int64
+			lendable, above := new(big.Int), new(big.Int)
 			for _, cq := range members {
 				var q core.Quota
 				for _, fq := range cq.spec.ResourceGroups[0].Flavors {
@@ -254,10 +338,10 @@ func (m *model) checkState(t *testing.T, s *Scheduler) {
 				if q.LendingLimit != nil {
 					kept = q.Nominal - *q.LendingLimit
 				}
-				lendable += q.Nominal - kept
-				above += max(0, s.cluster.Usage(cq.spec.Name)[fr]-kept)
+				lendable.Add(lendable, big.NewInt(q.Nominal-kept))
+				above.Add(above, big.NewInt(max(0, s.cluster.Usage(cq.spec.Name)[fr]-kept)))
 			}
-			if above > lendable {
+			if above.Cmp(lendable) > 0 {
 				t.Fatalf("cohort %s flavor %s: %d used beyond what queues keep, only %d may be lent", co, fl, above, lendable)
 			}
 		}

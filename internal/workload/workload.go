@@ -90,7 +90,7 @@ func ToCore(w *berthv1.Workload, nsLabels labels.Set) *core.Workload {
 		cps := core.PodSet{Name: ps.Name, Count: ps.Count, Requests: make(map[string]int64, len(ps.Requests)),
 			NodeSelector: ps.NodeSelector, Tolerations: ps.Tolerations, NodeAffinity: ps.NodeAffinity}
 		for r, q := range ps.Requests {
-			cps.Requests[string(r)] = q.MilliValue()
+			cps.Requests[string(r)] = core.Milli(q)
 		}
 		cw.PodSets = append(cw.PodSets, cps)
 	}
@@ -116,7 +116,8 @@ func UsageOf(a *berthv1.Admission) core.Usage {
 	for _, psa := range a.PodSetAssignments {
 		for r, q := range psa.ResourceUsage {
 			if f, ok := psa.Flavors[r]; ok {
-				u[core.FlavorResource{Flavor: f, Resource: string(r)}] += q.MilliValue()
+				fr := core.FlavorResource{Flavor: f, Resource: string(r)}
+				u[fr] = core.AddAmounts(u[fr], core.Milli(q))
 			}
 		}
 	}

@@ -63,7 +63,7 @@ func weightOf(fs *berthv1.FairSharing) *int64 {
 	if fs == nil || fs.Weight == nil {
 		return nil
 	}
-	v := fs.Weight.MilliValue()
+	v := core.Milli(*fs.Weight)
 	return &v
 }
 
@@ -89,13 +89,13 @@ func groupsOf(groups []berthv1.ResourceGroup) []core.ResourceGroup {
 		for _, f := range rg.Flavors {
 			fq := core.FlavorQuotas{Name: f.Name, Quotas: map[string]core.Quota{}}
 			for _, r := range f.Resources {
-				q := core.Quota{Nominal: r.NominalQuota.MilliValue()}
+				q := core.Quota{Nominal: core.Milli(r.NominalQuota)}
 				if r.BorrowingLimit != nil {
-					v := r.BorrowingLimit.MilliValue()
+					v := core.Milli(*r.BorrowingLimit)
 					q.BorrowingLimit = &v
 				}
 				if r.LendingLimit != nil {
-					v := r.LendingLimit.MilliValue()
+					v := core.Milli(*r.LendingLimit)
 					q.LendingLimit = &v
 				}
 				fq.Quotas[string(r.Name)] = q
