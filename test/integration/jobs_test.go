@@ -199,18 +199,36 @@ func TestDeletingAJobReleasesItsQuota(t *testing.T) {
 // Jobs without a queue label are none of berth's business.
 func TestUnlabelledJobsAreLeftAlone(t *testing.T) {
 	env := testenv.New(t)
-	job := MakeJob("free", env.Namespace).Request("cpu", "1").Obj()
-	env.Create(t, job)
-	if jobs.Suspended(job) {
+	free := MakeJob("free", env.Namespace).Request("cpu", "1").Obj()
+	env.Create(t, free)
+	if jobs.Suspended(free) {
 		t.Fatal("a Job without a queue label was created suspended")
 	}
-	var list berthv1.WorkloadList
-	if err := env.Client.List(ctx, &list, client.InNamespace(env.Namespace)); err != nil {
-		t.Fatal(err)
-	}
-	if len(list.Items) != 0 {
-		t.Fatalf("berth made %d workloads for an unlabelled Job", len(list.Items))
-	}
+	// berth sees Jobs in the order they were created: once the Workload of
+	// a labelled Job created after it exists, berth has seen the unlabelled
+	// one too. The Job reconciler runs several at once, so hold for a moment.
+	queued := MakeJob("queued", env.Namespace).Queue("main").Request("cpu", "1").Obj()
+	env.Create(t, queued)
+	jobWorkload(t, env, queued)
+	testenv.Consistently(t, time.Second, func() error {
+		var list berthv1.WorkloadList
+		if err := env.Client.List(ctx, &list, client.InNamespace(env.Namespace)); err != nil {
+			return err
+		}
+		for _, wl := range list.Items {
+			if wl.Labels["berth.dev/job-uid"] != string(queued.UID) {
+				return fmt.Errorf("berth made Workload %s for the unlabelled Job", wl.Name)
+			}
+		}
+		j, err := getJob(env, env.Namespace, free.Name)
+		if err != nil {
+			return err
+		}
+		if jobs.Suspended(j) || jobs.Injected(j) {
+			return fmt.Errorf("berth changed the unlabelled Job: suspend %v, annotations %v", j.Spec.Suspend, j.Annotations)
+		}
+		return nil
+	})
 }
 
 // Users moving from Kueue keep their label, and their priority classes.
@@ -222,7 +240,7 @@ func TestKueueLabelAndPriorityClass(t *testing.T) {
 	env.Create(t, MakeLocalQueue("main", env.Namespace, cq).Obj())
 	env.Create(t, &berthv1.WorkloadPriorityClass{ObjectMeta: metav1.ObjectMeta{Name: wpc}, Value: 1000})
 	job := MakeJob("moved", env.Namespace).Label(berthv1.KueueQueueNameLabel, "main").
-		Label(berthv1.PriorityClassLabel, wpc).Request("cpu", "1").Obj()
+		Label(berthv1.KueuePriorityClassLabel, wpc).Request("cpu", "1").Obj()
 	env.Create(t, job)
 	if !jobs.Suspended(job) {
 		t.Fatal("a Job with Kueue's queue label was not created suspended")
@@ -232,6 +250,108 @@ func TestKueueLabelAndPriorityClass(t *testing.T) {
 		t.Errorf("workload spec queue %q priority %v class %q", wl.Spec.QueueName, wl.Spec.Priority, wl.Spec.PriorityClassName)
 	}
 	waitAdmitted(t, env, env.Namespace, wl.Name)
+}
+
+// A Job whose WorkloadPriorityClass does not exist yet waits at priority 0,
+// and gets the class's priority once it is created.
+func TestPriorityClassCreatedAfterItsJob(t *testing.T) {
+	env := testenv.New(t)
+	rf, cq, wpc := env.Name("rf"), env.Name("cq"), env.Name("late")
+	env.Create(t, MakeResourceFlavor(rf).Obj())
+	env.Create(t, MakeClusterQueue(cq).ResourceGroup(MakeFlavorQuotas(rf).Resource("cpu", "1").Obj()).Obj())
+	env.Create(t, MakeLocalQueue("main", env.Namespace, cq).Obj())
+	// Too big for the queue: it stays pending, so its priority may change.
+	job := MakeJob("early", env.Namespace).Queue("main").Label(berthv1.PriorityClassLabel, wpc).Request("cpu", "2").Obj()
+	env.Create(t, job)
+	wl := jobWorkload(t, env, job)
+	if wl.Spec.Priority != nil {
+		t.Fatalf("priority %d before the class exists, want none", *wl.Spec.Priority)
+	}
+	// Once its pending reason is written nothing else happens to it: only the
+	// class's arrival can bring its priority.
+	waitPending(t, env, env.Namespace, wl.Name, "needs 2 cpu")
+	env.Create(t, &berthv1.WorkloadPriorityClass{ObjectMeta: metav1.ObjectMeta{Name: wpc}, Value: 700})
+	testenv.Eventually(t, wait, func() error {
+		wl, err := getWorkload(env, env.Namespace, wl.Name)
+		if err != nil {
+			return err
+		}
+		if wl.Spec.Priority == nil || *wl.Spec.Priority != 700 || wl.Spec.PriorityClassName != wpc {
+			return fmt.Errorf("workload priority %v class %q, want 700 from %s", wl.Spec.Priority, wl.Spec.PriorityClassName, wpc)
+		}
+		return nil
+	})
+}
+
+// Raising the parallelism of a running Job would run pods its quota does not
+// cover: berth suspends it and queues it again with its new size.
+func TestResizedJobIsQueuedAgain(t *testing.T) {
+	env := testenv.New(t)
+	rf, cq := env.Name("rf"), env.Name("cq")
+	env.Create(t, MakeResourceFlavor(rf).NodeLabel("example.com/pool", "x").Obj())
+	env.Create(t, MakeClusterQueue(cq).ResourceGroup(MakeFlavorQuotas(rf).Resource("cpu", "3").Obj()).Obj())
+	env.Create(t, MakeLocalQueue("main", env.Namespace, cq).Obj())
+	job := MakeJob("grows", env.Namespace).Queue("main").Parallelism(2).Completions(10).Request("cpu", "1").
+		NodeSelector("team", "a").Obj()
+	env.Create(t, job)
+	wl := waitAdmitted(t, env, env.Namespace, jobWorkload(t, env, job).Name)
+	setParallelism := func(n int32) {
+		t.Helper()
+		testenv.Eventually(t, wait, func() error {
+			j, err := getJob(env, env.Namespace, job.Name)
+			if err != nil {
+				return err
+			}
+			if jobs.Suspended(j) && n > 3 {
+				return fmt.Errorf("job not started yet")
+			}
+			patch := client.MergeFromWithOptions(j.DeepCopy(), client.MergeFromWithOptimisticLock{})
+			j.Spec.Parallelism = &n
+			return env.Client.Patch(ctx, j, patch)
+		})
+	}
+	setParallelism(4)
+	// 4 pods of 1 cpu do not fit in 3: suspended with its own template, and
+	// its Workload, re-made for 4 pods, waits.
+	waitPending(t, env, env.Namespace, wl.Name, "needs 4 cpu")
+	testenv.Eventually(t, wait, func() error {
+		j, err := getJob(env, env.Namespace, job.Name)
+		if err != nil {
+			return err
+		}
+		ns := j.Spec.Template.Spec.NodeSelector
+		if !jobs.Suspended(j) || jobs.Injected(j) || len(ns) != 1 || ns["team"] != "a" {
+			return fmt.Errorf("job suspended=%v injected=%v nodeSelector=%v; want suspended with its own selector",
+				jobs.Suspended(j), jobs.Injected(j), ns)
+		}
+		return nil
+	})
+	cur, err := getWorkload(env, env.Namespace, wl.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := cur.Spec.PodSets[0].Count; c != 4 {
+		t.Errorf("workload re-made with %d pods, want 4", c)
+	}
+	// Down to 3: it fits, and runs again with exactly that admitted.
+	setParallelism(3)
+	testenv.Eventually(t, wait, func() error {
+		wl, err := getWorkload(env, env.Namespace, wl.Name)
+		if err != nil {
+			return err
+		}
+		if !workload.IsAdmitted(wl) || wl.Status.Admission.PodSetAssignments[0].Count != 3 {
+			return fmt.Errorf("workload not admitted with 3 pods: %s", describe(wl))
+		}
+		j, err := getJob(env, env.Namespace, job.Name)
+		if err != nil {
+			return err
+		}
+		if jobs.Suspended(j) {
+			return fmt.Errorf("job not restarted")
+		}
+		return nil
+	})
 }
 
 // A workload evicted by HoldAndDrain stops its Job: suspended again, with the

@@ -136,6 +136,29 @@ func InSync(wl *berthv1.Workload, job *batchv1.Job, queue string, priority *int3
 		equality.Semantic.DeepEqual(wl.Spec.PodSets, PodSets(job))
 }
 
+// Resized says how a running Job no longer matches what its Workload was
+// admitted with, or "" when it still does. Only the quota-relevant parts
+// count (pods at once, and requests): the node selector and tolerations
+// differ on purpose while the flavors' settings are injected. Of a running
+// Job the API lets only parallelism change; any change of the count, up or
+// down, queues the Job again, as Kueue does, so the quota held is always
+// what runs.
+func Resized(wl *berthv1.Workload, job *batchv1.Job) string {
+	now := PodSets(job)
+	if wl.Status.Admission == nil || len(now) != len(wl.Status.Admission.PodSetAssignments) || len(now) != len(wl.Spec.PodSets) {
+		return "its pod sets changed"
+	}
+	for i, ps := range now {
+		if admitted := wl.Status.Admission.PodSetAssignments[i].Count; ps.Count != admitted {
+			return fmt.Sprintf("%d pods at once, admitted with %d", ps.Count, admitted)
+		}
+		if !equality.Semantic.DeepEqual(ps.Requests, wl.Spec.PodSets[i].Requests) {
+			return "its pods' requests changed"
+		}
+	}
+	return ""
+}
+
 // OriginalSchedulingAnnotation holds, while a Job runs with its flavors' node
 // selector and tolerations, what its pod template had before; it is put back
 // when the Job is suspended again.

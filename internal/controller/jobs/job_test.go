@@ -100,3 +100,23 @@ func TestRestoreRefusesADamagedAnnotation(t *testing.T) {
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
 
 func ptr[T any](v T) *T { return &v }
+
+func TestResized(t *testing.T) {
+	job := MakeJob("j", "ns").Parallelism(2).Completions(10).Request("cpu", "1").Obj()
+	wl := NewWorkload(job, "q", nil, "")
+	wl.Status.Admission = &berthv1.Admission{ClusterQueue: "cq", PodSetAssignments: []berthv1.PodSetAssignment{{Name: "main", Count: 2}}}
+	rf := &berthv1.ResourceFlavor{Spec: berthv1.ResourceFlavorSpec{NodeLabels: map[string]string{"pool": "a"}}}
+	if err := StartTemplate(job, []*berthv1.ResourceFlavor{rf}); err != nil {
+		t.Fatal(err)
+	}
+	if why := Resized(wl, job); why != "" {
+		t.Errorf("a Job running as admitted, with its flavor's node selector, is %q", why)
+	}
+	for _, n := range []int32{4, 1} {
+		j := job.DeepCopy()
+		j.Spec.Parallelism = &n
+		if why := Resized(wl, j); !strings.Contains(why, "admitted with 2") {
+			t.Errorf("parallelism 2 -> %d: %q, want it to say the admitted count", n, why)
+		}
+	}
+}

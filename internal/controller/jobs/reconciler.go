@@ -15,6 +15,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -51,8 +52,27 @@ func Setup(mgr ctrl.Manager, manageAll bool) error {
 		Named("job").
 		For(&batchv1.Job{}, builder.WithPredicates(queued)).
 		Owns(&berthv1.Workload{}).
+		// A class created (or changed) after its Jobs were queued is resolved
+		// for those still waiting: objects arrive in any order.
+		Watches(&berthv1.WorkloadPriorityClass{}, handler.EnqueueRequestsFromMapFunc(r.jobsOfClass)).
 		WithOptions(controllerOptions()).
 		Complete(r)
+}
+
+// jobsOfClass lists the Jobs that name a WorkloadPriorityClass, from the cache.
+func (r *Reconciler) jobsOfClass(ctx context.Context, obj client.Object) []reconcile.Request {
+	var out []reconcile.Request
+	for _, label := range []string{berthv1.PriorityClassLabel, berthv1.KueuePriorityClassLabel} {
+		var list batchv1.JobList
+		if err := r.client.List(ctx, &list, client.MatchingLabels{label: obj.GetName()}); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "listing the Jobs of a WorkloadPriorityClass", "class", obj.GetName())
+			continue
+		}
+		for i := range list.Items {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		}
+	}
+	return out
 }
 
 // Reconcile brings one Job and its Workload in step.
@@ -111,6 +131,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 
 	if workload.IsAdmitted(&wl) {
 		if !Suspended(&job) {
+			if why := Resized(&wl, &job); why != "" {
+				// It would run more (or other) pods than its quota covers:
+				// give the quota back; the steps below then suspend the
+				// Job and re-make its Workload, which queues again.
+				return reconcile.Result{}, r.evictResized(ctx, &job, &wl, why)
+			}
 			return reconcile.Result{}, nil // running
 		}
 		if job.Status.StartTime != nil {
@@ -165,6 +191,31 @@ func (r *Reconciler) start(ctx context.Context, job *batchv1.Job, wl *berthv1.Wo
 	return nil
 }
 
+// evictResized re-makes the Workload of a Job changed while it ran: its pod
+// sets become the Job's new ones, then its quota is taken away. The eviction
+// backs off as a preemption does, so the Job is suspended before the
+// Workload can be admitted again with its new shape.
+func (r *Reconciler) evictResized(ctx context.Context, job *batchv1.Job, wl *berthv1.Workload, why string) error {
+	own := job.DeepCopy()
+	if _, err := RestoreTemplate(own); err != nil {
+		r.rec.Eventf(job, nil, corev1.EventTypeWarning, "InvalidAnnotation", "Admission", "%v", err)
+		return nil
+	}
+	orig := wl.DeepCopy()
+	wl.Spec.PodSets = PodSets(own)
+	if err := r.client.Patch(ctx, wl, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	orig = wl.DeepCopy()
+	msg := fmt.Sprintf("Job %s changed while running (%s); it is suspended and queued again with its new shape", job.Name, why)
+	workload.SetEvicted(wl, "JobResized", msg, r.clock.Now(), true)
+	if err := r.client.Status().Patch(ctx, wl, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	r.rec.Eventf(job, wl, corev1.EventTypeNormal, "Requeued", "Admission", "%s", msg)
+	return nil
+}
+
 // suspend stops the Job; its template is restored in a later step, once the
 // Job controller has reset its start time (before that, the API refuses
 // template changes).
@@ -194,14 +245,19 @@ func (r *Reconciler) restore(ctx context.Context, job *batchv1.Job) (reconcile.R
 	return reconcile.Result{}, client.IgnoreNotFound(r.client.Update(ctx, job))
 }
 
-// priority resolves a Job's priority: its WorkloadPriorityClass label, else
-// its pods' PriorityClass, else none.
+// priority resolves a Job's priority: its WorkloadPriorityClass label
+// (berth's, else Kueue's), else its pods' PriorityClass, else none. A class
+// that does not exist yet gives priority 0 until it is created.
 func (r *Reconciler) priority(ctx context.Context, job *batchv1.Job) (*int32, string) {
-	if name := job.Labels[berthv1.PriorityClassLabel]; name != "" {
+	label := berthv1.PriorityClassLabel
+	if job.Labels[label] == "" {
+		label = berthv1.KueuePriorityClassLabel
+	}
+	if name := job.Labels[label]; name != "" {
 		var wpc berthv1.WorkloadPriorityClass
 		if err := r.client.Get(ctx, types.NamespacedName{Name: name}, &wpc); err != nil {
 			r.rec.Eventf(job, nil, corev1.EventTypeWarning, "PriorityClassNotFound", "Admission",
-				"WorkloadPriorityClass %s (label %s): %v; queued with priority 0", name, berthv1.PriorityClassLabel, err)
+				"WorkloadPriorityClass %s (label %s): %v; queued with priority 0 until it exists", name, label, err)
 			return nil, name
 		}
 		v := wpc.Value
