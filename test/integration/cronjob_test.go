@@ -83,23 +83,41 @@ func TestTeardownWhileJobsKeepArriving(t *testing.T) {
 	// Jobs arrive as fast as a client can make them, owned by the CronJob as
 	// the CronJob controller would make them, until the namespace refuses.
 	arrivals, stop := context.WithCancel(ctx)
-	defer stop()
 	var wg sync.WaitGroup
+	defer func() { stop(); wg.Wait() }()
 	var made int
+	var stormErr error
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		yes := true
+		// Bounded: it stops at the namespace's refusal, at the test's end,
+		// after 5 minutes, or at 10 unexpected errors in a row (then failing
+		// the test) rather than spinning on a broken API server.
+		deadline := time.Now().Add(5 * time.Minute)
+		failures := 0
 		for i := 0; arrivals.Err() == nil; i++ {
+			if time.Now().After(deadline) {
+				stormErr = fmt.Errorf("the namespace still took Jobs after 5 minutes")
+				return
+			}
 			job := MakeJob(fmt.Sprintf("storm-%d", i), env.Namespace).Queue("main").Request("cpu", "100m").Obj()
 			job.OwnerReferences = []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "CronJob", Name: cj.Name,
 				UID: cj.UID, Controller: &yes}}
 			err := env.Client.Create(arrivals, job)
-			if apierrors.IsForbidden(err) || apierrors.IsNotFound(err) {
+			switch {
+			case apierrors.IsForbidden(err) || apierrors.IsNotFound(err):
 				return // the namespace is terminating or gone
-			}
-			if err == nil {
+			case err == nil:
 				made++
+				failures = 0
+			case arrivals.Err() != nil:
+				return
+			default:
+				if failures++; failures >= 10 {
+					stormErr = fmt.Errorf("creating Jobs failed %d times in a row: %w", failures, err)
+					return
+				}
 			}
 		}
 	}()
@@ -127,6 +145,9 @@ func TestTeardownWhileJobsKeepArriving(t *testing.T) {
 		t.Fatal(err)
 	}
 	wg.Wait()
+	if stormErr != nil {
+		t.Fatal(stormErr)
+	}
 	t.Logf("%d Jobs made during the test", made)
 
 	// The namespace goes away entirely: nothing in it is held by a finalizer.

@@ -2,7 +2,10 @@ package integration
 
 import (
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"regexp"
 	"testing"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -12,6 +15,11 @@ import (
 	"github.com/berth-dev/berth/internal/workload"
 )
 
+// exampleNames are the names the examples give to cluster-wide objects and
+// namespaces; the test prefixes them so that it shares nothing with other
+// tests, or with whatever else runs in the cluster.
+var exampleNames = regexp.MustCompile(`\b(name|namespace|clusterQueue|cohort): (team-a|team-b|shared|default)\b`)
+
 // The README's examples work as written: the queues apply, and a Job created
 // from examples/job.yaml is admitted in team-a's ClusterQueue.
 func TestExamplesWork(t *testing.T) {
@@ -20,6 +28,21 @@ func TestExamplesWork(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	prefix := env.Namespace + "-"
+	dir := t.TempDir()
+	example := func(name string) string {
+		t.Helper()
+		data, err := os.ReadFile(filepath.Join("../../examples", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		renamed := exampleNames.ReplaceAll(data, []byte("$1: "+prefix+"$2"))
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, renamed, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
 	kubectl := func(args ...string) {
 		t.Helper()
 		out, err := exec.Command(bin, append([]string{"kubectl", "--kubeconfig", env.Kubeconfig}, args...)...).CombinedOutput()
@@ -27,22 +50,24 @@ func TestExamplesWork(t *testing.T) {
 			t.Fatalf("kubectl %v: %v\n%s", args, err, out)
 		}
 	}
-	kubectl("apply", "-f", "../../examples/queues.yaml")
+	queues, job := example("queues.yaml"), example("job.yaml")
+	kubectl("apply", "-f", queues)
 	t.Cleanup(func() {
-		_ = exec.Command(bin, "kubectl", "--kubeconfig", env.Kubeconfig, "delete", "-f", "../../examples/queues.yaml", "--wait=false").Run()
+		_ = exec.Command(bin, "kubectl", "--kubeconfig", env.Kubeconfig, "delete", "-f", queues, "--wait=false").Run()
 	})
-	kubectl("create", "-f", "../../examples/job.yaml")
+	kubectl("create", "-f", job)
+	teamA := prefix + "team-a"
 	testenv.Eventually(t, wait, func() error {
 		var list berthv1.WorkloadList
-		if err := env.Client.List(ctx, &list, client.InNamespace("team-a")); err != nil {
+		if err := env.Client.List(ctx, &list, client.InNamespace(teamA)); err != nil {
 			return err
 		}
 		for i := range list.Items {
 			wl := &list.Items[i]
-			if workload.IsAdmitted(wl) && wl.Status.Admission.ClusterQueue == "team-a" {
+			if workload.IsAdmitted(wl) && wl.Status.Admission.ClusterQueue == teamA {
 				return nil
 			}
 		}
-		return fmt.Errorf("no admitted workload in team-a yet (%d workloads)", len(list.Items))
+		return fmt.Errorf("no admitted workload in %s yet (%d workloads)", teamA, len(list.Items))
 	})
 }
