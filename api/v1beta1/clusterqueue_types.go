@@ -220,10 +220,12 @@ type ClusterQueueSpec struct {
 	// +optional
 	PriorityAging *PriorityAging `json:"priorityAging,omitempty"`
 
-	// AdmissionChecks name checks a workload must pass before it is admitted.
+	// AdmissionChecks are not supported yet: a ClusterQueue that names any is
+	// refused, rather than admitting without the checks.
 	// +optional
 	// +listType=set
 	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:XValidation:rule="size(self) == 0",message="admissionChecks are not supported yet"
 	AdmissionChecks []string `json:"admissionChecks,omitempty"`
 }
 

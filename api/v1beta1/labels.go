@@ -10,8 +10,4 @@ const (
 	PriorityClassLabel = "berth.dev/priority-class"
 	// KueuePriorityClassLabel is honoured too, for users moving from Kueue.
 	KueuePriorityClassLabel = "kueue.x-k8s.io/priority-class"
-	// PodSetRequiredTopologyAnnotation and PodSetPreferredTopologyAnnotation
-	// ask for a pod set to be placed within one domain of a topology level.
-	PodSetRequiredTopologyAnnotation  = "berth.dev/podset-required-topology"
-	PodSetPreferredTopologyAnnotation = "berth.dev/podset-preferred-topology"
 )

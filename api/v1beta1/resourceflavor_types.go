@@ -28,11 +28,12 @@ type ResourceFlavorSpec struct {
 	// +kubebuilder:validation:MaxItems=8
 	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
 
-	// TopologyName names the Topology that describes how these nodes are
-	// grouped (block, rack, host) for topology-aware placement.
+	// TopologyName is not supported yet (topology-aware placement): a flavor
+	// that sets it is refused, rather than admitting without placement.
 	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="false",message="topologyName is not supported yet: berth has no topology-aware placement"
 	TopologyName *string `json:"topologyName,omitempty"`
 }
 
@@ -41,7 +42,6 @@ type ResourceFlavorSpec struct {
 // +genclient:nonNamespaced
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:scope=Cluster,shortName=rf;flavor
-// +kubebuilder:printcolumn:name="Topology",type=string,JSONPath=`.spec.topologyName`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type ResourceFlavor struct {
 	metav1.TypeMeta   `json:",inline"`

@@ -18,10 +18,11 @@ type PodSet struct {
 	// +kubebuilder:validation:Minimum=1
 	Count int32 `json:"count"`
 
-	// MinCount, when set, allows admitting fewer pods (down to this many) when
-	// Count does not fit. Not acted on yet; kept for users moving from Kueue.
+	// MinCount (partial admission) is not supported yet: a workload that sets
+	// it is refused, rather than admitted only with all Count pods.
 	// +optional
 	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:XValidation:rule="false",message="minCount (partial admission) is not supported yet"
 	MinCount *int32 `json:"minCount,omitempty"`
 
 	// Requests of one pod: containers, init containers and pod overhead
@@ -113,8 +114,6 @@ const (
 	WorkloadEvicted = "Evicted"
 	// Preempted: it was evicted to make room for another workload.
 	WorkloadPreempted = "Preempted"
-	// PodsReady: all its pods are ready.
-	WorkloadPodsReady = "PodsReady"
 	// Finished: it ran to the end; its quota is released.
 	WorkloadFinished = "Finished"
 )
@@ -125,7 +124,7 @@ type WorkloadStatus struct {
 	// +optional
 	Admission *Admission `json:"admission,omitempty"`
 
-	// Conditions: QuotaReserved, Admitted, Evicted, Preempted, PodsReady, Finished.
+	// Conditions: QuotaReserved, Admitted, Evicted, Preempted, Finished.
 	// +optional
 	// +listType=map
 	// +listMapKey=type

@@ -38,9 +38,10 @@ func newRoot() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "berth",
 		Short: "A batch-workload control plane for Kubernetes",
-		Long: `berth queues batch work against quotas, places pod gangs topology-aware,
-dispatches work to worker clusters and runs virtual clusters, all in one binary.
-'berth up' starts a complete local Kubernetes control plane to try it on.`,
+		Long: `berth queues batch work (batch/v1 Jobs, including those a CronJob makes) against
+quotas that ClusterQueues share and borrow in cohorts, with priorities,
+preemption and fair sharing. 'berth up' starts a complete local Kubernetes
+control plane, with simulated nodes, to try it on; 'berth bench' measures it.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}

@@ -73,7 +73,7 @@ the control plane keeps running afterwards. It implies --nodes 4 unless
   berth kubectl get nodes
   berth down
 
-  # 64 nodes in racks of 8 and blocks of 2 racks, for topology-aware placement
+  # 64 nodes labelled in racks of 8 and blocks of 2 racks
   berth up --nodes 64 --nodes-per-rack 8 --racks-per-block 2`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -229,7 +229,7 @@ func setCondition(w *berthv1.Workload, typ string, status metav1.ConditionStatus
 
 func conditionRank(t string) int {
 	for i, c := range []string{berthv1.WorkloadQuotaReserved, berthv1.WorkloadAdmitted, berthv1.WorkloadEvicted,
-		berthv1.WorkloadPreempted, berthv1.WorkloadPodsReady, berthv1.WorkloadFinished} {
+		berthv1.WorkloadPreempted, berthv1.WorkloadFinished} {
 		if c == t {
 			return i
 		}

@@ -129,3 +129,38 @@ func TestLocalQueueAndCohortValidation(t *testing.T) {
 		t.Errorf("a Cohort covering cpu twice: %v", err)
 	}
 }
+
+// Fields berth does not act on yet are refused with a message saying so,
+// never accepted and ignored.
+func TestUnsupportedFieldsAreRefused(t *testing.T) {
+	env := testenv.New(t)
+	withChecks := MakeClusterQueue(env.Name("checks")).ResourceGroup(MakeFlavorQuotas("a").Resource("cpu", "1").Obj()).Obj()
+	withChecks.Spec.AdmissionChecks = []string{"provisioning"}
+	topo := "racks"
+	withTopology := MakeResourceFlavor(env.Name("topo")).NodeLabel("pool", "a").Obj()
+	withTopology.Spec.TopologyName = &topo
+	minCount := int32(1)
+	partial := &berthv1.Workload{}
+	partial.Name, partial.Namespace = "partial", env.Namespace
+	partial.Spec.QueueName = "main"
+	partial.Spec.PodSets = []berthv1.PodSet{{Name: "main", Count: 4, MinCount: &minCount}}
+	for _, tc := range []struct {
+		obj  client.Object
+		want []string
+	}{
+		{withChecks, []string{"spec.admissionChecks", "admissionChecks are not supported yet"}},
+		{withTopology, []string{"spec.topologyName", "topologyName is not supported yet"}},
+		{partial, []string{"spec.podSets[0].minCount", "minCount (partial admission) is not supported yet"}},
+	} {
+		err := env.Client.Create(ctx, tc.obj)
+		if err == nil {
+			t.Errorf("%T %s accepted", tc.obj, tc.obj.GetName())
+			continue
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%T %s: error lacks %q:\n%v", tc.obj, tc.obj.GetName(), w, err)
+			}
+		}
+	}
+}
