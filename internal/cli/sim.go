@@ -191,8 +191,12 @@ with berth.dev/sim-exit-code when that is not 0, and deleted pods go.`,
 			}
 			var fromFiles []*kwokv1.Stage
 			if len(stageFiles) > 0 {
-				if fromFiles, err = stage.LoadFiles(stageFiles...); err != nil {
+				var skipped []string
+				if fromFiles, skipped, err = stage.LoadFiles(stageFiles...); err != nil {
 					return fmt.Errorf("--stages: %w", err)
+				}
+				for _, s := range skipped {
+					fmt.Fprintf(cmd.ErrOrStderr(), "--stages: skipped %s: not a Stage\n", s)
 				}
 			}
 			if !defaultStages {

@@ -113,6 +113,7 @@ type Simulator struct {
 	recorder events.EventRecorder
 	log      logr.Logger
 	clock    clock.Clock
+	started  time.Time // for templates' StartTime
 	queue    *delayqueue.Queue
 	ips      *ipam.Allocator
 	leases   *heartbeat
@@ -152,7 +153,7 @@ func New(cfg Config, restCfg *rest.Config) (*Simulator, error) {
 		return nil, err
 	}
 	s := &Simulator{
-		cfg: cfg, rest: restCfg, client: client, log: cfg.Log, clock: cfg.Clock,
+		cfg: cfg, rest: restCfg, client: client, log: cfg.Log, clock: cfg.Clock, started: cfg.Clock.Now(),
 		queue: delayqueue.New(cfg.Clock), ips: ipam.New(),
 		rng:     rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
 		overlay: map[string]runtime.Object{}, retries: map[string]int{},

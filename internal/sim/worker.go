@@ -196,6 +196,7 @@ func permanent(err error) bool {
 type env struct{ s *Simulator }
 
 func (e env) Now() time.Time            { return e.s.clock.Now() }
+func (e env) StartTime() time.Time      { return e.s.started }
 func (e env) NodeIP(node string) string { return e.s.ips.NodeIP(node) }
 func (e env) NodePort() int             { return 10250 }
 func (e env) Version() string           { return e.s.cfg.Version }

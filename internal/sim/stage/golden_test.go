@@ -21,6 +21,7 @@ var update = flag.Bool("update", false, "rewrite the golden files from the curre
 type testEnv struct{}
 
 func (testEnv) Now() time.Time            { return time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) }
+func (testEnv) StartTime() time.Time      { return time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC) }
 func (testEnv) NodeIP(node string) string { return "192.0.2.10" }
 func (testEnv) NodePort() int             { return 10250 }
 func (testEnv) Version() string           { return "v1.36.3-sim" }
@@ -85,7 +86,7 @@ func loadSet(t *testing.T, set string) []*stage.Stage {
 	var err error
 	var raw = must(stage.Defaults())
 	if _, statErr := os.Stat(dir); statErr == nil {
-		raw, err = stage.LoadFiles(dir)
+		raw, _, err = stage.LoadFiles(dir)
 		if err != nil {
 			t.Fatal(err)
 		}

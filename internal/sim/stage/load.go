@@ -3,6 +3,7 @@ package stage
 import (
 	"bytes"
 	"embed"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"path/filepath"
 	"sort"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
 	kwokv1 "github.com/berth-dev/berth/api/kwok/v1alpha1"
@@ -33,7 +35,7 @@ func Defaults() ([]*kwokv1.Stage, error) {
 		if err != nil {
 			return err
 		}
-		stages, err := Parse(data, p)
+		stages, _, err := Parse(data, p)
 		out = append(out, stages...)
 		return err
 	})
@@ -41,20 +43,20 @@ func Defaults() ([]*kwokv1.Stage, error) {
 }
 
 // LoadFiles reads stages from files, or from every .yaml/.yml/.json file in
-// a directory.
-func LoadFiles(paths ...string) ([]*kwokv1.Stage, error) {
-	var out []*kwokv1.Stage
+// a directory; skipped lists the documents that are not Stages (a stage
+// directory may hold a StorageClass beside its volume stages).
+func LoadFiles(paths ...string) (out []*kwokv1.Stage, skipped []string, err error) {
 	for _, p := range paths {
 		info, err := os.Stat(p)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		files := []string{p}
 		if info.IsDir() {
 			files = nil
 			entries, err := os.ReadDir(p)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			for _, e := range entries {
 				switch filepath.Ext(e.Name()) {
@@ -67,38 +69,52 @@ func LoadFiles(paths ...string) ([]*kwokv1.Stage, error) {
 		for _, f := range files {
 			data, err := os.ReadFile(f)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
-			stages, err := Parse(data, f)
+			stages, skip, err := Parse(data, f)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			out = append(out, stages...)
+			skipped = append(skipped, skip...)
 		}
 	}
-	return out, nil
+	return out, skipped, nil
 }
 
 // Parse reads the Stage documents of a YAML or JSON stream; source names
-// it in errors. Documents of other kinds are an error: a stage file holds stages.
-func Parse(data []byte, source string) ([]*kwokv1.Stage, error) {
+// it in errors. Documents of other kinds are skipped and listed in skipped
+// ("file: document 2 (storage.k8s.io/v1 StorageClass standard)"): a stage
+// directory may hold what its stages need beside them. A document that does
+// not parse is an error.
+func Parse(data []byte, source string) (out []*kwokv1.Stage, skipped []string, err error) {
 	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-	var out []*kwokv1.Stage
 	for i := 0; ; i++ {
-		var s kwokv1.Stage
-		err := dec.Decode(&s)
+		var raw json.RawMessage
+		err := dec.Decode(&raw)
 		if errors.Is(err, io.EOF) {
-			return out, nil
+			return out, skipped, nil
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%s: document %d: %w", source, i+1, err)
+			return nil, nil, fmt.Errorf("%s: document %d: %w", source, i+1, err)
 		}
-		if s.APIVersion == "" && s.Kind == "" && s.Name == "" {
+		var head metav1.PartialObjectMetadata
+		if len(raw) == 0 || string(raw) == "null" {
 			continue // an empty document
 		}
-		if s.APIVersion != kwokv1.GroupVersion.String() || s.Kind != "Stage" {
-			return nil, fmt.Errorf("%s: document %d (%s): apiVersion %q kind %q; want %s Stage",
-				source, i+1, s.Name, s.APIVersion, s.Kind, kwokv1.GroupVersion)
+		if err := json.Unmarshal(raw, &head); err != nil {
+			return nil, nil, fmt.Errorf("%s: document %d: %w", source, i+1, err)
+		}
+		if head.APIVersion == "" && head.Kind == "" && head.Name == "" {
+			continue
+		}
+		if head.APIVersion != kwokv1.GroupVersion.String() || head.Kind != "Stage" {
+			skipped = append(skipped, fmt.Sprintf("%s: document %d (%s %s %s)", source, i+1, head.APIVersion, head.Kind, head.Name))
+			continue
+		}
+		var s kwokv1.Stage
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return nil, nil, fmt.Errorf("%s: document %d (%s): %w", source, i+1, head.Name, err)
 		}
 		out = append(out, &s)
 	}

@@ -21,6 +21,8 @@ import (
 // Env is what templates may ask of the simulated world.
 type Env interface {
 	Now() time.Time
+	// StartTime is when the simulator started.
+	StartTime() time.Time
 	// NodeIP is a node's address.
 	NodeIP(node string) string
 	// PodIP is a pod's address: the node's with host networking, else one
@@ -31,22 +33,27 @@ type Env interface {
 	Version() string
 }
 
-// funcs are the template functions: sprig's, and the names KWOK stage
-// files use. Those that need the Env or the object are stand-ins here,
-// rebound for each rendering (see bind).
+// funcs are the template functions: sprig's, and the ones KWOK's stage
+// files use (KWOK's current set: Quote, YAML, Now, StartTime, Version,
+// NodeConditions, NodeIP, NodeName, NodePort, NodeIPWith, NodeIPsWith,
+// PodIP, PodIPWith, PodIPsWith). Those that need the Env or the object are
+// stand-ins here, rebound for each rendering (see bind).
 var funcs = func() template.FuncMap {
 	f := sprig.TxtFuncMap()
 	for k, v := range (template.FuncMap{
 		"Quote":          quote,
 		"YAML":           yamlIndent,
 		"Now":            func() string { return "" },
+		"StartTime":      func() string { return "" },
 		"Version":        func() string { return "" },
 		"NodeIP":         func() string { return "" },
 		"NodeName":       func() string { return "" },
 		"NodePort":       func() int { return 0 },
 		"NodeIPWith":     func(string) string { return "" },
+		"NodeIPsWith":    func(string) []string { return nil },
 		"PodIP":          func() string { return "" },
 		"PodIPWith":      func(string, bool, string, string, string) string { return "" },
+		"PodIPsWith":     func(string, bool, string, string, string) []string { return nil },
 		"NodeConditions": nodeConditions,
 	}) {
 		f[k] = v
@@ -64,8 +71,10 @@ func bind(obj map[string]any, kind schema.GroupVersionKind, env Env) template.Fu
 		node, _ = spec["nodeName"].(string)
 	}
 	now := env.Now().UTC().Format(time.RFC3339Nano)
+	started := env.StartTime().UTC().Format(time.RFC3339Nano)
 	return template.FuncMap{
 		"Now":        func() string { return now },
+		"StartTime":  func() string { return started },
 		"Version":    env.Version,
 		"NodeIP":     func() string { return env.NodeIP(node) },
 		"NodeName":   func() string { return node },
@@ -78,7 +87,36 @@ func bind(obj map[string]any, kind schema.GroupVersionKind, env Env) template.Fu
 			return env.PodIP(node, hostNet, uid, name, ns)
 		},
 		"PodIPWith": env.PodIP,
+		// One address per family; the simulator gives IPv4 only.
+		"NodeIPsWith": func(node string) []string { return []string{env.NodeIP(node)} },
+		"PodIPsWith": func(node string, hostNetwork bool, uid, name, namespace string) []string {
+			return []string{env.PodIP(node, hostNetwork, uid, name, namespace)}
+		},
 	}
+}
+
+// withSections returns obj with empty metadata, spec and status where it has
+// none, as the typed object KWOK renders would: a template that reads
+// .status.addresses of a node with no status yet renders nothing there
+// instead of failing. obj itself is not changed.
+func withSections(obj map[string]any) map[string]any {
+	var out map[string]any
+	for _, k := range []string{"metadata", "spec", "status"} {
+		if _, ok := obj[k].(map[string]any); ok {
+			continue
+		}
+		if out == nil {
+			out = make(map[string]any, len(obj)+3)
+			for kk, v := range obj {
+				out[kk] = v
+			}
+		}
+		out[k] = map[string]any{}
+	}
+	if out == nil {
+		return obj
+	}
+	return out
 }
 
 // quote renders any value as a double-quoted string, safe in YAML and JSON.
@@ -171,7 +209,7 @@ func (p *patchTemplate) render(obj map[string]any, bound template.FuncMap) ([]by
 		return nil, err
 	}
 	var buf bytes.Buffer
-	if err := t.Funcs(bound).Execute(&buf, obj); err != nil {
+	if err := t.Funcs(bound).Execute(&buf, withSections(obj)); err != nil {
 		return nil, fmt.Errorf("%s: %w", t.Name(), err)
 	}
 	js, err := yaml.YAMLToJSON(buf.Bytes())

@@ -2,6 +2,7 @@ package stage_test
 
 import (
 	"math/rand/v2"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -14,7 +15,7 @@ import (
 
 func compile(t *testing.T, doc string) *stage.Stage {
 	t.Helper()
-	stages, err := stage.Parse([]byte(doc), "test")
+	stages, _, err := stage.Parse([]byte(doc), "test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +58,7 @@ func TestCompileErrorsNameStageAndField(t *testing.T) {
 		{"  weightFrom: {expressionFrom: ')'}\n  next: {}",
 			`spec.weightFrom.expressionFrom: invalid JQ expression`},
 	} {
-		stages, err := stage.Parse([]byte(head+tc.spec), "test")
+		stages, _, err := stage.Parse([]byte(head+tc.spec), "test")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -68,12 +69,24 @@ func TestCompileErrorsNameStageAndField(t *testing.T) {
 	}
 }
 
-func TestParseRejectsOtherKindsAndNamesTheDocument(t *testing.T) {
-	_, err := stage.Parse([]byte(head+"  next: {}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n"), "stages.yaml")
-	if err == nil || !strings.Contains(err.Error(), `stages.yaml: document 2 (c)`) {
-		t.Fatalf("got %v", err)
+// A stage directory may hold other documents beside its stages (KWOK's
+// volume stages come with a StorageClass): they are skipped and named.
+func TestParseSkipsOtherKindsAndNamesThem(t *testing.T) {
+	stages, skipped, err := stage.Parse([]byte(head+"  next: {}\n---\napiVersion: storage.k8s.io/v1\nkind: StorageClass\n"+
+		"metadata: {name: standard}\nprovisioner: kwok\n---\n"+head+"  next: {}\n"), "stages.yaml")
+	if err != nil {
+		t.Fatal(err)
 	}
-	_, err = stage.Parse([]byte(head+"  weight: many\n"), "stages.yaml")
+	if len(stages) != 2 {
+		t.Errorf("%d stages, want the 2 around the StorageClass", len(stages))
+	}
+	if want := []string{"stages.yaml: document 2 (storage.k8s.io/v1 StorageClass standard)"}; !reflect.DeepEqual(skipped, want) {
+		t.Errorf("skipped %q, want %q", skipped, want)
+	}
+}
+
+func TestParseNamesTheDocumentThatFails(t *testing.T) {
+	_, _, err := stage.Parse([]byte(head+"  weight: many\n"), "stages.yaml")
 	if err == nil || !strings.Contains(err.Error(), "stages.yaml: document 1") {
 		t.Fatalf("got %v", err)
 	}
