@@ -41,6 +41,7 @@ type ResourceFlavorSpec struct {
 // +genclient
 // +genclient:nonNamespaced
 // +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Cluster,shortName=rf;flavor
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type ResourceFlavor struct {
@@ -48,6 +49,19 @@ type ResourceFlavor struct {
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	Spec ResourceFlavorSpec `json:"spec,omitempty"`
+	// +optional
+	Status ResourceFlavorStatus `json:"status,omitempty"`
+}
+
+// ResourceFlavorStatus is what the controller reports about a flavor.
+type ResourceFlavorStatus struct {
+	// Conditions: Terminating says, while the flavor is being deleted, which
+	// admitted workloads still use it.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=8
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 
 // ResourceFlavorList is a list of ResourceFlavors.

@@ -36,7 +36,9 @@ import (
 )
 
 // +kubebuilder:rbac:groups=berth.dev,resources=clusterqueues;cohorts;localqueues;resourceflavors;workloadpriorityclasses;workloads,verbs=get;list;watch
-// +kubebuilder:rbac:groups=berth.dev,resources=clusterqueues/status;cohorts/status;localqueues/status;workloads/status,verbs=get;patch
+// +kubebuilder:rbac:groups=berth.dev,resources=clusterqueues;localqueues;resourceflavors,verbs=patch
+// +kubebuilder:rbac:groups=berth.dev,resources=clusterqueues/finalizers;localqueues/finalizers;resourceflavors/finalizers,verbs=update
+// +kubebuilder:rbac:groups=berth.dev,resources=clusterqueues/status;cohorts/status;localqueues/status;resourceflavors/status;workloads/status,verbs=get;patch
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 // +kubebuilder:rbac:groups=coordination.k8s.io,namespace=berth-system,resources=leases,verbs=get;list;watch;create;update;patch;delete
 

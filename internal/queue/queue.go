@@ -31,6 +31,8 @@ type LocalQueue struct {
 	Key          string // namespace/name
 	ClusterQueue string
 	Stopped      bool
+	// Deleting: it is being deleted, and so takes nothing new (stopped too).
+	Deleting bool
 }
 
 // place is where a pending workload is.
@@ -397,6 +399,8 @@ func (m *Manager) route(e *entry) {
 	switch {
 	case !ok:
 		m.park(e, fmt.Sprintf("LocalQueue %s does not exist", e.localQueue))
+	case lq.Stopped && lq.Deleting:
+		m.park(e, fmt.Sprintf("LocalQueue %s is being deleted", e.localQueue))
 	case lq.Stopped:
 		m.park(e, fmt.Sprintf("LocalQueue %s is stopped by its stopPolicy", e.localQueue))
 	default:

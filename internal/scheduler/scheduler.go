@@ -444,6 +444,22 @@ func (s *Scheduler) AdmittedThrough(localQueue string) []string {
 	return out
 }
 
+// FlavorUsers lists the workloads holding quota in a flavor.
+func (s *Scheduler) FlavorUsers(flavor string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for k, u := range s.usageOf {
+		for fr, v := range u {
+			if fr.Flavor == flavor && v != 0 {
+				out = append(out, k)
+				break
+			}
+		}
+	}
+	return out
+}
+
 // Pending returns why a workload waits, if it does.
 func (s *Scheduler) Pending(key string) *core.Pending {
 	s.mu.Lock()

@@ -4,16 +4,21 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
 	"github.com/berth-dev/berth/internal/testenv"
+	"github.com/berth-dev/berth/internal/workload"
 	. "github.com/berth-dev/berth/test/fixtures"
 )
 
@@ -78,9 +83,92 @@ func TestObjectsArrivingOutOfOrder(t *testing.T) {
 	waitAdmitted(t, env, env.Namespace, "early")
 }
 
-// A workload whose ClusterQueue is deleted goes back to pending, saying why,
-// and is admitted again when the queue comes back.
-func TestDeletedClusterQueueSendsWorkloadsBack(t *testing.T) {
+// Deleting a ClusterQueue, LocalQueue or ResourceFlavor that admitted work
+// uses leaves it Terminating, saying what holds it, while that work runs on
+// undisturbed; it goes once the work finishes. Meanwhile nothing new is
+// admitted through it.
+func TestQueueObjectsInUseStayUntilTheirWorkFinishes(t *testing.T) {
+	env := testenv.New(t)
+	rfName, cqName := env.Name("rf"), env.Name("cq")
+	rf := MakeResourceFlavor(rfName).Obj()
+	cq := MakeClusterQueue(cqName).ResourceGroup(MakeFlavorQuotas(rfName).Resource("cpu", "4").Obj()).Obj()
+	lq := MakeLocalQueue("main", env.Namespace, cqName).Obj()
+	for _, obj := range []client.Object{rf, cq, lq} {
+		env.Create(t, obj)
+	}
+	env.Create(t, MakeWorkload("w", env.Namespace).Queue("main").Request("cpu", "1").Obj())
+	waitAdmitted(t, env, env.Namespace, "w")
+	objs := []client.Object{&berthv1.ResourceFlavor{}, &berthv1.ClusterQueue{}, &berthv1.LocalQueue{}}
+	keys := []client.ObjectKey{{Name: rfName}, {Name: cqName}, {Namespace: env.Namespace, Name: "main"}}
+	testenv.Eventually(t, wait, func() error {
+		for i, obj := range objs {
+			if err := env.Client.Get(ctx, keys[i], obj); err != nil {
+				return err
+			}
+			if !slices.Contains(obj.GetFinalizers(), "berth.dev/resource-in-use") {
+				return fmt.Errorf("%T %s has no in-use finalizer: %v", obj, obj.GetName(), obj.GetFinalizers())
+			}
+		}
+		return nil
+	})
+	for _, obj := range []client.Object{rf, cq, lq} {
+		if err := env.Client.Delete(ctx, obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	held := "held by 1 admitted workload until they finish: " + env.Namespace + "/w"
+	testenv.Eventually(t, wait, func() error {
+		for i, obj := range objs {
+			if err := env.Client.Get(ctx, keys[i], obj); err != nil {
+				return err
+			}
+			var conds []metav1.Condition
+			switch o := obj.(type) {
+			case *berthv1.ResourceFlavor:
+				conds = o.Status.Conditions
+			case *berthv1.ClusterQueue:
+				conds = o.Status.Conditions
+			case *berthv1.LocalQueue:
+				conds = o.Status.Conditions
+			}
+			c := meta.FindStatusCondition(conds, "Terminating")
+			if obj.GetDeletionTimestamp() == nil || c == nil || !strings.Contains(c.Message, held) {
+				return fmt.Errorf("%T %s: deleting %v, Terminating condition %+v; want one saying %q",
+					obj, obj.GetName(), obj.GetDeletionTimestamp() != nil, c, held)
+			}
+		}
+		return nil
+	})
+	// The running work keeps its quota; new work waits.
+	env.Create(t, MakeWorkload("late", env.Namespace).Queue("main").Request("cpu", "1").Obj())
+	waitPending(t, env, env.Namespace, "late", "being deleted")
+	if wl, err := getWorkload(env, env.Namespace, "w"); err != nil || !workload.IsAdmitted(wl) {
+		t.Fatalf("the running workload lost its admission (%v): %s", err, describe(wl))
+	}
+
+	wl, err := getWorkload(env, env.Namespace, "w")
+	if err != nil {
+		t.Fatal(err)
+	}
+	orig := wl.DeepCopy()
+	workload.SetFinished(wl, "Done", "finished by the test", time.Now())
+	if err := env.Client.Status().Patch(ctx, wl, client.MergeFrom(orig)); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, wait, func() error {
+		for i, obj := range objs {
+			if err := env.Client.Get(ctx, keys[i], obj); !apierrors.IsNotFound(err) {
+				return fmt.Errorf("%T %s still there (%v) after its work finished", obj, keys[i].Name, err)
+			}
+		}
+		return nil
+	})
+}
+
+// A ClusterQueue that goes while work still holds quota in it (its finalizer
+// removed by hand) sends that work back to pending, saying why; it is
+// admitted again when the queue comes back.
+func TestForcedClusterQueueDeletionSendsWorkloadsBack(t *testing.T) {
 	env := testenv.New(t)
 	rf, cq := env.Name("rf"), env.Name("cq")
 	env.Create(t, MakeResourceFlavor(rf).Obj())
@@ -89,10 +177,31 @@ func TestDeletedClusterQueueSendsWorkloadsBack(t *testing.T) {
 	env.Create(t, MakeLocalQueue("main", env.Namespace, cq).Obj())
 	env.Create(t, MakeWorkload("w", env.Namespace).Queue("main").Request("cpu", "1").Obj())
 	waitAdmitted(t, env, env.Namespace, "w")
+	testenv.Eventually(t, wait, func() error {
+		if err := env.Client.Get(ctx, client.ObjectKey{Name: cq}, q); err != nil {
+			return err
+		}
+		if len(q.Finalizers) == 0 {
+			return fmt.Errorf("no in-use finalizer yet")
+		}
+		return nil
+	})
 
 	if err := env.Client.Delete(ctx, q); err != nil {
 		t.Fatal(err)
 	}
+	testenv.Eventually(t, wait, func() error {
+		var cur berthv1.ClusterQueue
+		if err := env.Client.Get(ctx, client.ObjectKey{Name: cq}, &cur); err != nil {
+			return err
+		}
+		if cur.DeletionTimestamp == nil || len(cur.Finalizers) == 0 {
+			return fmt.Errorf("ClusterQueue not held: finalizers %v", cur.Finalizers)
+		}
+		patch := client.MergeFromWithOptions(cur.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		cur.Finalizers = nil
+		return env.Client.Patch(ctx, &cur, patch)
+	})
 	wl := waitPending(t, env, env.Namespace, "w", "ClusterQueue "+cq)
 	if wl.Status.Admission != nil {
 		t.Errorf("evicted workload still has an admission: %+v", wl.Status.Admission)

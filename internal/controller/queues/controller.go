@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -34,7 +35,23 @@ type Controller struct {
 	interval time.Duration
 	log      logr.Logger
 	synced   []toolscache.ResourceEventHandlerRegistration
+	// tending holds the objects whose in-use finalizer needs a step
+	// (nextFinalizerStep); the status loop takes them once per interval.
+	tendMu  sync.Mutex
+	tending map[objRef]bool
 }
+
+// objRef names a queue object that carries InUseFinalizer.
+type objRef struct {
+	kind string // clusterQueueKind, localQueueKind or flavorKind
+	key  string // name, or namespace/name
+}
+
+const (
+	clusterQueueKind = "ClusterQueue"
+	localQueueKind   = "LocalQueue"
+	flavorKind       = "ResourceFlavor"
+)
 
 // HasSynced reports whether every handler has seen its initial list.
 func (c *Controller) HasSynced() bool {
@@ -54,7 +71,7 @@ const StatusInterval = time.Second
 // Setup registers the informer handlers and the status writer with mgr.
 func Setup(ctx context.Context, mgr manager.Manager, sched *scheduler.Scheduler, evict Evict) (*Controller, error) {
 	c := &Controller{client: mgr.GetClient(), sched: sched, evict: evict, clock: clock.RealClock{},
-		interval: StatusInterval, log: mgr.GetLogger().WithName("queues")}
+		interval: StatusInterval, log: mgr.GetLogger().WithName("queues"), tending: map[objRef]bool{}}
 	handlers := []struct {
 		obj client.Object
 		set func(obj any)
@@ -114,9 +131,18 @@ func unwrap(obj any) any {
 }
 
 func (c *Controller) setFlavor(obj any) {
-	if rf, ok := obj.(*berthv1.ResourceFlavor); ok {
+	rf, ok := obj.(*berthv1.ResourceFlavor)
+	if !ok {
+		return
+	}
+	if rf.DeletionTimestamp != nil {
+		// Nothing new is admitted in a flavor being deleted; what holds
+		// it keeps it until it finishes (InUseFinalizer).
+		c.sched.DeleteFlavor(rf.Name)
+	} else {
 		c.sched.SetFlavor(FlavorOf(rf))
 	}
+	c.tend(objRef{flavorKind, rf.Name}, rf)
 }
 
 func (c *Controller) deleteFlavor(obj any) {
@@ -131,6 +157,7 @@ func (c *Controller) setClusterQueue(obj any) {
 		return
 	}
 	c.sched.SetClusterQueue(ClusterQueueOf(cq))
+	c.tend(objRef{clusterQueueKind, cq.Name}, cq)
 	if cq.Spec.StopPolicy == berthv1.HoldAndDrain {
 		if keys := c.sched.AdmittedIn(cq.Name); len(keys) > 0 {
 			c.evict(keys, "ClusterQueueStopped", fmt.Sprintf("ClusterQueue %s is stopped with stopPolicy HoldAndDrain", cq.Name))
@@ -168,6 +195,7 @@ func (c *Controller) setLocalQueue(obj any) {
 	}
 	q := LocalQueueOf(lq)
 	c.sched.SetLocalQueue(q)
+	c.tend(objRef{localQueueKind, q.Key}, lq)
 	if lq.Spec.StopPolicy == berthv1.HoldAndDrain {
 		if keys := c.sched.AdmittedThrough(q.Key); len(keys) > 0 {
 			c.evict(keys, "LocalQueueStopped", fmt.Sprintf("LocalQueue %s is stopped with stopPolicy HoldAndDrain", q.Key))
@@ -192,6 +220,7 @@ func (c *Controller) writeStatusLoop(ctx context.Context) error {
 			return nil
 		case <-t.C:
 		}
+		c.tendFinalizers(ctx)
 		cqs, lqs, cohorts := c.sched.TakeDirty()
 		for _, name := range cohorts {
 			if err := c.writeCohortStatus(ctx, name); err != nil {
@@ -225,6 +254,11 @@ func (c *Controller) writeClusterQueueStatus(ctx context.Context, name string) e
 		return client.IgnoreNotFound(err)
 	}
 	want := ClusterQueueStatusOf(&cq, st, c.clock.Now())
+	if cq.DeletionTimestamp != nil {
+		if users := c.sched.AdmittedIn(name); len(users) > 0 {
+			setTerminating(&want.Conditions, users, cq.Generation, c.clock.Now())
+		}
+	}
 	if equality.Semantic.DeepEqual(cq.Status, want) {
 		return nil
 	}
@@ -255,6 +289,11 @@ func (c *Controller) writeLocalQueueStatus(ctx context.Context, key string) erro
 	pending, reserving, usage := c.sched.LocalQueueStatus(key)
 	cqInactive := c.sched.ClusterQueueStatus(lq.Spec.ClusterQueue).Inactive
 	want := LocalQueueStatusOf(&lq, pending, reserving, usage, cqInactive, c.clock.Now())
+	if lq.DeletionTimestamp != nil {
+		if users := c.sched.AdmittedThrough(key); len(users) > 0 {
+			setTerminating(&want.Conditions, users, lq.Generation, c.clock.Now())
+		}
+	}
 	if equality.Semantic.DeepEqual(lq.Status, want) {
 		return nil
 	}

@@ -17,7 +17,7 @@ import (
 // workload another look; a spec change must.
 func TestOnlySpecChangesReachTheScheduler(t *testing.T) {
 	sched := scheduler.New(clock.RealClock{})
-	c := &Controller{sched: sched, evict: func([]string, string, string) {}}
+	c := &Controller{sched: sched, evict: func([]string, string, string) {}, tending: map[objRef]bool{}}
 	h := handler(c.setClusterQueue, c.deleteClusterQueue)
 
 	old := fixtures.MakeClusterQueue("cq").ResourceGroup(fixtures.MakeFlavorQuotas("rf").Resource("cpu", "1").Obj()).Obj()

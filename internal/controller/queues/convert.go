@@ -44,6 +44,10 @@ func ClusterQueueOf(cq *berthv1.ClusterQueue) core.ClusterQueue {
 		out.Aging = &core.Aging{Step: a.Step, Interval: a.Interval.Duration, Cap: a.Cap}
 	}
 	sel, err := metav1.LabelSelectorAsSelector(cq.Spec.NamespaceSelector)
+	if cq.DeletionTimestamp != nil {
+		// It admits nothing new while admitted work holds it (InUseFinalizer).
+		out.Problem = fmt.Sprintf("ClusterQueue %s is being deleted", cq.Name)
+	}
 	if err != nil {
 		out.NamespaceSelector = labels.Nothing()
 		out.Problem = fmt.Sprintf("spec.namespaceSelector is invalid: %v", err)
@@ -76,7 +80,10 @@ func FlavorOf(rf *berthv1.ResourceFlavor) core.Flavor {
 // LocalQueueOf translates a LocalQueue for the queue manager.
 func LocalQueueOf(lq *berthv1.LocalQueue) queue.LocalQueue {
 	return queue.LocalQueue{Key: lq.Namespace + "/" + lq.Name, ClusterQueue: lq.Spec.ClusterQueue,
-		Stopped: lq.Spec.StopPolicy == berthv1.Hold || lq.Spec.StopPolicy == berthv1.HoldAndDrain}
+		// Being deleted, it takes nothing new (InUseFinalizer).
+		Stopped: lq.Spec.StopPolicy == berthv1.Hold || lq.Spec.StopPolicy == berthv1.HoldAndDrain ||
+			lq.DeletionTimestamp != nil,
+		Deleting: lq.DeletionTimestamp != nil}
 }
 
 func groupsOf(groups []berthv1.ResourceGroup) []core.ResourceGroup {
