@@ -17,13 +17,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
-	"github.com/berth-dev/berth/internal/controller"
 )
 
 // E2EJobs is real batch/v1 Jobs through berth's queue, the Job controller,
@@ -104,16 +102,11 @@ func RunE2EJobs(ctx context.Context, cfg *rest.Config, kubeconfig, bin string, e
 	if err := o.prepare(); err != nil {
 		return nil, err
 	}
-	cfg = rest.CopyConfig(cfg)
-	cfg.QPS, cfg.Burst = 1000, 2000
-	kube, err := kubernetes.NewForConfig(cfg)
+	api, err := connect(cfg, benchQPS, benchBurst, false)
 	if err != nil {
 		return nil, err
 	}
-	c, err := client.New(cfg, client.Options{Scheme: controller.Scheme()})
-	if err != nil {
-		return nil, err
-	}
+	kube, c := api.kube, api.c
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
 	fmt.Fprintln(o.Progress, "removing the objects of the last run")

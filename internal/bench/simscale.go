@@ -87,13 +87,11 @@ func RunSimScale(ctx context.Context, cfg *rest.Config, kubeconfig, bin string, 
 	if err := o.prepare(); err != nil {
 		return nil, err
 	}
-	cfg = rest.CopyConfig(cfg)
-	cfg.QPS, cfg.Burst = 5000, 5000
-	cfg.ContentType = "application/vnd.kubernetes.protobuf"
-	kube, err := kubernetes.NewForConfig(cfg)
+	api, err := connect(cfg, simScaleQPS, simScaleBurst, true)
 	if err != nil {
 		return nil, err
 	}
+	kube := api.kube
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
 	fmt.Fprintln(o.Progress, "removing the nodes and pods of the last run")

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/berth-dev/berth/internal/components"
+	"github.com/berth-dev/berth/internal/kubeservers"
 )
 
 // componentCommand is how the supervisor re-executes berth as one component:
@@ -13,8 +13,8 @@ const componentCommand = "component"
 
 func runComponent(args []string) int {
 	if len(args) == 0 {
-		fmt.Fprintf(os.Stderr, "usage: berth component <%v> [flags]\n", components.Names())
+		fmt.Fprintf(os.Stderr, "usage: berth component <%v> [flags]\n", kubeservers.Names())
 		return 2
 	}
-	return components.Run(args[0], args[1:], os.Stderr)
+	return kubeservers.Run(args[0], args[1:], os.Stderr)
 }

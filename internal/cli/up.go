@@ -23,8 +23,8 @@ import (
 
 	"github.com/berth-dev/berth/internal/controlplane"
 	"github.com/berth-dev/berth/internal/demo"
+	"github.com/berth-dev/berth/internal/localcluster"
 	"github.com/berth-dev/berth/internal/sim/nodepool"
-	"github.com/berth-dev/berth/internal/up"
 )
 
 type upOptions struct {
@@ -166,7 +166,7 @@ func upForeground(cmd *cobra.Command, o *upOptions, dir string) error {
 	}()
 
 	began := time.Now()
-	inst, err := controlplane.Start(ctx, up.Options(up.Config{
+	inst, err := controlplane.Start(ctx, localcluster.Options(localcluster.Config{
 		Name: o.name, DataDir: dir, Port: o.port, Progress: progress, Plan: planOptions(o), SimArgs: o.simArgs,
 		ControllerArgs: o.controllerFlags,
 	}))

@@ -19,7 +19,7 @@ import (
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
 	"github.com/berth-dev/berth/examples"
 	"github.com/berth-dev/berth/internal/controller"
-	"github.com/berth-dev/berth/internal/install"
+	"github.com/berth-dev/berth/internal/manifests"
 )
 
 // Label marks the demo's Jobs, so a second run replaces the first one's.
@@ -49,11 +49,11 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	if err != nil {
 		return err
 	}
-	queues, err := install.Decode(examples.Queues)
+	queues, err := manifests.Decode(examples.Queues)
 	if err != nil {
 		return fmt.Errorf("examples/queues.yaml: %w", err)
 	}
-	if err := install.Apply(ctx, cfg, queues...); err != nil {
+	if err := manifests.Apply(ctx, cfg, queues...); err != nil {
 		return fmt.Errorf("applying examples/queues.yaml: %w", err)
 	}
 	jobs, err := demoJobs()
@@ -78,7 +78,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 
 // demoJobs decodes examples/demo-jobs.yaml, labelling each Job as the demo's.
 func demoJobs() ([]*batchv1.Job, error) {
-	objs, err := install.Decode(examples.DemoJobs)
+	objs, err := manifests.Decode(examples.DemoJobs)
 	if err != nil {
 		return nil, fmt.Errorf("examples/demo-jobs.yaml: %w", err)
 	}

@@ -6,7 +6,7 @@ import (
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
 	"github.com/berth-dev/berth/examples"
-	"github.com/berth-dev/berth/internal/install"
+	"github.com/berth-dev/berth/internal/manifests"
 )
 
 // The demo's Jobs must land on the example queues and finish on the
@@ -19,7 +19,7 @@ func TestDemoJobsUseTheExampleQueuesAndFinish(t *testing.T) {
 	if len(jobs) == 0 {
 		t.Fatal("examples/demo-jobs.yaml has no Jobs")
 	}
-	queues, err := install.Decode(examples.Queues)
+	queues, err := manifests.Decode(examples.Queues)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-// Package components runs one control-plane component (etcd, kube-apiserver,
+// Package kubeservers runs one control-plane component (etcd, kube-apiserver,
 // kube-controller-manager, kube-scheduler) or kubectl inside the current process.
 //
 // berth is one binary: the control-plane supervisor re-executes it as
@@ -6,4 +6,4 @@
 // own process (failures stay isolated, CPU and memory are measured per component)
 // while users still install a single file. This is the only package that links the
 // Kubernetes server code; everything else talks to those processes over the network.
-package components
+package kubeservers

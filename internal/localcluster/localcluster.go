@@ -1,8 +1,8 @@
-// Package up assembles what `berth up` runs: the local control plane, berth's
+// Package localcluster assembles what `berth up` runs: the local control plane, berth's
 // CRDs and RBAC installed as soon as the API server is ready, then the
 // simulator and berth's controller as supervised components. The tests start exactly the
 // same through package testenv.
-package up
+package localcluster
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/berth-dev/berth/internal/controlplane"
-	"github.com/berth-dev/berth/internal/install"
+	"github.com/berth-dev/berth/internal/manifests"
 )
 
 // ControllerIdentity is the user berth's controller authenticates as locally.
@@ -55,10 +55,10 @@ func Options(c Config) controlplane.Options {
 			if err != nil {
 				return err
 			}
-			if err := install.CRDs(ctx, cfg); err != nil {
+			if err := manifests.CRDs(ctx, cfg); err != nil {
 				return fmt.Errorf("installing CRDs: %w", err)
 			}
-			if err := install.LocalRBAC(ctx, cfg); err != nil {
+			if err := manifests.LocalRBAC(ctx, cfg); err != nil {
 				return fmt.Errorf("installing RBAC: %w", err)
 			}
 			fmt.Fprintf(progress, "berth's CRDs and RBAC installed after %.1fs\n", time.Since(began).Seconds())

@@ -1,6 +1,6 @@
-// Package install applies berth's manifests to a cluster with server-side
+// Package manifests applies berth's manifests to a cluster with server-side
 // apply: the CRDs, and the RBAC and namespace the controller runs with.
-package install
+package manifests
 
 import (
 	"bytes"

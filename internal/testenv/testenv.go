@@ -49,7 +49,7 @@ import (
 
 	"github.com/berth-dev/berth/internal/controller"
 	"github.com/berth-dev/berth/internal/controlplane"
-	"github.com/berth-dev/berth/internal/up"
+	"github.com/berth-dev/berth/internal/localcluster"
 )
 
 // Env is one test's view of the cluster.
@@ -110,7 +110,7 @@ func run(m *testing.M) (int, error) {
 	plan := controlplane.DefaultPlanOptions()
 	// Tests recreate their data every run; durability buys nothing here.
 	plan.EtcdUnsafeNoFsync = true
-	inst, err := controlplane.Start(ctx, up.Options(up.Config{Name: "testenv", DataDir: dir, Binary: bin, Plan: plan}))
+	inst, err := controlplane.Start(ctx, localcluster.Options(localcluster.Config{Name: "testenv", DataDir: dir, Binary: bin, Plan: plan}))
 	if err != nil {
 		return 1, fmt.Errorf("starting the control plane: %w", err)
 	}

@@ -27,8 +27,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/berth-dev/berth/internal/controlplane"
+	"github.com/berth-dev/berth/internal/localcluster"
 	"github.com/berth-dev/berth/internal/testenv"
-	"github.com/berth-dev/berth/internal/up"
 	. "github.com/berth-dev/berth/test/fixtures"
 )
 
@@ -473,7 +473,7 @@ func TestSimHeartbeatsHaveKubeletPriority(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := rest.CopyConfig(env.Config)
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: up.SimIdentity.User}
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: localcluster.SimIdentity.User}
 	var mu sync.Mutex
 	var level string
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
@@ -490,12 +490,12 @@ func TestSimHeartbeatsHaveKubeletPriority(t *testing.T) {
 	sim := kubernetes.NewForConfigOrDie(cfg)
 	_, err = sim.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(ctx, env.Name("no-such-node"), metav1.GetOptions{})
 	if !apierrors.IsNotFound(err) {
-		t.Fatalf("getting a missing lease as %s: want NotFound, got %v", up.SimIdentity.User, err)
+		t.Fatalf("getting a missing lease as %s: want NotFound, got %v", localcluster.SimIdentity.User, err)
 	}
 	mu.Lock()
 	defer mu.Unlock()
 	if level != string(want.UID) {
-		t.Errorf("lease request of %s ran at priority level UID %q, want node-high (%s)", up.SimIdentity.User, level, want.UID)
+		t.Errorf("lease request of %s ran at priority level UID %q, want node-high (%s)", localcluster.SimIdentity.User, level, want.UID)
 	}
 }
 

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/berth-dev/berth/internal/controlplane"
+	"github.com/berth-dev/berth/internal/localcluster"
 	"github.com/berth-dev/berth/internal/testenv"
-	"github.com/berth-dev/berth/internal/up"
 )
 
 // BenchmarkStartToReady measures `berth up` on a new data directory, from the
@@ -50,7 +50,7 @@ func binary(b *testing.B) string {
 func startStop(b *testing.B, bin, dir string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	inst, err := controlplane.Start(ctx, up.Options(up.Config{Name: "bench", DataDir: dir, Binary: bin}))
+	inst, err := controlplane.Start(ctx, localcluster.Options(localcluster.Config{Name: "bench", DataDir: dir, Binary: bin}))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,0 +1,199 @@
+package bench
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+
+	berthv1 "github.com/berth-dev/berth/api/v1beta1"
+)
+
+// tracker holds what the run saw of each workload.
+type tracker struct {
+	start time.Time
+	mu    sync.Mutex
+	state map[string]*tracked
+	order []string
+	// counts for progress, and by class for the chart
+	nCreated, nAdmitted, nFinished, nEvicted int
+	byClass                                  map[string]*classCounts
+	done                                     chan struct{}
+	endAtAdmission                           bool            // done once all are admitted; nothing is finished
+	released                                 time.Duration   // when held queues were released
+	stopped                                  <-chan struct{} // the run is over
+}
+
+// classCounts are a class's workloads ever admitted, holding quota now,
+// and finished.
+type classCounts struct{ admitted, running, finished int }
+
+type tracked struct {
+	rec      Record
+	runtime  time.Duration
+	admitted bool
+	epoch    int
+	requeues int32 // at the admission last seen
+}
+
+// requeues is how many times the workload has been evicted: berth counts
+// them in its requeue state, which admission leaves alone, so it tells one
+// admission from the next.
+func requeues(wl *berthv1.Workload) int32 {
+	if rs := wl.Status.RequeueState; rs != nil && rs.Count != nil {
+		return *rs.Count
+	}
+	return 0
+}
+
+func newTracker(plan []Planned) *tracker {
+	t := &tracker{state: map[string]*tracked{}, byClass: map[string]*classCounts{}, done: make(chan struct{})}
+	for _, p := range plan {
+		t.state[p.Name] = &tracked{rec: Record{Name: p.Name, Class: p.Class.Name}, runtime: p.Class.Runtime}
+		t.order = append(t.order, p.Name)
+		if t.byClass[p.Class.Name] == nil {
+			t.byClass[p.Class.Name] = &classCounts{}
+		}
+	}
+	return t
+}
+
+func (t *tracker) created(name string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.state[name].rec.Created = time.Since(t.start)
+	t.nCreated++
+}
+
+// observe records a workload's admissions, evictions and finish, and
+// schedules its finish once it has run for its runtime in an admission.
+func (t *tracker) observe(wl *berthv1.Workload, finish chan<- finishing) {
+	now := time.Since(t.start)
+	admitted := meta.IsStatusConditionTrue(wl.Status.Conditions, berthv1.WorkloadAdmitted)
+	finished := meta.IsStatusConditionTrue(wl.Status.Conditions, berthv1.WorkloadFinished)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	st, ok := t.state[wl.Name]
+	if !ok || st.rec.WasFinished {
+		return
+	}
+	counts := t.byClass[st.rec.Class]
+	switch {
+	case finished:
+		st.rec.WasFinished, st.rec.Finished = true, now
+		if st.admitted {
+			counts.running--
+		}
+		st.admitted = false
+		counts.finished++
+		t.nFinished++
+		if t.nFinished == len(t.state) {
+			close(t.done)
+		}
+	case admitted && (!st.admitted || requeues(wl) != st.requeues):
+		if st.admitted {
+			// Evicted and admitted again between two events this run saw
+			// (a watch that restarted): count the eviction it missed.
+			st.rec.Evictions++
+			t.nEvicted++
+			counts.running--
+		}
+		st.admitted = true
+		st.requeues = requeues(wl)
+		st.epoch++
+		counts.running++
+		if !st.rec.WasAdmitted {
+			st.rec.WasAdmitted, st.rec.Admitted = true, now
+			counts.admitted++
+			t.nAdmitted++
+		}
+		if t.endAtAdmission {
+			if t.nAdmitted == len(t.state) {
+				close(t.done)
+			}
+			return
+		}
+		f := finishing{name: wl.Name, namespace: wl.Namespace, epoch: st.epoch, requeues: st.requeues}
+		time.AfterFunc(st.runtime, func() {
+			select {
+			case finish <- f:
+			case <-t.stopped:
+			}
+		})
+	case !admitted && st.admitted:
+		st.admitted = false
+		counts.running--
+		st.epoch++ // the scheduled finish no longer applies
+		st.rec.Evictions++
+		t.nEvicted++
+	}
+}
+
+// release marks the moment held queues are released: from then on the
+// workloads wait to be admitted, so their waits are measured from it.
+func (t *tracker) release() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.released = time.Since(t.start)
+	for _, st := range t.state {
+		st.rec.Created = t.released
+	}
+}
+
+// admissionRate is admissions per second from the release to the last one.
+func (t *tracker) admissionRate() float64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var last time.Duration
+	n := 0
+	for _, st := range t.state {
+		if st.rec.WasAdmitted {
+			n++
+			last = max(last, st.rec.Admitted)
+		}
+	}
+	if n == 0 || last <= t.released {
+		return 0
+	}
+	return float64(n) / (last - t.released).Seconds()
+}
+
+func (t *tracker) current(name string, epoch int) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	st := t.state[name]
+	return st != nil && st.admitted && st.epoch == epoch
+}
+
+func (t *tracker) progress() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return fmt.Sprintf("%6.1fs  created %d/%d  admitted %d  finished %d  evictions %d",
+		time.Since(t.start).Seconds(), t.nCreated, len(t.state), t.nAdmitted, t.nFinished, t.nEvicted)
+}
+
+// counts gives each class's chartSeries, in the order of classes.
+func (t *tracker) counts(classes []string) []float64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]float64, 0, 3*len(classes))
+	for _, name := range classes {
+		c := t.byClass[name]
+		if c == nil {
+			c = &classCounts{}
+		}
+		out = append(out, float64(c.admitted), float64(c.running), float64(c.finished))
+	}
+	return out
+}
+
+func (t *tracker) records() []Record {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]Record, 0, len(t.order))
+	for _, name := range t.order {
+		out = append(out, t.state[name].rec)
+	}
+	return out
+}
