@@ -37,6 +37,8 @@ type Results struct {
 	ControllerPeakRSSMiB      *float64 `json:"controllerPeakRSSMiB,omitempty"`
 	// The private part of it: RSS less the shared pages of the berth binary.
 	ControllerPeakAnonMiB *float64 `json:"controllerPeakAnonMiB,omitempty"`
+	// CPU time berth's controller used during the run.
+	ControllerCPUSeconds *float64 `json:"controllerCPUSeconds,omitempty"`
 	// Throughput: admissions per second once the queues are released,
 	// against status writes per second by a client alone.
 	AdmissionsPerSecond      float64 `json:"admissionsPerSecond,omitempty"`
@@ -140,6 +142,9 @@ func Markdown(r Results) string {
 	}
 	if r.APIServerCPUMsPerWorkload != nil {
 		fmt.Fprintf(&b, "| kube-apiserver CPU per workload | %.1f ms |\n", *r.APIServerCPUMsPerWorkload)
+	}
+	if r.ControllerCPUSeconds != nil {
+		fmt.Fprintf(&b, "| berth controller CPU | %.1f s |\n", *r.ControllerCPUSeconds)
 	}
 	controllerMemoryRows(&b, r.ControllerPeakRSSMiB, r.ControllerPeakAnonMiB)
 	fmt.Fprintf(&b, "\n| class | admitted | average time to admission | longest |\n|---|---|---|---|\n")

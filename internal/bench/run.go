@@ -148,7 +148,7 @@ func Run(ctx context.Context, cfg *rest.Config, s Scenario, o Options) (*Results
 		}()
 	}
 
-	cpuBefore := cpuOf(o.APIServerPID)
+	cpuBefore, ctrlBefore := cpuOf(o.APIServerPID), cpuOf(o.ControllerPID)
 	mem := watchMemory(ctx, o.ControllerPID)
 	fmt.Fprintf(o.Progress, "submitting %d workloads over %.1fs\n", len(plan), plan[len(plan)-1].At.Seconds())
 	t.start = time.Now()
@@ -205,6 +205,10 @@ func Run(ctx context.Context, cfg *rest.Config, s Scenario, o Options) (*Results
 			ms := 1000 * cpu / float64(done)
 			res.APIServerCPUMsPerWorkload = &ms
 		}
+	}
+	if after := cpuOf(o.ControllerPID); ctrlBefore != nil && after != nil {
+		cpu := *after - *ctrlBefore
+		res.ControllerCPUSeconds = &cpu
 	}
 	res.ControllerPeakRSSMiB, res.ControllerPeakAnonMiB = mem.peaks()
 	if err := writeFiles(o.Output, res, Markdown(res), ch); err != nil {
