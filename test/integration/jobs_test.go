@@ -314,18 +314,7 @@ func TestResizedJobIsQueuedAgain(t *testing.T) {
 	// 4 pods of 1 cpu do not fit in 3: suspended with its own template, and
 	// its Workload, re-made for 4 pods, waits.
 	waitPending(t, env, env.Namespace, wl.Name, "needs 4 cpu")
-	testenv.Eventually(t, wait, func() error {
-		j, err := getJob(env, env.Namespace, job.Name)
-		if err != nil {
-			return err
-		}
-		ns := j.Spec.Template.Spec.NodeSelector
-		if !jobs.Suspended(j) || jobs.Injected(j) || len(ns) != 1 || ns["team"] != "a" {
-			return fmt.Errorf("job suspended=%v injected=%v nodeSelector=%v; want suspended with its own selector",
-				jobs.Suspended(j), jobs.Injected(j), ns)
-		}
-		return nil
-	})
+	waitSuspendedAsSubmitted(t, env, job.Name)
 	cur, err := getWorkload(env, env.Namespace, wl.Name)
 	if err != nil {
 		t.Fatal(err)
@@ -381,18 +370,7 @@ func TestHoldAndDrainSuspendsAndRestoresJobs(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitPending(t, env, env.Namespace, wl.Name, "evicted: LocalQueue "+env.Namespace+"/main is stopped")
-	testenv.Eventually(t, wait, func() error {
-		j, err := getJob(env, env.Namespace, job.Name)
-		if err != nil {
-			return err
-		}
-		ns := j.Spec.Template.Spec.NodeSelector
-		if !jobs.Suspended(j) || jobs.Injected(j) || len(ns) != 1 || ns["team"] != "a" {
-			return fmt.Errorf("job suspended=%v injected=%v nodeSelector=%v; want suspended with its own selector team=a",
-				jobs.Suspended(j), jobs.Injected(j), ns)
-		}
-		return nil
-	})
+	waitSuspendedAsSubmitted(t, env, job.Name)
 	// Releasing the queue admits it again.
 	patch = client.MergeFrom(lq.DeepCopy())
 	lq.Spec.StopPolicy = berthv1.StopPolicyNone
@@ -404,6 +382,24 @@ func TestHoldAndDrainSuspendsAndRestoresJobs(t *testing.T) {
 		j, err := getJob(env, env.Namespace, job.Name)
 		if err != nil || jobs.Suspended(j) {
 			return fmt.Errorf("job not restarted (%v)", err)
+		}
+		return nil
+	})
+}
+
+// waitSuspendedAsSubmitted waits until a Job (made with node selector
+// team=a) is suspended with the pod template it was submitted with.
+func waitSuspendedAsSubmitted(t *testing.T, env *testenv.Env, name string) {
+	t.Helper()
+	testenv.Eventually(t, wait, func() error {
+		j, err := getJob(env, env.Namespace, name)
+		if err != nil {
+			return err
+		}
+		ns := j.Spec.Template.Spec.NodeSelector
+		if !jobs.Suspended(j) || jobs.Injected(j) || len(ns) != 1 || ns["team"] != "a" {
+			return fmt.Errorf("job suspended=%v injected=%v nodeSelector=%v; want suspended with its own selector team=a",
+				jobs.Suspended(j), jobs.Injected(j), ns)
 		}
 		return nil
 	})
