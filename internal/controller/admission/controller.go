@@ -192,6 +192,8 @@ func (c *Controller) onNamespace(obj any) {
 	c.nsMu.Unlock()
 	if known && !labels.Equals(old, ns.Labels) {
 		// The namespaceSelector answer may change for its pending workloads.
+		// The list comes from the informer cache, which fails only when the
+		// manager is stopping: nothing to retry then.
 		var list berthv1.WorkloadList
 		if err := c.client.List(context.Background(), &list, client.InNamespace(ns.Name)); err != nil {
 			c.log.Error(err, "listing workloads after a namespace label change", "namespace", ns.Name)
