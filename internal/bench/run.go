@@ -38,6 +38,10 @@ type Options struct {
 	ProgressEvery, Timeout time.Duration
 	// Processes of a berth instance to measure; 0 when not known.
 	APIServerPID, ControllerPID int
+	// Alive, when set, checks that the cluster still answers; a run fails
+	// once it has failed for UnreachableAfter (default 30s) without a pass.
+	Alive            func(context.Context) error
+	UnreachableAfter time.Duration
 }
 
 // prepare fills in the defaults and makes the output directory.
@@ -51,23 +55,31 @@ func (o *Options) prepare() error {
 	if o.Timeout == 0 {
 		o.Timeout = time.Hour
 	}
+	if o.UnreachableAfter == 0 {
+		o.UnreachableAfter = 30 * time.Second
+	}
 	if err := os.MkdirAll(o.Output, 0o755); err != nil {
 		return fmt.Errorf("output directory: %w", err)
 	}
 	return nil
 }
 
-// await shows progress every o.ProgressEvery until done closes or ctx ends.
+// await shows progress every o.ProgressEvery until done closes, ctx ends,
+// or the cluster stops answering (watchdog).
 func await(ctx context.Context, done <-chan struct{}, progress func() string, o Options) error {
 	tick := time.NewTicker(o.ProgressEvery)
 	defer tick.Stop()
 	defer func() { fmt.Fprintln(o.Progress, progress()) }()
+	dog := newWatchdog(o)
 	for {
 		select {
 		case <-done:
 			return nil
 		case <-tick.C:
 			fmt.Fprintln(o.Progress, progress())
+			if err := dog.check(ctx); err != nil {
+				return fmt.Errorf("%w: %s", err, progress())
+			}
 		case <-ctx.Done():
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 				return fmt.Errorf("timed out after %s: %s", o.Timeout, progress())

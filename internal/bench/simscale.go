@@ -122,6 +122,7 @@ func RunSimScale(ctx context.Context, cfg *rest.Config, kubeconfig, bin string, 
 	exited := sim.exited
 	mem := watchMemory(ctx, sim.pid)
 
+	dog := newWatchdog(o)
 	step := func(what string, counter *atomic.Int64, want int64) (float64, error) {
 		shown := time.Now()
 		err := wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(context.Context) (bool, error) {
@@ -133,6 +134,9 @@ func RunSimScale(ctx context.Context, cfg *rest.Config, kubeconfig, bin string, 
 			if time.Since(shown) >= o.ProgressEvery {
 				shown = time.Now()
 				fmt.Fprintf(o.Progress, "%6.1fs  %s: %d of %d\n", time.Since(began).Seconds(), what, counter.Load(), want)
+				if err := dog.check(ctx); err != nil {
+					return false, err
+				}
 			}
 			return counter.Load() == want, nil
 		})

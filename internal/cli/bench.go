@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/signal"
@@ -12,6 +13,8 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
@@ -80,6 +83,7 @@ workload and the controller's peak RSS. See docs/benchmarks.md.`,
 			if o.Scale <= 0 {
 				return fmt.Errorf("--scale %g: must be above 0", o.Scale)
 			}
+			instanceDir := ""
 			if kubeconfig == "" {
 				dir, err := inst.resolve()
 				if err != nil {
@@ -94,6 +98,7 @@ workload and the controller's peak RSS. See docs/benchmarks.md.`,
 						inst.name, dir, inst.selector(dir))
 				}
 				kubeconfig = controlplane.Layout{Dir: dir}.Kubeconfig()
+				instanceDir = dir
 				for _, c := range st.Components {
 					switch c.Name {
 					case "kube-apiserver":
@@ -106,6 +111,9 @@ workload and the controller's peak RSS. See docs/benchmarks.md.`,
 			cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 			if err != nil {
 				return fmt.Errorf("--kubeconfig: %w", err)
+			}
+			if o.Alive, err = reachable(cfg, instanceDir); err != nil {
+				return err
 			}
 			if o.Output == "" {
 				o.Output = filepath.Join("berth-bench", args[0]+"-"+time.Now().Format("20060102-150405"))
@@ -153,4 +161,35 @@ workload and the controller's peak RSS. See docs/benchmarks.md.`,
 	f.StringVar(&o.Output, "output", "", "directory for the results and the chart (default berth-bench/<scenario>-<time>)")
 	f.DurationVar(&o.Timeout, "timeout", time.Hour, "give up if the workloads have not all finished by then")
 	return cmd
+}
+
+// reachable is the bench's check that its cluster still answers: the
+// instance's supervisor runs and has not recorded a failure (when the bench
+// runs against an instance), and the API server answers /readyz.
+func reachable(cfg *rest.Config, instanceDir string) (func(context.Context) error, error) {
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context) error {
+		if instanceDir != "" {
+			st, err := controlplane.ReadState(controlplane.Layout{Dir: instanceDir})
+			if err != nil {
+				return err
+			}
+			if st == nil || st.Phase == controlplane.PhaseFailed || !st.Supervisor.Alive() {
+				msg := "its supervisor is gone"
+				if st != nil && st.Failure != nil {
+					msg = st.Failure.Message
+				}
+				return fmt.Errorf("the berth instance in %s is not running (%s); see berth status", instanceDir, msg)
+			}
+		}
+		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		if _, err := kube.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx); err != nil {
+			return fmt.Errorf("the API server at %s does not answer: %w", cfg.Host, err)
+		}
+		return nil
+	}, nil
 }

@@ -58,15 +58,21 @@ func printStatus(w io.Writer, st *controlplane.Status) {
 	fmt.Fprintf(w, "berth %q: %s (%s), data in %s\n", st.Name, state, st.Phase, st.DataDir)
 	if len(st.Components) > 0 {
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "COMPONENT\tPID\tPORT\tRUNNING\tHEALTH")
+		fmt.Fprintln(tw, "COMPONENT\tPID\tPORT\tRUNNING\tRESTARTS\tHEALTH")
 		for _, c := range st.Components {
 			running := "no"
 			if c.Running {
 				running = "yes"
 			}
-			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", c.Name, c.PID, strconv.Itoa(c.Port), running, c.Health)
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\t%s\n", c.Name, c.PID, strconv.Itoa(c.Port), running, c.Restarts, c.Health)
 		}
 		tw.Flush()
+		for _, c := range st.Components {
+			if c.LastExit != nil {
+				fmt.Fprintf(w, "%s last exited at %s: %s (log: %s)\n", c.Name,
+					c.LastExit.At.Local().Format(time.DateTime), c.LastExit.Reason, c.Log)
+			}
+		}
 	}
 	if st.Running {
 		fmt.Fprintf(w, "kubeconfig: %s\n", st.Kubeconfig)

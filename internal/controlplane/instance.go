@@ -34,6 +34,9 @@ type Options struct {
 	Identities []Identity
 	// Progress receives one line per step of start-up and shutdown; nil discards them.
 	Progress io.Writer
+	// Restart says how components that exit on their own are restarted;
+	// zero is DefaultRestartPolicy.
+	Restart RestartPolicy
 }
 
 // Instance is a running control plane, supervised by this process.
@@ -80,6 +83,9 @@ func Start(ctx context.Context, o Options) (*Instance, error) {
 	}
 	if o.Plan == (PlanOptions{}) {
 		o.Plan = DefaultPlanOptions()
+	}
+	if o.Restart == (RestartPolicy{}) {
+		o.Restart = DefaultRestartPolicy()
 	}
 	progress := o.Progress
 	if progress == nil {
@@ -250,26 +256,69 @@ func (i *Instance) waitHealthy(ctx context.Context, c Component, p *process) err
 	}
 }
 
-// supervise waits for a stop request or for a component to exit on its own; the
-// latter stops the whole instance and records which component failed and why.
+// supervise waits for a stop request or for a component to exit on its own.
+// A component that exits is restarted after a backoff, the others left
+// running, as a kubelet restarts a crashed container; one that keeps exiting
+// (RestartPolicy) stops the whole instance, recording which component failed
+// and why.
 func (i *Instance) supervise() {
-	exited := make(chan *process, len(i.procs))
-	for _, p := range i.procs {
+	exited := make(chan int, len(i.procs))
+	restart := make(chan int)
+	watch := func(k int, p *process) {
 		go func() {
 			<-p.done
-			exited <- p
+			exited <- k
 		}()
 	}
-	select {
-	case <-i.stopReq:
-		i.shutdown(nil)
-	case <-i.killReq:
-		i.shutdown(nil)
-	case p := <-exited:
-		ce := &ComponentError{Component: p.name, Problem: "exited unexpectedly (" + p.exitReason() + ")",
-			Log: p.logPath, LogTail: p.logTail(20)}
-		fmt.Fprintf(i.progress, "error: %v\n", ce)
-		i.shutdown(ce)
+	for k, p := range i.procs {
+		watch(k, p)
+	}
+	exits := make([][]time.Time, len(i.procs))
+	for {
+		select {
+		case <-i.stopReq:
+			i.shutdown(nil)
+			return
+		case <-i.killReq:
+			i.shutdown(nil)
+			return
+		case k := <-exited:
+			p, now := i.procs[k], time.Now()
+			delay, ok := i.opts.Restart.next(exits[k], now)
+			exits[k] = append(exits[k], now)
+			if !ok {
+				ce := &ComponentError{Component: p.name, Log: p.logPath, LogTail: p.logTail(20),
+					Problem: fmt.Sprintf("exited unexpectedly %d times within %s, the last time with %s; not restarted again",
+						len(exits[k]), i.opts.Restart.Window, p.exitReason())}
+				fmt.Fprintf(i.progress, "error: %v\n", ce)
+				i.shutdown(ce)
+				return
+			}
+			fmt.Fprintf(i.progress, "%s exited unexpectedly (%s); restarting it in %s\n", p.name, p.exitReason(), delay)
+			i.update(func(s *State) { s.Components[k].LastExit = &Exit{Reason: p.exitReason(), At: now.UTC()} })
+			time.AfterFunc(delay, func() {
+				select {
+				case restart <- k:
+				case <-i.done:
+				}
+			})
+		case k := <-restart:
+			c := i.comps[k]
+			p, err := startProcess(i.spawner, c.Name, i.opts.Binary, c.Args, i.layout.LogFile(c.Name))
+			if err != nil {
+				ce := &ComponentError{Component: c.Name, Problem: "could not be restarted: " + err.Error(), Log: i.procs[k].logPath}
+				fmt.Fprintf(i.progress, "error: %v\n", ce)
+				i.shutdown(ce)
+				return
+			}
+			i.procs[k] = p
+			i.update(func(s *State) {
+				s.Components[k].Process = ProcessRef{PID: p.pid(), StartTime: p.startTime}
+				s.Components[k].Restarts++
+			})
+			fmt.Fprintf(i.progress, "%s restarted (pid %d)\n", c.Name, p.pid())
+			watch(k, p)
+		}
 	}
 }
 

@@ -51,6 +51,16 @@ type ComponentState struct {
 	Port      int        `json:"port"`
 	HealthURL string     `json:"healthURL"`
 	Log       string     `json:"log"`
+	// Restarts counts the times it was restarted after exiting on its own.
+	Restarts int `json:"restarts,omitempty"`
+	// LastExit is how it ended the last time it exited on its own.
+	LastExit *Exit `json:"lastExit,omitempty"`
+}
+
+// Exit is how a component's process ended.
+type Exit struct {
+	Reason string    `json:"reason"`
+	At     time.Time `json:"at"`
 }
 
 // Failure records why an instance stopped on its own.

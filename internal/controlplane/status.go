@@ -28,6 +28,9 @@ type ComponentStatus struct {
 	// Health is "ok", the failing check's error, or "-" when not running.
 	Health string `json:"health"`
 	Log    string `json:"log"`
+	// Restarts after exiting on its own, and how it ended the last time.
+	Restarts int   `json:"restarts"`
+	LastExit *Exit `json:"lastExit,omitempty"`
 }
 
 // Healthy reports whether the instance runs with every component healthy.
@@ -82,7 +85,7 @@ func ReadStatus(ctx context.Context, dataDir string) (*Status, error) {
 	var wg sync.WaitGroup
 	for k, c := range st.Components {
 		cs := ComponentStatus{Name: c.Name, PID: c.Process.PID, Port: c.Port, Log: c.Log,
-			Running: c.Process.Alive(), Health: "-"}
+			Running: c.Process.Alive(), Health: "-", Restarts: c.Restarts, LastExit: c.LastExit}
 		s.Components[k] = cs
 		if cs.Running {
 			if herr != nil {

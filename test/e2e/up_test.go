@@ -122,27 +122,84 @@ func TestControllerFlagReachesTheController(t *testing.T) {
 	}
 }
 
-// A component that dies after start-up is detected: the instance stops every
-// other process and `berth status` names the component and quotes its log.
-func TestKilledComponentIsReported(t *testing.T) {
-	inst := newInstance(t, "victim")
-	inst.up(t)
-	st := inst.state(t)
-	var sched controlplane.ProcessRef
+// component returns the named component of a state, failing the test if it
+// has none.
+func component(t *testing.T, st *controlplane.State, name string) controlplane.ComponentState {
+	t.Helper()
 	for _, c := range st.Components {
-		if c.Name == "kube-scheduler" {
-			sched = c.Process
+		if c.Name == name {
+			return c
 		}
 	}
-	if !sched.Alive() {
-		t.Fatalf("no running kube-scheduler in %+v", st.Components)
-	}
-	pids := inst.pids(t)
-	if err := syscall.Kill(sched.PID, syscall.SIGKILL); err != nil {
+	t.Fatalf("no %s in %+v", name, st.Components)
+	return controlplane.ComponentState{}
+}
+
+// A component that dies is restarted, as a kubelet restarts a crashed
+// container; the others keep running, and `berth status` counts the restart
+// and says how the component ended.
+func TestKilledComponentIsRestarted(t *testing.T) {
+	inst := newInstance(t, "phoenix")
+	kubeconfig := inst.up(t)
+	before := inst.state(t)
+	was := component(t, before, "berth-controller")
+	if err := syscall.Kill(was.Process.PID, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	testenv.Eventually(t, 60*time.Second, func() error {
-		for _, p := range pids {
+		now := component(t, inst.state(t), "berth-controller")
+		if now.Restarts != 1 || now.Process == was.Process || !now.Process.Alive() {
+			return fmt.Errorf("berth-controller: %d restarts, pid %d (was %d)", now.Restarts, now.Process.PID, was.Process.PID)
+		}
+		return nil
+	})
+	after := inst.state(t)
+	for _, c := range before.Components {
+		if now := component(t, after, c.Name); c.Name != "berth-controller" && (now.Process != c.Process || !now.Process.Alive() || now.Restarts != 0) {
+			t.Errorf("%s was disturbed: pid %d -> %d, %d restarts", c.Name, c.Process.PID, now.Process.PID, now.Restarts)
+		}
+	}
+	// Healthy again, and it says what happened.
+	var out string
+	testenv.Eventually(t, 60*time.Second, func() error {
+		var code int
+		if out, code = inst.run(t, "status"); code != 0 {
+			return fmt.Errorf("status exit %d:\n%s", code, out)
+		}
+		return nil
+	})
+	for _, want := range []string{"RESTARTS", "berth-controller last exited at", "signal: killed"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("status output lacks %q:\n%s", want, out)
+		}
+	}
+	if _, err := clientFor(t, kubeconfig).CoreV1().Namespaces().List(context.Background(), metav1.ListOptions{}); err != nil {
+		t.Errorf("the API server does not answer after the restart: %v", err)
+	}
+}
+
+// A component that keeps dying (a crash loop) is given up on: the instance
+// stops every other process and `berth status` names the component and
+// quotes its log.
+func TestCrashLoopingComponentIsReported(t *testing.T) {
+	inst := newInstance(t, "victim")
+	inst.up(t)
+	pids := inst.pids(t)
+	testenv.Eventually(t, 2*time.Minute, func() error {
+		st := inst.state(t)
+		if st.Phase == controlplane.PhaseFailed || st.Phase == controlplane.PhaseStopped {
+			return nil
+		}
+		sched := component(t, st, "kube-scheduler")
+		if sched.Process.Alive() {
+			if err := syscall.Kill(sched.Process.PID, syscall.SIGKILL); err != nil {
+				return err
+			}
+		}
+		return fmt.Errorf("instance %s; kube-scheduler restarted %d times", st.Phase, sched.Restarts)
+	})
+	testenv.Eventually(t, 60*time.Second, func() error {
+		for _, p := range append(pids, inst.pids(t)...) {
 			if p.Alive() {
 				return fmt.Errorf("process %d still alive", p.PID)
 			}
@@ -153,7 +210,7 @@ func TestKilledComponentIsReported(t *testing.T) {
 	if code == 0 {
 		t.Errorf("status exits 0 for a failed instance:\n%s", out)
 	}
-	for _, want := range []string{"not running", "Failed", "kube-scheduler exited unexpectedly", "signal: killed"} {
+	for _, want := range []string{"not running", "Failed", "kube-scheduler exited unexpectedly 5 times", "signal: killed"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("status output lacks %q:\n%s", want, out)
 		}
@@ -347,5 +404,50 @@ func TestForegroundStopsOnInterrupt(t *testing.T) {
 	log := stderr.String()
 	if a, e := strings.Index(log, "stopping kube-apiserver"), strings.Index(log, "stopping etcd"); a < 0 || e < a {
 		t.Errorf("stop order wrong or missing:\n%s", log)
+	}
+}
+
+// A bench whose instance dies under it fails within a bounded time, saying
+// so, instead of printing the same progress until its timeout.
+func TestBenchFailsWhenItsInstanceDies(t *testing.T) {
+	inst := newInstance(t, "doomed")
+	inst.up(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, inst.bin, "bench", "baseline", "--scale", "0.2", "--timeout", "10m",
+		"--output", t.TempDir(), "--name", inst.name, "--data-dir", inst.dir)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := bufio.NewScanner(stderr)
+	var seen []string
+	for lines.Scan() {
+		seen = append(seen, lines.Text())
+		if strings.HasPrefix(lines.Text(), "submitting") {
+			break
+		}
+	}
+	if err := syscall.Kill(inst.state(t).Supervisor.PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	for lines.Scan() {
+		seen = append(seen, lines.Text())
+	}
+	err = cmd.Wait()
+	took := time.Since(killed)
+	out := strings.Join(seen, "\n")
+	if err == nil {
+		t.Fatalf("the bench succeeded although its instance died:\n%s", out)
+	}
+	if ctx.Err() != nil || took > 90*time.Second {
+		t.Fatalf("the bench took %s to give up:\n%s", took, out)
+	}
+	if !strings.Contains(out, "is not running") || !strings.Contains(out, "not been reachable for 30s") {
+		t.Errorf("the bench's last words do not say the instance died:\n%s", out)
 	}
 }
