@@ -289,7 +289,7 @@ func (i *Instance) supervise() {
 			if !ok {
 				ce := &ComponentError{Component: p.name, Log: p.logPath, LogTail: p.logTail(20),
 					Problem: fmt.Sprintf("exited unexpectedly %d times within %s, the last time with %s; not restarted again",
-						len(exits[k]), i.opts.Restart.Window, p.exitReason())}
+						i.opts.Restart.recent(exits[k], now), i.opts.Restart.Window, p.exitReason())}
 				fmt.Fprintf(i.progress, "error: %v\n", ce)
 				i.shutdown(ce)
 				return

@@ -22,12 +22,7 @@ func DefaultRestartPolicy() RestartPolicy {
 // next decides on a component that exited at now, having exited before at
 // the times in earlier: whether to restart it, and after how long.
 func (p RestartPolicy) next(earlier []time.Time, now time.Time) (delay time.Duration, restart bool) {
-	recent := 1
-	for _, t := range earlier {
-		if now.Sub(t) < p.Window {
-			recent++
-		}
-	}
+	recent := p.recent(earlier, now) + 1
 	if recent >= p.Limit {
 		return 0, false
 	}
@@ -36,4 +31,15 @@ func (p RestartPolicy) next(earlier []time.Time, now time.Time) (delay time.Dura
 		delay *= 2
 	}
 	return min(delay, p.Max), true
+}
+
+// recent counts the exits within Window before now.
+func (p RestartPolicy) recent(exits []time.Time, now time.Time) int {
+	n := 0
+	for _, t := range exits {
+		if now.Sub(t) < p.Window {
+			n++
+		}
+	}
+	return n
 }
