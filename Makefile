@@ -17,7 +17,7 @@ generate: ## deepcopy, CRDs and RBAC from the markers in api/ and internal/
 	$(CONTROLLER_GEN) crd paths=./api/v1beta1/... output:crd:artifacts:config=config/crd/bases
 	$(CONTROLLER_GEN) crd paths=./api/kwok/... output:crd:artifacts:config=config/sim/crd
 	$(GO) run ./hack/crdlimits config/crd/bases
-	$(CONTROLLER_GEN) rbac:roleName=berth-controller paths=./internal/controller/... output:rbac:artifacts:config=config/rbac
+	$(CONTROLLER_GEN) rbac:roleName=berth-controller paths="{./internal/controller/...,./internal/integration/...}" output:rbac:artifacts:config=config/rbac
 	$(CONTROLLER_GEN) rbac:roleName=berth-sim paths=./internal/sim/... output:rbac:artifacts:config=config/sim/rbac
 	$(GO) run ./hack/manifests
 

@@ -27,9 +27,10 @@ import (
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
 	"github.com/berth-dev/berth/internal/controller/admission"
-	"github.com/berth-dev/berth/internal/controller/jobs"
 	"github.com/berth-dev/berth/internal/controller/queues"
 	"github.com/berth-dev/berth/internal/controller/webhook"
+	"github.com/berth-dev/berth/internal/integration"
+	"github.com/berth-dev/berth/internal/integration/jobs"
 	"github.com/berth-dev/berth/internal/metrics"
 	"github.com/berth-dev/berth/internal/scheduler"
 	"github.com/berth-dev/berth/internal/workload"
@@ -168,7 +169,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		return err
 	}
 	mgr.GetWebhookServer().Register(jobs.WebhookPath,
-		&crwebhook.Admission{Handler: jobs.NewSuspender(scheme, o.ManageJobsWithoutQueueName)})
+		&crwebhook.Admission{Handler: integration.NewHolder(scheme, jobs.Kind{ManageAll: o.ManageJobsWithoutQueueName})})
 
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return err

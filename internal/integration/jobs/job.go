@@ -11,29 +11,25 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"maps"
-	"slices"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	resourcehelper "k8s.io/component-helpers/resource"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
+	"github.com/berth-dev/berth/internal/integration"
 )
 
 // DefaultLocalQueue is where Jobs without a queue label go when berth manages
 // every Job.
 const DefaultLocalQueue = "default"
 
-// QueueName is the LocalQueue a Job is submitted to: the berth label, else
-// Kueue's, else DefaultLocalQueue when manageAll, else "" (not berth's).
+// QueueName is the LocalQueue a Job is submitted to: its labels' (see
+// integration.QueueName), else DefaultLocalQueue when manageAll, else ""
+// (not berth's).
 func QueueName(job *batchv1.Job, manageAll bool) string {
-	if q := job.Labels[berthv1.QueueNameLabel]; q != "" {
-		return q
-	}
-	if q := job.Labels[berthv1.KueueQueueNameLabel]; q != "" {
+	if q := integration.QueueName(job.Labels); q != "" {
 		return q
 	}
 	if manageAll {
@@ -73,8 +69,7 @@ func Finished(job *batchv1.Job) (finished, failed bool) {
 }
 
 // PodSets describes a Job's pods for its Workload: one pod set of as many pods
-// as run at once, each requesting what kube-scheduler would count for it
-// (containers, init containers and sidecars, pod overhead).
+// as run at once (integration.PodSetOf).
 func PodSets(job *batchv1.Job) []berthv1.PodSet {
 	count := int32(1)
 	if job.Spec.Parallelism != nil {
@@ -83,20 +78,7 @@ func PodSets(job *batchv1.Job) []berthv1.PodSet {
 	if job.Spec.Completions != nil && *job.Spec.Completions < count {
 		count = *job.Spec.Completions
 	}
-	count = max(count, 1)
-	spec := job.Spec.Template.Spec
-	requests := resourcehelper.PodRequests(&corev1.Pod{Spec: spec}, resourcehelper.PodResourcesOptions{})
-	ps := berthv1.PodSet{
-		Name:         "main",
-		Count:        count,
-		Requests:     requests,
-		NodeSelector: maps.Clone(spec.NodeSelector),
-		Tolerations:  slices.Clone(spec.Tolerations),
-	}
-	if a := spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
-		ps.NodeAffinity = a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.DeepCopy()
-	}
-	return []berthv1.PodSet{ps}
+	return []berthv1.PodSet{integration.PodSetOf("main", max(count, 1), &job.Spec.Template.Spec)}
 }
 
 // NewWorkload makes a Job's Workload, owned by the Job so that it goes when the
@@ -190,19 +172,7 @@ func StartTemplate(job *batchv1.Job, flavors []*berthv1.ResourceFlavor) error {
 		}
 		job.Annotations[OriginalSchedulingAnnotation] = string(data)
 	}
-	for _, f := range flavors {
-		for k, v := range f.Spec.NodeLabels {
-			if spec.NodeSelector == nil {
-				spec.NodeSelector = map[string]string{}
-			}
-			spec.NodeSelector[k] = v
-		}
-		for _, t := range f.Spec.Tolerations {
-			if !slices.ContainsFunc(spec.Tolerations, func(o corev1.Toleration) bool { return o.MatchToleration(&t) }) {
-				spec.Tolerations = append(spec.Tolerations, t)
-			}
-		}
-	}
+	integration.InjectFlavors(spec, flavors)
 	return nil
 }
 
@@ -222,24 +192,4 @@ func RestoreTemplate(job *batchv1.Job) (bool, error) {
 	job.Spec.Template.Spec.Tolerations = orig.Tolerations
 	delete(job.Annotations, OriginalSchedulingAnnotation)
 	return true, nil
-}
-
-// FlavorNames lists the flavors a pod set was assigned, sorted.
-func FlavorNames(a *berthv1.Admission, podSet string) []string {
-	var out []string
-	if a == nil {
-		return nil
-	}
-	for _, psa := range a.PodSetAssignments {
-		if psa.Name != podSet {
-			continue
-		}
-		for _, f := range psa.Flavors {
-			if !slices.Contains(out, f) {
-				out = append(out, f)
-			}
-		}
-	}
-	slices.Sort(out)
-	return out
 }

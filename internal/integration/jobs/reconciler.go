@@ -7,7 +7,6 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -20,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
+	"github.com/berth-dev/berth/internal/integration"
 	"github.com/berth-dev/berth/internal/workload"
 )
 
@@ -171,18 +171,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 // start unsuspends the Job with its flavors' node selector and tolerations.
 func (r *Reconciler) start(ctx context.Context, job *batchv1.Job, wl *berthv1.Workload) error {
 	var flavors []*berthv1.ResourceFlavor
-	for _, name := range FlavorNames(wl.Status.Admission, "main") {
+	for _, name := range integration.FlavorNames(wl.Status.Admission, "main") {
 		var rf berthv1.ResourceFlavor
 		if err := r.client.Get(ctx, types.NamespacedName{Name: name}, &rf); err != nil {
 			return fmt.Errorf("ResourceFlavor %s of Workload %s/%s: %w", name, wl.Namespace, wl.Name, err)
 		}
 		flavors = append(flavors, &rf)
 	}
-	if err := StartTemplate(job, flavors); err != nil {
+	if err := (Kind{}).Start(job, flavors); err != nil {
 		return err
 	}
-	no := false
-	job.Spec.Suspend = &no
 	if err := r.client.Update(ctx, job); err != nil {
 		return client.IgnoreNotFound(err)
 	}
@@ -245,30 +243,14 @@ func (r *Reconciler) restore(ctx context.Context, job *batchv1.Job) (reconcile.R
 	return reconcile.Result{}, client.IgnoreNotFound(r.client.Update(ctx, job))
 }
 
-// priority resolves a Job's priority: its WorkloadPriorityClass label
-// (berth's, else Kueue's), else its pods' PriorityClass, else none. A class
-// that does not exist yet gives priority 0 until it is created.
+// priority resolves a Job's priority (integration.Priority), saying so on
+// the Job when the class it names does not exist yet.
 func (r *Reconciler) priority(ctx context.Context, job *batchv1.Job) (*int32, string) {
-	label := berthv1.PriorityClassLabel
-	if job.Labels[label] == "" {
-		label = berthv1.KueuePriorityClassLabel
+	p, class, err := integration.Priority(ctx, r.client, job.Labels, job.Spec.Template.Spec.PriorityClassName)
+	if err != nil {
+		label, _ := integration.PriorityClassLabel(job.Labels)
+		r.rec.Eventf(job, nil, corev1.EventTypeWarning, "PriorityClassNotFound", "Admission",
+			"WorkloadPriorityClass %s (label %s): %v; queued with priority 0 until it exists", class, label, err)
 	}
-	if name := job.Labels[label]; name != "" {
-		var wpc berthv1.WorkloadPriorityClass
-		if err := r.client.Get(ctx, types.NamespacedName{Name: name}, &wpc); err != nil {
-			r.rec.Eventf(job, nil, corev1.EventTypeWarning, "PriorityClassNotFound", "Admission",
-				"WorkloadPriorityClass %s (label %s): %v; queued with priority 0 until it exists", name, label, err)
-			return nil, name
-		}
-		v := wpc.Value
-		return &v, name
-	}
-	if name := job.Spec.Template.Spec.PriorityClassName; name != "" {
-		var pc schedulingv1.PriorityClass
-		if err := r.client.Get(ctx, types.NamespacedName{Name: name}, &pc); err == nil {
-			v := pc.Value
-			return &v, name
-		}
-	}
-	return nil, ""
+	return p, class
 }

@@ -1,0 +1,63 @@
+package integration
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	berthv1 "github.com/berth-dev/berth/api/v1beta1"
+)
+
+// Kind is what berth needs of one kind of workload.
+type Kind interface {
+	// New returns an empty object of the kind.
+	New() client.Object
+	// QueueName is the LocalQueue obj is submitted to, "" when it is none
+	// of berth's business.
+	QueueName(obj client.Object) string
+	// PodSets describes obj's pods for its Workload.
+	PodSets(obj client.Object) []berthv1.PodSet
+	// Hold keeps a new obj from running until it is admitted (a Job is
+	// suspended, a Pod gated); it reports whether it changed obj.
+	Hold(obj client.Object) bool
+	// Start lets obj run on its flavors' nodes, their node labels and
+	// tolerations added to its pods.
+	Start(obj client.Object, flavors []*berthv1.ResourceFlavor) error
+	// Finished reports whether obj has ended, and whether it failed.
+	Finished(obj client.Object) (finished, failed bool)
+}
+
+// Holder is the mutating webhook of a kind: objects that a queue is asked
+// for are created held back (Kind.Hold).
+type Holder struct {
+	kind    Kind
+	decoder admission.Decoder
+}
+
+// NewHolder returns the webhook handler for kind.
+func NewHolder(scheme *runtime.Scheme, kind Kind) *Holder {
+	return &Holder{kind: kind, decoder: admission.NewDecoder(scheme)}
+}
+
+// Handle holds back a new object that asks for a queue.
+func (h *Holder) Handle(_ context.Context, req admission.Request) admission.Response {
+	obj := h.kind.New()
+	if err := h.decoder.Decode(req, obj); err != nil {
+		return admission.Errored(http.StatusBadRequest, err)
+	}
+	if h.kind.QueueName(obj) == "" {
+		return admission.Allowed("not queued by berth")
+	}
+	if !h.kind.Hold(obj) {
+		return admission.Allowed("already held")
+	}
+	raw, err := json.Marshal(obj)
+	if err != nil {
+		return admission.Errored(http.StatusInternalServerError, err)
+	}
+	return admission.PatchResponseFromRaw(req.Object.Raw, raw)
+}
