@@ -12,6 +12,9 @@ import (
 	"path/filepath"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -31,6 +34,7 @@ import (
 	"github.com/berth-dev/berth/internal/controller/webhook"
 	"github.com/berth-dev/berth/internal/integration"
 	"github.com/berth-dev/berth/internal/integration/jobs"
+	"github.com/berth-dev/berth/internal/integration/pods"
 	"github.com/berth-dev/berth/internal/metrics"
 	"github.com/berth-dev/berth/internal/scheduler"
 	"github.com/berth-dev/berth/internal/workload"
@@ -132,6 +136,11 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		return err
 	}
 
+	// The Pods berth queues: its webhook labels every one.
+	podsQueued, err := labels.Parse(berthv1.QueueNameLabel)
+	if err != nil {
+		return err
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme,
 		Metrics:                 metricsserver.Options{BindAddress: o.MetricsAddr},
@@ -145,7 +154,9 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		// Managed fields are most of a small object's size and berth never
 		// reads them; of finished workloads it keeps only an outline.
 		Cache: cache.Options{DefaultTransform: cache.TransformStripManagedFields(),
-			ByObject: map[client.Object]cache.ByObject{&berthv1.Workload{}: {Transform: outlineWorkloads}}},
+			ByObject: map[client.Object]cache.ByObject{
+				&berthv1.Workload{}: {Transform: outlineWorkloads},
+				&corev1.Pod{}:       {Label: podsQueued}}},
 	})
 	if err != nil {
 		return err
@@ -168,6 +179,12 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	if err := jobs.Setup(mgr, o.ManageJobsWithoutQueueName); err != nil {
 		return err
 	}
+	if err := pods.Setup(mgr); err != nil {
+		return err
+	}
+	mgr.GetWebhookServer().Register(pods.WebhookPath, &crwebhook.Admission{Handler: integration.NewHolder(scheme, pods.Kind{})})
+	mgr.GetWebhookServer().Register(pods.DefaultWebhookPath,
+		&crwebhook.Admission{Handler: integration.NewHolder(scheme, pods.Kind{Default: true})})
 	mgr.GetWebhookServer().Register(jobs.WebhookPath,
 		&crwebhook.Admission{Handler: integration.NewHolder(scheme, jobs.Kind{ManageAll: o.ManageJobsWithoutQueueName})})
 

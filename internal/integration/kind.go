@@ -31,6 +31,12 @@ type Kind interface {
 	Finished(obj client.Object) (finished, failed bool)
 }
 
+// Refuser is a Kind that refuses some objects at creation, such as those
+// asking for what berth does not support yet; Refuse says why, or "".
+type Refuser interface {
+	Refuse(obj client.Object) string
+}
+
 // Holder is the mutating webhook of a kind: objects that a queue is asked
 // for are created held back (Kind.Hold).
 type Holder struct {
@@ -51,6 +57,11 @@ func (h *Holder) Handle(_ context.Context, req admission.Request) admission.Resp
 	}
 	if h.kind.QueueName(obj) == "" {
 		return admission.Allowed("not queued by berth")
+	}
+	if r, ok := h.kind.(Refuser); ok {
+		if why := r.Refuse(obj); why != "" {
+			return admission.Denied(why)
+		}
 	}
 	if !h.kind.Hold(obj) {
 		return admission.Allowed("already held")

@@ -23,6 +23,7 @@ import (
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
 	"github.com/berth-dev/berth/internal/integration/jobs"
+	"github.com/berth-dev/berth/internal/integration/pods"
 	"github.com/berth-dev/berth/internal/pki"
 )
 
@@ -145,34 +146,35 @@ func dnsNames(o Options) []string {
 	return names
 }
 
-// Configuration is the MutatingWebhookConfiguration for Jobs: one webhook per
-// queue label (so Jobs berth does not queue never reach it), and one for every
-// other Job when berth manages all Jobs. It fails closed: a queued Job is never
-// created unsuspended because the controller was unreachable.
+// Configuration is the MutatingWebhookConfiguration for Jobs and Pods: one
+// webhook per queue label (so objects berth does not queue never reach it),
+// one for every other Job when berth manages all Jobs, and one for the
+// unlabelled Pods of namespaces labelled berth.dev/manage-pods=true. Pods of
+// kube-system and of berth's own namespace never reach them. They fail
+// closed: a queued Job or Pod is never created able to run because the
+// controller was unreachable; the apiserver refuses it with the reason.
 func Configuration(o Options, caBundle []byte) *admissionregistrationv1.MutatingWebhookConfiguration {
-	cc := admissionregistrationv1.WebhookClientConfig{CABundle: caBundle}
-	if o.URL != "" {
-		url := o.URL + jobs.WebhookPath
-		cc.URL = &url
-	} else {
-		path := jobs.WebhookPath
-		port := o.ServicePort
-		cc.Service = &admissionregistrationv1.ServiceReference{Namespace: o.Service.Namespace, Name: o.Service.Name,
-			Path: &path, Port: &port}
+	clientConfig := func(path string) admissionregistrationv1.WebhookClientConfig {
+		cc := admissionregistrationv1.WebhookClientConfig{CABundle: caBundle}
+		if o.URL != "" {
+			url := o.URL + path
+			cc.URL = &url
+		} else {
+			port := o.ServicePort
+			cc.Service = &admissionregistrationv1.ServiceReference{Namespace: o.Service.Namespace, Name: o.Service.Name,
+				Path: &path, Port: &port}
+		}
+		return cc
 	}
 	fail := admissionregistrationv1.Fail
 	none := admissionregistrationv1.SideEffectClassNone
 	timeout := int32(10)
-	rules := []admissionregistrationv1.RuleWithOperations{{
-		Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
-		Rule: admissionregistrationv1.Rule{APIGroups: []string{"batch"}, APIVersions: []string{"v1"},
-			Resources: []string{"jobs"}},
-	}}
-	hook := func(name string, sel *metav1.LabelSelector) admissionregistrationv1.MutatingWebhook {
-		return admissionregistrationv1.MutatingWebhook{
-			Name: name, ClientConfig: cc, Rules: rules, FailurePolicy: &fail, SideEffects: &none,
-			TimeoutSeconds: &timeout, AdmissionReviewVersions: []string{"v1"}, ObjectSelector: sel,
-		}
+	rules := func(group, resource string) []admissionregistrationv1.RuleWithOperations {
+		return []admissionregistrationv1.RuleWithOperations{{
+			Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+			Rule: admissionregistrationv1.Rule{APIGroups: []string{group}, APIVersions: []string{"v1"},
+				Resources: []string{resource}},
+		}}
 	}
 	exists := func(k string) metav1.LabelSelectorRequirement {
 		return metav1.LabelSelectorRequirement{Key: k, Operator: metav1.LabelSelectorOpExists}
@@ -180,18 +182,39 @@ func Configuration(o Options, caBundle []byte) *admissionregistrationv1.Mutating
 	absent := func(k string) metav1.LabelSelectorRequirement {
 		return metav1.LabelSelectorRequirement{Key: k, Operator: metav1.LabelSelectorOpDoesNotExist}
 	}
+	selector := func(reqs ...metav1.LabelSelectorRequirement) *metav1.LabelSelector {
+		return &metav1.LabelSelector{MatchExpressions: reqs}
+	}
+	notSystem := metav1.LabelSelectorRequirement{Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpNotIn,
+		Values: []string{"kube-system", o.Namespace}}
+	hook := func(name, path string, rules []admissionregistrationv1.RuleWithOperations, objects *metav1.LabelSelector) admissionregistrationv1.MutatingWebhook {
+		return admissionregistrationv1.MutatingWebhook{
+			Name: name, ClientConfig: clientConfig(path), Rules: rules, FailurePolicy: &fail, SideEffects: &none,
+			TimeoutSeconds: &timeout, AdmissionReviewVersions: []string{"v1"}, ObjectSelector: objects,
+		}
+	}
+	jobRules, podRules := rules("batch", "jobs"), rules("", "pods")
 	hooks := []admissionregistrationv1.MutatingWebhook{
-		hook("jobs.berth.dev", &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
-			exists(berthv1.QueueNameLabel)}}),
-		hook("kueue-labelled-jobs.berth.dev", &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
-			exists(berthv1.KueueQueueNameLabel), absent(berthv1.QueueNameLabel)}}),
+		hook("jobs.berth.dev", jobs.WebhookPath, jobRules, selector(exists(berthv1.QueueNameLabel))),
+		hook("kueue-labelled-jobs.berth.dev", jobs.WebhookPath, jobRules,
+			selector(exists(berthv1.KueueQueueNameLabel), absent(berthv1.QueueNameLabel))),
+		hook("pods.berth.dev", pods.WebhookPath, podRules, selector(exists(berthv1.QueueNameLabel))),
+		hook("kueue-labelled-pods.berth.dev", pods.WebhookPath, podRules,
+			selector(exists(berthv1.KueueQueueNameLabel), absent(berthv1.QueueNameLabel))),
+		hook("opted-in-pods.berth.dev", pods.DefaultWebhookPath, podRules,
+			selector(absent(berthv1.KueueQueueNameLabel), absent(berthv1.QueueNameLabel))),
+	}
+	for k := 2; k < len(hooks); k++ {
+		hooks[k].NamespaceSelector = selector(notSystem)
+	}
+	hooks[len(hooks)-1].NamespaceSelector = &metav1.LabelSelector{
+		MatchLabels:      map[string]string{berthv1.ManagePodsLabel: "true"},
+		MatchExpressions: []metav1.LabelSelectorRequirement{notSystem},
 	}
 	if o.ManageAll {
-		all := hook("unlabelled-jobs.berth.dev", &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
-			absent(berthv1.KueueQueueNameLabel), absent(berthv1.QueueNameLabel)}})
-		all.NamespaceSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
-			Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpNotIn,
-			Values: []string{"kube-system", o.Namespace}}}}
+		all := hook("unlabelled-jobs.berth.dev", jobs.WebhookPath, jobRules,
+			selector(absent(berthv1.KueueQueueNameLabel), absent(berthv1.QueueNameLabel)))
+		all.NamespaceSelector = selector(notSystem)
 		hooks = append(hooks, all)
 	}
 	return &admissionregistrationv1.MutatingWebhookConfiguration{

@@ -1,0 +1,165 @@
+package pods
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	berthv1 "github.com/berth-dev/berth/api/v1beta1"
+	"github.com/berth-dev/berth/internal/integration"
+)
+
+// DefaultLocalQueue is where Pods without a queue label go in a namespace
+// labelled berth.dev/manage-pods=true.
+const DefaultLocalQueue = "default"
+
+// Kind is the plain Pod as an integration.Kind. With Default, a Pod that
+// carries no queue label is queued in DefaultLocalQueue (the webhook for
+// opted-in namespaces); Hold then labels it so.
+type Kind struct{ Default bool }
+
+var _ integration.Kind = Kind{}
+
+func (Kind) New() client.Object { return &corev1.Pod{} }
+
+func (k Kind) QueueName(obj client.Object) string {
+	if ownedByJob(obj) {
+		return "" // queued as its Job
+	}
+	if q := integration.QueueName(obj.GetLabels()); q != "" {
+		return q
+	}
+	if k.Default {
+		return DefaultLocalQueue
+	}
+	return ""
+}
+
+// PodSets is one pod set of the Pod alone.
+func (Kind) PodSets(obj client.Object) []berthv1.PodSet {
+	pod := obj.(*corev1.Pod)
+	return []berthv1.PodSet{integration.PodSetOf("main", 1, &pod.Spec)}
+}
+
+// Hold creates a queued Pod gated and with berth's finalizer, and labelled
+// with berth's queue label (the queue Kueue's label or the namespace's
+// opt-in gave it), so that every Pod berth manages carries that label.
+func (k Kind) Hold(obj client.Object) bool {
+	pod := obj.(*corev1.Pod)
+	changed := false
+	if q := k.QueueName(pod); pod.Labels[berthv1.QueueNameLabel] != q {
+		if pod.Labels == nil {
+			pod.Labels = map[string]string{}
+		}
+		pod.Labels[berthv1.QueueNameLabel] = q
+		changed = true
+	}
+	if !Gated(pod) {
+		pod.Spec.SchedulingGates = append(pod.Spec.SchedulingGates, corev1.PodSchedulingGate{Name: berthv1.AdmissionGate})
+		changed = true
+	}
+	if controllerutil.AddFinalizer(pod, berthv1.PodFinalizer) {
+		changed = true
+	}
+	return changed
+}
+
+// Start adds the flavors' node labels and tolerations to the Pod, which
+// the API server allows while it is gated, and lifts the gate.
+func (Kind) Start(obj client.Object, flavors []*berthv1.ResourceFlavor) error {
+	pod := obj.(*corev1.Pod)
+	integration.InjectFlavors(&pod.Spec, flavors)
+	pod.Spec.SchedulingGates = slices.DeleteFunc(pod.Spec.SchedulingGates, func(g corev1.PodSchedulingGate) bool {
+		return g.Name == berthv1.AdmissionGate
+	})
+	return nil
+}
+
+// Finished: the Pod succeeded or failed.
+func (Kind) Finished(obj client.Object) (finished, failed bool) {
+	switch obj.(*corev1.Pod).Status.Phase {
+	case corev1.PodSucceeded:
+		return true, false
+	case corev1.PodFailed:
+		return true, true
+	}
+	return false, false
+}
+
+// ownedByJob reports whether a Job controls the Pod: berth queues the Job,
+// so its pods (which may carry the queue label in their template) are not
+// queued again one by one.
+func ownedByJob(obj client.Object) bool {
+	ref := metav1.GetControllerOf(obj)
+	return ref != nil && ref.Kind == "Job" && strings.HasPrefix(ref.APIVersion, "batch/")
+}
+
+// Pod-group labels, berth's and Kueue's: not supported yet.
+var groupLabels = []string{"berth.dev/pod-group-name", "kueue.x-k8s.io/pod-group-name"}
+
+// Refuse refuses a queued Pod that asks to be part of a pod group: berth
+// does not support pod groups yet, and queueing it alone would be untrue.
+func (Kind) Refuse(obj client.Object) string {
+	for _, l := range groupLabels {
+		if v, ok := obj.GetLabels()[l]; ok {
+			return fmt.Sprintf("Pod %s: label %s=%s: pod groups are not supported by berth yet; remove the label to queue the Pod on its own",
+				obj.GetName(), l, v)
+		}
+	}
+	return ""
+}
+
+// Gated reports whether the Pod is held back by berth's scheduling gate.
+func Gated(pod *corev1.Pod) bool {
+	return slices.ContainsFunc(pod.Spec.SchedulingGates, func(g corev1.PodSchedulingGate) bool {
+		return g.Name == berthv1.AdmissionGate
+	})
+}
+
+// WorkloadName is the name of a Pod's Workload: stable for the Pod, and
+// different for a new Pod of the same name.
+func WorkloadName(pod *corev1.Pod) string {
+	sum := sha256.Sum256([]byte(pod.UID))
+	name := pod.Name
+	if len(name) > 200 {
+		name = name[:200]
+	}
+	return "pod-" + name + "-" + hex.EncodeToString(sum[:])[:5]
+}
+
+// NewWorkload makes a Pod's Workload, owned by the Pod so that it goes when
+// the Pod goes.
+func NewWorkload(pod *corev1.Pod, queue string, priority *int32, priorityClass string) *berthv1.Workload {
+	yes := true
+	return &berthv1.Workload{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      WorkloadName(pod),
+			Namespace: pod.Namespace,
+			Labels:    map[string]string{"berth.dev/pod-uid": string(pod.UID)},
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: "v1", Kind: "Pod", Name: pod.Name, UID: pod.UID,
+				Controller: &yes, BlockOwnerDeletion: &yes,
+			}},
+		},
+		Spec: berthv1.WorkloadSpec{
+			PodSets:           Kind{}.PodSets(pod),
+			QueueName:         queue,
+			Priority:          priority,
+			PriorityClassName: priorityClass,
+		},
+	}
+}
+
+// Where the Pod webhooks (integration.Holder) are served: for Pods that carry
+// a queue label, and for unlabelled Pods of opted-in namespaces.
+const (
+	WebhookPath        = "/mutate-v1-pod"
+	DefaultWebhookPath = "/mutate-v1-pod-default"
+)

@@ -1,0 +1,65 @@
+package pods
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	berthv1 "github.com/berth-dev/berth/api/v1beta1"
+)
+
+func pod(labels map[string]string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", Labels: labels},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{"cpu": resource.MustParse("1")}}}}},
+	}
+}
+
+func TestQueueName(t *testing.T) {
+	yes := true
+	jobPod := pod(map[string]string{berthv1.QueueNameLabel: "q"})
+	jobPod.OwnerReferences = []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: "j", Controller: &yes}}
+	for _, tc := range []struct {
+		name string
+		kind Kind
+		pod  *corev1.Pod
+		want string
+	}{
+		{"berth's label", Kind{}, pod(map[string]string{berthv1.QueueNameLabel: "q"}), "q"},
+		{"Kueue's label", Kind{}, pod(map[string]string{berthv1.KueueQueueNameLabel: "k"}), "k"},
+		{"no label", Kind{}, pod(nil), ""},
+		{"no label, opted-in namespace", Kind{Default: true}, pod(nil), DefaultLocalQueue},
+		{"a Job's pod: queued as its Job", Kind{Default: true}, jobPod, ""},
+	} {
+		if got := tc.kind.QueueName(tc.pod); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestHoldAndStart(t *testing.T) {
+	p := pod(map[string]string{berthv1.KueueQueueNameLabel: "k"})
+	if !(Kind{}).Hold(p) {
+		t.Fatal("Hold changed nothing")
+	}
+	if !Gated(p) || len(p.Finalizers) != 1 || p.Labels[berthv1.QueueNameLabel] != "k" {
+		t.Fatalf("held pod: gates %v finalizers %v labels %v", p.Spec.SchedulingGates, p.Finalizers, p.Labels)
+	}
+	if (Kind{}).Hold(p) {
+		t.Error("a second Hold changed the pod")
+	}
+	rf := &berthv1.ResourceFlavor{Spec: berthv1.ResourceFlavorSpec{NodeLabels: map[string]string{"pool": "a"},
+		Tolerations: []corev1.Toleration{{Key: "spot", Operator: corev1.TolerationOpExists}}}}
+	if err := (Kind{}).Start(p, []*berthv1.ResourceFlavor{rf}); err != nil {
+		t.Fatal(err)
+	}
+	if Gated(p) || p.Spec.NodeSelector["pool"] != "a" || len(p.Spec.Tolerations) != 1 {
+		t.Errorf("started pod: gates %v nodeSelector %v tolerations %v", p.Spec.SchedulingGates, p.Spec.NodeSelector, p.Spec.Tolerations)
+	}
+	if ps := (Kind{}).PodSets(p); len(ps) != 1 || ps[0].Count != 1 || ps[0].Requests.Cpu().String() != "1" {
+		t.Errorf("pod sets %+v", ps)
+	}
+}

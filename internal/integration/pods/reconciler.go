@@ -1,0 +1,177 @@
+package pods
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	berthv1 "github.com/berth-dev/berth/api/v1beta1"
+	"github.com/berth-dev/berth/internal/integration"
+	"github.com/berth-dev/berth/internal/workload"
+)
+
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=pods/finalizers,verbs=update
+// +kubebuilder:rbac:groups=berth.dev,resources=workloads,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups=berth.dev,resources=workloads/status,verbs=get;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconciler keeps each queued Pod and its Workload in step.
+type Reconciler struct {
+	client client.Client
+	rec    events.EventRecorder
+	clock  clock.Clock
+}
+
+// Setup registers the Pod reconciler with mgr. It sees only Pods that carry
+// berth's queue label: the webhook puts it on every Pod it holds.
+func Setup(mgr ctrl.Manager) error {
+	r := &Reconciler{client: mgr.GetClient(), rec: mgr.GetEventRecorder("berth-pods"), clock: clock.RealClock{}}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("pod").
+		For(&corev1.Pod{}).
+		Owns(&berthv1.Workload{}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 8}).
+		Complete(r)
+}
+
+// Reconcile brings one Pod and its Workload in step.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	var pod corev1.Pod
+	if err := r.client.Get(ctx, req.NamespacedName, &pod); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if !controllerutil.ContainsFinalizer(&pod, berthv1.PodFinalizer) && !Gated(&pod) {
+		// Not held by berth: created before its webhook ran, or let go.
+		return reconcile.Result{}, nil
+	}
+	var wl berthv1.Workload
+	err := r.client.Get(ctx, types.NamespacedName{Namespace: pod.Namespace, Name: WorkloadName(&pod)}, &wl)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return reconcile.Result{}, err
+	}
+	exists := err == nil
+
+	finished, failed := Kind{}.Finished(&pod)
+	deleting := pod.DeletionTimestamp != nil
+	if finished || (deleting && pod.Spec.NodeName == "") {
+		// Over, or going before it ever ran: the Workload is done, and
+		// berth needs the Pod no more.
+		if exists && !workload.IsFinished(&wl) {
+			reason, msg := "PodDeleted", "Pod deleted"
+			switch {
+			case finished && failed:
+				reason, msg = "PodFailed", "Pod failed"
+			case finished:
+				reason, msg = "PodSucceeded", "Pod succeeded"
+			}
+			orig := wl.DeepCopy()
+			workload.SetFinished(&wl, reason, msg, r.clock.Now())
+			if err := r.client.Status().Patch(ctx, &wl, client.MergeFrom(orig)); client.IgnoreNotFound(err) != nil {
+				return reconcile.Result{}, err
+			}
+		}
+		return reconcile.Result{}, r.letGo(ctx, &pod)
+	}
+	if deleting {
+		return reconcile.Result{}, nil // it runs until its node stops it; then it is finished
+	}
+
+	queue := Kind{}.QueueName(&pod)
+	if !exists {
+		if !Gated(&pod) {
+			return reconcile.Result{}, r.stop(ctx, &pod, "it runs without a Workload holding quota")
+		}
+		priority, class := r.priority(ctx, &pod)
+		if err := r.client.Create(ctx, NewWorkload(&pod, queue, priority, class)); err != nil && !apierrors.IsAlreadyExists(err) {
+			return reconcile.Result{}, fmt.Errorf("creating Workload for Pod %s/%s: %w", pod.Namespace, pod.Name, err)
+		}
+		return reconcile.Result{}, nil
+	}
+	if workload.IsFinished(&wl) {
+		return reconcile.Result{}, nil // finished by hand: its quota is given back
+	}
+	if workload.IsAdmitted(&wl) {
+		if Gated(&pod) {
+			return reconcile.Result{}, r.start(ctx, &pod, &wl)
+		}
+		return reconcile.Result{}, nil // running
+	}
+	if !Gated(&pod) {
+		// Its Workload lost its quota (preempted, a stopped queue): a Pod
+		// cannot be held back again, so it goes.
+		return reconcile.Result{}, r.stop(ctx, &pod, "its Workload "+wl.Name+" lost its quota")
+	}
+	if !workload.HasQuota(&wl) {
+		priority, class := r.priority(ctx, &pod)
+		if wl.Spec.QueueName != queue || !equality.Semantic.DeepEqual(wl.Spec.Priority, priority) {
+			orig := wl.DeepCopy()
+			wl.Spec.QueueName, wl.Spec.Priority, wl.Spec.PriorityClassName = queue, priority, class
+			return reconcile.Result{}, client.IgnoreNotFound(r.client.Patch(ctx, &wl, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})))
+		}
+	}
+	return reconcile.Result{}, nil
+}
+
+// start lifts the Pod's gate, with its flavors' node labels and tolerations.
+func (r *Reconciler) start(ctx context.Context, pod *corev1.Pod, wl *berthv1.Workload) error {
+	var flavors []*berthv1.ResourceFlavor
+	for _, name := range integration.FlavorNames(wl.Status.Admission, "main") {
+		var rf berthv1.ResourceFlavor
+		if err := r.client.Get(ctx, types.NamespacedName{Name: name}, &rf); err != nil {
+			return fmt.Errorf("ResourceFlavor %s of Workload %s/%s: %w", name, wl.Namespace, wl.Name, err)
+		}
+		flavors = append(flavors, &rf)
+	}
+	if err := (Kind{}).Start(pod, flavors); err != nil {
+		return err
+	}
+	if err := r.client.Update(ctx, pod); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	r.rec.Eventf(pod, wl, corev1.EventTypeNormal, "Started", "Admission", "admitted by ClusterQueue %s", wl.Status.Admission.ClusterQueue)
+	return nil
+}
+
+// stop deletes a Pod that may not run, gracefully; its Workload is finished
+// once the Pod has ended.
+func (r *Reconciler) stop(ctx context.Context, pod *corev1.Pod, why string) error {
+	if err := r.client.Delete(ctx, pod); client.IgnoreNotFound(err) != nil {
+		return err
+	}
+	r.rec.Eventf(pod, nil, corev1.EventTypeNormal, "Stopped", "Admission", "deleted: %s", why)
+	return nil
+}
+
+// letGo removes berth's finalizer.
+func (r *Reconciler) letGo(ctx context.Context, pod *corev1.Pod) error {
+	if !controllerutil.ContainsFinalizer(pod, berthv1.PodFinalizer) {
+		return nil
+	}
+	orig := pod.DeepCopy()
+	controllerutil.RemoveFinalizer(pod, berthv1.PodFinalizer)
+	return client.IgnoreNotFound(r.client.Patch(ctx, pod, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})))
+}
+
+// priority resolves the Pod's priority (integration.Priority), saying so on
+// the Pod when the class it names does not exist yet.
+func (r *Reconciler) priority(ctx context.Context, pod *corev1.Pod) (*int32, string) {
+	p, class, err := integration.Priority(ctx, r.client, pod.Labels, pod.Spec.PriorityClassName)
+	if err != nil {
+		label, _ := integration.PriorityClassLabel(pod.Labels)
+		r.rec.Eventf(pod, nil, corev1.EventTypeWarning, "PriorityClassNotFound", "Admission",
+			"WorkloadPriorityClass %s (label %s): %v; queued with priority 0", class, label, err)
+	}
+	return p, class
+}
