@@ -228,3 +228,40 @@ func TestPodGroupsAreRefusedForNow(t *testing.T) {
 	free := plainPod("free", env.Namespace, "1", "1s", map[string]string{"berth.dev/pod-group-name": "g"})
 	env.Create(t, free)
 }
+
+// A preempted Pod cannot be held back again: it is deleted, and the
+// higher-priority Pod runs in its place.
+func TestPreemptedPodIsDeleted(t *testing.T) {
+	env := testenv.New(t)
+	_, cqName, node := podQueue(t, env, "1")
+	var cq berthv1.ClusterQueue
+	if err := env.Client.Get(ctx, client.ObjectKey{Name: cqName}, &cq); err != nil {
+		t.Fatal(err)
+	}
+	patch := client.MergeFrom(cq.DeepCopy())
+	cq.Spec.Preemption = &berthv1.ClusterQueuePreemption{WithinClusterQueue: berthv1.PreemptionLowerPriority}
+	if err := env.Client.Patch(ctx, &cq, patch); err != nil {
+		t.Fatal(err)
+	}
+	high := env.Name("high")
+	env.Create(t, &berthv1.WorkloadPriorityClass{ObjectMeta: metav1.ObjectMeta{Name: high}, Value: 100})
+	low := plainPod("low", env.Namespace, "1", "1h", map[string]string{berthv1.QueueNameLabel: "main"})
+	env.Create(t, low)
+	waitAdmitted(t, env, env.Namespace, pods.WorkloadName(low))
+	urgent := plainPod("urgent", env.Namespace, "1", "1h", map[string]string{
+		berthv1.QueueNameLabel: "main", berthv1.PriorityClassLabel: high})
+	env.Create(t, urgent)
+	testenv.Eventually(t, wait, func() error {
+		if p, err := getPod(env, low.Name); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("the preempted pod is still there (%v, phase %s)", err, p.Status.Phase)
+		}
+		p, err := getPod(env, urgent.Name)
+		if err != nil {
+			return err
+		}
+		if pods.Gated(p) || p.Spec.NodeName != node.Name || p.Status.Phase != corev1.PodRunning {
+			return fmt.Errorf("urgent pod gated=%v on %q phase %s", pods.Gated(p), p.Spec.NodeName, p.Status.Phase)
+		}
+		return nil
+	})
+}
