@@ -4,8 +4,13 @@ import (
 	"context"
 
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
 )
@@ -53,4 +58,28 @@ func Priority(ctx context.Context, r client.Reader, labels map[string]string, po
 		}
 	}
 	return nil, "", nil
+}
+
+// OfClass maps a WorkloadPriorityClass to the objects of a kind that name it
+// (by berth's label or Kueue's), listed from the cache into list: a class
+// created or changed after its objects were queued is resolved for those
+// still waiting, since objects arrive in any order.
+func OfClass(c client.Reader, newList func() client.ObjectList) handler.MapFunc {
+	return func(ctx context.Context, obj client.Object) []reconcile.Request {
+		var out []reconcile.Request
+		for _, label := range []string{berthv1.PriorityClassLabel, berthv1.KueuePriorityClassLabel} {
+			list := newList()
+			if err := c.List(ctx, list, client.MatchingLabels{label: obj.GetName()}); err != nil {
+				log.FromContext(ctx).Error(err, "listing the objects of a WorkloadPriorityClass", "class", obj.GetName())
+				continue
+			}
+			_ = meta.EachListItem(list, func(o runtime.Object) error {
+				if co, ok := o.(client.Object); ok {
+					out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(co)})
+				}
+				return nil
+			})
+		}
+		return out
+	}
 }

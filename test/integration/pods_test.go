@@ -265,3 +265,29 @@ func TestPreemptedPodIsDeleted(t *testing.T) {
 		return nil
 	})
 }
+
+// A Pod whose WorkloadPriorityClass appears after it waits at priority 0,
+// then gets the class's priority.
+func TestPodPriorityClassCreatedLater(t *testing.T) {
+	env := testenv.New(t)
+	_, _, _ = podQueue(t, env, "1")
+	late := env.Name("late")
+	p := plainPod("early", env.Namespace, "2", "1s", map[string]string{
+		berthv1.QueueNameLabel: "main", berthv1.KueuePriorityClassLabel: late})
+	env.Create(t, p)
+	wl := waitPending(t, env, env.Namespace, pods.WorkloadName(p), "needs 2 cpu")
+	if wl.Spec.Priority != nil {
+		t.Fatalf("priority %d before the class exists", *wl.Spec.Priority)
+	}
+	env.Create(t, &berthv1.WorkloadPriorityClass{ObjectMeta: metav1.ObjectMeta{Name: late}, Value: 300})
+	testenv.Eventually(t, wait, func() error {
+		wl, err := getWorkload(env, env.Namespace, pods.WorkloadName(p))
+		if err != nil {
+			return err
+		}
+		if wl.Spec.Priority == nil || *wl.Spec.Priority != 300 {
+			return fmt.Errorf("workload priority %v, want 300", wl.Spec.Priority)
+		}
+		return nil
+	})
+}

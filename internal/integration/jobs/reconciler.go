@@ -54,25 +54,10 @@ func Setup(mgr ctrl.Manager, manageAll bool) error {
 		Owns(&berthv1.Workload{}).
 		// A class created (or changed) after its Jobs were queued is resolved
 		// for those still waiting: objects arrive in any order.
-		Watches(&berthv1.WorkloadPriorityClass{}, handler.EnqueueRequestsFromMapFunc(r.jobsOfClass)).
+		Watches(&berthv1.WorkloadPriorityClass{}, handler.EnqueueRequestsFromMapFunc(
+			integration.OfClass(r.client, func() client.ObjectList { return &batchv1.JobList{} }))).
 		WithOptions(controllerOptions()).
 		Complete(r)
-}
-
-// jobsOfClass lists the Jobs that name a WorkloadPriorityClass, from the cache.
-func (r *Reconciler) jobsOfClass(ctx context.Context, obj client.Object) []reconcile.Request {
-	var out []reconcile.Request
-	for _, label := range []string{berthv1.PriorityClassLabel, berthv1.KueuePriorityClassLabel} {
-		var list batchv1.JobList
-		if err := r.client.List(ctx, &list, client.MatchingLabels{label: obj.GetName()}); err != nil {
-			ctrl.LoggerFrom(ctx).Error(err, "listing the Jobs of a WorkloadPriorityClass", "class", obj.GetName())
-			continue
-		}
-		for i := range list.Items {
-			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
-		}
-	}
-	return out
 }
 
 // Reconcile brings one Job and its Workload in step.

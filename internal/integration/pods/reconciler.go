@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
@@ -42,6 +43,9 @@ func Setup(mgr ctrl.Manager) error {
 		Named("pod").
 		For(&corev1.Pod{}).
 		Owns(&berthv1.Workload{}).
+		// A class that appears after its Pods were queued (integration.OfClass).
+		Watches(&berthv1.WorkloadPriorityClass{}, handler.EnqueueRequestsFromMapFunc(
+			integration.OfClass(r.client, func() client.ObjectList { return &corev1.PodList{} }))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 8}).
 		Complete(r)
 }
