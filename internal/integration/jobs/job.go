@@ -7,15 +7,12 @@
 package jobs
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
 	"github.com/berth-dev/berth/internal/integration"
@@ -41,12 +38,7 @@ func QueueName(job *batchv1.Job, manageAll bool) string {
 // WorkloadName is the name of a Job's Workload: stable for the Job, and
 // different for a new Job of the same name.
 func WorkloadName(job *batchv1.Job) string {
-	sum := sha256.Sum256([]byte(job.UID))
-	name := job.Name
-	if len(name) > 200 {
-		name = name[:200]
-	}
-	return "job-" + name + "-" + hex.EncodeToString(sum[:])[:5]
+	return integration.WorkloadName("job", job.Name, job.UID)
 }
 
 // Suspended reports spec.suspend.
@@ -84,24 +76,9 @@ func PodSets(job *batchv1.Job) []berthv1.PodSet {
 // NewWorkload makes a Job's Workload, owned by the Job so that it goes when the
 // Job goes.
 func NewWorkload(job *batchv1.Job, queue string, priority *int32, priorityClass string) *berthv1.Workload {
-	yes := true
-	return &berthv1.Workload{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:      WorkloadName(job),
-			Namespace: job.Namespace,
-			Labels:    map[string]string{"berth.dev/job-name": truncate(job.Name, 63), "berth.dev/job-uid": string(job.UID)},
-			OwnerReferences: []metav1.OwnerReference{{
-				APIVersion: "batch/v1", Kind: "Job", Name: job.Name, UID: job.UID,
-				Controller: &yes, BlockOwnerDeletion: &yes,
-			}},
-		},
-		Spec: berthv1.WorkloadSpec{
-			PodSets:           PodSets(job),
-			QueueName:         queue,
-			Priority:          priority,
-			PriorityClassName: priorityClass,
-		},
-	}
+	return integration.NewWorkload(job, batchv1.SchemeGroupVersion.WithKind("Job"), WorkloadName(job),
+		map[string]string{"berth.dev/job-name": truncate(job.Name, 63), "berth.dev/job-uid": string(job.UID)},
+		berthv1.WorkloadSpec{PodSets: PodSets(job), QueueName: queue, Priority: priority, PriorityClassName: priorityClass})
 }
 
 func truncate(s string, n int) string {

@@ -155,13 +155,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 
 // start unsuspends the Job with its flavors' node selector and tolerations.
 func (r *Reconciler) start(ctx context.Context, job *batchv1.Job, wl *berthv1.Workload) error {
-	var flavors []*berthv1.ResourceFlavor
-	for _, name := range integration.FlavorNames(wl.Status.Admission, "main") {
-		var rf berthv1.ResourceFlavor
-		if err := r.client.Get(ctx, types.NamespacedName{Name: name}, &rf); err != nil {
-			return fmt.Errorf("ResourceFlavor %s of Workload %s/%s: %w", name, wl.Namespace, wl.Name, err)
-		}
-		flavors = append(flavors, &rf)
+	flavors, err := integration.AdmittedFlavors(ctx, r.client, wl, "main")
+	if err != nil {
+		return err
 	}
 	if err := (Kind{}).Start(job, flavors); err != nil {
 		return err

@@ -1,8 +1,6 @@
 package pods
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"slices"
 	"strings"
@@ -126,35 +124,15 @@ func Gated(pod *corev1.Pod) bool {
 // WorkloadName is the name of a Pod's Workload: stable for the Pod, and
 // different for a new Pod of the same name.
 func WorkloadName(pod *corev1.Pod) string {
-	sum := sha256.Sum256([]byte(pod.UID))
-	name := pod.Name
-	if len(name) > 200 {
-		name = name[:200]
-	}
-	return "pod-" + name + "-" + hex.EncodeToString(sum[:])[:5]
+	return integration.WorkloadName("pod", pod.Name, pod.UID)
 }
 
 // NewWorkload makes a Pod's Workload, owned by the Pod so that it goes when
 // the Pod goes.
 func NewWorkload(pod *corev1.Pod, queue string, priority *int32, priorityClass string) *berthv1.Workload {
-	yes := true
-	return &berthv1.Workload{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:      WorkloadName(pod),
-			Namespace: pod.Namespace,
-			Labels:    map[string]string{"berth.dev/pod-uid": string(pod.UID)},
-			OwnerReferences: []metav1.OwnerReference{{
-				APIVersion: "v1", Kind: "Pod", Name: pod.Name, UID: pod.UID,
-				Controller: &yes, BlockOwnerDeletion: &yes,
-			}},
-		},
-		Spec: berthv1.WorkloadSpec{
-			PodSets:           Kind{}.PodSets(pod),
-			QueueName:         queue,
-			Priority:          priority,
-			PriorityClassName: priorityClass,
-		},
-	}
+	return integration.NewWorkload(pod, corev1.SchemeGroupVersion.WithKind("Pod"), WorkloadName(pod),
+		map[string]string{"berth.dev/pod-uid": string(pod.UID)},
+		berthv1.WorkloadSpec{PodSets: Kind{}.PodSets(pod), QueueName: queue, Priority: priority, PriorityClassName: priorityClass})
 }
 
 // Where the Pod webhooks (integration.Holder) are served: for Pods that carry

@@ -130,13 +130,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 
 // start lifts the Pod's gate, with its flavors' node labels and tolerations.
 func (r *Reconciler) start(ctx context.Context, pod *corev1.Pod, wl *berthv1.Workload) error {
-	var flavors []*berthv1.ResourceFlavor
-	for _, name := range integration.FlavorNames(wl.Status.Admission, "main") {
-		var rf berthv1.ResourceFlavor
-		if err := r.client.Get(ctx, types.NamespacedName{Name: name}, &rf); err != nil {
-			return fmt.Errorf("ResourceFlavor %s of Workload %s/%s: %w", name, wl.Namespace, wl.Name, err)
-		}
-		flavors = append(flavors, &rf)
+	flavors, err := integration.AdmittedFlavors(ctx, r.client, wl, "main")
+	if err != nil {
+		return err
 	}
 	if err := (Kind{}).Start(pod, flavors); err != nil {
 		return err

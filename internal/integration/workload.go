@@ -1,0 +1,55 @@
+package integration
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	berthv1 "github.com/berth-dev/berth/api/v1beta1"
+)
+
+// WorkloadName is the name of an object's Workload: prefix (its kind), its
+// name cut to 200 characters, and a hash of its UID, so that it is stable
+// for the object and different for a new object of the same name.
+func WorkloadName(prefix, name string, uid types.UID) string {
+	sum := sha256.Sum256([]byte(uid))
+	if len(name) > 200 {
+		name = name[:200]
+	}
+	return prefix + "-" + name + "-" + hex.EncodeToString(sum[:])[:5]
+}
+
+// NewWorkload makes the Workload of owner (of kind gvk), named name, owned
+// and controlled by it so that it goes when the owner goes.
+func NewWorkload(owner client.Object, gvk schema.GroupVersionKind, name string, labels map[string]string, spec berthv1.WorkloadSpec) *berthv1.Workload {
+	yes := true
+	return &berthv1.Workload{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: name, Namespace: owner.GetNamespace(), Labels: labels,
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind, Name: owner.GetName(), UID: owner.GetUID(),
+				Controller: &yes, BlockOwnerDeletion: &yes,
+			}},
+		},
+		Spec: spec,
+	}
+}
+
+// AdmittedFlavors reads the ResourceFlavors a pod set of wl was admitted in.
+func AdmittedFlavors(ctx context.Context, r client.Reader, wl *berthv1.Workload, podSet string) ([]*berthv1.ResourceFlavor, error) {
+	var out []*berthv1.ResourceFlavor
+	for _, name := range FlavorNames(wl.Status.Admission, podSet) {
+		var rf berthv1.ResourceFlavor
+		if err := r.Get(ctx, types.NamespacedName{Name: name}, &rf); err != nil {
+			return nil, fmt.Errorf("ResourceFlavor %s of Workload %s/%s: %w", name, wl.Namespace, wl.Name, err)
+		}
+		out = append(out, &rf)
+	}
+	return out, nil
+}
