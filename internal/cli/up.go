@@ -236,7 +236,7 @@ func upDetached(cmd *cobra.Command, o *upOptions, dir string) error {
 	if err := os.MkdirAll(l.LogDir(), 0o700); err != nil {
 		return fmt.Errorf("data directory %s: %w", dir, err)
 	}
-	logf, err := os.OpenFile(l.LogFile("berth"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	logf, err := os.OpenFile(l.LogFile("berth"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return err
 	}

@@ -92,7 +92,14 @@ func Start(ctx context.Context, o Options) (*Instance, error) {
 		progress = io.Discard
 	}
 	l := Layout{Dir: dir}
-	if err := os.MkdirAll(l.LogDir(), 0o700); err != nil {
+	// The flex volume directory is made here, owner-only, before
+	// kube-controller-manager would make it open to all.
+	for _, d := range []string{l.LogDir(), l.FlexVolumeDir()} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return nil, fmt.Errorf("data directory %s: %w", dir, err)
+		}
+	}
+	if err := ownerOnly(dir); err != nil {
 		return nil, fmt.Errorf("data directory %s: %w", dir, err)
 	}
 

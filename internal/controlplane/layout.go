@@ -2,6 +2,7 @@ package controlplane
 
 import (
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -15,7 +16,10 @@ import (
 //	kubeconfig            admin kubeconfig for users and tools
 //	pki/                  CA, serving and client certificates, service-account keys
 //	etcd/                 etcd's data: every Kubernetes object lives here
+//	flexvolume/           kube-controller-manager's flex volume plugin directory (empty)
 //	logs/<component>.log  each component's output, appended across runs
+//
+// Everything in it is readable by its owner alone (ownerOnly).
 type Layout struct{ Dir string }
 
 func (l Layout) LockFile() string   { return filepath.Join(l.Dir, "berth.lock") }
@@ -24,6 +28,9 @@ func (l Layout) Kubeconfig() string { return filepath.Join(l.Dir, "kubeconfig") 
 func (l Layout) PKIDir() string     { return filepath.Join(l.Dir, "pki") }
 func (l Layout) EtcdDir() string    { return filepath.Join(l.Dir, "etcd") }
 func (l Layout) LogDir() string     { return filepath.Join(l.Dir, "logs") }
+
+// FlexVolumeDir is kube-controller-manager's flex volume plugin directory.
+func (l Layout) FlexVolumeDir() string { return filepath.Join(l.Dir, "flexvolume") }
 
 // PKI returns the path of a file under pki/.
 func (l Layout) PKI(file string) string { return filepath.Join(l.PKIDir(), file) }
@@ -57,4 +64,27 @@ func DefaultDataDir(name string) (string, error) {
 		return "", fmt.Errorf("finding the home directory for the default --data-dir: %w (pass --data-dir)", err)
 	}
 	return filepath.Join(home, ".berth", name), nil
+}
+
+// ownerOnly takes group and other permissions away from the data directory
+// and everything in it: it holds private keys, admin kubeconfigs and the
+// cluster's data. Files berth writes are created so; this also tightens what
+// an older berth left, or what the user created the directory with.
+func ownerOnly(dir string) error {
+	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.Type()&fs.ModeSymlink != 0 {
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if perm := info.Mode().Perm(); perm&0o077 != 0 {
+			return os.Chmod(p, perm&^0o077)
+		}
+		return nil
+	})
 }

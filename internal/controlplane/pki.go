@@ -179,7 +179,7 @@ func writePair(certPath, keyPath string, kp *pki.KeyPair) error {
 	if err := writeFileAtomic(keyPath, kp.KeyPEM(), 0o600); err != nil {
 		return err
 	}
-	return writeFileAtomic(certPath, kp.CertPEM(), 0o644)
+	return writeFileAtomic(certPath, kp.CertPEM(), 0o600)
 }
 
 // writeFileAtomic writes via a temporary file and rename, so a crash never

@@ -2,7 +2,6 @@ package controlplane
 
 import (
 	"fmt"
-	"path/filepath"
 	"strconv"
 	"time"
 )
@@ -112,7 +111,7 @@ func Plan(l Layout, p Ports, o PlanOptions) []Component {
 		"--cluster-signing-key-file="+l.PKI("ca.key"),
 		"--use-service-account-credentials=true",
 		// Otherwise it creates a directory under /usr/libexec.
-		"--flex-volume-plugin-dir="+filepath.Join(l.Dir, "flexvolume"),
+		"--flex-volume-plugin-dir="+l.FlexVolumeDir(),
 		// The TTL controller tunes how long kubelets cache Secrets by
 		// annotating every node, again each time the node count crosses a
 		// step; there are no real kubelets here, and with thousands of

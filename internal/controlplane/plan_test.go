@@ -1,6 +1,8 @@
 package controlplane
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -86,6 +88,33 @@ func TestValidateName(t *testing.T) {
 		err := ValidateName(bad)
 		if err == nil || !strings.Contains(err.Error(), "--name") {
 			t.Errorf("ValidateName(%q) = %v, want an error naming --name", bad, err)
+		}
+	}
+}
+
+func TestOwnerOnly(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sub := filepath.Join(dir, "logs")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(sub, "old.log")
+	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := ownerOnly(dir); err != nil {
+		t.Fatal(err)
+	}
+	for p, want := range map[string]os.FileMode{dir: 0o700, sub: 0o700, file: 0o600} {
+		info, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := info.Mode().Perm(); got != want {
+			t.Errorf("%s: mode %o, want %o", p, got, want)
 		}
 	}
 }

@@ -66,7 +66,7 @@ type process struct {
 
 // startProcess runs binary with args, appending its output to logPath.
 func startProcess(sp *spawner, name, binary string, args []string, logPath string) (*process, error) {
-	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("%s: opening log: %w", name, err)
 	}

@@ -116,5 +116,5 @@ func writeState(l Layout, s *State) error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(l.StateFile(), append(data, '\n'), 0o644)
+	return writeFileAtomic(l.StateFile(), append(data, '\n'), 0o600)
 }

@@ -451,3 +451,35 @@ func TestBenchFailsWhenItsInstanceDies(t *testing.T) {
 		t.Errorf("the bench's last words do not say the instance died:\n%s", out)
 	}
 }
+
+// Everything berth up keeps (private keys, admin kubeconfigs, etcd's data,
+// logs) is readable by its owner alone, even in a data directory created
+// with looser permissions.
+func TestDataDirectoryIsOwnerOnly(t *testing.T) {
+	inst := newInstance(t, "private")
+	if err := os.Chmod(inst.dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig := inst.up(t)
+	checked := 0
+	err := filepath.WalkDir(inst.dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if d.Type()&os.ModeSymlink == 0 && info.Mode().Perm()&0o077 != 0 {
+			t.Errorf("%s: mode %o; want no access for group and others", p, info.Mode().Perm())
+		}
+		checked++
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(kubeconfig, inst.dir) || checked < 10 {
+		t.Fatalf("checked %d entries of %s (kubeconfig %s)", checked, inst.dir, kubeconfig)
+	}
+}
