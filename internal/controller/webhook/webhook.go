@@ -27,7 +27,7 @@ import (
 	"github.com/berth-dev/berth/internal/pki"
 )
 
-// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations,verbs=get;list;watch;create;update;patch
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations,verbs=get;create;update
 // +kubebuilder:rbac:groups="",namespace=berth-system,resources=secrets,verbs=get;create;update
 
 // Options say where the webhook is and who may reach it.
