@@ -192,6 +192,28 @@ func SetEvicted(w *berthv1.Workload, reason, message string, now time.Time, back
 	}
 }
 
+// StopsByDeletion reports whether the workload's pods cannot be held back
+// again once they run, only deleted: a plain Pod's. Such a workload keeps
+// its quota while it is stopping (SetStopping), until its pods are gone.
+func StopsByDeletion(w *berthv1.Workload) bool {
+	ref := metav1.GetControllerOf(w)
+	return ref != nil && ref.Kind == "Pod" && ref.APIVersion == "v1"
+}
+
+// SetStopping records that a workload that StopsByDeletion must give its
+// quota back: Evicted becomes True, with reason and message, while it keeps
+// its admission, so its quota is counted until its pods are gone and its
+// owner finishes it. Until then nothing else can take that quota.
+func SetStopping(w *berthv1.Workload, reason, message string, now time.Time) {
+	setCondition(w, berthv1.WorkloadEvicted, metav1.ConditionTrue, reason, message, now)
+}
+
+// IsStopping reports a workload that holds quota while its pods are being
+// stopped (SetStopping).
+func IsStopping(w *berthv1.Workload) bool {
+	return HasQuota(w) && meta.IsStatusConditionTrue(w.Status.Conditions, berthv1.WorkloadEvicted)
+}
+
 // SetPreempted records who preempted the workload and by which rule.
 func SetPreempted(w *berthv1.Workload, rule, message string, now time.Time) {
 	setCondition(w, berthv1.WorkloadPreempted, metav1.ConditionTrue, rule, message, now)

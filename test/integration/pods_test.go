@@ -291,3 +291,66 @@ func TestPodPriorityClassCreatedLater(t *testing.T) {
 		return nil
 	})
 }
+
+// An evicted Pod keeps its quota until it has stopped: here its node has no
+// kubelet, so it stops when its grace period is over. Until then the Pod
+// that preempted it waits.
+func TestEvictedPodHoldsItsQuotaUntilItStops(t *testing.T) {
+	env := testenv.New(t)
+	pool := env.Name("pool")
+	node := env.CreateReadyNode(t, env.Name("node"), map[string]string{"example.com/pool": pool})
+	rf, cqName := env.Name("rf"), env.Name("cq")
+	env.Create(t, MakeResourceFlavor(rf).NodeLabel("example.com/pool", pool).Obj())
+	cq := MakeClusterQueue(cqName).ResourceGroup(MakeFlavorQuotas(rf).Resource("cpu", "1").Obj()).Obj()
+	cq.Spec.Preemption = &berthv1.ClusterQueuePreemption{WithinClusterQueue: berthv1.PreemptionLowerPriority}
+	env.Create(t, cq)
+	env.Create(t, MakeLocalQueue("main", env.Namespace, cqName).Obj())
+	high := env.Name("high")
+	env.Create(t, &berthv1.WorkloadPriorityClass{ObjectMeta: metav1.ObjectMeta{Name: high}, Value: 100})
+
+	low := plainPod("low", env.Namespace, "1", "1h", map[string]string{berthv1.QueueNameLabel: "main"})
+	grace := int64(4)
+	low.Spec.TerminationGracePeriodSeconds = &grace
+	env.Create(t, low)
+	waitAdmitted(t, env, env.Namespace, pods.WorkloadName(low))
+	testenv.Eventually(t, wait, func() error {
+		p, err := getPod(env, low.Name)
+		if err != nil {
+			return err
+		}
+		if p.Spec.NodeName != node.Name {
+			return fmt.Errorf("low pod not bound yet (gated %v)", pods.Gated(p))
+		}
+		return nil
+	})
+	urgent := plainPod("urgent", env.Namespace, "1", "1h", map[string]string{
+		berthv1.QueueNameLabel: "main", berthv1.PriorityClassLabel: high})
+	env.Create(t, urgent)
+	// The low pod is being deleted, and its quota still counts.
+	testenv.Eventually(t, wait, func() error {
+		p, err := getPod(env, low.Name)
+		if err != nil {
+			return err
+		}
+		if p.DeletionTimestamp == nil {
+			return fmt.Errorf("the preempted pod is not being deleted")
+		}
+		return nil
+	})
+	testenv.Consistently(t, 2*time.Second, func() error {
+		wl, err := getWorkload(env, env.Namespace, pods.WorkloadName(urgent))
+		if err != nil {
+			return err
+		}
+		if workload.HasQuota(wl) {
+			return fmt.Errorf("the urgent pod was admitted while the preempted one still runs")
+		}
+		return nil
+	})
+	// Once its grace period is over it no longer counts.
+	waitAdmitted(t, env, env.Namespace, pods.WorkloadName(urgent))
+	wl, err := getWorkload(env, env.Namespace, pods.WorkloadName(low))
+	if err == nil && !workload.IsFinished(wl) {
+		t.Errorf("the preempted pod's workload is neither finished nor gone: %s", describe(wl))
+	}
+}

@@ -511,12 +511,18 @@ func (c *Controller) evict(ctx context.Context, req evictReq) error {
 	if err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	if !workload.HasQuota(wl) || workload.IsFinished(wl) {
+	if !workload.HasQuota(wl) || workload.IsFinished(wl) || workload.IsStopping(wl) {
 		return nil
 	}
 	orig := wl.DeepCopy()
 	now := c.clock.Now()
-	workload.SetEvicted(wl, req.reason, req.message, now, req.rule != "")
+	if workload.StopsByDeletion(wl) {
+		// Its pods can only be deleted: it keeps its quota until they are
+		// gone, when its owner finishes it.
+		workload.SetStopping(wl, req.reason, req.message, now)
+	} else {
+		workload.SetEvicted(wl, req.reason, req.message, now, req.rule != "")
+	}
 	if req.rule != "" {
 		workload.SetPreempted(wl, req.rule, req.message, now)
 	}

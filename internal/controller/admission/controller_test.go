@@ -368,3 +368,23 @@ func findCondition(wl *berthv1.Workload, typ string) *metav1.Condition {
 	}
 	return nil
 }
+
+// A plain Pod's workload cannot be held back, only deleted: evicted, it
+// keeps its admission (and so its quota) while it is stopping.
+func TestAPodWorkloadKeepsItsQuotaWhileStopping(t *testing.T) {
+	yes := true
+	w := apiWorkload("pod-w", "1", 0, "cq")
+	w.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: "p", UID: "u", Controller: &yes}}
+	f := newFixture(t, w)
+	f.runEvictors(t)
+	f.c.Evict([]string{ns + "/pod-w"}, "ClusterQueueStopped", "ClusterQueue cq is stopped")
+	eventually(t, func() error {
+		if !workload.IsStopping(f.get(t, "pod-w")) {
+			return fmt.Errorf("not stopping: %+v", f.get(t, "pod-w").Status.Conditions)
+		}
+		return nil
+	})
+	if wl := f.get(t, "pod-w"); !workload.HasQuota(wl) || wl.Status.Admission == nil {
+		t.Errorf("a stopping pod workload gave its quota back: %+v", wl.Status)
+	}
+}

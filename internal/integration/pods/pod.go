@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -112,6 +113,13 @@ func (Kind) Refuse(obj client.Object) string {
 		}
 	}
 	return ""
+}
+
+// Gone reports whether a Pod being deleted no longer runs: it was never
+// bound to a node, or its grace period is over (its node has stopped it, or
+// is not there to; a force deletion has none).
+func Gone(pod *corev1.Pod, now time.Time) bool {
+	return pod.DeletionTimestamp != nil && (pod.Spec.NodeName == "" || !now.Before(pod.DeletionTimestamp.Time))
 }
 
 // Gated reports whether the Pod is held back by berth's scheduling gate.

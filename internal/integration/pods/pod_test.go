@@ -2,6 +2,7 @@ package pods
 
 import (
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -61,5 +62,28 @@ func TestHoldAndStart(t *testing.T) {
 	}
 	if ps := (Kind{}).PodSets(p); len(ps) != 1 || ps[0].Count != 1 || ps[0].Requests.Cpu().String() != "1" {
 		t.Errorf("pod sets %+v", ps)
+	}
+}
+
+func TestGone(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(d time.Duration) *metav1.Time { v := metav1.NewTime(now.Add(d)); return &v }
+	for _, tc := range []struct {
+		name     string
+		node     string
+		deletion *metav1.Time
+		want     bool
+	}{
+		{"not being deleted", "n", nil, false},
+		{"deleted before it was bound", "", at(30 * time.Second), true},
+		{"deleted on its node, within its grace period", "n", at(30 * time.Second), false},
+		{"grace period over", "n", at(-time.Second), true},
+		{"force-deleted", "n", at(0), true},
+	} {
+		p := pod(nil)
+		p.Spec.NodeName, p.DeletionTimestamp = tc.node, tc.deletion
+		if got := Gone(p, now); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
@@ -69,9 +70,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 
 	finished, failed := Kind{}.Finished(&pod)
 	deleting := pod.DeletionTimestamp != nil
-	if finished || (deleting && pod.Spec.NodeName == "") {
-		// Over, or going before it ever ran: the Workload is done, and
-		// berth needs the Pod no more.
+	if finished || (deleting && Gone(&pod, r.clock.Now())) {
+		// Over, or going and no longer running: the Workload is done (its
+		// quota released), and berth needs the Pod no more.
 		if exists && !workload.IsFinished(&wl) {
 			reason, msg := "PodDeleted", "Pod deleted"
 			switch {
@@ -89,7 +90,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, r.letGo(ctx, &pod)
 	}
 	if deleting {
-		return reconcile.Result{}, nil // it runs until its node stops it; then it is finished
+		// It runs until its node stops it (then it is finished), or at the
+		// latest until its grace period is over.
+		return reconcile.Result{RequeueAfter: pod.DeletionTimestamp.Sub(r.clock.Now())}, nil
 	}
 
 	queue := Kind{}.QueueName(&pod)
@@ -105,6 +108,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	if workload.IsFinished(&wl) {
 		return reconcile.Result{}, nil // finished by hand: its quota is given back
+	}
+	if workload.IsStopping(&wl) {
+		if Gated(&pod) {
+			// It never started: give the quota back, and it queues again.
+			orig := wl.DeepCopy()
+			c := meta.FindStatusCondition(wl.Status.Conditions, berthv1.WorkloadEvicted)
+			workload.SetEvicted(&wl, c.Reason, c.Message, r.clock.Now(), false)
+			return reconcile.Result{}, client.IgnoreNotFound(r.client.Status().Patch(ctx, &wl,
+				client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})))
+		}
+		// It runs: it goes, and its quota with it once it has stopped.
+		return reconcile.Result{}, r.stop(ctx, &pod, "its Workload "+wl.Name+" is evicted")
 	}
 	if workload.IsAdmitted(&wl) {
 		if Gated(&pod) {
