@@ -46,6 +46,6 @@ control plane, with simulated nodes, to try it on; 'berth bench' measures it.`,
 		SilenceErrors: true,
 	}
 	root.AddCommand(newUpCommand(), newDownCommand(), newStatusCommand(), newKubeconfigCommand(), newKubectlCommand(),
-		newControllerCommand(), newSimCommand(), newBenchCommand())
+		newControllerCommand(), newSimCommand(), newBenchCommand(), newStopCommand(), newResumeCommand())
 	return root
 }

@@ -1,0 +1,164 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	berthv1 "github.com/berth-dev/berth/api/v1beta1"
+	"github.com/berth-dev/berth/internal/controller"
+	"github.com/berth-dev/berth/internal/controlplane"
+)
+
+// queueRef is a queue named on the command line.
+type queueRef struct {
+	kind      string // ClusterQueue or LocalQueue
+	name      string
+	namespace string // LocalQueue only
+}
+
+// parseQueueKind reads the kind argument of stop and resume.
+func parseQueueKind(s string) (string, error) {
+	switch strings.ToLower(s) {
+	case "clusterqueue", "clusterqueues", "cq":
+		return "ClusterQueue", nil
+	case "localqueue", "localqueues", "lq", "queue":
+		return "LocalQueue", nil
+	}
+	return "", fmt.Errorf("%q: stop and resume take clusterqueue (cq) or localqueue (lq)", s)
+}
+
+func (q queueRef) String() string {
+	if q.kind == "LocalQueue" {
+		return fmt.Sprintf("LocalQueue %s/%s", q.namespace, q.name)
+	}
+	return "ClusterQueue " + q.name
+}
+
+// stopReport says in words what setting policy on q did; admitted is how
+// many workloads it held then.
+func stopReport(q queueRef, policy berthv1.StopPolicy, admitted int32) string {
+	switch policy {
+	case berthv1.Hold:
+		return fmt.Sprintf("%s stopped: it admits nothing new; its %d admitted workloads keep running", q, admitted)
+	case berthv1.HoldAndDrain:
+		return fmt.Sprintf("%s stopped and draining: it admits nothing new, and its %d admitted workloads are evicted and queue again", q, admitted)
+	}
+	return fmt.Sprintf("%s resumed: it admits again", q)
+}
+
+func newStopCommand() *cobra.Command   { return stopResumeCommand(true) }
+func newResumeCommand() *cobra.Command { return stopResumeCommand(false) }
+
+func stopResumeCommand(stop bool) *cobra.Command {
+	var (
+		inst       instanceFlags
+		kubeconfig string
+		namespace  string
+		drain      bool
+	)
+	cmd := &cobra.Command{
+		Use:   "resume (clusterqueue|localqueue) NAME",
+		Short: "Let a stopped ClusterQueue or LocalQueue admit again (stopPolicy None)",
+		Example: `  berth resume clusterqueue team-a
+  berth resume localqueue jobs -n team-a`,
+		Args: cobra.ExactArgs(2),
+	}
+	if stop {
+		cmd.Use = "stop (clusterqueue|localqueue) NAME"
+		cmd.Short = "Stop a ClusterQueue or LocalQueue from admitting (stopPolicy Hold, or HoldAndDrain with --drain)"
+		cmd.Long = `Stop a ClusterQueue or LocalQueue from admitting: what it admitted keeps
+running (stopPolicy Hold), or, with --drain, is evicted and queues again
+(HoldAndDrain). 'berth resume' lets it admit again. It works against a berth
+instance (--name/--data-dir) or any cluster running berth (--kubeconfig).`
+		cmd.Example = `  berth stop clusterqueue team-a
+  berth stop localqueue jobs -n team-a --drain`
+		cmd.Flags().BoolVar(&drain, "drain", false, "also evict what the queue admitted (HoldAndDrain)")
+	}
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		kind, err := parseQueueKind(args[0])
+		if err != nil {
+			return err
+		}
+		q := queueRef{kind: kind, name: args[1], namespace: namespace}
+		policy := berthv1.StopPolicyNone
+		switch {
+		case stop && drain:
+			policy = berthv1.HoldAndDrain
+		case stop:
+			policy = berthv1.Hold
+		}
+		c, err := clusterClient(&inst, kubeconfig)
+		if err != nil {
+			return err
+		}
+		admitted, err := setStopPolicy(cmd.Context(), c, q, policy)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(cmd.OutOrStdout(), stopReport(q, policy, admitted))
+		return nil
+	}
+	inst.add(cmd)
+	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "the cluster to act on, instead of a berth instance")
+	cmd.Flags().StringVarP(&namespace, "namespace", "n", "default", "namespace of the LocalQueue")
+	return cmd
+}
+
+// setStopPolicy sets q's spec.stopPolicy and returns how many workloads it
+// had admitted.
+func setStopPolicy(ctx context.Context, c client.Client, q queueRef, policy berthv1.StopPolicy) (int32, error) {
+	patch := client.RawPatch(types.MergePatchType, mustJSON(map[string]any{"spec": map[string]any{"stopPolicy": policy}}))
+	var obj client.Object
+	var admitted func() int32
+	if q.kind == "ClusterQueue" {
+		cq := &berthv1.ClusterQueue{}
+		cq.Name = q.name
+		obj, admitted = cq, func() int32 { return cq.Status.AdmittedWorkloads }
+	} else {
+		lq := &berthv1.LocalQueue{}
+		lq.Name, lq.Namespace = q.name, q.namespace
+		obj, admitted = lq, func() int32 { return lq.Status.AdmittedWorkloads }
+	}
+	if err := c.Patch(ctx, obj, patch); err != nil {
+		if apierrors.IsNotFound(err) {
+			return 0, fmt.Errorf("%s not found", q)
+		}
+		return 0, fmt.Errorf("%s: %w", q, err)
+	}
+	return admitted(), nil
+}
+
+func mustJSON(v any) []byte {
+	data, _ := json.Marshal(v) // maps of strings always marshal
+	return data
+}
+
+// clusterClient connects to --kubeconfig, else to the selected berth
+// instance, saying how to start it when it does not run.
+func clusterClient(inst *instanceFlags, kubeconfig string) (client.Client, error) {
+	if kubeconfig == "" {
+		dir, err := inst.resolve()
+		if err != nil {
+			return nil, err
+		}
+		kubeconfig = controlplane.Layout{Dir: dir}.Kubeconfig()
+		if _, err := os.Stat(kubeconfig); err != nil {
+			return nil, fmt.Errorf("no berth instance in %s; start one with 'berth up --detach %s', or pass --kubeconfig",
+				dir, inst.selector(dir))
+		}
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("--kubeconfig: %w", err)
+	}
+	return client.New(cfg, client.Options{Scheme: controller.Scheme()})
+}
