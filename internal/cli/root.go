@@ -38,10 +38,11 @@ func newRoot() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "berth",
 		Short: "A batch-workload control plane for Kubernetes",
-		Long: `berth queues batch work (batch/v1 Jobs, including those a CronJob makes, and Pods) against
-quotas that ClusterQueues share and borrow in cohorts, with priorities,
-preemption and fair sharing. 'berth up' starts a complete local Kubernetes
-control plane, with simulated nodes, to try it on; 'berth bench' measures it.`,
+		Long: `berth queues batch work (batch/v1 Jobs, those a CronJob makes, and plain
+Pods) against quotas that ClusterQueues share and borrow in cohorts, with
+priorities, preemption and fair sharing. 'berth up' starts a complete local
+Kubernetes control plane, with simulated nodes, to try it on; 'berth bench'
+measures it.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
