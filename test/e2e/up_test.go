@@ -483,3 +483,46 @@ func TestDataDirectoryIsOwnerOnly(t *testing.T) {
 		t.Fatalf("checked %d entries of %s (kubeconfig %s)", checked, inst.dir, kubeconfig)
 	}
 }
+
+// With berth's controller (and its webhook) unresponsive, a Job or Pod that
+// asks for a queue is refused, saying the webhook failed, rather than
+// created able to run without quota; objects that ask for no queue never
+// reach the webhook and are created as usual.
+func TestWebhookDownRefusesOnlyQueuedObjects(t *testing.T) {
+	inst := newInstance(t, "hookless")
+	kube := clientFor(t, inst.up(t))
+	ctrl := component(t, inst.state(t), "berth-controller")
+	if err := syscall.Kill(ctrl.Process.PID, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(ctrl.Process.PID, syscall.SIGCONT) })
+	ctx := context.Background()
+	job := func(name string, labels map[string]string) *batchv1.Job {
+		return &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
+			Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
+				Containers: []corev1.Container{{Name: "main", Image: "busybox"}}}}}}
+	}
+	pod := func(name string, labels map[string]string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "busybox"}}}}
+	}
+	queued := map[string]string{"berth.dev/queue-name": "main"}
+	if _, err := kube.BatchV1().Jobs("default").Create(ctx, job("queued", queued), metav1.CreateOptions{}); err == nil ||
+		!strings.Contains(err.Error(), `failed calling webhook "jobs.berth.dev"`) {
+		t.Errorf("a queued Job with the webhook down: %v, want it refused naming the webhook", err)
+	}
+	if _, err := kube.CoreV1().Pods("default").Create(ctx, pod("queued", queued), metav1.CreateOptions{}); err == nil ||
+		!strings.Contains(err.Error(), `failed calling webhook "pods.berth.dev"`) {
+		t.Errorf("a queued Pod with the webhook down: %v, want it refused naming the webhook", err)
+	}
+	began := time.Now()
+	if _, err := kube.BatchV1().Jobs("default").Create(ctx, job("free", nil), metav1.CreateOptions{}); err != nil {
+		t.Errorf("an unqueued Job with the webhook down: %v", err)
+	}
+	if _, err := kube.CoreV1().Pods("default").Create(ctx, pod("free", nil), metav1.CreateOptions{}); err != nil {
+		t.Errorf("an unqueued Pod with the webhook down: %v", err)
+	}
+	if took := time.Since(began); took > 5*time.Second {
+		t.Errorf("creating unqueued objects took %s: they waited for the webhook", took)
+	}
+}
