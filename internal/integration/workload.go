@@ -6,9 +6,11 @@ import (
 	"encoding/hex"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
@@ -52,4 +54,22 @@ func AdmittedFlavors(ctx context.Context, r client.Reader, wl *berthv1.Workload,
 		out = append(out, &rf)
 	}
 	return out, nil
+}
+
+// Start lets obj run with wl's admission: the kind's Start with the flavors
+// its pod set "main" was admitted in, written with one update, and said on
+// obj with an event. An object that is gone needs nothing.
+func Start(ctx context.Context, c client.Client, rec events.EventRecorder, kind Kind, obj client.Object, wl *berthv1.Workload) error {
+	flavors, err := AdmittedFlavors(ctx, c, wl, "main")
+	if err != nil {
+		return err
+	}
+	if err := kind.Start(obj, flavors); err != nil {
+		return err
+	}
+	if err := c.Update(ctx, obj); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	rec.Eventf(obj, wl, corev1.EventTypeNormal, "Started", "Admission", "admitted by ClusterQueue %s", wl.Status.Admission.ClusterQueue)
+	return nil
 }

@@ -129,7 +129,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			// template may only change once it is.
 			return reconcile.Result{RequeueAfter: 200 * time.Millisecond}, nil
 		}
-		return reconcile.Result{}, r.start(ctx, &job, &wl)
+		return reconcile.Result{}, integration.Start(ctx, r.client, r.rec, Kind{}, &job, &wl)
 	}
 
 	// Not admitted: the Job must be suspended, with its own template.
@@ -151,23 +151,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 	}
 	return reconcile.Result{}, nil
-}
-
-// start unsuspends the Job with its flavors' node selector and tolerations.
-func (r *Reconciler) start(ctx context.Context, job *batchv1.Job, wl *berthv1.Workload) error {
-	flavors, err := integration.AdmittedFlavors(ctx, r.client, wl, "main")
-	if err != nil {
-		return err
-	}
-	if err := (Kind{}).Start(job, flavors); err != nil {
-		return err
-	}
-	if err := r.client.Update(ctx, job); err != nil {
-		return client.IgnoreNotFound(err)
-	}
-	r.rec.Eventf(job, wl, corev1.EventTypeNormal, "Started", "Admission",
-		"admitted by ClusterQueue %s", wl.Status.Admission.ClusterQueue)
-	return nil
 }
 
 // evictResized re-makes the Workload of a Job changed while it ran: its pod

@@ -123,7 +123,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	if workload.IsAdmitted(&wl) {
 		if Gated(&pod) {
-			return reconcile.Result{}, r.start(ctx, &pod, &wl)
+			return reconcile.Result{}, integration.Start(ctx, r.client, r.rec, Kind{}, &pod, &wl)
 		}
 		return reconcile.Result{}, nil // running
 	}
@@ -141,22 +141,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 	}
 	return reconcile.Result{}, nil
-}
-
-// start lifts the Pod's gate, with its flavors' node labels and tolerations.
-func (r *Reconciler) start(ctx context.Context, pod *corev1.Pod, wl *berthv1.Workload) error {
-	flavors, err := integration.AdmittedFlavors(ctx, r.client, wl, "main")
-	if err != nil {
-		return err
-	}
-	if err := (Kind{}).Start(pod, flavors); err != nil {
-		return err
-	}
-	if err := r.client.Update(ctx, pod); err != nil {
-		return client.IgnoreNotFound(err)
-	}
-	r.rec.Eventf(pod, wl, corev1.EventTypeNormal, "Started", "Admission", "admitted by ClusterQueue %s", wl.Status.Admission.ClusterQueue)
-	return nil
 }
 
 // stop deletes a Pod that may not run, gracefully; its Workload is finished
