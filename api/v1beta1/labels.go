@@ -1,7 +1,7 @@
 package v1beta1
 
 // Labels, annotations, gates and finalizers berth reads or sets on the objects
-// it queues: Jobs (and CronJob job templates) and Pods.
+// it queues: Jobs (and CronJob job templates), Pods and pod groups.
 const (
 	// QueueNameLabel names the LocalQueue a Job is submitted to.
 	QueueNameLabel = "berth.dev/queue-name"
@@ -20,4 +20,14 @@ const (
 	// ManagePodsLabel on a Namespace ("true") queues its Pods that carry no
 	// queue label in its LocalQueue "default".
 	ManagePodsLabel = "berth.dev/manage-pods"
+	// PodGroupNameLabel on queued Pods makes them one pod group: one
+	// Workload, admitted all together or not at all.
+	PodGroupNameLabel = "berth.dev/pod-group-name"
+	// KueuePodGroupNameLabel is honoured too, for users moving from Kueue.
+	KueuePodGroupNameLabel = "kueue.x-k8s.io/pod-group-name"
+	// PodGroupTotalCountAnnotation on each Pod of a group says how many
+	// Pods the group has.
+	PodGroupTotalCountAnnotation = "berth.dev/pod-group-total-count"
+	// KueuePodGroupTotalCountAnnotation is honoured too.
+	KueuePodGroupTotalCountAnnotation = "kueue.x-k8s.io/pod-group-total-count"
 )

@@ -38,8 +38,8 @@ func newRoot() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "berth",
 		Short: "A batch-workload control plane for Kubernetes",
-		Long: `berth queues batch work (batch/v1 Jobs, those a CronJob makes, and plain
-Pods) against quotas that ClusterQueues share and borrow in cohorts, with
+		Long: `berth queues batch work (batch/v1 Jobs, those a CronJob makes, plain
+Pods and pod groups) against quotas that ClusterQueues share and borrow in cohorts, with
 priorities, preemption and fair sharing. 'berth up' starts a complete local
 Kubernetes control plane, with simulated nodes, to try it on; 'berth bench'
 measures it.`,

@@ -34,6 +34,7 @@ import (
 	"github.com/berth-dev/berth/internal/controller/webhook"
 	"github.com/berth-dev/berth/internal/integration"
 	"github.com/berth-dev/berth/internal/integration/jobs"
+	"github.com/berth-dev/berth/internal/integration/podgroups"
 	"github.com/berth-dev/berth/internal/integration/pods"
 	"github.com/berth-dev/berth/internal/metrics"
 	"github.com/berth-dev/berth/internal/scheduler"
@@ -180,6 +181,9 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		return err
 	}
 	if err := pods.Setup(mgr); err != nil {
+		return err
+	}
+	if err := podgroups.Setup(ctx, mgr); err != nil {
 		return err
 	}
 	mgr.GetWebhookServer().Register(pods.WebhookPath, &crwebhook.Admission{Handler: integration.NewHolder(scheme, pods.Kind{})})

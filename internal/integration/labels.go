@@ -3,10 +3,12 @@ package integration
 import (
 	"context"
 
+	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -58,6 +60,18 @@ func Priority(ctx context.Context, r client.Reader, labels map[string]string, po
 		}
 	}
 	return nil, "", nil
+}
+
+// PriorityOf resolves obj's priority (Priority), saying so on obj with an
+// event when the class its labels name does not exist yet.
+func PriorityOf(ctx context.Context, r client.Reader, rec events.EventRecorder, obj client.Object, podPriorityClass string) (*int32, string) {
+	p, class, err := Priority(ctx, r, obj.GetLabels(), podPriorityClass)
+	if err != nil {
+		label, _ := PriorityClassLabel(obj.GetLabels())
+		rec.Eventf(obj, nil, corev1.EventTypeWarning, "PriorityClassNotFound", "Admission",
+			"WorkloadPriorityClass %s (label %s): %v; queued with priority 0 until it exists", class, label, err)
+	}
+	return p, class
 }
 
 // OfClass maps a WorkloadPriorityClass to the objects of a kind that name it

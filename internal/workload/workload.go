@@ -6,6 +6,7 @@ package workload
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -193,11 +194,13 @@ func SetEvicted(w *berthv1.Workload, reason, message string, now time.Time, back
 }
 
 // StopsByDeletion reports whether the workload's pods cannot be held back
-// again once they run, only deleted: a plain Pod's. Such a workload keeps
-// its quota while it is stopping (SetStopping), until its pods are gone.
+// again once they run, only deleted: a plain Pod's, or a pod group's (owned
+// by its Pods). Such a workload keeps its quota while it is stopping
+// (SetStopping), until its pods are gone.
 func StopsByDeletion(w *berthv1.Workload) bool {
-	ref := metav1.GetControllerOf(w)
-	return ref != nil && ref.Kind == "Pod" && ref.APIVersion == "v1"
+	return slices.ContainsFunc(w.OwnerReferences, func(r metav1.OwnerReference) bool {
+		return r.Kind == "Pod" && r.APIVersion == "v1"
+	})
 }
 
 // SetStopping records that a workload that StopsByDeletion must give its

@@ -3,7 +3,6 @@ package integration
 import (
 	"fmt"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -164,13 +163,17 @@ func TestPodsOfAnOptedInNamespace(t *testing.T) {
 	}
 }
 
-// A namespace deleted with queued pods inside, some waiting, one running, is
-// emptied: nothing is left holding a finalizer.
+// A namespace deleted with queued pods inside, some waiting (two of them in
+// an incomplete group), one running, is emptied: nothing is left holding a finalizer.
 func TestNamespaceWithQueuedPodsIsDeleted(t *testing.T) {
 	env := testenv.New(t)
 	_, cq, _ := podQueue(t, env, "1")
 	for i := range 4 {
 		env.Create(t, plainPod(fmt.Sprintf("p%d", i), env.Namespace, "1", "1h", map[string]string{berthv1.QueueNameLabel: "main"}))
+	}
+	// And two Pods of a group still waiting for its third.
+	for i := range 2 {
+		env.Create(t, groupPod(fmt.Sprintf("g%d", i), env.Namespace, "g", 3, "1", "1h"))
 	}
 	testenv.Eventually(t, wait, func() error {
 		q, err := clusterQueue(env, cq)
@@ -212,21 +215,6 @@ func TestNamespaceWithQueuedPodsIsDeleted(t *testing.T) {
 		}
 		return nil
 	})
-}
-
-// Pod groups are not supported yet: a queued Pod that asks for one is
-// refused, saying so, rather than queued alone.
-func TestPodGroupsAreRefusedForNow(t *testing.T) {
-	env := testenv.New(t)
-	p := plainPod("member", env.Namespace, "1", "1s", map[string]string{
-		berthv1.QueueNameLabel: "main", "berth.dev/pod-group-name": "g"})
-	err := env.Client.Create(ctx, p)
-	if err == nil || !strings.Contains(err.Error(), "pod groups are not supported by berth yet") {
-		t.Fatalf("creating a pod-group member: %v, want it refused", err)
-	}
-	// Without the queue label the group label is none of berth's business.
-	free := plainPod("free", env.Namespace, "1", "1s", map[string]string{"berth.dev/pod-group-name": "g"})
-	env.Create(t, free)
 }
 
 // A preempted Pod cannot be held back again: it is deleted, and the

@@ -106,7 +106,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if Injected(&job) {
 			return r.restore(ctx, &job)
 		}
-		priority, class := r.priority(ctx, &job)
+		priority, class := integration.PriorityOf(ctx, r.client, r.rec, &job, job.Spec.Template.Spec.PriorityClassName)
 		nw := NewWorkload(&job, queue, priority, class)
 		if err := r.client.Create(ctx, nw); err != nil && !apierrors.IsAlreadyExists(err) {
 			return reconcile.Result{}, fmt.Errorf("creating Workload for Job %s/%s: %w", job.Namespace, job.Name, err)
@@ -140,7 +140,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return r.restore(ctx, &job)
 	}
 	if !workload.HasQuota(&wl) {
-		priority, class := r.priority(ctx, &job)
+		priority, class := integration.PriorityOf(ctx, r.client, r.rec, &job, job.Spec.Template.Spec.PriorityClassName)
 		if !InSync(&wl, &job, queue, priority) {
 			orig := wl.DeepCopy()
 			wl.Spec.PodSets = PodSets(&job)
@@ -205,16 +205,4 @@ func (r *Reconciler) restore(ctx context.Context, job *batchv1.Job) (reconcile.R
 		return reconcile.Result{}, nil
 	}
 	return reconcile.Result{}, client.IgnoreNotFound(r.client.Update(ctx, job))
-}
-
-// priority resolves a Job's priority (integration.Priority), saying so on
-// the Job when the class it names does not exist yet.
-func (r *Reconciler) priority(ctx context.Context, job *batchv1.Job) (*int32, string) {
-	p, class, err := integration.Priority(ctx, r.client, job.Labels, job.Spec.Template.Spec.PriorityClassName)
-	if err != nil {
-		label, _ := integration.PriorityClassLabel(job.Labels)
-		r.rec.Eventf(job, nil, corev1.EventTypeWarning, "PriorityClassNotFound", "Admission",
-			"WorkloadPriorityClass %s (label %s): %v; queued with priority 0 until it exists", class, label, err)
-	}
-	return p, class
 }

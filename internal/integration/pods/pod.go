@@ -3,6 +3,7 @@ package pods
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -100,17 +101,43 @@ func ownedByJob(obj client.Object) bool {
 	return ref != nil && ref.Kind == "Job" && strings.HasPrefix(ref.APIVersion, "batch/")
 }
 
-// Pod-group labels, berth's and Kueue's: not supported yet.
-var groupLabels = []string{"berth.dev/pod-group-name", "kueue.x-k8s.io/pod-group-name"}
-
-// Refuse refuses a queued Pod that asks to be part of a pod group: berth
-// does not support pod groups yet, and queueing it alone would be untrue.
-func (Kind) Refuse(obj client.Object) string {
-	for _, l := range groupLabels {
-		if v, ok := obj.GetLabels()[l]; ok {
-			return fmt.Sprintf("Pod %s: label %s=%s: pod groups are not supported by berth yet; remove the label to queue the Pod on its own",
-				obj.GetName(), l, v)
+// Group is the pod group a Pod belongs to: its name (berth's label, else
+// Kueue's), "" for a Pod on its own, and the total count of Pods its
+// annotation declares (berth's, else Kueue's). err says what is wrong with a
+// group Pod's count, naming the annotation.
+func Group(obj client.Object) (name string, total int32, err error) {
+	name = obj.GetLabels()[berthv1.PodGroupNameLabel]
+	if name == "" {
+		name = obj.GetLabels()[berthv1.KueuePodGroupNameLabel]
+	}
+	if name == "" {
+		return "", 0, nil
+	}
+	key := berthv1.PodGroupTotalCountAnnotation
+	v, ok := obj.GetAnnotations()[key]
+	if !ok {
+		key = berthv1.KueuePodGroupTotalCountAnnotation
+		if v, ok = obj.GetAnnotations()[key]; !ok {
+			return name, 0, fmt.Errorf("pod group %s: annotation %s is missing: it says how many Pods the group has",
+				name, berthv1.PodGroupTotalCountAnnotation)
 		}
+	}
+	n, perr := strconv.ParseInt(v, 10, 32)
+	if perr != nil || n < 1 || n > MaxGroupSize {
+		return name, 0, fmt.Errorf("pod group %s: annotation %s=%q: want a whole number from 1 to %d", name, key, v, MaxGroupSize)
+	}
+	return name, int32(n), nil
+}
+
+// MaxGroupSize bounds a pod group: its Workload lists each of its Pods as
+// an owner, and must stay well within the API server's object size limit.
+const MaxGroupSize = 1000
+
+// Refuse refuses a queued Pod of a pod group that does not say, or says
+// wrongly, how many Pods the group has: it could never be admitted.
+func (Kind) Refuse(obj client.Object) string {
+	if _, _, err := Group(obj); err != nil {
+		return fmt.Sprintf("Pod %s: %v", obj.GetName(), err)
 	}
 	return ""
 }

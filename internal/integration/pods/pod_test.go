@@ -1,6 +1,7 @@
 package pods
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -84,6 +85,38 @@ func TestGone(t *testing.T) {
 		p.Spec.NodeName, p.DeletionTimestamp = tc.node, tc.deletion
 		if got := Gone(p, now); got != tc.want {
 			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestGroup(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		labels, ann map[string]string
+		group       string
+		total       int32
+		err         string
+	}{
+		{"alone", nil, nil, "", 0, ""},
+		{"berth's", map[string]string{berthv1.PodGroupNameLabel: "g"}, map[string]string{berthv1.PodGroupTotalCountAnnotation: "8"}, "g", 8, ""},
+		{"Kueue's", map[string]string{berthv1.KueuePodGroupNameLabel: "k"}, map[string]string{berthv1.KueuePodGroupTotalCountAnnotation: "2"}, "k", 2, ""},
+		{"no count", map[string]string{berthv1.PodGroupNameLabel: "g"}, nil, "g", 0,
+			"pod group g: annotation berth.dev/pod-group-total-count is missing"},
+		{"zero", map[string]string{berthv1.PodGroupNameLabel: "g"}, map[string]string{berthv1.PodGroupTotalCountAnnotation: "0"}, "g", 0,
+			`annotation berth.dev/pod-group-total-count="0": want a whole number from 1 to 1000`},
+		{"too many", map[string]string{berthv1.PodGroupNameLabel: "g"}, map[string]string{berthv1.KueuePodGroupTotalCountAnnotation: "1001"}, "g", 0,
+			`annotation kueue.x-k8s.io/pod-group-total-count="1001"`},
+		{"not a number", map[string]string{berthv1.PodGroupNameLabel: "g"}, map[string]string{berthv1.PodGroupTotalCountAnnotation: "eight"}, "g", 0,
+			`"eight": want a whole number`},
+	} {
+		p := pod(tc.labels)
+		p.Annotations = tc.ann
+		g, total, err := Group(p)
+		if g != tc.group || total != tc.total || (err == nil) != (tc.err == "") || (err != nil && !strings.Contains(err.Error(), tc.err)) {
+			t.Errorf("%s: %q %d %v; want %q %d %q", tc.name, g, total, err, tc.group, tc.total, tc.err)
+		}
+		if why := (Kind{}).Refuse(p); (why == "") != (tc.err == "") {
+			t.Errorf("%s: Refuse %q; want a refusal exactly when the count is wrong", tc.name, why)
 		}
 	}
 }

@@ -57,6 +57,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.client.Get(ctx, req.NamespacedName, &pod); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
+	if g, _, _ := Group(&pod); g != "" {
+		return reconcile.Result{}, nil // one of a pod group (package podgroups)
+	}
 	if !controllerutil.ContainsFinalizer(&pod, berthv1.PodFinalizer) && !Gated(&pod) {
 		// Not held by berth: created before its webhook ran, or let go.
 		return reconcile.Result{}, nil
@@ -87,7 +90,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 				return reconcile.Result{}, err
 			}
 		}
-		return reconcile.Result{}, r.letGo(ctx, &pod)
+		return reconcile.Result{}, LetGo(ctx, r.client, &pod)
 	}
 	if deleting {
 		// It runs until its node stops it (then it is finished), or at the
@@ -100,7 +103,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if !Gated(&pod) {
 			return reconcile.Result{}, r.stop(ctx, &pod, "it runs without a Workload holding quota")
 		}
-		priority, class := r.priority(ctx, &pod)
+		priority, class := integration.PriorityOf(ctx, r.client, r.rec, &pod, pod.Spec.PriorityClassName)
 		if err := r.client.Create(ctx, NewWorkload(&pod, queue, priority, class)); err != nil && !apierrors.IsAlreadyExists(err) {
 			return reconcile.Result{}, fmt.Errorf("creating Workload for Pod %s/%s: %w", pod.Namespace, pod.Name, err)
 		}
@@ -133,7 +136,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, r.stop(ctx, &pod, "its Workload "+wl.Name+" lost its quota")
 	}
 	if !workload.HasQuota(&wl) {
-		priority, class := r.priority(ctx, &pod)
+		priority, class := integration.PriorityOf(ctx, r.client, r.rec, &pod, pod.Spec.PriorityClassName)
 		if wl.Spec.QueueName != queue || !equality.Semantic.DeepEqual(wl.Spec.Priority, priority) {
 			orig := wl.DeepCopy()
 			wl.Spec.QueueName, wl.Spec.Priority, wl.Spec.PriorityClassName = queue, priority, class
@@ -153,24 +156,12 @@ func (r *Reconciler) stop(ctx context.Context, pod *corev1.Pod, why string) erro
 	return nil
 }
 
-// letGo removes berth's finalizer.
-func (r *Reconciler) letGo(ctx context.Context, pod *corev1.Pod) error {
+// LetGo removes berth's finalizer from pod.
+func LetGo(ctx context.Context, c client.Client, pod *corev1.Pod) error {
 	if !controllerutil.ContainsFinalizer(pod, berthv1.PodFinalizer) {
 		return nil
 	}
 	orig := pod.DeepCopy()
 	controllerutil.RemoveFinalizer(pod, berthv1.PodFinalizer)
-	return client.IgnoreNotFound(r.client.Patch(ctx, pod, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})))
-}
-
-// priority resolves the Pod's priority (integration.Priority), saying so on
-// the Pod when the class it names does not exist yet.
-func (r *Reconciler) priority(ctx context.Context, pod *corev1.Pod) (*int32, string) {
-	p, class, err := integration.Priority(ctx, r.client, pod.Labels, pod.Spec.PriorityClassName)
-	if err != nil {
-		label, _ := integration.PriorityClassLabel(pod.Labels)
-		r.rec.Eventf(pod, nil, corev1.EventTypeWarning, "PriorityClassNotFound", "Admission",
-			"WorkloadPriorityClass %s (label %s): %v; queued with priority 0", class, label, err)
-	}
-	return p, class
+	return client.IgnoreNotFound(c.Patch(ctx, pod, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})))
 }

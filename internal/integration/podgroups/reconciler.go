@@ -1,0 +1,273 @@
+package podgroups
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	berthv1 "github.com/berth-dev/berth/api/v1beta1"
+	"github.com/berth-dev/berth/internal/integration"
+	"github.com/berth-dev/berth/internal/integration/pods"
+	"github.com/berth-dev/berth/internal/workload"
+)
+
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=pods/finalizers,verbs=update
+// +kubebuilder:rbac:groups=berth.dev,resources=workloads,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=berth.dev,resources=workloads/status,verbs=get;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconciler keeps each pod group and its Workload in step. Its requests
+// name a group: the namespace, and the group's name.
+type Reconciler struct {
+	client client.Client
+	rec    events.EventRecorder
+	clock  clock.Clock
+}
+
+// groupIndex indexes cached Pods by the name of their pod group.
+const groupIndex = "berth.dev/pod-group"
+
+// Setup registers the pod-group reconciler with mgr.
+func Setup(ctx context.Context, mgr ctrl.Manager) error {
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Pod{}, groupIndex, func(o client.Object) []string {
+		if g, _, _ := pods.Group(o); g != "" {
+			return []string{g}
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	r := &Reconciler{client: mgr.GetClient(), rec: mgr.GetEventRecorder("berth-podgroups"), clock: clock.RealClock{}}
+	ofPod := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		if g, _, _ := pods.Group(o); g != "" {
+			return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: g}}}
+		}
+		return nil
+	})
+	ofWorkload := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		if g := o.GetLabels()[berthv1.PodGroupNameLabel]; g != "" {
+			return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: g}}}
+		}
+		return nil
+	})
+	podsOfClass := integration.OfClass(r.client, func() client.ObjectList { return &corev1.PodList{} })
+	ofClass := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+		var out []reconcile.Request
+		for _, req := range podsOfClass(ctx, o) {
+			var pod corev1.Pod
+			if r.client.Get(ctx, req.NamespacedName, &pod) == nil {
+				if g, _, _ := pods.Group(&pod); g != "" {
+					out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: pod.Namespace, Name: g}})
+				}
+			}
+		}
+		return out
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("podgroup").
+		Watches(&corev1.Pod{}, ofPod).
+		Watches(&berthv1.Workload{}, ofWorkload).
+		// A class that appears after its Pods were queued (integration.OfClass).
+		Watches(&berthv1.WorkloadPriorityClass{}, ofClass).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 8}).
+		Complete(r)
+}
+
+// WorkloadName is the name of a pod group's Workload.
+func WorkloadName(group string) string {
+	return integration.WorkloadName("group", group, types.UID(group))
+}
+
+// Reconcile brings one pod group and its Workload in step.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	g, err := r.read(ctx, req)
+	if err != nil || g == nil {
+		return reconcile.Result{}, err
+	}
+	p := Decide(*g, r.clock.Now())
+	if err := r.carryOut(ctx, g, p); err != nil {
+		if apierrors.IsConflict(err) {
+			// Read from a cache behind the API server: the newer object's
+			// event brings the group back; this is a safety net.
+			return reconcile.Result{RequeueAfter: time.Second}, nil
+		}
+		return reconcile.Result{}, err
+	}
+	return reconcile.Result{RequeueAfter: p.RecheckAfter}, nil
+}
+
+// read gathers the group: the Pods berth holds, its Workload, and the
+// queue and priority of its oldest Pod. nil when there is nothing to do.
+func (r *Reconciler) read(ctx context.Context, req reconcile.Request) (*Group, error) {
+	var list corev1.PodList
+	if err := r.client.List(ctx, &list, client.InNamespace(req.Namespace), client.MatchingFields{groupIndex: req.Name}); err != nil {
+		return nil, err
+	}
+	g := &Group{Name: req.Name}
+	totals := map[int32]bool{}
+	for i := range list.Items {
+		pod := &list.Items[i]
+		if !controllerutil.ContainsFinalizer(pod, berthv1.PodFinalizer) && !pods.Gated(pod) {
+			continue // not held by berth: created before its webhook ran, or let go
+		}
+		_, total, err := pods.Group(pod)
+		if err != nil {
+			continue // the webhook refuses such Pods; one changed later is ignored
+		}
+		totals[total] = true
+		g.Total = total
+		g.Pods = append(g.Pods, pod)
+	}
+	slices.SortFunc(g.Pods, func(a, b *corev1.Pod) int {
+		if c := a.CreationTimestamp.Compare(b.CreationTimestamp.Time); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	var wl berthv1.Workload
+	err := r.client.Get(ctx, types.NamespacedName{Namespace: req.Namespace, Name: WorkloadName(req.Name)}, &wl)
+	switch {
+	case err == nil:
+		g.Workload = &wl
+	case !apierrors.IsNotFound(err):
+		return nil, err
+	}
+	if len(g.Pods) == 0 {
+		return nil, nil // the Workload goes with its owners
+	}
+	newest := g.Pods[len(g.Pods)-1]
+	if len(totals) > 1 {
+		r.rec.Eventf(newest, nil, corev1.EventTypeWarning, "PodGroupInconsistent", "Admission",
+			"the Pods of pod group %s disagree on its total count (annotation %s); it is not queued until they agree",
+			req.Name, berthv1.PodGroupTotalCountAnnotation)
+		return nil, nil
+	}
+	oldest := g.Pods[0]
+	g.Queue = pods.Kind{}.QueueName(oldest)
+	if g.Workload == nil || !workload.HasQuota(g.Workload) {
+		g.Priority, g.PriorityClass = integration.PriorityOf(ctx, r.client, r.rec, oldest, oldest.Spec.PriorityClassName)
+	} else {
+		g.Priority, g.PriorityClass = g.Workload.Spec.Priority, g.Workload.Spec.PriorityClassName
+	}
+	return g, nil
+}
+
+// carryOut writes plan p for group g. Each write is idempotent, so a
+// failure part-way is finished by the next reconcile.
+func (r *Reconciler) carryOut(ctx context.Context, g *Group, p Plan) error {
+	for _, pod := range p.Stop {
+		if err := r.client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}); client.IgnoreNotFound(err) != nil {
+			return err
+		}
+		r.rec.Eventf(pod, nil, corev1.EventTypeNormal, "Stopped", "Admission", "deleted: %s", p.StopWhy)
+	}
+	for _, pod := range p.LetGo {
+		if err := pods.LetGo(ctx, r.client, pod); err != nil {
+			return err
+		}
+	}
+	if p.Waiting != "" {
+		r.rec.Eventf(g.Pods[len(g.Pods)-1], nil, corev1.EventTypeNormal, "PodGroupWaiting", "Admission", "%s", p.Waiting)
+	}
+	wl := g.Workload
+	now := r.clock.Now()
+	switch {
+	case p.Create:
+		wl = r.newWorkload(g, p.Spec)
+		if err := r.client.Create(ctx, wl); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating Workload for pod group %s/%s: %w", wl.Namespace, g.Name, err)
+		}
+		return nil
+	case p.Delete:
+		return client.IgnoreNotFound(r.client.Delete(ctx, wl, client.Preconditions{UID: &wl.UID, ResourceVersion: &wl.ResourceVersion}))
+	case p.Release:
+		orig := wl.DeepCopy()
+		c := meta.FindStatusCondition(wl.Status.Conditions, berthv1.WorkloadEvicted)
+		workload.SetEvicted(wl, c.Reason, c.Message, now, false)
+		return r.patchStatus(ctx, wl, orig)
+	case p.Finish:
+		orig := wl.DeepCopy()
+		workload.SetFinished(wl, p.Reason, p.Message, now)
+		return r.patchStatus(ctx, wl, orig)
+	}
+	if len(p.Adopt) > 0 || p.Update {
+		orig := wl.DeepCopy()
+		for _, pod := range p.Adopt {
+			wl.OwnerReferences = append(wl.OwnerReferences, ownerRef(pod))
+		}
+		if p.Update {
+			wl.Spec = p.Spec
+		}
+		if err := r.client.Patch(ctx, wl, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+			return client.IgnoreNotFound(err)
+		}
+	}
+	for _, s := range p.Start {
+		if err := r.start(ctx, wl, s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *Reconciler) patchStatus(ctx context.Context, wl, orig *berthv1.Workload) error {
+	return client.IgnoreNotFound(r.client.Status().Patch(ctx, wl, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})))
+}
+
+// newWorkload makes the group's Workload, owned by each of its Pods so that
+// it goes when the last of them goes, and labelled with the group's name.
+func (r *Reconciler) newWorkload(g *Group, spec berthv1.WorkloadSpec) *berthv1.Workload {
+	first := g.Pods[0]
+	wl := integration.NewWorkload(first, corev1.SchemeGroupVersion.WithKind("Pod"), WorkloadName(g.Name),
+		map[string]string{berthv1.PodGroupNameLabel: g.Name}, spec)
+	wl.OwnerReferences = nil
+	for _, pod := range g.Pods {
+		if pod.DeletionTimestamp == nil {
+			wl.OwnerReferences = append(wl.OwnerReferences, ownerRef(pod))
+		}
+	}
+	return wl
+}
+
+// ownerRef makes pod one of the owners of its group's Workload. None is its
+// controller: the group is.
+func ownerRef(pod *corev1.Pod) metav1.OwnerReference {
+	return metav1.OwnerReference{APIVersion: "v1", Kind: "Pod", Name: pod.Name, UID: pod.UID}
+}
+
+// start lets one Pod of an admitted group run in its pod set's flavors,
+// recording the pod set on it.
+func (r *Reconciler) start(ctx context.Context, wl *berthv1.Workload, s Start) error {
+	flavors, err := integration.AdmittedFlavors(ctx, r.client, wl, s.PodSet)
+	if err != nil {
+		return err
+	}
+	pod := s.Pod.DeepCopy()
+	if err := (pods.Kind{}).Start(pod, flavors); err != nil {
+		return err
+	}
+	metav1.SetMetaDataAnnotation(&pod.ObjectMeta, PodSetAnnotation, s.PodSet)
+	if err := r.client.Update(ctx, pod); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	r.rec.Eventf(pod, wl, corev1.EventTypeNormal, "Started", "Admission", "admitted with pod group %s by ClusterQueue %s",
+		wl.Labels[berthv1.PodGroupNameLabel], wl.Status.Admission.ClusterQueue)
+	return nil
+}
