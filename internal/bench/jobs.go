@@ -4,10 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -15,10 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
@@ -65,6 +60,9 @@ type JobResults struct {
 	APIServerCPUSeconds   *float64 `json:"apiServerCPUSeconds,omitempty"`
 	ControllerPeakRSSMiB  *float64 `json:"controllerPeakRSSMiB,omitempty"`
 	ControllerPeakAnonMiB *float64 `json:"controllerPeakAnonMiB,omitempty"`
+	// APIWrites are the writes kube-apiserver served during the run, by
+	// anyone, by resource.
+	APIWrites map[string]float64 `json:"apiWrites,omitempty"`
 }
 
 // Percentile is the p-th percentile (0 < p <= 100) of sorted values, by the
@@ -91,6 +89,7 @@ func JobMarkdown(r JobResults) string {
 		fmt.Fprintf(&b, "| kube-apiserver CPU | %.1f s |\n", *r.APIServerCPUSeconds)
 	}
 	controllerMemoryRows(&b, r.ControllerPeakRSSMiB, r.ControllerPeakAnonMiB)
+	writesRow(&b, r.APIWrites, r.Pods)
 	return b.String()
 }
 
@@ -99,99 +98,26 @@ const jobsQueue = "bench-jobs"
 // RunE2EJobs runs the e2e-jobs scenario with a `berth sim` (binary bin) of
 // its own for the nodes, and removes those nodes at the end.
 func RunE2EJobs(ctx context.Context, cfg *rest.Config, kubeconfig, bin string, e E2EJobs, scale float64, o Options) (*JobResults, error) {
-	if err := o.prepare(); err != nil {
-		return nil, err
+	units := make([]unit, e.Jobs)
+	for i := range units {
+		units[i] = unit{Name: "job-" + strconv.Itoa(i), Pods: e.Parallelism}
 	}
-	api, err := connect(cfg, benchQPS, benchBurst, false)
-	if err != nil {
-		return nil, err
+	st, runErr := runOnSim(ctx, cfg, kubeconfig, bin, simRun{Scenario: "e2e-jobs", What: fmt.Sprintf("%d Jobs of %d pods", e.Jobs, e.Parallelism), Nodes: e.Nodes, QuotaCPU: e.QuotaCPU,
+		UnitLabel: batchv1.JobNameLabel, Units: units,
+		Create: func(ctx context.Context, c client.Client, u unit) error { return c.Create(ctx, benchJob(u.Name, e)) },
+	}, scale, o)
+	if st == nil {
+		return nil, runErr
 	}
-	kube, c := api.kube, api.c
-	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
-	defer cancel()
-	fmt.Fprintln(o.Progress, "removing the objects of the last run")
-	if err := Clear(ctx, c); err != nil {
-		return nil, err
-	}
-	if err := clearSim(ctx, kube); err != nil {
-		return nil, err
-	}
-	if err := setUpJobsQueue(ctx, c, e.QuotaCPU); err != nil {
-		return nil, err
-	}
-	sim, err := startSim(bin, kubeconfig, e.Nodes, o.Output)
-	if err != nil {
-		return nil, err
-	}
-	defer func() {
-		sim.stop()
-		fmt.Fprintln(o.Progress, "removing the bench's nodes")
-		_ = clearSim(context.Background(), kube)
-	}()
-	fmt.Fprintf(o.Progress, "waiting for %d nodes\n", e.Nodes)
-	if err := wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		select {
-		case <-sim.exited:
-			return false, fmt.Errorf("the simulator exited; see its log in %s", o.Output)
-		default:
-		}
-		nodes, err := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: simNodeLabel + "=true"})
-		if err != nil {
-			return false, err
-		}
-		ready := 0
-		for _, n := range nodes.Items {
-			for _, cond := range n.Status.Conditions {
-				if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {
-					ready++
-				}
-			}
-		}
-		return ready == e.Nodes, nil
-	}); err != nil {
-		return nil, fmt.Errorf("nodes: %w", err)
-	}
-
-	w := newJobWatch(e)
-	podFactory := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(jobsQueue),
-		informers.WithTransform(func(o any) (any, error) {
-			if p, ok := o.(*corev1.Pod); ok {
-				return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace,
-					ResourceVersion: p.ResourceVersion, Labels: map[string]string{batchv1.JobNameLabel: p.Labels[batchv1.JobNameLabel]}},
-					Status: corev1.PodStatus{Phase: p.Status.Phase}}, nil
-			}
-			return o, nil
-		}))
-	if _, err := podFactory.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: w.pod, UpdateFunc: func(_, p any) { w.pod(p) },
-	}); err != nil {
-		return nil, err
-	}
-	podFactory.Start(ctx.Done()) // stops when the run's context ends
-	podFactory.WaitForCacheSync(ctx.Done())
-
-	cpuBefore := cpuOf(o.APIServerPID)
-	mem := watchMemory(ctx, o.ControllerPID)
-	fmt.Fprintf(o.Progress, "creating %d Jobs of %d pods\n", e.Jobs, e.Parallelism)
-	w.start = time.Now()
-	tl := startTimeline(ctx, w.start, layout([]string{"pods of the bench's Jobs"}, "created (admitted)", "running", "succeeded"), w.counts)
-	if err := parallel(e.Jobs, 16, func(i int) error {
-		name := "job-" + strconv.Itoa(i)
-		w.jobCreated(name)
-		return c.Create(ctx, benchJob(name, e))
-	}); err != nil {
-		return nil, fmt.Errorf("creating Jobs: %w", err)
-	}
-	runErr := await(ctx, w.done, w.progress, o)
-	ch := tl.stop(fmt.Sprintf("berth bench e2e-jobs, scale %g", scale))
-	res := w.results(e)
-	res.Scale, res.Date, res.Version = scale, time.Now().UTC(), version()
-	if after := cpuOf(o.APIServerPID); cpuBefore != nil && after != nil {
-		cpu := *after - *cpuBefore
-		res.APIServerCPUSeconds = &cpu
-	}
-	res.ControllerPeakRSSMiB, res.ControllerPeakAnonMiB = mem.peaks()
-	if err := writeFiles(o.Output, res, JobMarkdown(*res), ch); err != nil {
+	w := st.watch
+	lat := latencyOf(w.startLatencies(func(string) bool { return true }))
+	res := &JobResults{Scenario: "e2e-jobs", Scale: scale, Date: time.Now().UTC(), Version: version(),
+		Jobs: e.Jobs, Pods: w.pods, Started: len(w.startedAt), Succeeded: len(w.succeeded) / max(1, e.Parallelism),
+		WallSeconds: w.last.Seconds(), LowerBoundSeconds: e.LowerBound().Seconds(),
+		StartP50: lat.P50, StartP90: lat.P90, StartP99: lat.P99, StartMax: lat.Max,
+		APIServerCPUSeconds: st.APIServerCPUSeconds, ControllerPeakRSSMiB: st.PeakRSS, ControllerPeakAnonMiB: st.PeakAnon,
+		APIWrites: st.Writes}
+	if err := writeFiles(o.Output, res, JobMarkdown(*res), st.chart); err != nil {
 		return res, err
 	}
 	return res, runErr
@@ -240,98 +166,4 @@ func benchJob(name string, e E2EJobs) *batchv1.Job {
 			},
 		}},
 	}
-}
-
-// jobWatch follows the Jobs' pods: when each Job has all its pods Running,
-// and when every pod has succeeded.
-type jobWatch struct {
-	parallelism, pods int
-	start             time.Time
-	mu                sync.Mutex
-	createdAt         map[string]time.Duration
-	running           map[string]map[string]bool // job -> pods seen Running
-	startedAt         map[string]time.Duration
-	succeeded         map[string]bool // pods
-	created           map[string]bool // pods seen; Jobs have pods once admitted
-	ran               int             // pods seen Running, or done
-	last              time.Duration
-	done              chan struct{}
-}
-
-func newJobWatch(e E2EJobs) *jobWatch {
-	return &jobWatch{parallelism: e.Parallelism, pods: e.Jobs * e.Parallelism, createdAt: map[string]time.Duration{},
-		running: map[string]map[string]bool{}, startedAt: map[string]time.Duration{}, succeeded: map[string]bool{},
-		created: map[string]bool{}, done: make(chan struct{})}
-}
-
-func (w *jobWatch) jobCreated(job string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.createdAt[job] = time.Since(w.start)
-}
-
-func (w *jobWatch) pod(obj any) {
-	p, ok := obj.(*corev1.Pod)
-	if !ok {
-		return
-	}
-	now := time.Since(w.start)
-	job := p.Labels[batchv1.JobNameLabel]
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.created[p.Name] = true
-	switch p.Status.Phase {
-	case corev1.PodRunning, corev1.PodSucceeded:
-		if w.running[job] == nil {
-			w.running[job] = map[string]bool{}
-		}
-		if !w.running[job][p.Name] {
-			w.running[job][p.Name] = true
-			w.ran++
-		}
-		if _, ok := w.startedAt[job]; !ok && len(w.running[job]) == w.parallelism {
-			w.startedAt[job] = now
-		}
-	}
-	if p.Status.Phase == corev1.PodSucceeded && !w.succeeded[p.Name] {
-		w.succeeded[p.Name] = true
-		w.last = now
-		if len(w.succeeded) == w.pods {
-			close(w.done)
-		}
-	}
-}
-
-// counts are the pods created, running now, and succeeded.
-func (w *jobWatch) counts() []float64 {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return []float64{float64(len(w.created)), float64(w.ran - len(w.succeeded)), float64(len(w.succeeded))}
-}
-
-func (w *jobWatch) progress() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return fmt.Sprintf("%6.1fs  Jobs created %d, started %d; pods succeeded %d of %d",
-		time.Since(w.start).Seconds(), len(w.createdAt), len(w.startedAt), len(w.succeeded), w.pods)
-}
-
-func (w *jobWatch) results(e E2EJobs) *JobResults {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	r := &JobResults{Scenario: "e2e-jobs", Jobs: e.Jobs, Pods: w.pods, Started: len(w.startedAt),
-		Succeeded: len(w.succeeded) / max(1, e.Parallelism), WallSeconds: w.last.Seconds(),
-		LowerBoundSeconds: e.LowerBound().Seconds()}
-	var lat []float64
-	for job, at := range w.startedAt {
-		if c, ok := w.createdAt[job]; ok {
-			lat = append(lat, (at - c).Seconds())
-		}
-	}
-	slices.Sort(lat)
-	r.StartP50, r.StartP90, r.StartP99 = Percentile(lat, 50), Percentile(lat, 90), Percentile(lat, 99)
-	if len(lat) > 0 {
-		r.StartMax = lat[len(lat)-1]
-	}
-	return r
 }

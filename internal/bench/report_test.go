@@ -1,7 +1,9 @@
 package bench
 
 import (
+	"maps"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -111,5 +113,57 @@ func TestE2EJobs(t *testing.T) {
 	md := JobMarkdown(JobResults{Jobs: 4, Pods: 8, Succeeded: 4, StartP50: 1.5, StartP90: 2, StartP99: 2.5, StartMax: 3})
 	if want := "| creation to all pods Running: p50 / p90 / p99 / max | 1.50 / 2.00 / 2.50 / 3.00 s |"; !strings.Contains(md, want) {
 		t.Errorf("summary lacks %q:\n%s", want, md)
+	}
+}
+
+func TestPods(t *testing.T) {
+	p := PodsAt(1)
+	if p.Singles != 5000 || p.Groups != 500 || p.GroupSize != 8 || p.PodCount() != 9000 {
+		t.Errorf("pods at 1: %+v, want 5,000 Pods and 500 groups of 8", p)
+	}
+	// 9,000 pods of 1 cpu for 2s on 100 cpu.
+	if got := p.LowerBound(); got != 180*time.Second {
+		t.Errorf("lower bound %v, want 180s", got)
+	}
+	// The groups are spread among the single Pods: one after each 10.
+	units := Pods{Singles: 20, Groups: 2, GroupSize: 8}.units()
+	var groupsAt []int
+	for i, u := range units {
+		if u.Pods > 1 {
+			groupsAt = append(groupsAt, i)
+		}
+	}
+	if len(units) != 22 || !slices.Equal(groupsAt, []int{0, 11}) {
+		t.Errorf("%d units, groups at %v; want 22, groups at 0 and 11", len(units), groupsAt)
+	}
+	md := PodMarkdown(PodResults{Pods: 18, Succeeded: 18, Singles: 10, Groups: 1, GroupSize: 8,
+		GroupStart: Latency{P50: 1, P90: 2, P99: 3, Max: 4}, APIWrites: map[string]float64{"pods": 36, "pods/binding": 18, "leases": 0.5}})
+	for _, want := range []string{
+		"| group, first Pod's creation to all Running: p50 / p90 / p99 / max | 1.00 / 2.00 / 3.00 / 4.00 s |",
+		"| API writes per pod (by anyone; by resource) | 3.03 (pods 2.00, pods/binding 1.00) |",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("summary lacks %q:\n%s", want, md)
+		}
+	}
+}
+
+func TestParseWrites(t *testing.T) {
+	text := `# HELP apiserver_request_total [STABLE] Counter of apiserver requests
+# TYPE apiserver_request_total counter
+apiserver_request_total{code="201",component="apiserver",dry_run="",group="",resource="pods",scope="resource",subresource="",verb="POST",version="v1"} 12
+apiserver_request_total{code="409",component="apiserver",dry_run="",group="",resource="pods",scope="resource",subresource="",verb="PUT",version="v1"} 3
+apiserver_request_total{code="201",component="apiserver",dry_run="",group="",resource="pods",scope="resource",subresource="binding",verb="POST",version="v1"} 12
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="",resource="pods",scope="namespace",subresource="",verb="LIST",version="v1"} 99
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="berth.dev",resource="workloads",scope="resource",subresource="status",verb="PATCH",version="v1beta1"} 7.5e+00
+apiserver_request_duration_seconds_count{resource="pods",verb="POST"} 1000
+`
+	got := parseWrites(text)
+	want := map[string]float64{"pods": 15, "pods/binding": 12, "workloads/status": 7.5}
+	if !maps.Equal(got, want) {
+		t.Errorf("writes %v, want %v", got, want)
+	}
+	if l := parseLabels(`a="x\"y",b=""`); l["a"] != `x"y` || l["b"] != "" {
+		t.Errorf("labels %v", l)
 	}
 }

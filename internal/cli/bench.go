@@ -27,6 +27,7 @@ import (
 const (
 	simScale = "sim-scale"
 	e2eJobs  = "e2e-jobs"
+	podsRun  = "pods"
 )
 
 func newBenchCommand() *cobra.Command {
@@ -39,7 +40,7 @@ func newBenchCommand() *cobra.Command {
 	for n := range bench.Scenarios {
 		names = append(names, n)
 	}
-	names = append(names, simScale, e2eJobs)
+	names = append(names, simScale, e2eJobs, podsRun)
 	sort.Strings(names)
 	cmd := &cobra.Command{
 		Use:   "bench <scenario>",
@@ -65,8 +66,10 @@ then 10,000 pods bound to them until Running, then deletes them, timing each
 step, and removes its nodes at the end. e2e-jobs sends 2,000 real Jobs of 2
 pods through berth's queue (100 cpu), the Job controller, kube-scheduler and a
 simulator of its own (10 nodes) and reports how long each Job took from
-creation to all its pods Running, by percentile. --scale multiplies the
-workloads, Jobs, or nodes and pods (0.01 runs in seconds).
+creation to all its pods Running, by percentile. pods does the same with 5,000
+plain Pods and 500 pod groups of 8 (9,000 pods), timing single Pods and groups
+apart. Both report API writes per pod. --scale multiplies the workloads, Jobs,
+Pods and groups, or nodes and pods (0.01 runs in seconds).
 
 Each run first deletes the objects of the last one (labelled berth.dev/bench).
 Against a berth instance it also reports kube-apiserver CPU seconds per
@@ -77,7 +80,7 @@ workload and the controller's peak RSS. See docs/benchmarks.md.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			scenario, ok := bench.Scenarios[args[0]]
-			if !ok && args[0] != simScale && args[0] != e2eJobs {
+			if !ok && args[0] != simScale && args[0] != e2eJobs && args[0] != podsRun {
 				return fmt.Errorf("unknown scenario %q; scenarios: %s", args[0], strings.Join(names, ", "))
 			}
 			if o.Scale <= 0 {
@@ -140,6 +143,11 @@ workload and the controller's peak RSS. See docs/benchmarks.md.`,
 				res, runErr := bench.RunE2EJobs(ctx, cfg, kubeconfig, self, bench.E2EJobsAt(o.Scale), o.Scale, o)
 				if err = runErr; res != nil {
 					summary = bench.JobMarkdown(*res)
+				}
+			case podsRun:
+				res, runErr := bench.RunPods(ctx, cfg, kubeconfig, self, bench.PodsAt(o.Scale), o.Scale, o)
+				if err = runErr; res != nil {
+					summary = bench.PodMarkdown(*res)
 				}
 			default:
 				res, runErr := bench.Run(ctx, cfg, scenario(o.Scale), o)

@@ -37,7 +37,7 @@ func TestBenchScenariosSmoke(t *testing.T) {
 	for name := range bench.Scenarios {
 		names = append(names, name)
 	}
-	names = append(names, "sim-scale", "e2e-jobs")
+	names = append(names, "sim-scale", "e2e-jobs", "pods")
 	sort.Strings(names)
 	for _, name := range names {
 		t.Run(name, func(t *testing.T) {
@@ -67,8 +67,14 @@ func TestBenchScenariosSmoke(t *testing.T) {
 				checkE2EJobs(t, data)
 				want := bench.E2EJobsAt(0.01)
 				pods := float64(want.Jobs * want.Parallelism)
-				checkChart(t, out, map[string]float64{"pods of the bench's Jobs/created (admitted)": pods,
-					"pods of the bench's Jobs/running": 0, "pods of the bench's Jobs/succeeded": pods})
+				checkChart(t, out, map[string]float64{"pods of the bench/created (admitted)": pods,
+					"pods of the bench/running": 0, "pods of the bench/succeeded": pods})
+				return
+			case "pods":
+				checkPods(t, data)
+				pods := float64(bench.PodsAt(0.01).PodCount())
+				checkChart(t, out, map[string]float64{"pods of the bench/created (admitted)": pods,
+					"pods of the bench/running": 0, "pods of the bench/succeeded": pods})
 				return
 			}
 			s := bench.Scenarios[name](0.01)
@@ -185,5 +191,32 @@ func checkE2EJobs(t *testing.T, data []byte) {
 	if r.StartP50 <= 0 || r.StartMax < r.StartP99 || r.StartP99 < r.StartP50 || r.WallSeconds < r.LowerBoundSeconds {
 		t.Errorf("start p50 %.2fs, p99 %.2fs, max %.2fs, wall %.2fs against bound %.2fs: inconsistent",
 			r.StartP50, r.StartP99, r.StartMax, r.WallSeconds, r.LowerBoundSeconds)
+	}
+	// Each Job was created, and each of its pods bound, at least once.
+	if r.APIWrites["jobs"] < float64(want.Jobs) || r.APIWrites["pods/binding"] < float64(r.Pods) {
+		t.Errorf("API writes %v: want at least %d Jobs created and %d pods bound", r.APIWrites, want.Jobs, r.Pods)
+	}
+}
+
+func checkPods(t *testing.T, data []byte) {
+	var r bench.PodResults
+	if err := json.Unmarshal(data, &r); err != nil {
+		t.Fatalf("results.json: %v\n%s", err, data)
+	}
+	want := bench.PodsAt(0.01)
+	if r.Singles != want.Singles || r.Groups != want.Groups || r.Pods != want.PodCount() || r.Succeeded != r.Pods {
+		t.Errorf("%d single pods, %d groups, %d of %d pods succeeded; want %d, %d, all of %d",
+			r.Singles, r.Groups, r.Succeeded, r.Pods, want.Singles, want.Groups, want.PodCount())
+	}
+	for kind, l := range map[string]bench.Latency{"single": r.SingleStart, "group": r.GroupStart} {
+		if l.P50 <= 0 || l.Max < l.P99 || l.P99 < l.P50 {
+			t.Errorf("%s start %+v: inconsistent", kind, l)
+		}
+	}
+	if r.WallSeconds < r.LowerBoundSeconds {
+		t.Errorf("wall %.2fs beats the bound %.2fs", r.WallSeconds, r.LowerBoundSeconds)
+	}
+	if r.APIWrites["pods"] < float64(r.Pods) || r.APIWrites["pods/binding"] < float64(r.Pods) {
+		t.Errorf("API writes %v: want at least %d pods created and bound", r.APIWrites, r.Pods)
 	}
 }
