@@ -218,6 +218,9 @@ func totalRequests(q *cqNode, ps PodSet) map[string]int64 {
 // that the flavor's node labels contradict. Only the keys the flavor defines
 // are compared; the rest is for kube-scheduler to decide among the nodes.
 func incompatible(ps PodSet, f *Flavor) string {
+	if ps.Topology != nil && f.TopologyName == "" {
+		return "it has no topology, and the pod set asks for topology-aware placement"
+	}
 	for i := range f.NodeTaints {
 		t := &f.NodeTaints[i]
 		if t.Effect != corev1.TaintEffectNoSchedule && t.Effect != corev1.TaintEffectNoExecute {

@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/berth-dev/berth/internal/topology"
 )
 
 // node is a ClusterQueue or a cohort in the quota tree.
@@ -69,6 +71,11 @@ type Cluster struct {
 	// trees maps each ClusterQueue to the sorted queues sharing its root
 	// cohort, recomputed in rebuild: quota releases ask for it constantly.
 	trees map[string][]string
+	// Topology-aware placement: the topologies' levels, the nodes, and the
+	// placements of admitted workloads by flavor (topology.go).
+	topologies map[string][]string
+	nodes      map[string]topology.Node
+	placedIn   map[string]map[string]*Admitted // flavor -> workload key
 }
 
 // Admitted is a workload holding quota.
@@ -83,6 +90,9 @@ type Admitted struct {
 	// AdmittedAt is when it got quota; the most recently admitted go first
 	// among equal victims.
 	AdmittedAt time.Time
+	// Placements of its topology-aware pod sets: the room they take on
+	// nodes, beside the quota.
+	Placements []Placement
 }
 
 // NewCluster returns an empty cluster.
@@ -96,6 +106,10 @@ func NewCluster() *Cluster {
 		byCQ:     map[string]map[string]*Admitted{},
 		evicting: map[string]bool{},
 		holds:    map[string]*Admitted{},
+
+		topologies: map[string][]string{},
+		nodes:      map[string]topology.Node{},
+		placedIn:   map[string]map[string]*Admitted{},
 	}
 }
 
@@ -156,6 +170,7 @@ func (c *Cluster) AddAdmitted(a Admitted) {
 
 func (c *Cluster) insert(a *Admitted) {
 	c.admitted[a.Key] = a
+	c.addPlacements(a)
 	if c.byCQ[a.ClusterQueue] == nil {
 		c.byCQ[a.ClusterQueue] = map[string]*Admitted{}
 	}
@@ -179,6 +194,7 @@ func (c *Cluster) RemoveAdmitted(key string) {
 
 func (c *Cluster) remove(a *Admitted) {
 	delete(c.admitted, a.Key)
+	c.removePlacements(a)
 	if m := c.byCQ[a.ClusterQueue]; m != nil {
 		delete(m, a.Key)
 		if len(m) == 0 {
@@ -608,6 +624,9 @@ func (c *Cluster) inactiveReason(q *cqNode) string {
 	}
 	if len(missing) > 0 {
 		return fmt.Sprintf("ResourceFlavor %s not found", strings.Join(missing, ", "))
+	}
+	if why := c.topologyProblem(q); why != "" {
+		return why
 	}
 	// Cycles were cut in markCycles, so this walk ends.
 	for co := q.parent; co != nil; co = co.parent {

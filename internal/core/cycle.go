@@ -63,12 +63,18 @@ func (c *Cluster) Cycle(heads []*Workload, now time.Time) []Decision {
 		return Before(a.w, b.w)
 	})
 	preempting := map[*node]bool{} // cohort-tree roots with a preemption this cycle
+	pl := c.newPlaces()
 	for _, cand := range candidates {
 		d := &decisions[cand.idx]
 		if len(cand.a.Preempt) == 0 {
 			if c.fits(cand.a) {
+				placements, p := pl.place(cand.w, cand.a)
+				if p != nil {
+					d.Pending = p
+					continue
+				}
 				c.AddAdmitted(Admitted{Key: cand.w.Key, ClusterQueue: cand.a.ClusterQueue, Usage: cand.a.Usage,
-					Priority: cand.w.Priority, Timestamp: cand.w.Timestamp, AdmittedAt: now})
+					Priority: cand.w.Priority, Timestamp: cand.w.Timestamp, AdmittedAt: now, Placements: placements})
 				d.Admit = cand.a
 			} else {
 				d.Pending = &Pending{Reason: Contention,

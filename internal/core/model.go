@@ -3,6 +3,8 @@ package core
 import (
 	"time"
 
+	"github.com/berth-dev/berth/internal/topology"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 )
@@ -129,6 +131,8 @@ type Flavor struct {
 	NodeLabels  map[string]string
 	NodeTaints  []corev1.Taint
 	Tolerations []corev1.Toleration
+	// TopologyName names the Topology its nodes are arranged in, "" for none.
+	TopologyName string
 }
 
 // Workload is a pending workload as the core sees it.
@@ -167,6 +171,9 @@ type PodSet struct {
 	NodeSelector map[string]string
 	Tolerations  []corev1.Toleration
 	NodeAffinity *corev1.NodeSelector
+	// Topology, when set, asks for the pods to be placed close together in
+	// the topology of their flavor, which must have one.
+	Topology *topology.Request
 }
 
 // PodSetAssignment is what a pod set was given.
@@ -175,6 +182,8 @@ type PodSetAssignment struct {
 	Count   int32
 	Flavors map[string]string // resource -> flavor
 	Usage   Usage
+	// Topology is where its pods go, for a pod set with a topology request.
+	Topology *topology.Assignment
 }
 
 // Assignment is where a workload gets its quota.

@@ -503,3 +503,27 @@ func (t *Tree) Take(a *Assignment, ps PodSet) {
 		}
 	}
 }
+
+// TakeDomains counts pods of ps as bound in the lowest-level domains listed,
+// node by node as a placement would fill them: for an admission read back
+// from the API, which records domains, not nodes. Domains the tree does not
+// have (their nodes gone) are skipped.
+func (t *Tree) TakeDomains(domains []Domain, ps PodSet) {
+	byValues := map[string]*domain{}
+	for _, d := range t.at(len(t.levels) - 1) {
+		byValues[strings.Join(d.values, "\x00")] = d
+	}
+	reqs := requestsOf(ps)
+	p := &placer{sliceLevel: len(t.levels) - 1, size: 1, out: map[string]int32{}}
+	for _, dom := range domains {
+		d, ok := byValues[strings.Join(dom.Values, "\x00")]
+		if !ok || len(t.levels) == 0 {
+			continue
+		}
+		for _, n := range d.nodes {
+			n.fit = fitOf(&n.Node, ps, reqs)
+		}
+		p.into(d, int64(dom.Count), len(t.levels)-1)
+	}
+	t.Take(&Assignment{Nodes: p.out}, ps)
+}

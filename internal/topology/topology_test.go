@@ -296,3 +296,23 @@ func TestNodePodLimit(t *testing.T) {
 		t.Error("4 pods on a node with room for 3 pods")
 	}
 }
+
+// An admission read back from the API names domains: taking them leaves the
+// same room as taking the placement did.
+func TestTakeDomainsMatchesTake(t *testing.T) {
+	ps := gang(12, 4)
+	req := Request{Mode: Preferred, Level: rackLabel}
+	placed := build(t, makeNodes(2, 4, 4, 8))
+	a, err := placed.Place(ps, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	placed.Take(a, ps)
+	readBack := build(t, makeNodes(2, 4, 4, 8))
+	readBack.TakeDomains(a.Domains, ps)
+	for name, n := range placed.nodes {
+		if got := readBack.nodes[name].Free["cpu"]; got != n.Free["cpu"] {
+			t.Errorf("node %s: %d milli-cpu free after TakeDomains, %d after Take", name, got, n.Free["cpu"])
+		}
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/berth-dev/berth/internal/core"
+	"github.com/berth-dev/berth/internal/topology"
 )
 
 // Milli parses a quantity ("1.5", "2Gi") into milli-units.
@@ -120,7 +121,8 @@ func (w *FlavorWrapper) Toleration(t corev1.Toleration) *FlavorWrapper {
 	w.f.Tolerations = append(w.f.Tolerations, t)
 	return w
 }
-func (w *FlavorWrapper) Obj() core.Flavor { return w.f }
+func (w *FlavorWrapper) Topology(name string) *FlavorWrapper { w.f.TopologyName = name; return w }
+func (w *FlavorWrapper) Obj() core.Flavor                    { return w.f }
 
 // WorkloadWrapper builds a *core.Workload.
 type WorkloadWrapper struct{ w core.Workload }
@@ -170,6 +172,12 @@ func (w *WorkloadWrapper) Toleration(t corev1.Toleration) *WorkloadWrapper {
 }
 func (w *WorkloadWrapper) NodeAffinity(terms ...corev1.NodeSelectorTerm) *WorkloadWrapper {
 	w.last().NodeAffinity = &corev1.NodeSelector{NodeSelectorTerms: terms}
+	return w
+}
+
+// Topology sets the last pod set's topology request.
+func (w *WorkloadWrapper) Topology(mode topology.Mode, level string) *WorkloadWrapper {
+	w.last().Topology = &topology.Request{Mode: mode, Level: level}
 	return w
 }
 
@@ -258,3 +266,29 @@ func (w *AdmittedWrapper) AdmittedAt(d time.Duration) *AdmittedWrapper {
 	return w
 }
 func (w *AdmittedWrapper) Obj() core.Admitted { return w.a }
+
+// Nodes makes blocks x racks x hosts Ready nodes with cpu free each, named
+// b<i>-r<j>-h<k> and labelled with the flavor label pool=<pool>, and
+// topology.berth.dev/block, topology.berth.dev/rack (r<i*racks+j>) and
+// kubernetes.io/hostname.
+func Nodes(pool string, blocks, racks, hosts int, cpu string) []topology.Node {
+	var out []topology.Node
+	for b := range blocks {
+		for r := range racks {
+			for h := range hosts {
+				name := fmt.Sprintf("b%d-r%d-h%d", b, r, h)
+				out = append(out, topology.Node{Name: name, Ready: true, Labels: map[string]string{"pool": pool,
+					BlockLabel: fmt.Sprintf("b%d", b), RackLabel: fmt.Sprintf("r%d", b*racks+r), HostLabel: name},
+					Free: map[string]int64{"cpu": Milli(cpu), topology.PodsResource: 110_000}})
+			}
+		}
+	}
+	return out
+}
+
+// The labels of Nodes, the levels of a block/rack/host topology.
+const (
+	BlockLabel = "topology.berth.dev/block"
+	RackLabel  = "topology.berth.dev/rack"
+	HostLabel  = "kubernetes.io/hostname"
+)

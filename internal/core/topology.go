@@ -1,0 +1,237 @@
+package core
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+
+	"github.com/berth-dev/berth/internal/topology"
+)
+
+// Placement is the room a topology-aware pod set takes on the nodes of its
+// flavor: its pods (requests and tolerations of one) in domains.
+type Placement struct {
+	Flavor  string
+	PodSet  topology.PodSet
+	Domains []topology.Domain
+}
+
+// SetTopology adds or replaces a Topology. One stored without levels is
+// kept as such: the queues of the flavors that use it go inactive, saying
+// so, rather than anything indexing an empty list.
+func (c *Cluster) SetTopology(name string, levels []string) {
+	c.topologies[name] = slices.Clone(levels)
+	c.refreshActive()
+}
+
+// DeleteTopology removes a Topology; queues of the flavors that use it go
+// inactive until it is back.
+func (c *Cluster) DeleteTopology(name string) {
+	delete(c.topologies, name)
+	c.refreshActive()
+}
+
+// SetNode adds or replaces a node, its Free being what the pods bound to it
+// leave, pods of topology-placed workloads excepted: their placements count
+// for them.
+func (c *Cluster) SetNode(n topology.Node) { c.nodes[n.Name] = n }
+
+// DeleteNode removes a node.
+func (c *Cluster) DeleteNode(name string) { delete(c.nodes, name) }
+
+// topologyProblem says why a ClusterQueue's topology flavors cannot place
+// anything, or "".
+func (c *Cluster) topologyProblem(q *cqNode) string {
+	for _, rg := range q.spec.ResourceGroups {
+		for _, fq := range rg.Flavors {
+			f := c.flavors[fq.Name]
+			if f == nil || f.TopologyName == "" {
+				continue
+			}
+			levels, ok := c.topologies[f.TopologyName]
+			switch {
+			case !ok:
+				return fmt.Sprintf("ResourceFlavor %s: Topology %s not found", f.Name, f.TopologyName)
+			case len(levels) == 0:
+				return fmt.Sprintf("ResourceFlavor %s: Topology %s has no levels", f.Name, f.TopologyName)
+			}
+		}
+	}
+	return ""
+}
+
+func (c *Cluster) addPlacements(a *Admitted) {
+	for _, p := range a.Placements {
+		if c.placedIn[p.Flavor] == nil {
+			c.placedIn[p.Flavor] = map[string]*Admitted{}
+		}
+		c.placedIn[p.Flavor][a.Key] = a
+	}
+}
+
+func (c *Cluster) removePlacements(a *Admitted) {
+	for _, p := range a.Placements {
+		delete(c.placedIn[p.Flavor], a.Key)
+	}
+}
+
+// places is one cycle's view of the topology flavors' nodes: a tree per
+// flavor, built when first needed, from which each admission takes its room.
+type places struct {
+	c     *Cluster
+	trees map[string]*topology.Tree
+}
+
+func (c *Cluster) newPlaces() *places { return &places{c: c, trees: map[string]*topology.Tree{}} }
+
+// tree is the flavor's nodes in its topology, less what admitted workloads'
+// placements take.
+func (pl *places) tree(f *Flavor) (*topology.Tree, error) {
+	if t, ok := pl.trees[f.Name]; ok {
+		return t, nil
+	}
+	var nodes []topology.Node
+	for _, name := range slices.Sorted(maps.Keys(pl.c.nodes)) {
+		n := pl.c.nodes[name]
+		if !hasLabels(n.Labels, f.NodeLabels) {
+			continue
+		}
+		n.Free = maps.Clone(n.Free)
+		nodes = append(nodes, n)
+	}
+	t, err := topology.Build(pl.c.topologies[f.TopologyName], nodes)
+	if err != nil {
+		return nil, fmt.Errorf("Topology %s: %w", f.TopologyName, err)
+	}
+	for _, a := range pl.c.placedIn[f.Name] {
+		for _, p := range a.Placements {
+			if p.Flavor == f.Name {
+				t.TakeDomains(p.Domains, p.PodSet)
+			}
+		}
+	}
+	pl.trees[f.Name] = t
+	return t, nil
+}
+
+func hasLabels(have, want map[string]string) bool {
+	for k, v := range want {
+		if have[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// place finds where each topology-aware pod set of w goes, in the flavor
+// its assignment a gave it, records it in a, and takes that room from this
+// cycle's trees. When one does not fit, nothing is taken and Pending says why.
+func (pl *places) place(w *Workload, a *Assignment) ([]Placement, *Pending) {
+	var out []Placement
+	var taken []*Flavor
+	undo := func() {
+		for _, f := range taken {
+			delete(pl.trees, f.Name) // rebuilt from the admitted placements
+		}
+		for i := range a.PodSets {
+			a.PodSets[i].Topology = nil
+		}
+	}
+	for i, ps := range w.PodSets {
+		if ps.Topology == nil {
+			continue
+		}
+		psa := &a.PodSets[i]
+		prefix := ""
+		if len(w.PodSets) > 1 {
+			prefix = "pod set " + ps.Name + ": "
+		}
+		f, why := pl.flavorOf(psa)
+		if why != "" {
+			undo()
+			return nil, &Pending{Reason: Inadmissible, Message: prefix + why}
+		}
+		t, err := pl.tree(f)
+		if err != nil {
+			undo()
+			return nil, &Pending{Reason: QueueInactive, Message: fmt.Sprintf("%sResourceFlavor %s: %v", prefix, f.Name, err)}
+		}
+		tps := topology.PodSet{Count: ps.Count, Requests: ps.Requests,
+			Tolerations: append(slices.Clone(ps.Tolerations), f.Tolerations...), Allows: allows(ps), Shape: shapeOf(ps.Requests)}
+		ta, err := t.Place(tps, *ps.Topology)
+		var nf *topology.NoFit
+		switch {
+		case errors.As(err, &nf):
+			undo()
+			stable, _, _ := strings.Cut(nf.Message, ";")
+			return nil, &Pending{Reason: NoFit, Message: prefix + nf.Message, Stable: prefix + stable}
+		case err != nil:
+			undo()
+			return nil, &Pending{Reason: Inadmissible, Message: fmt.Sprintf("%stopology request in flavor %s: %v", prefix, f.Name, err)}
+		}
+		t.Take(ta, tps)
+		taken = append(taken, f)
+		psa.Topology = ta
+		tps.Allows, tps.Count = nil, 0
+		out = append(out, Placement{Flavor: f.Name, PodSet: tps, Domains: ta.Domains})
+	}
+	return out, nil
+}
+
+// flavorOf is the one flavor a topology-aware pod set got for all its
+// resources, with a topology.
+func (pl *places) flavorOf(psa *PodSetAssignment) (*Flavor, string) {
+	var name string
+	for _, r := range sortedKeys(psa.Flavors) {
+		switch f := psa.Flavors[r]; {
+		case name == "":
+			name = f
+		case f != name:
+			return nil, fmt.Sprintf("a pod set with a topology request must get one flavor for all its resources, got %s and %s", name, f)
+		}
+	}
+	f := pl.c.flavors[name]
+	if f == nil || f.TopologyName == "" {
+		return nil, fmt.Sprintf("flavor %q has no topology", name)
+	}
+	return f, ""
+}
+
+// allows is whether the pod set's node selector and required node affinity
+// let its pods run on a node with these labels.
+func allows(ps PodSet) func(map[string]string) bool {
+	if len(ps.NodeSelector) == 0 && ps.NodeAffinity == nil {
+		return nil
+	}
+	var aff *nodeaffinity.LazyErrorNodeSelector
+	if ps.NodeAffinity != nil {
+		aff = nodeaffinity.NewLazyErrorNodeSelector(ps.NodeAffinity)
+	}
+	return func(labels map[string]string) bool {
+		if !hasLabels(labels, ps.NodeSelector) {
+			return false
+		}
+		if aff != nil {
+			ok, err := aff.Match(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Labels: labels}})
+			return err == nil && ok
+		}
+		return true
+	}
+}
+
+// shapeOf describes one pod's requests for messages: "4 cpu, 8Gi memory".
+func shapeOf(requests map[string]int64) string {
+	var parts []string
+	for _, r := range sortedKeys(requests) {
+		if requests[r] > 0 {
+			parts = append(parts, FormatQuantity(r, requests[r])+" "+r)
+		}
+	}
+	return strings.Join(parts, ", ")
+}
