@@ -28,6 +28,13 @@ const (
 	// PodGroupTotalCountAnnotation on each Pod of a group says how many
 	// Pods the group has.
 	PodGroupTotalCountAnnotation = "berth.dev/pod-group-total-count"
+	// TopologyGate holds a Pod of a topology-aware pod set back until berth
+	// has given it a domain of its placement (a node selector).
+	TopologyGate = "berth.dev/topology"
+	// TopologyPlacedLabel marks the Pods of topology-aware pod sets: their
+	// room on nodes is counted by their placement, and the Pod webhook gates
+	// them (TopologyGate).
+	TopologyPlacedLabel = "berth.dev/topology-placed"
 	// KueuePodGroupTotalCountAnnotation is honoured too.
 	KueuePodGroupTotalCountAnnotation = "kueue.x-k8s.io/pod-group-total-count"
 )

@@ -7,6 +7,8 @@ import (
 
 // ResourceFlavorSpec describes one kind of capacity, such as on-demand or spot
 // nodes, by the node labels and taints that identify it.
+// +kubebuilder:validation:XValidation:rule="!has(self.topologyName) || (has(self.nodeLabels) && size(self.nodeLabels) > 0)",message="spec.topologyName: a flavor with a topology needs nodeLabels, to pick its nodes"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.topologyName) || (has(self.topologyName) && self.topologyName == oldSelf.topologyName)",message="spec.topologyName cannot be changed or removed once set"
 type ResourceFlavorSpec struct {
 	// NodeLabels select the nodes of this flavor. Admitted pods get them as
 	// a node selector.
@@ -28,12 +30,12 @@ type ResourceFlavorSpec struct {
 	// +kubebuilder:validation:MaxItems=8
 	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
 
-	// TopologyName is not supported yet (topology-aware placement): a flavor
-	// that sets it is refused, rather than admitting without placement.
+	// TopologyName names the Topology its nodes are arranged in, for pod
+	// sets that ask for topology-aware placement. Such a flavor must have
+	// nodeLabels (they pick its nodes), and keeps its topology once set.
 	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
-	// +kubebuilder:validation:XValidation:rule="false",message="topologyName is not supported yet: berth has no topology-aware placement"
 	TopologyName *string `json:"topologyName,omitempty"`
 }
 

@@ -42,6 +42,46 @@ type PodSet struct {
 	// NodeAffinity is the pods' required node affinity, as submitted.
 	// +optional
 	NodeAffinity *corev1.NodeSelector `json:"nodeAffinity,omitempty"`
+
+	// TopologyRequest asks for the pods to be placed close together in the
+	// topology of their flavor; the flavor must have one (topologyName).
+	// +optional
+	TopologyRequest *TopologyRequest `json:"topologyRequest,omitempty"`
+}
+
+// TopologyRequest says how close together a pod set's pods must be, in
+// the levels of its flavor's Topology. Exactly one of required, preferred
+// and unconstrained is set.
+// +kubebuilder:validation:XValidation:rule="(has(self.required) ? 1 : 0) + (has(self.preferred) ? 1 : 0) + (has(self.unconstrained) && self.unconstrained ? 1 : 0) == 1",message="topologyRequest: set exactly one of required, preferred and unconstrained"
+// +kubebuilder:validation:XValidation:rule="has(self.sliceRequiredLevel) == has(self.sliceSize)",message="topologyRequest: sliceRequiredLevel and sliceSize go together"
+type TopologyRequest struct {
+	// Required level (a node label of the Topology): all pods in one domain
+	// of it, or none admitted.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=317
+	Required *string `json:"required,omitempty"`
+	// Preferred level: all pods in one domain of it if one has room, else
+	// in one domain of the lowest level above it that has, else in the
+	// fewest domains.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=317
+	Preferred *string `json:"preferred,omitempty"`
+	// Unconstrained: anywhere in the topology's nodes, packed as tightly as
+	// they allow.
+	// +optional
+	Unconstrained *bool `json:"unconstrained,omitempty"`
+	// SliceRequiredLevel and SliceSize: each group of SliceSize pods in one
+	// domain of this level (multi-host slices); SliceSize must divide the
+	// pod count.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=317
+	SliceRequiredLevel *string `json:"sliceRequiredLevel,omitempty"`
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	SliceSize *int32 `json:"sliceSize,omitempty"`
 }
 
 // WorkloadSpec is the work to admit.
@@ -81,6 +121,30 @@ type PodSetAssignment struct {
 	ResourceUsage corev1.ResourceList `json:"resourceUsage,omitempty"`
 	// Count of pods admitted.
 	Count int32 `json:"count"`
+	// TopologyAssignment is where the pods go, for a pod set with a
+	// topology request.
+	// +optional
+	TopologyAssignment *TopologyAssignment `json:"topologyAssignment,omitempty"`
+}
+
+// TopologyAssignment lists the domains of the lowest level that receive a
+// pod set's pods, and how many each.
+type TopologyAssignment struct {
+	// Levels of the Topology (node labels), the widest first.
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	Levels []string `json:"levels"`
+	// Domains by their label values, one per level, and pod counts.
+	// +listType=atomic
+	Domains []TopologyDomainAssignment `json:"domains"`
+}
+
+// TopologyDomainAssignment is one domain and how many pods it receives.
+type TopologyDomainAssignment struct {
+	// Values of the domain's labels, one per level.
+	// +listType=atomic
+	Values []string `json:"values"`
+	Count  int32    `json:"count"`
 }
 
 // Admission is where a workload holds quota.

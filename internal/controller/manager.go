@@ -31,9 +31,11 @@ import (
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
 	"github.com/berth-dev/berth/internal/controller/admission"
 	"github.com/berth-dev/berth/internal/controller/queues"
+	topoctrl "github.com/berth-dev/berth/internal/controller/topology"
 	"github.com/berth-dev/berth/internal/controller/webhook"
 	"github.com/berth-dev/berth/internal/integration"
 	"github.com/berth-dev/berth/internal/integration/jobs"
+	"github.com/berth-dev/berth/internal/integration/placement"
 	"github.com/berth-dev/berth/internal/integration/podgroups"
 	"github.com/berth-dev/berth/internal/integration/pods"
 	"github.com/berth-dev/berth/internal/metrics"
@@ -186,6 +188,13 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	if err := podgroups.Setup(ctx, mgr); err != nil {
 		return err
 	}
+	if err := placement.Setup(ctx, mgr); err != nil {
+		return err
+	}
+	if err := topoctrl.Setup(ctx, mgr, sched); err != nil {
+		return err
+	}
+	mgr.GetWebhookServer().Register(placement.WebhookPath, &crwebhook.Admission{Handler: placement.NewGater(scheme)})
 	mgr.GetWebhookServer().Register(pods.WebhookPath, &crwebhook.Admission{Handler: integration.NewHolder(scheme, pods.Kind{})})
 	mgr.GetWebhookServer().Register(pods.DefaultWebhookPath,
 		&crwebhook.Admission{Handler: integration.NewHolder(scheme, pods.Kind{Default: true})})

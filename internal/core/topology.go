@@ -112,7 +112,9 @@ func (pl *places) tree(f *Flavor) (*topology.Tree, error) {
 	for _, a := range pl.c.placedIn[f.Name] {
 		for _, p := range a.Placements {
 			if p.Flavor == f.Name {
-				t.TakeDomains(p.Domains, p.PodSet)
+				ps := p.PodSet // read back from the API without the flavor's tolerations
+				ps.Tolerations = append(slices.Clone(ps.Tolerations), f.Tolerations...)
+				t.TakeDomains(p.Domains, ps)
 			}
 		}
 	}

@@ -1,6 +1,7 @@
 package integration_test
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -47,5 +48,46 @@ func TestInjectFlavorsAddsLabelsAndTolerationsOnce(t *testing.T) {
 	integration.InjectFlavors(spec, []*berthv1.ResourceFlavor{rf, rf})
 	if spec.NodeSelector["team"] != "a" || spec.NodeSelector["pool"] != "p" || len(spec.Tolerations) != 1 {
 		t.Errorf("node selector %v tolerations %v", spec.NodeSelector, spec.Tolerations)
+	}
+}
+
+func TestTopologyRequestOf(t *testing.T) {
+	rack, host := "topology.berth.dev/rack", "kubernetes.io/hostname"
+	for _, tc := range []struct {
+		name string
+		ann  map[string]string
+		want string // the request as JSON, or the error
+	}{
+		{"none", nil, "null"},
+		{"required", map[string]string{integration.RequiredTopologyAnnotation: rack}, `{"required":"topology.berth.dev/rack"}`},
+		{"Kueue's preferred", map[string]string{"kueue.x-k8s.io/podset-preferred-topology": rack}, `{"preferred":"topology.berth.dev/rack"}`},
+		{"unconstrained", map[string]string{integration.UnconstrainedTopologyAnnotation: "true"}, `{"unconstrained":true}`},
+		{"slices", map[string]string{integration.RequiredTopologyAnnotation: rack, integration.SliceTopologyAnnotation: host, integration.SliceSizeAnnotation: "2"},
+			`{"required":"topology.berth.dev/rack","sliceRequiredLevel":"kubernetes.io/hostname","sliceSize":2}`},
+		{"two modes", map[string]string{integration.RequiredTopologyAnnotation: rack, "kueue.x-k8s.io/podset-preferred-topology": rack},
+			"annotations berth.dev/podset-required-topology and kueue.x-k8s.io/podset-preferred-topology: set only one"},
+		{"slice alone", map[string]string{integration.SliceTopologyAnnotation: host, integration.SliceSizeAnnotation: "2"},
+			"annotation berth.dev/podset-slice-required-topology needs a required, preferred or unconstrained topology annotation too"},
+		{"slice without size", map[string]string{integration.RequiredTopologyAnnotation: rack, integration.SliceTopologyAnnotation: host},
+			"go together"},
+		{"bad size", map[string]string{integration.RequiredTopologyAnnotation: rack, integration.SliceTopologyAnnotation: host, integration.SliceSizeAnnotation: "0"},
+			`annotation berth.dev/podset-slice-size="0": want a whole number of pods, 1 or more`},
+		{"empty level", map[string]string{integration.RequiredTopologyAnnotation: ""}, "annotation berth.dev/podset-required-topology is empty"},
+		{"not a bool", map[string]string{integration.UnconstrainedTopologyAnnotation: "yes"}, `want true or false`},
+	} {
+		req, err := integration.TopologyRequestOf(tc.ann)
+		got := ""
+		if err != nil {
+			got = err.Error()
+		} else {
+			raw, _ := json.Marshal(req)
+			got = string(raw)
+		}
+		if !strings.Contains(got, tc.want) {
+			t.Errorf("%s: %s\nwant %s", tc.name, got, tc.want)
+		}
+		if (tc.ann != nil) != integration.HasTopologyAnnotations(tc.ann) {
+			t.Errorf("%s: HasTopologyAnnotations %v", tc.name, integration.HasTopologyAnnotations(tc.ann))
+		}
 	}
 }

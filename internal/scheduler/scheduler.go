@@ -26,6 +26,7 @@ import (
 
 	"github.com/berth-dev/berth/internal/core"
 	"github.com/berth-dev/berth/internal/queue"
+	"github.com/berth-dev/berth/internal/topology"
 )
 
 // Scheduler is safe for concurrent use.
@@ -523,4 +524,38 @@ func (s *Scheduler) CohortCycle(name string) []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.cluster.CohortCycle(name)
+}
+
+// SetTopology adds or updates a Topology's levels (none: the queues of its
+// flavors go inactive, saying so).
+func (s *Scheduler) SetTopology(name string, levels []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cluster.SetTopology(name, levels)
+	s.markAll()
+	s.requeueAll()
+}
+
+// DeleteTopology removes a Topology.
+func (s *Scheduler) DeleteTopology(name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cluster.DeleteTopology(name)
+	s.markAll()
+	s.requeueAll()
+}
+
+// SetNodes adds or updates nodes for topology-aware placement and removes
+// those named in gone; waiting workloads get another look, since room on
+// nodes may have opened.
+func (s *Scheduler) SetNodes(nodes []topology.Node, gone []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, n := range nodes {
+		s.cluster.SetNode(n)
+	}
+	for _, name := range gone {
+		s.cluster.DeleteNode(name)
+	}
+	s.requeueAll()
 }

@@ -18,6 +18,7 @@ import (
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
 	"github.com/berth-dev/berth/internal/core"
+	"github.com/berth-dev/berth/internal/topology"
 )
 
 // Key is namespace/name.
@@ -89,7 +90,8 @@ func ToCore(w *berthv1.Workload, nsLabels labels.Set) *core.Workload {
 	}
 	for _, ps := range w.Spec.PodSets {
 		cps := core.PodSet{Name: ps.Name, Count: ps.Count, Requests: make(map[string]int64, len(ps.Requests)),
-			NodeSelector: ps.NodeSelector, Tolerations: ps.Tolerations, NodeAffinity: ps.NodeAffinity}
+			NodeSelector: ps.NodeSelector, Tolerations: ps.Tolerations, NodeAffinity: ps.NodeAffinity,
+			Topology: TopologyRequestOf(ps.TopologyRequest)}
 		for r, q := range ps.Requests {
 			cps.Requests[string(r)] = core.Milli(q)
 		}
@@ -104,6 +106,25 @@ func AdmittedOf(w *berthv1.Workload) core.Admitted {
 		Priority: Priority(w), Timestamp: QueueTimestamp(w)}
 	if c := meta.FindStatusCondition(w.Status.Conditions, berthv1.WorkloadQuotaReserved); c != nil {
 		a.AdmittedAt = c.LastTransitionTime.Time
+	}
+	for _, psa := range w.Status.Admission.PodSetAssignments {
+		if psa.TopologyAssignment == nil {
+			continue
+		}
+		i := slices.IndexFunc(w.Spec.PodSets, func(ps berthv1.PodSet) bool { return ps.Name == psa.Name })
+		if i < 0 {
+			continue
+		}
+		ps := w.Spec.PodSets[i]
+		tps := topology.PodSet{Requests: map[string]int64{}, Tolerations: ps.Tolerations}
+		for r, q := range ps.Requests {
+			tps.Requests[string(r)] = core.Milli(q)
+		}
+		var flavor string
+		for _, f := range psa.Flavors {
+			flavor = f
+		}
+		a.Placements = append(a.Placements, core.Placement{Flavor: flavor, PodSet: tps, Domains: DomainsOf(psa.TopologyAssignment)})
 	}
 	return a
 }
@@ -130,7 +151,8 @@ func AdmissionOf(a *core.Assignment) *berthv1.Admission {
 	out := &berthv1.Admission{ClusterQueue: a.ClusterQueue}
 	for _, ps := range a.PodSets {
 		psa := berthv1.PodSetAssignment{Name: ps.Name, Count: ps.Count,
-			Flavors: map[corev1.ResourceName]string{}, ResourceUsage: corev1.ResourceList{}}
+			Flavors: map[corev1.ResourceName]string{}, ResourceUsage: corev1.ResourceList{},
+			TopologyAssignment: TopologyAssignmentOf(ps.Topology)}
 		for r, f := range ps.Flavors {
 			psa.Flavors[corev1.ResourceName(r)] = f
 			psa.ResourceUsage[corev1.ResourceName(r)] = Quantity(r, ps.Usage[core.FlavorResource{Flavor: f, Resource: r}])

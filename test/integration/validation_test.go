@@ -136,9 +136,6 @@ func TestUnsupportedFieldsAreRefused(t *testing.T) {
 	env := testenv.New(t)
 	withChecks := MakeClusterQueue(env.Name("checks")).ResourceGroup(MakeFlavorQuotas("a").Resource("cpu", "1").Obj()).Obj()
 	withChecks.Spec.AdmissionChecks = []string{"provisioning"}
-	topo := "racks"
-	withTopology := MakeResourceFlavor(env.Name("topo")).NodeLabel("pool", "a").Obj()
-	withTopology.Spec.TopologyName = &topo
 	minCount := int32(1)
 	partial := &berthv1.Workload{}
 	partial.Name, partial.Namespace = "partial", env.Namespace
@@ -149,7 +146,6 @@ func TestUnsupportedFieldsAreRefused(t *testing.T) {
 		want []string
 	}{
 		{withChecks, []string{"spec.admissionChecks", "admissionChecks are not supported yet"}},
-		{withTopology, []string{"spec.topologyName", "topologyName is not supported yet"}},
 		{partial, []string{"spec.podSets[0].minCount", "minCount (partial admission) is not supported yet"}},
 	} {
 		err := env.Client.Create(ctx, tc.obj)
@@ -163,4 +159,78 @@ func TestUnsupportedFieldsAreRefused(t *testing.T) {
 			}
 		}
 	}
+}
+
+// Topologies, topology flavors and topology requests are checked by the API
+// server, each bad one refused with a message naming the field.
+func TestTopologyValidation(t *testing.T) {
+	env := testenv.New(t)
+	levels := func(labels ...string) *berthv1.Topology {
+		topo := &berthv1.Topology{}
+		topo.Name = env.Name("topo")
+		topo.Spec.Levels = []berthv1.TopologyLevel{}
+		for _, l := range labels {
+			topo.Spec.Levels = append(topo.Spec.Levels, berthv1.TopologyLevel{NodeLabel: l})
+		}
+		return topo
+	}
+	var seventeen []string
+	for i := range 17 {
+		seventeen = append(seventeen, fmt.Sprintf("example.com/level-%d", i))
+	}
+	req := func(r berthv1.TopologyRequest) *berthv1.Workload {
+		wl := &berthv1.Workload{}
+		wl.Name, wl.Namespace = env.Name("wl"), env.Namespace
+		wl.Spec.PodSets = []berthv1.PodSet{{Name: "main", Count: 4, TopologyRequest: &r}}
+		return wl
+	}
+	rack, host, two := "topology.berth.dev/rack", "kubernetes.io/hostname", int32(2)
+	yes := true
+	noLabels := MakeResourceFlavor(env.Name("rf")).Obj()
+	noLabels.Spec.TopologyName = ptr("racks")
+	for _, tc := range []struct {
+		name string
+		obj  client.Object
+		want []string
+	}{
+		{"no levels", levels(), []string{"spec.levels: a Topology needs at least one level"}},
+		{"a label twice", levels(rack, rack), []string{"spec.levels: each nodeLabel may appear only once"}},
+		{"hostname above another level", levels(host, rack), []string{"spec.levels: kubernetes.io/hostname may only be the lowest (last) level"}},
+		{"17 levels", levels(seventeen...), []string{"spec.levels", "must have at most 16 items"}},
+		{"not a label", levels("a rack"), []string{"spec.levels[0].nodeLabel"}},
+		{"a topology flavor without node labels", noLabels, []string{"spec.topologyName: a flavor with a topology needs nodeLabels"}},
+		{"two modes", req(berthv1.TopologyRequest{Required: &rack, Preferred: &rack}),
+			[]string{"spec.podSets[0].topologyRequest", "set exactly one of required, preferred and unconstrained"}},
+		{"no mode", req(berthv1.TopologyRequest{}), []string{"set exactly one of required, preferred and unconstrained"}},
+		{"a slice level without a size", req(berthv1.TopologyRequest{Unconstrained: &yes, SliceRequiredLevel: &host}),
+			[]string{"spec.podSets[0].topologyRequest", "sliceRequiredLevel and sliceSize go together"}},
+		{"a slice size without a level", req(berthv1.TopologyRequest{Required: &rack, SliceSize: &two}),
+			[]string{"sliceRequiredLevel and sliceSize go together"}},
+	} {
+		err := env.Client.Create(ctx, tc.obj)
+		if err == nil {
+			t.Errorf("%s: accepted", tc.name)
+			continue
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: error lacks %q:\n%v", tc.name, w, err)
+			}
+		}
+	}
+	// Good ones are stored; a flavor keeps its topology once it has one.
+	env.Create(t, levels("topology.berth.dev/block", rack, host))
+	rf := MakeResourceFlavor(env.Name("rf")).NodeLabel("pool", "a").Obj()
+	rf.Spec.TopologyName = ptr("racks")
+	env.Create(t, rf)
+	for _, change := range []*string{ptr("blocks"), nil} {
+		patch := client.MergeFrom(rf.DeepCopy())
+		changed := rf.DeepCopy()
+		changed.Spec.TopologyName = change
+		err := env.Client.Patch(ctx, changed, patch)
+		if err == nil || !strings.Contains(err.Error(), "spec.topologyName cannot be changed or removed once set") {
+			t.Errorf("changing topologyName to %v: %v, want it refused", change, err)
+		}
+	}
+	env.Create(t, req(berthv1.TopologyRequest{Required: &rack, SliceRequiredLevel: &host, SliceSize: &two}))
 }

@@ -73,8 +73,12 @@ func weightOf(fs *berthv1.FairSharing) *int64 {
 
 // FlavorOf translates a ResourceFlavor for the core.
 func FlavorOf(rf *berthv1.ResourceFlavor) core.Flavor {
-	return core.Flavor{Name: rf.Name, NodeLabels: rf.Spec.NodeLabels, NodeTaints: rf.Spec.NodeTaints,
+	f := core.Flavor{Name: rf.Name, NodeLabels: rf.Spec.NodeLabels, NodeTaints: rf.Spec.NodeTaints,
 		Tolerations: rf.Spec.Tolerations}
+	if rf.Spec.TopologyName != nil {
+		f.TopologyName = *rf.Spec.TopologyName
+	}
+	return f
 }
 
 // LocalQueueOf translates a LocalQueue for the queue manager.

@@ -79,6 +79,10 @@ func inactiveReason(msg string) string {
 		return "ClusterQueueDoesNotExist"
 	case strings.Contains(msg, "stopPolicy"):
 		return "Stopped"
+	case strings.Contains(msg, "has no levels"):
+		return "TopologyWithoutLevels"
+	case strings.Contains(msg, "Topology"):
+		return "TopologyNotFound"
 	case strings.Contains(msg, "ResourceFlavor"):
 		return "FlavorNotFound"
 	case strings.Contains(msg, "cycle"):

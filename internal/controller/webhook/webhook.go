@@ -23,6 +23,7 @@ import (
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
 	"github.com/berth-dev/berth/internal/integration/jobs"
+	"github.com/berth-dev/berth/internal/integration/placement"
 	"github.com/berth-dev/berth/internal/integration/pods"
 	"github.com/berth-dev/berth/internal/pki"
 )
@@ -201,6 +202,7 @@ func Configuration(o Options, caBundle []byte) *admissionregistrationv1.Mutating
 		hook("pods.berth.dev", pods.WebhookPath, podRules, selector(exists(berthv1.QueueNameLabel))),
 		hook("kueue-labelled-pods.berth.dev", pods.WebhookPath, podRules,
 			selector(exists(berthv1.KueueQueueNameLabel), absent(berthv1.QueueNameLabel))),
+		hook("topology-pods.berth.dev", placement.WebhookPath, podRules, selector(exists(berthv1.TopologyPlacedLabel))),
 		hook("opted-in-pods.berth.dev", pods.DefaultWebhookPath, podRules,
 			selector(absent(berthv1.KueueQueueNameLabel), absent(berthv1.QueueNameLabel))),
 	}

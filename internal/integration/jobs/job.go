@@ -13,6 +13,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/types"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
 	"github.com/berth-dev/berth/internal/integration"
@@ -37,8 +38,12 @@ func QueueName(job *batchv1.Job, manageAll bool) string {
 
 // WorkloadName is the name of a Job's Workload: stable for the Job, and
 // different for a new Job of the same name.
-func WorkloadName(job *batchv1.Job) string {
-	return integration.WorkloadName("job", job.Name, job.UID)
+func WorkloadName(job *batchv1.Job) string { return WorkloadNameFor(job.Name, job.UID) }
+
+// WorkloadNameFor is the name of the Workload of the Job of this name and
+// UID (as a pod's owner reference gives them).
+func WorkloadNameFor(name string, uid types.UID) string {
+	return integration.WorkloadName("job", name, uid)
 }
 
 // Suspended reports spec.suspend.
@@ -61,7 +66,8 @@ func Finished(job *batchv1.Job) (finished, failed bool) {
 }
 
 // PodSets describes a Job's pods for its Workload: one pod set of as many pods
-// as run at once (integration.PodSetOf).
+// as run at once (integration.PodSetOf), with the topology request of its
+// template's annotations.
 func PodSets(job *batchv1.Job) []berthv1.PodSet {
 	count := int32(1)
 	if job.Spec.Parallelism != nil {
@@ -70,7 +76,11 @@ func PodSets(job *batchv1.Job) []berthv1.PodSet {
 	if job.Spec.Completions != nil && *job.Spec.Completions < count {
 		count = *job.Spec.Completions
 	}
-	return []berthv1.PodSet{integration.PodSetOf("main", max(count, 1), &job.Spec.Template.Spec)}
+	ps := integration.PodSetOf("main", max(count, 1), &job.Spec.Template.Spec)
+	// A wrong request is refused by the webhook; one that got past it
+	// (created before berth ran) asks for nothing.
+	ps.TopologyRequest, _ = integration.TopologyRequestOf(job.Spec.Template.Annotations)
+	return []berthv1.PodSet{ps}
 }
 
 // NewWorkload makes a Job's Workload, owned by the Job so that it goes when the

@@ -1,6 +1,8 @@
 package jobs
 
 import (
+	"fmt"
+
 	batchv1 "k8s.io/api/batch/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -24,15 +26,38 @@ func (k Kind) QueueName(obj client.Object) string { return QueueName(obj.(*batch
 func (Kind) PodSets(obj client.Object) []berthv1.PodSet { return PodSets(obj.(*batchv1.Job)) }
 
 // Hold creates a queued Job suspended, so no pod starts before its Workload
-// is admitted.
-func (Kind) Hold(obj client.Object) bool {
+// is admitted. A Job that asks for topology-aware placement gets its pods
+// labelled so that the Pod webhook gates them until each is given a domain
+// (berth.dev/topology-placed), and with its queue label, which puts them in
+// the controller's cache.
+func (k Kind) Hold(obj client.Object) bool {
 	job := obj.(*batchv1.Job)
-	if Suspended(job) {
-		return false
+	changed := false
+	if integration.HasTopologyAnnotations(job.Spec.Template.Annotations) {
+		l := job.Spec.Template.Labels
+		if l == nil {
+			l = map[string]string{}
+		}
+		if l[berthv1.TopologyPlacedLabel] != "true" || l[berthv1.QueueNameLabel] != k.QueueName(job) {
+			l[berthv1.TopologyPlacedLabel], l[berthv1.QueueNameLabel] = "true", k.QueueName(job)
+			job.Spec.Template.Labels, changed = l, true
+		}
 	}
-	yes := true
-	job.Spec.Suspend = &yes
-	return true
+	if !Suspended(job) {
+		yes := true
+		job.Spec.Suspend, changed = &yes, true
+	}
+	return changed
+}
+
+// Refuse refuses a queued Job whose topology annotations are wrong, naming
+// the annotation.
+func (Kind) Refuse(obj client.Object) string {
+	job := obj.(*batchv1.Job)
+	if _, err := integration.TopologyRequestOf(job.Spec.Template.Annotations); err != nil {
+		return fmt.Sprintf("Job %s: pod template: %v", job.Name, err)
+	}
+	return ""
 }
 
 // Start adds the flavors' settings to the Job's template (keeping what it

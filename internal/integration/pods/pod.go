@@ -134,10 +134,16 @@ func Group(obj client.Object) (name string, total int32, err error) {
 const MaxGroupSize = 1000
 
 // Refuse refuses a queued Pod of a pod group that does not say, or says
-// wrongly, how many Pods the group has: it could never be admitted.
+// wrongly, how many Pods the group has (it could never be admitted), and a
+// queued Pod that asks for topology-aware placement, which berth does not
+// do for plain Pods yet.
 func (Kind) Refuse(obj client.Object) string {
 	if _, _, err := Group(obj); err != nil {
 		return fmt.Sprintf("Pod %s: %v", obj.GetName(), err)
+	}
+	if integration.HasTopologyAnnotations(obj.GetAnnotations()) {
+		return fmt.Sprintf("Pod %s: topology-aware placement of plain Pods and pod groups is not supported yet; "+
+			"remove the podset-*-topology annotations, or run the pods as a Job", obj.GetName())
 	}
 	return ""
 }

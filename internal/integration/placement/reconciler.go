@@ -1,0 +1,184 @@
+package placement
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	berthv1 "github.com/berth-dev/berth/api/v1beta1"
+	"github.com/berth-dev/berth/internal/integration/jobs"
+	"github.com/berth-dev/berth/internal/workload"
+)
+
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;update
+// +kubebuilder:rbac:groups=berth.dev,resources=workloads,verbs=get;list;watch
+
+// WebhookPath is where the Gater is served.
+const WebhookPath = "/mutate-v1-pod-topology"
+
+// Gater is the Pod webhook that creates each pod labelled
+// berth.dev/topology-placed with the gate berth.dev/topology.
+type Gater struct{ decoder admission.Decoder }
+
+// NewGater returns the webhook handler.
+func NewGater(scheme *runtime.Scheme) *Gater { return &Gater{decoder: admission.NewDecoder(scheme)} }
+
+// Handle gates a new pod of a topology-aware pod set.
+func (g *Gater) Handle(_ context.Context, req admission.Request) admission.Response {
+	var pod corev1.Pod
+	if err := g.decoder.Decode(req, &pod); err != nil {
+		return admission.Errored(http.StatusBadRequest, err)
+	}
+	if pod.Labels[berthv1.TopologyPlacedLabel] == "" || Gated(&pod) {
+		return admission.Allowed("nothing to gate")
+	}
+	pod.Spec.SchedulingGates = append(pod.Spec.SchedulingGates, corev1.PodSchedulingGate{Name: berthv1.TopologyGate})
+	raw, err := json.Marshal(&pod)
+	if err != nil {
+		return admission.Errored(http.StatusInternalServerError, err)
+	}
+	return admission.PatchResponseFromRaw(req.Object.Raw, raw)
+}
+
+// WorkloadOf is the Workload a topology-placed pod belongs to: its Job's.
+func WorkloadOf(pod client.Object) (types.NamespacedName, bool) {
+	if pod.GetLabels()[berthv1.TopologyPlacedLabel] == "" {
+		return types.NamespacedName{}, false
+	}
+	ref := metav1.GetControllerOf(pod)
+	if ref == nil || ref.Kind != "Job" || !strings.HasPrefix(ref.APIVersion, "batch/") {
+		return types.NamespacedName{}, false
+	}
+	return types.NamespacedName{Namespace: pod.GetNamespace(), Name: jobs.WorkloadNameFor(ref.Name, ref.UID)}, true
+}
+
+const workloadIndex = "berth.dev/placed-workload"
+
+// Reconciler lifts the gates of a Workload's pods. Its requests name the
+// Workload.
+type Reconciler struct {
+	client client.Client
+	// lifted remembers the pods whose gate this reconciler lifted, and with
+	// which node selector, until the cache shows them lifted: a cache behind
+	// must not make a domain look emptier than it is.
+	mu     sync.Mutex
+	lifted map[types.NamespacedName]map[types.UID]map[string]string // by Workload
+}
+
+// Setup registers the reconciler with mgr.
+func Setup(ctx context.Context, mgr ctrl.Manager) error {
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Pod{}, workloadIndex, func(o client.Object) []string {
+		if key, ok := WorkloadOf(o); ok {
+			return []string{key.Name}
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	r := &Reconciler{client: mgr.GetClient(), lifted: map[types.NamespacedName]map[types.UID]map[string]string{}}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("placement").
+		For(&berthv1.Workload{}).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+			if key, ok := WorkloadOf(o); ok {
+				return []reconcile.Request{{NamespacedName: key}}
+			}
+			return nil
+		})).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
+		Complete(r)
+}
+
+// Reconcile gives the Workload's gated pods the domains with room.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	var wl berthv1.Workload
+	if err := r.client.Get(ctx, req.NamespacedName, &wl); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if !workload.IsAdmitted(&wl) || workload.IsFinished(&wl) {
+		r.mu.Lock()
+		delete(r.lifted, req.NamespacedName)
+		r.mu.Unlock()
+		return reconcile.Result{}, nil
+	}
+	var ta *berthv1.TopologyAssignment
+	for _, psa := range wl.Status.Admission.PodSetAssignments {
+		if psa.TopologyAssignment != nil {
+			ta = psa.TopologyAssignment
+			break
+		}
+	}
+	if ta == nil {
+		return reconcile.Result{}, nil
+	}
+	var list corev1.PodList
+	if err := r.client.List(ctx, &list, client.InNamespace(req.Namespace), client.MatchingFields{workloadIndex: req.Name}); err != nil {
+		return reconcile.Result{}, err
+	}
+	var placed, gated []*corev1.Pod
+	// One Workload is never reconciled twice at once: its entry is ours
+	// until we put it back.
+	r.mu.Lock()
+	before, pending := r.lifted[req.NamespacedName], map[types.UID]map[string]string{}
+	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		r.lifted[req.NamespacedName] = pending
+		r.mu.Unlock()
+	}()
+	for i := range list.Items {
+		p := &list.Items[i]
+		sel, lifted := before[p.UID]
+		switch {
+		case !Live(p):
+		case !Gated(p):
+			placed = append(placed, p)
+		case lifted:
+			// Lifted already; the cache does not show it yet.
+			pending[p.UID] = sel
+			p = p.DeepCopy()
+			Lift(p, sel)
+			placed = append(placed, p)
+		default:
+			gated = append(gated, p)
+		}
+	}
+	slices.SortFunc(gated, func(a, b *corev1.Pod) int {
+		if c := a.CreationTimestamp.Compare(b.CreationTimestamp.Time); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	for _, u := range Assign(ta, placed, gated) {
+		pod := u.Pod.DeepCopy()
+		Lift(pod, u.NodeSelector)
+		err := r.client.Update(ctx, pod)
+		if err == nil {
+			pending[pod.UID] = u.NodeSelector
+			continue
+		}
+		if apierrors.IsConflict(err) {
+			// A cache behind the API server: the newer pod's event brings
+			// the Workload back; this is a safety net.
+			return reconcile.Result{RequeueAfter: time.Second}, nil
+		}
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	return reconcile.Result{}, nil
+}

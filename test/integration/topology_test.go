@@ -1,0 +1,160 @@
+package integration
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	berthv1 "github.com/berth-dev/berth/api/v1beta1"
+	"github.com/berth-dev/berth/internal/integration"
+	"github.com/berth-dev/berth/internal/integration/placement"
+	"github.com/berth-dev/berth/internal/testenv"
+	. "github.com/berth-dev/berth/test/fixtures"
+)
+
+const (
+	blockLabel = "topology.berth.dev/block"
+	rackLabel  = "topology.berth.dev/rack"
+	hostLabel  = "kubernetes.io/hostname"
+)
+
+// topologyQueue makes blocks x racks x hosts simulated nodes of 8 cpu,
+// labelled with their block and rack, a Topology over them, a flavor of
+// them with that topology, and a ClusterQueue of plenty of cpu on it
+// (LocalQueue main). It returns the rack and block of each node.
+func topologyQueue(t *testing.T, env *testenv.Env, blocks, racks, hosts int) (rackOf, blockOf map[string]string) {
+	t.Helper()
+	pool := env.Name("pool")
+	rackOf, blockOf = map[string]string{}, map[string]string{}
+	for b := range blocks {
+		for r := range racks {
+			for h := range hosts {
+				name := env.Name(fmt.Sprintf("b%d-r%d-h%d", b, r, h))
+				block, rack := fmt.Sprintf("b%d", b), fmt.Sprintf("b%d-r%d", b, r)
+				env.CreateSimNode(t, name, map[string]string{"example.com/pool": pool, blockLabel: block, rackLabel: rack})
+				rackOf[name], blockOf[name] = rack, block
+			}
+		}
+	}
+	topo := &berthv1.Topology{Spec: berthv1.TopologySpec{Levels: []berthv1.TopologyLevel{
+		{NodeLabel: blockLabel}, {NodeLabel: rackLabel}, {NodeLabel: hostLabel}}}}
+	topo.Name = env.Name("dc")
+	env.Create(t, topo)
+	rf, cq := env.Name("rf"), env.Name("cq")
+	env.Create(t, MakeResourceFlavor(rf).NodeLabel("example.com/pool", pool).Toleration(env.Toleration()).Topology(topo.Name).Obj())
+	env.Create(t, MakeClusterQueue(cq).ResourceGroup(MakeFlavorQuotas(rf).Resource("cpu", "1000").Obj()).Obj())
+	env.Create(t, MakeLocalQueue("main", env.Namespace, cq).Obj())
+	return rackOf, blockOf
+}
+
+// gangJob is a Job of n pods of 4 cpu that run an hour, with one topology
+// annotation.
+func gangJob(env *testenv.Env, name string, n int32, annotation, level string) *batchv1.Job {
+	return MakeJob(name, env.Namespace).Queue("main").Parallelism(n).Request("cpu", "4").
+		PodAnnotation("berth.dev/sim-duration", "1h").PodAnnotation(annotation, level).Obj()
+}
+
+// runningPods waits until all n pods of the Job run, and returns their nodes.
+func runningPods(t *testing.T, env *testenv.Env, job string, n int) []string {
+	t.Helper()
+	var nodes []string
+	testenv.Eventually(t, wait, func() error {
+		var list corev1.PodList
+		if err := env.Client.List(ctx, &list, client.InNamespace(env.Namespace), client.MatchingLabels{batchv1.JobNameLabel: job}); err != nil {
+			return err
+		}
+		nodes = nodes[:0]
+		var states []string
+		for _, p := range list.Items {
+			if p.Status.Phase == corev1.PodRunning {
+				nodes = append(nodes, p.Spec.NodeName)
+			}
+			why := ""
+			for _, c := range p.Status.Conditions {
+				if c.Type == corev1.PodScheduled && c.Status != corev1.ConditionTrue {
+					why = c.Message
+				}
+			}
+			states = append(states, fmt.Sprintf("%s gated=%v host=%q node=%q %s %s", p.Name, placement.Gated(&p),
+				p.Spec.NodeSelector[hostLabel], p.Spec.NodeName, p.Status.Phase, why))
+		}
+		if len(nodes) != n {
+			return fmt.Errorf("Job %s: %d of %d pods running: %v", job, len(nodes), n, states)
+		}
+		return nil
+	})
+	return nodes
+}
+
+func distinct(nodes []string, of map[string]string) []string {
+	var out []string
+	for _, n := range nodes {
+		if v := of[n]; !slices.Contains(out, v) {
+			out = append(out, v)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// On 2 blocks x 4 racks x 4 hosts of 8 cpu: a Job of 8 pods of 4 cpu that
+// requires a rack runs with every pod in one rack; a second one, which
+// cannot share it, in another; a Job of 12 that prefers a rack (too big for
+// one) over the fewest racks of one block; and a Job of 9 that requires a
+// rack waits, saying why, though the quota has room.
+func TestTopologyAwarePlacement(t *testing.T) {
+	env := testenv.New(t)
+	rackOf, blockOf := topologyQueue(t, env, 2, 4, 4)
+
+	first := gangJob(env, "first", 8, integration.RequiredTopologyAnnotation, rackLabel)
+	env.Create(t, first)
+	firstRacks := distinct(runningPods(t, env, "first", 8), rackOf)
+	if len(firstRacks) != 1 {
+		t.Fatalf("Job requiring a rack runs in racks %v", firstRacks)
+	}
+	second := gangJob(env, "second", 8, "kueue.x-k8s.io/podset-required-topology", rackLabel)
+	env.Create(t, second)
+	secondRacks := distinct(runningPods(t, env, "second", 8), rackOf)
+	if len(secondRacks) != 1 || secondRacks[0] == firstRacks[0] {
+		t.Fatalf("second Job in racks %v, first in %v; want one rack each, different", secondRacks, firstRacks)
+	}
+	wl := jobWorkload(t, env, second)
+	if ta := wl.Status.Admission.PodSetAssignments[0].TopologyAssignment; ta == nil || len(ta.Levels) != 3 {
+		t.Errorf("admission %+v: want a topology assignment over 3 levels", wl.Status.Admission)
+	}
+
+	wide := gangJob(env, "wide", 12, integration.PreferredTopologyAnnotation, rackLabel)
+	env.Create(t, wide)
+	nodes := runningPods(t, env, "wide", 12)
+	if racks, blocks := distinct(nodes, rackOf), distinct(nodes, blockOf); len(racks) != 2 || len(blocks) != 1 {
+		t.Errorf("Job of 12 preferring a rack: racks %v, blocks %v; want 2 racks of 1 block", racks, blocks)
+	}
+
+	big := gangJob(env, "big", 9, integration.RequiredTopologyAnnotation, rackLabel)
+	env.Create(t, big)
+	waitPending(t, env, env.Namespace, jobWorkload(t, env, big).Name,
+		"needs 9 pods of 4 cpu in one topology.berth.dev/rack; the best topology.berth.dev/rack")
+}
+
+// A Job whose topology annotations are wrong is refused, naming them.
+func TestTopologyAnnotationsAreChecked(t *testing.T) {
+	env := testenv.New(t)
+	job := MakeJob("both", env.Namespace).Queue("main").Parallelism(2).Request("cpu", "1").
+		PodAnnotation(integration.RequiredTopologyAnnotation, rackLabel).PodAnnotation(integration.PreferredTopologyAnnotation, rackLabel).Obj()
+	err := env.Client.Create(ctx, job)
+	if err == nil || !strings.Contains(err.Error(), "annotations berth.dev/podset-required-topology and berth.dev/podset-preferred-topology: set only one") {
+		t.Errorf("two topology modes: %v", err)
+	}
+	pod := plainPod("p", env.Namespace, "1", "1s", map[string]string{berthv1.QueueNameLabel: "main"})
+	pod.Annotations[integration.RequiredTopologyAnnotation] = rackLabel
+	if err := env.Client.Create(ctx, pod); err == nil || !strings.Contains(err.Error(), "not supported yet") {
+		t.Errorf("a plain Pod asking for topology: %v", err)
+	}
+	_ = metav1.Now
+}
