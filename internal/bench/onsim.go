@@ -38,6 +38,10 @@ type simRun struct {
 	UnitLabel string // the pod label that names a pod's unit
 	Units     []unit
 	Create    func(ctx context.Context, c client.Client, u unit) error
+	// SimArgs are more flags for the simulator (node capacity, racks).
+	SimArgs []string
+	// SetUp makes the queue; nil makes setUpJobsQueue's.
+	SetUp func(ctx context.Context, c client.Client) error
 }
 
 // simRunStats is what every run on the simulator measures.
@@ -70,10 +74,14 @@ func runOnSim(ctx context.Context, cfg *rest.Config, kubeconfig, bin string, r s
 	if err := clearSim(ctx, kube); err != nil {
 		return nil, err
 	}
-	if err := setUpJobsQueue(ctx, c, r.QuotaCPU); err != nil {
+	setUp := r.SetUp
+	if setUp == nil {
+		setUp = func(ctx context.Context, c client.Client) error { return setUpJobsQueue(ctx, c, r.QuotaCPU) }
+	}
+	if err := setUp(ctx, c); err != nil {
 		return nil, err
 	}
-	sim, err := startSim(bin, kubeconfig, r.Nodes, o.Output)
+	sim, err := startSim(bin, kubeconfig, r.Nodes, o.Output, r.SimArgs...)
 	if err != nil {
 		return nil, err
 	}
@@ -92,7 +100,7 @@ func runOnSim(ctx context.Context, cfg *rest.Config, kubeconfig, bin string, r s
 			if p, ok := o.(*corev1.Pod); ok {
 				return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace,
 					ResourceVersion: p.ResourceVersion, Labels: map[string]string{r.UnitLabel: p.Labels[r.UnitLabel]}},
-					Status: corev1.PodStatus{Phase: p.Status.Phase}}, nil
+					Spec: corev1.PodSpec{NodeName: p.Spec.NodeName}, Status: corev1.PodStatus{Phase: p.Status.Phase}}, nil
 			}
 			return o, nil
 		}))
@@ -172,6 +180,7 @@ type unitWatch struct {
 	mu        sync.Mutex
 	createdAt map[string]time.Duration
 	running   map[string]map[string]bool // unit -> pods seen Running
+	nodes     map[string]map[string]bool // unit -> nodes its pods ran on
 	startedAt map[string]time.Duration
 	succeeded map[string]bool // pods
 	created   map[string]bool // pods seen
@@ -182,7 +191,7 @@ type unitWatch struct {
 
 func newUnitWatch(units []unit) *unitWatch {
 	w := &unitWatch{size: map[string]int{}, createdAt: map[string]time.Duration{},
-		running: map[string]map[string]bool{}, startedAt: map[string]time.Duration{}, succeeded: map[string]bool{},
+		running: map[string]map[string]bool{}, nodes: map[string]map[string]bool{}, startedAt: map[string]time.Duration{}, succeeded: map[string]bool{},
 		created: map[string]bool{}, done: make(chan struct{})}
 	for _, u := range units {
 		w.size[u.Name] = u.Pods
@@ -215,6 +224,12 @@ func (w *unitWatch) pod(obj any, unitLabel string) {
 		if !w.running[u][p.Name] {
 			w.running[u][p.Name] = true
 			w.ran++
+		}
+		if p.Spec.NodeName != "" {
+			if w.nodes[u] == nil {
+				w.nodes[u] = map[string]bool{}
+			}
+			w.nodes[u][p.Spec.NodeName] = true
 		}
 		if _, ok := w.startedAt[u]; !ok && len(w.running[u]) == w.size[u] {
 			w.startedAt[u] = now

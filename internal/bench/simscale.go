@@ -212,10 +212,10 @@ type simProcess struct {
 
 // startSim starts `berth sim` for the bench's own pool of nodes, logging to
 // sim.log in the output directory.
-func startSim(bin, kubeconfig string, nodes int, output string) (*simProcess, error) {
-	cmd := exec.Command(bin, "sim", "--kubeconfig", kubeconfig, "--nodes", strconv.Itoa(nodes),
-		"--node-name-prefix", simNodePrefix, "--node-selector", simNodeLabel+"=true",
-		"--node-taints", simNodeLabel+"=true:NoSchedule", "--cluster-stages=false")
+func startSim(bin, kubeconfig string, nodes int, output string, extra ...string) (*simProcess, error) {
+	cmd := exec.Command(bin, append([]string{"sim", "--kubeconfig", kubeconfig, "--nodes", strconv.Itoa(nodes),
+		"--node-name-prefix", simNodePrefix, "--node-selector", simNodeLabel + "=true",
+		"--node-taints", simNodeLabel + "=true:NoSchedule", "--cluster-stages=false"}, extra...)...)
 	log, err := os.Create(filepath.Join(output, "sim.log"))
 	if err != nil {
 		return nil, err

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -28,6 +29,7 @@ const (
 	simScale = "sim-scale"
 	e2eJobs  = "e2e-jobs"
 	podsRun  = "pods"
+	tasRun   = "tas"
 )
 
 func newBenchCommand() *cobra.Command {
@@ -40,7 +42,7 @@ func newBenchCommand() *cobra.Command {
 	for n := range bench.Scenarios {
 		names = append(names, n)
 	}
-	names = append(names, simScale, e2eJobs, podsRun)
+	names = append(names, simScale, e2eJobs, podsRun, tasRun)
 	sort.Strings(names)
 	cmd := &cobra.Command{
 		Use:   "bench <scenario>",
@@ -68,7 +70,10 @@ pods through berth's queue (100 cpu), the Job controller, kube-scheduler and a
 simulator of its own (10 nodes) and reports how long each Job took from
 creation to all its pods Running, by percentile. pods does the same with 5,000
 plain Pods and 500 pod groups of 8 (9,000 pods), timing single Pods and groups
-apart. Both report API writes per pod. --scale multiplies the workloads, Jobs,
+apart. tas sends 400 Jobs of 4, 8, 16 and 32 pods, each preferring one rack,
+through topology-aware placement on 64 nodes of 8 cpu in racks of 4, and
+reports their start times and how many racks each gang spans. These report
+API writes per pod. --scale multiplies the workloads, Jobs,
 Pods and groups, or nodes and pods (0.01 runs in seconds).
 
 Each run first deletes the objects of the last one (labelled berth.dev/bench).
@@ -80,7 +85,7 @@ workload and the controller's peak RSS. See docs/benchmarks.md.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			scenario, ok := bench.Scenarios[args[0]]
-			if !ok && args[0] != simScale && args[0] != e2eJobs && args[0] != podsRun {
+			if !ok && !slices.Contains([]string{simScale, e2eJobs, podsRun, tasRun}, args[0]) {
 				return fmt.Errorf("unknown scenario %q; scenarios: %s", args[0], strings.Join(names, ", "))
 			}
 			if o.Scale <= 0 {
@@ -143,6 +148,11 @@ workload and the controller's peak RSS. See docs/benchmarks.md.`,
 				res, runErr := bench.RunE2EJobs(ctx, cfg, kubeconfig, self, bench.E2EJobsAt(o.Scale), o.Scale, o)
 				if err = runErr; res != nil {
 					summary = bench.JobMarkdown(*res)
+				}
+			case tasRun:
+				res, runErr := bench.RunTAS(ctx, cfg, kubeconfig, self, bench.TASAt(o.Scale), o.Scale, o)
+				if err = runErr; res != nil {
+					summary = bench.TASMarkdown(*res)
 				}
 			case podsRun:
 				res, runErr := bench.RunPods(ctx, cfg, kubeconfig, self, bench.PodsAt(o.Scale), o.Scale, o)

@@ -37,7 +37,7 @@ func TestBenchScenariosSmoke(t *testing.T) {
 	for name := range bench.Scenarios {
 		names = append(names, name)
 	}
-	names = append(names, "sim-scale", "e2e-jobs", "pods")
+	names = append(names, "sim-scale", "e2e-jobs", "pods", "tas")
 	sort.Strings(names)
 	for _, name := range names {
 		t.Run(name, func(t *testing.T) {
@@ -67,6 +67,12 @@ func TestBenchScenariosSmoke(t *testing.T) {
 				checkE2EJobs(t, data)
 				want := bench.E2EJobsAt(0.01)
 				pods := float64(want.Jobs * want.Parallelism)
+				checkChart(t, out, map[string]float64{"pods of the bench/created (admitted)": pods,
+					"pods of the bench/running": 0, "pods of the bench/succeeded": pods})
+				return
+			case "tas":
+				checkTAS(t, data)
+				pods := float64(bench.TASAt(0.01).PodCount())
 				checkChart(t, out, map[string]float64{"pods of the bench/created (admitted)": pods,
 					"pods of the bench/running": 0, "pods of the bench/succeeded": pods})
 				return
@@ -218,5 +224,32 @@ func checkPods(t *testing.T, data []byte) {
 	}
 	if r.APIWrites["pods"] < float64(r.Pods) || r.APIWrites["pods/binding"] < float64(r.Pods) {
 		t.Errorf("API writes %v: want at least %d pods created and bound", r.APIWrites, r.Pods)
+	}
+}
+
+func checkTAS(t *testing.T, data []byte) {
+	var r bench.TASResults
+	if err := json.Unmarshal(data, &r); err != nil {
+		t.Fatalf("results.json: %v\n%s", err, data)
+	}
+	want := bench.TASAt(0.01)
+	if r.Jobs != want.Jobs || r.Pods != want.PodCount() || r.Succeeded != r.Pods {
+		t.Errorf("%d Jobs, %d of %d pods succeeded; want %d Jobs, all %d pods", r.Jobs, r.Succeeded, r.Pods, want.Jobs, want.PodCount())
+	}
+	gangs := 0
+	for size, spans := range r.RacksSpanned {
+		for racks, n := range spans {
+			gangs += n
+			// Every gang fits a rack of 32 cpu, which is empty at the start.
+			if racks != "1" {
+				t.Errorf("%d gangs of %s pods spanned %s racks", n, size, racks)
+			}
+		}
+		if l := r.Start[size]; l.P50 <= 0 || l.Max < l.P50 {
+			t.Errorf("gangs of %s: start %+v", size, l)
+		}
+	}
+	if gangs != r.Jobs {
+		t.Errorf("racks spanned counted for %d gangs, want %d: %v", gangs, r.Jobs, r.RacksSpanned)
 	}
 }
