@@ -8,12 +8,12 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
 	"github.com/berth-dev/berth/internal/integration"
 	"github.com/berth-dev/berth/internal/integration/placement"
+	"github.com/berth-dev/berth/internal/integration/pods"
 	"github.com/berth-dev/berth/internal/testenv"
 	. "github.com/berth-dev/berth/test/fixtures"
 )
@@ -152,9 +152,46 @@ func TestTopologyAnnotationsAreChecked(t *testing.T) {
 		t.Errorf("two topology modes: %v", err)
 	}
 	pod := plainPod("p", env.Namespace, "1", "1s", map[string]string{berthv1.QueueNameLabel: "main"})
-	pod.Annotations[integration.RequiredTopologyAnnotation] = rackLabel
-	if err := env.Client.Create(ctx, pod); err == nil || !strings.Contains(err.Error(), "not supported yet") {
-		t.Errorf("a plain Pod asking for topology: %v", err)
+	pod.Annotations[integration.SliceSizeAnnotation] = "2"
+	if err := env.Client.Create(ctx, pod); err == nil || !strings.Contains(err.Error(), "berth.dev/podset-slice-size needs a required, preferred or unconstrained") {
+		t.Errorf("a plain Pod with a slice size alone: %v", err)
 	}
-	_ = metav1.Now
+}
+
+// A pod group of 8 pods of 4 cpu that requires a rack runs whole in one
+// rack, through the same annotations as a Job; so does a single Pod that
+// requires a host.
+func TestPodGroupTopology(t *testing.T) {
+	env := testenv.New(t)
+	rackOf, _ := topologyQueue(t, env, 1, 4, 4)
+	var names []string
+	for i := range 8 {
+		p := groupPod(fmt.Sprintf("w%d", i), env.Namespace, "ring", 8, "4", "1h")
+		p.Annotations[integration.RequiredTopologyAnnotation] = rackLabel
+		env.Create(t, p)
+		names = append(names, p.Name)
+	}
+	single := plainPod("single", env.Namespace, "2", "1h", map[string]string{berthv1.QueueNameLabel: "main"})
+	single.Annotations["kueue.x-k8s.io/podset-required-topology"] = hostLabel
+	env.Create(t, single)
+	testenv.Eventually(t, wait, func() error {
+		var nodes []string
+		for _, n := range append(slices.Clone(names), "single") {
+			p, err := getPod(env, n)
+			if err != nil {
+				return err
+			}
+			if p.Status.Phase != corev1.PodRunning {
+				return fmt.Errorf("pod %s gated=%v topology-gated=%v node %q phase %s", n, pods.Gated(p), placement.Gated(p),
+					p.Spec.NodeName, p.Status.Phase)
+			}
+			if n != "single" {
+				nodes = append(nodes, p.Spec.NodeName)
+			}
+		}
+		if racks := distinct(nodes, rackOf); len(racks) != 1 {
+			return fmt.Errorf("the group runs in racks %v", racks)
+		}
+		return nil
+	})
 }

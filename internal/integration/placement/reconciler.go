@@ -23,6 +23,8 @@ import (
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
 	"github.com/berth-dev/berth/internal/integration/jobs"
+	"github.com/berth-dev/berth/internal/integration/podgroups"
+	"github.com/berth-dev/berth/internal/integration/pods"
 	"github.com/berth-dev/berth/internal/workload"
 )
 
@@ -56,16 +58,36 @@ func (g *Gater) Handle(_ context.Context, req admission.Request) admission.Respo
 	return admission.PatchResponseFromRaw(req.Object.Raw, raw)
 }
 
-// WorkloadOf is the Workload a topology-placed pod belongs to: its Job's.
+// WorkloadOf is the Workload a topology-placed pod belongs to: its Job's,
+// its pod group's, or its own.
 func WorkloadOf(pod client.Object) (types.NamespacedName, bool) {
 	if pod.GetLabels()[berthv1.TopologyPlacedLabel] == "" {
 		return types.NamespacedName{}, false
 	}
+	key := types.NamespacedName{Namespace: pod.GetNamespace()}
 	ref := metav1.GetControllerOf(pod)
-	if ref == nil || ref.Kind != "Job" || !strings.HasPrefix(ref.APIVersion, "batch/") {
-		return types.NamespacedName{}, false
+	switch group, _, _ := pods.Group(pod); {
+	case ref != nil && ref.Kind == "Job" && strings.HasPrefix(ref.APIVersion, "batch/"):
+		key.Name = jobs.WorkloadNameFor(ref.Name, ref.UID)
+	case group != "":
+		key.Name = podgroups.WorkloadName(group)
+	default:
+		p, ok := pod.(*corev1.Pod)
+		if !ok {
+			return types.NamespacedName{}, false
+		}
+		key.Name = pods.WorkloadName(p)
 	}
-	return types.NamespacedName{Namespace: pod.GetNamespace(), Name: jobs.WorkloadNameFor(ref.Name, ref.UID)}, true
+	return key, true
+}
+
+// podSetOf is the pod set of wl a pod runs in: a pod group's records it
+// (podgroups.PodSetOf); a Job's or a single Pod's Workload has one.
+func podSetOf(wl *berthv1.Workload, pod *corev1.Pod) string {
+	if len(wl.Spec.PodSets) == 1 {
+		return wl.Spec.PodSets[0].Name
+	}
+	return podgroups.PodSetOf(pod)
 }
 
 const workloadIndex = "berth.dev/placed-workload"
@@ -117,21 +139,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		r.mu.Unlock()
 		return reconcile.Result{}, nil
 	}
-	var ta *berthv1.TopologyAssignment
-	for _, psa := range wl.Status.Admission.PodSetAssignments {
-		if psa.TopologyAssignment != nil {
-			ta = psa.TopologyAssignment
-			break
-		}
-	}
-	if ta == nil {
-		return reconcile.Result{}, nil
-	}
 	var list corev1.PodList
 	if err := r.client.List(ctx, &list, client.InNamespace(req.Namespace), client.MatchingFields{workloadIndex: req.Name}); err != nil {
 		return reconcile.Result{}, err
 	}
-	var placed, gated []*corev1.Pod
+	placed, gated := map[string][]*corev1.Pod{}, map[string][]*corev1.Pod{} // by pod set
 	// One Workload is never reconciled twice at once: its entry is ours
 	// until we put it back.
 	r.mu.Lock()
@@ -144,28 +156,38 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}()
 	for i := range list.Items {
 		p := &list.Items[i]
+		ps := podSetOf(&wl, p)
 		sel, lifted := before[p.UID]
 		switch {
-		case !Live(p):
+		case !Live(p) || admissionGated(p):
+			// Ended, or not started by its integration yet.
 		case !Gated(p):
-			placed = append(placed, p)
+			placed[ps] = append(placed[ps], p)
 		case lifted:
 			// Lifted already; the cache does not show it yet.
 			pending[p.UID] = sel
 			p = p.DeepCopy()
 			Lift(p, sel)
-			placed = append(placed, p)
+			placed[ps] = append(placed[ps], p)
 		default:
-			gated = append(gated, p)
+			gated[ps] = append(gated[ps], p)
 		}
 	}
-	slices.SortFunc(gated, func(a, b *corev1.Pod) int {
-		if c := a.CreationTimestamp.Compare(b.CreationTimestamp.Time); c != 0 {
-			return c
+	var ungate []Ungate
+	for _, psa := range wl.Status.Admission.PodSetAssignments {
+		if psa.TopologyAssignment == nil {
+			continue
 		}
-		return strings.Compare(a.Name, b.Name)
-	})
-	for _, u := range Assign(ta, placed, gated) {
+		g := gated[psa.Name]
+		slices.SortFunc(g, func(a, b *corev1.Pod) int {
+			if c := a.CreationTimestamp.Compare(b.CreationTimestamp.Time); c != 0 {
+				return c
+			}
+			return strings.Compare(a.Name, b.Name)
+		})
+		ungate = append(ungate, Assign(psa.TopologyAssignment, placed[psa.Name], g)...)
+	}
+	for _, u := range ungate {
 		pod := u.Pod.DeepCopy()
 		Lift(pod, u.NodeSelector)
 		err := r.client.Update(ctx, pod)
@@ -181,4 +203,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	return reconcile.Result{}, nil
+}
+
+// admissionGated: the pod's integration has not started it yet (a plain Pod
+// or a pod group's): its pod set is known, and its domain given, only after.
+func admissionGated(p *corev1.Pod) bool {
+	return slices.ContainsFunc(p.Spec.SchedulingGates, func(g corev1.PodSchedulingGate) bool {
+		return g.Name == berthv1.AdmissionGate
+	})
 }

@@ -29,11 +29,13 @@ type Group struct {
 	Pods []*corev1.Pod
 	// Workload of the group, nil when it has none.
 	Workload *berthv1.Workload
-	// Queue, Priority and PriorityClass the group's Workload should have
-	// (read from its oldest Pod).
+	// Queue, Priority, PriorityClass and Topology the group's Workload
+	// should have (read from its oldest Pod).
 	Queue         string
 	Priority      *int32
 	PriorityClass string
+	// Topology is the group's topology request, for each of its pod sets.
+	Topology *berthv1.TopologyRequest
 }
 
 // Plan is what to do to bring a group and its Workload in step. The
@@ -195,6 +197,9 @@ func (p *Plan) complete(g Group, waiting []*corev1.Pod) bool {
 		return false
 	}
 	sets := PodSets(waiting)
+	for i := range sets {
+		sets[i].TopologyRequest = g.Topology
+	}
 	if len(sets) > maxPodSets {
 		p.Waiting = fmt.Sprintf("pod group %s has Pods of %d different shapes (requests, node selector, tolerations, affinity); at most %d are supported",
 			g.Name, len(sets), maxPodSets)

@@ -161,6 +161,7 @@ func (r *Reconciler) read(ctx context.Context, req reconcile.Request) (*Group, e
 	}
 	oldest := g.Pods[0]
 	g.Queue = pods.Kind{}.QueueName(oldest)
+	g.Topology, _ = integration.TopologyRequestOf(oldest.Annotations) // the webhook refuses wrong ones
 	if g.Workload == nil || !workload.HasQuota(g.Workload) {
 		g.Priority, g.PriorityClass = integration.PriorityOf(ctx, r.client, r.rec, oldest, oldest.Spec.PriorityClassName)
 	} else {

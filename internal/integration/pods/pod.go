@@ -42,15 +42,20 @@ func (k Kind) QueueName(obj client.Object) string {
 	return ""
 }
 
-// PodSets is one pod set of the Pod alone.
+// PodSets is one pod set of the Pod alone, with the topology request of its
+// annotations.
 func (Kind) PodSets(obj client.Object) []berthv1.PodSet {
 	pod := obj.(*corev1.Pod)
-	return []berthv1.PodSet{integration.PodSetOf("main", 1, &pod.Spec)}
+	ps := integration.PodSetOf("main", 1, &pod.Spec)
+	ps.TopologyRequest, _ = integration.TopologyRequestOf(pod.Annotations) // the webhook refuses wrong ones
+	return []berthv1.PodSet{ps}
 }
 
 // Hold creates a queued Pod gated and with berth's finalizer, and labelled
 // with berth's queue label (the queue Kueue's label or the namespace's
-// opt-in gave it), so that every Pod berth manages carries that label.
+// opt-in gave it), so that every Pod berth manages carries that label. A
+// Pod that asks for topology-aware placement is also labelled
+// berth.dev/topology-placed and gated by berth.dev/topology.
 func (k Kind) Hold(obj client.Object) bool {
 	pod := obj.(*corev1.Pod)
 	changed := false
@@ -66,6 +71,13 @@ func (k Kind) Hold(obj client.Object) bool {
 		changed = true
 	}
 	if controllerutil.AddFinalizer(pod, berthv1.PodFinalizer) {
+		changed = true
+	}
+	if integration.HasTopologyAnnotations(pod.Annotations) && pod.Labels[berthv1.TopologyPlacedLabel] == "" {
+		// Placed by topology: its room is counted by the placement, and it
+		// waits for a domain once admitted (package placement).
+		pod.Labels[berthv1.TopologyPlacedLabel] = "true"
+		pod.Spec.SchedulingGates = append(pod.Spec.SchedulingGates, corev1.PodSchedulingGate{Name: berthv1.TopologyGate})
 		changed = true
 	}
 	return changed
@@ -134,16 +146,14 @@ func Group(obj client.Object) (name string, total int32, err error) {
 const MaxGroupSize = 1000
 
 // Refuse refuses a queued Pod of a pod group that does not say, or says
-// wrongly, how many Pods the group has (it could never be admitted), and a
-// queued Pod that asks for topology-aware placement, which berth does not
-// do for plain Pods yet.
+// wrongly, how many Pods the group has (it could never be admitted), and one
+// whose topology annotations are wrong, naming the annotation.
 func (Kind) Refuse(obj client.Object) string {
 	if _, _, err := Group(obj); err != nil {
 		return fmt.Sprintf("Pod %s: %v", obj.GetName(), err)
 	}
-	if integration.HasTopologyAnnotations(obj.GetAnnotations()) {
-		return fmt.Sprintf("Pod %s: topology-aware placement of plain Pods and pod groups is not supported yet; "+
-			"remove the podset-*-topology annotations, or run the pods as a Job", obj.GetName())
+	if _, err := integration.TopologyRequestOf(obj.GetAnnotations()); err != nil {
+		return fmt.Sprintf("Pod %s: %v", obj.GetName(), err)
 	}
 	return ""
 }
