@@ -13,7 +13,7 @@ import (
 var assignment = &berthv1.TopologyAssignment{Levels: []string{"rack", "host"}, Domains: []berthv1.TopologyDomainAssignment{
 	{Values: []string{"r1", "h1"}, Count: 2}, {Values: []string{"r1", "h2"}, Count: 1}}}
 
-func pods(n int, sel map[string]string) []*corev1.Pod {
+func makePods(n int, sel map[string]string) []*corev1.Pod {
 	var out []*corev1.Pod
 	for i := range n {
 		out = append(out, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("p%d", i)},
@@ -23,7 +23,7 @@ func pods(n int, sel map[string]string) []*corev1.Pod {
 }
 
 func TestEachDomainGetsItsCount(t *testing.T) {
-	got := Assign(assignment, nil, pods(4, nil))
+	got := Assign(assignment, nil, makePods(4, nil))
 	if len(got) != 3 {
 		t.Fatalf("%d pods let go for 3 places", len(got))
 	}
@@ -38,8 +38,8 @@ func TestEachDomainGetsItsCount(t *testing.T) {
 
 // A pod that went is replaced in the domain it left.
 func TestReplacementGoesWhereThePodLeft(t *testing.T) {
-	placed := append(pods(2, map[string]string{"rack": "r1", "host": "h1"}), pods(0, nil)...)
-	got := Assign(assignment, placed, pods(2, nil))
+	placed := append(makePods(2, map[string]string{"rack": "r1", "host": "h1"}), makePods(0, nil)...)
+	got := Assign(assignment, placed, makePods(2, nil))
 	if len(got) != 1 || got[0].NodeSelector["host"] != "h2" {
 		t.Errorf("got %+v; want one pod, to h2", got)
 	}
