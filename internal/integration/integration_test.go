@@ -2,6 +2,8 @@ package integration_test
 
 import (
 	"encoding/json"
+	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -90,4 +92,46 @@ func TestTopologyRequestOf(t *testing.T) {
 			t.Errorf("%s: HasTopologyAnnotations %v", tc.name, integration.HasTopologyAnnotations(tc.ann))
 		}
 	}
+}
+
+// A topology request written as annotations reads back as itself: the first
+// conversion of the placement path loses nothing.
+func FuzzTopologyAnnotationsRoundTrip(f *testing.F) {
+	f.Add(uint8(0), "topology.berth.dev/rack", "kubernetes.io/hostname", int32(2), false)
+	f.Add(uint8(2), "", "", int32(0), true)
+	f.Fuzz(func(t *testing.T, mode uint8, level, sliceLevel string, size int32, kueue bool) {
+		if level == "" || sliceLevel == "" {
+			t.Skip("levels are node labels, never empty")
+		}
+		want := berthv1.TopologyRequest{}
+		ann := map[string]string{}
+		prefix := "berth.dev/"
+		if kueue {
+			prefix = "kueue.x-k8s.io/"
+		}
+		switch mode % 3 {
+		case 0:
+			want.Required = &level
+			ann[prefix+"podset-required-topology"] = level
+		case 1:
+			want.Preferred = &level
+			ann[prefix+"podset-preferred-topology"] = level
+		default:
+			yes := true
+			want.Unconstrained = &yes
+			ann[prefix+"podset-unconstrained-topology"] = "true"
+		}
+		if size > 0 {
+			want.SliceRequiredLevel, want.SliceSize = &sliceLevel, &size
+			ann[prefix+"podset-slice-required-topology"] = sliceLevel
+			ann[prefix+"podset-slice-size"] = strconv.Itoa(int(size))
+		}
+		got, err := integration.TopologyRequestOf(ann)
+		if err != nil {
+			t.Fatalf("annotations %v: %v", ann, err)
+		}
+		if !reflect.DeepEqual(*got, want) {
+			t.Fatalf("annotations %v read as %+v, want %+v", ann, got, want)
+		}
+	})
 }

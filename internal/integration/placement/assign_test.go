@@ -53,3 +53,42 @@ func TestLift(t *testing.T) {
 		t.Errorf("lifted pod %+v", p.Spec)
 	}
 }
+
+// The last conversion of the placement path: an assignment becomes pods'
+// node selectors, each domain's values on exactly its count of pods, however
+// many are already placed.
+func FuzzAssign(f *testing.F) {
+	f.Add(uint8(3), uint8(2), uint8(1), uint8(9))
+	f.Fuzz(func(t *testing.T, domains, perDomain, placedPerDomain, gatedCount uint8) {
+		a := &berthv1.TopologyAssignment{Levels: []string{"block", "rack"}}
+		for d := range int(domains%8) + 1 {
+			a.Domains = append(a.Domains, berthv1.TopologyDomainAssignment{
+				Values: []string{fmt.Sprintf("b%d", d/2), fmt.Sprintf("r%d", d)}, Count: int32(perDomain%5) + 1})
+		}
+		var placed []*corev1.Pod
+		want := map[string]int{}
+		for _, d := range a.Domains {
+			already := min(int(placedPerDomain%4), int(d.Count))
+			placed = append(placed, makePods(already, map[string]string{"block": d.Values[0], "rack": d.Values[1]})...)
+			want[d.Values[0]+"/"+d.Values[1]] = int(d.Count) - already
+		}
+		gated := makePods(int(gatedCount%40), nil)
+		got := map[string]int{}
+		for _, u := range Assign(a, placed, gated) {
+			got[u.NodeSelector["block"]+"/"+u.NodeSelector["rack"]]++
+		}
+		total, room := 0, 0
+		for k, n := range got {
+			if n > want[k] {
+				t.Fatalf("domain %s given %d pods, has room for %d", k, n, want[k])
+			}
+			total += n
+		}
+		for _, n := range want {
+			room += n
+		}
+		if total != min(room, len(gated)) {
+			t.Fatalf("%d pods let go, want %d (room %d, gated %d)", total, min(room, len(gated)), room, len(gated))
+		}
+	})
+}
