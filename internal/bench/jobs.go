@@ -78,18 +78,11 @@ func Percentile(sorted []float64, p float64) float64 {
 // JobMarkdown is e2e-jobs' summary for people.
 func JobMarkdown(r JobResults) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "# berth bench e2e-jobs\n\n")
-	fmt.Fprintf(&b, "Scale %g, %s, berth %s.\n\n", r.Scale, r.Date.UTC().Format("2006-01-02 15:04 MST"), r.Version)
-	fmt.Fprintf(&b, "| measure | value |\n|---|---|\n")
+	summaryHead(&b, "e2e-jobs", r.Scale, r.Date, r.Version, r.WallSeconds, r.LowerBoundSeconds)
 	fmt.Fprintf(&b, "| Jobs succeeded | %d of %d (%d pods) |\n", r.Succeeded, r.Jobs, r.Pods)
-	fmt.Fprintf(&b, "| wall time | %.1f s |\n| lower bound the quota allows | %.1f s |\n", r.WallSeconds, r.LowerBoundSeconds)
 	fmt.Fprintf(&b, "| creation to all pods Running: p50 / p90 / p99 / max | %.2f / %.2f / %.2f / %.2f s |\n",
 		r.StartP50, r.StartP90, r.StartP99, r.StartMax)
-	if r.APIServerCPUSeconds != nil {
-		fmt.Fprintf(&b, "| kube-apiserver CPU | %.1f s |\n", *r.APIServerCPUSeconds)
-	}
-	controllerMemoryRows(&b, r.ControllerPeakRSSMiB, r.ControllerPeakAnonMiB)
-	writesRow(&b, r.APIWrites, r.Pods)
+	summaryCosts(&b, r.APIServerCPUSeconds, r.ControllerPeakRSSMiB, r.ControllerPeakAnonMiB, r.APIWrites, r.Pods)
 	return b.String()
 }
 
@@ -124,11 +117,17 @@ func RunE2EJobs(ctx context.Context, cfg *rest.Config, kubeconfig, bin string, e
 }
 
 func setUpJobsQueue(ctx context.Context, c client.Client, quota int64) error {
-	lbl := map[string]string{Label: "true"}
-	rf := &berthv1.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: flavor, Labels: lbl}}
+	rf := &berthv1.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: flavor, Labels: map[string]string{Label: "true"}}}
 	if err := c.Create(ctx, rf); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating ResourceFlavor %s: %w", flavor, err)
 	}
+	return setUpBenchQueue(ctx, c, flavor, quota)
+}
+
+// setUpBenchQueue makes the namespace of the runs on the simulator, its
+// ClusterQueue of quota cpu in flavor, and its LocalQueue "bench".
+func setUpBenchQueue(ctx context.Context, c client.Client, flavor string, quota int64) error {
+	lbl := map[string]string{Label: "true"}
 	objs := []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: jobsQueue, Labels: lbl}},
 		&berthv1.ClusterQueue{ObjectMeta: metav1.ObjectMeta{Name: jobsQueue, Labels: lbl}, Spec: berthv1.ClusterQueueSpec{

@@ -87,20 +87,13 @@ type PodResults struct {
 // PodMarkdown is pods' summary for people.
 func PodMarkdown(r PodResults) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "# berth bench pods\n\n")
-	fmt.Fprintf(&b, "Scale %g, %s, berth %s.\n\n", r.Scale, r.Date.UTC().Format("2006-01-02 15:04 MST"), r.Version)
-	fmt.Fprintf(&b, "| measure | value |\n|---|---|\n")
+	summaryHead(&b, "pods", r.Scale, r.Date, r.Version, r.WallSeconds, r.LowerBoundSeconds)
 	fmt.Fprintf(&b, "| Pods succeeded | %d of %d (%d single, %d groups of %d) |\n", r.Succeeded, r.Pods, r.Singles, r.Groups, r.GroupSize)
-	fmt.Fprintf(&b, "| wall time | %.1f s |\n| lower bound the quota allows | %.1f s |\n", r.WallSeconds, r.LowerBoundSeconds)
 	fmt.Fprintf(&b, "| single Pod, creation to Running: p50 / p90 / p99 / max | %.2f / %.2f / %.2f / %.2f s |\n",
 		r.SingleStart.P50, r.SingleStart.P90, r.SingleStart.P99, r.SingleStart.Max)
 	fmt.Fprintf(&b, "| group, first Pod's creation to all Running: p50 / p90 / p99 / max | %.2f / %.2f / %.2f / %.2f s |\n",
 		r.GroupStart.P50, r.GroupStart.P90, r.GroupStart.P99, r.GroupStart.Max)
-	if r.APIServerCPUSeconds != nil {
-		fmt.Fprintf(&b, "| kube-apiserver CPU | %.1f s |\n", *r.APIServerCPUSeconds)
-	}
-	controllerMemoryRows(&b, r.ControllerPeakRSSMiB, r.ControllerPeakAnonMiB)
-	writesRow(&b, r.APIWrites, r.Pods)
+	summaryCosts(&b, r.APIServerCPUSeconds, r.ControllerPeakRSSMiB, r.ControllerPeakAnonMiB, r.APIWrites, r.Pods)
 	return b.String()
 }
 

@@ -153,3 +153,22 @@ func Markdown(r Results) string {
 	}
 	return b.String()
 }
+
+// summaryHead starts a summary of the runs on the simulator: title, run,
+// and the wall time against its bound.
+func summaryHead(b *strings.Builder, scenario string, scale float64, date time.Time, version string, wall, bound float64) {
+	fmt.Fprintf(b, "# berth bench %s\n\n", scenario)
+	fmt.Fprintf(b, "Scale %g, %s, berth %s.\n\n", scale, date.UTC().Format("2006-01-02 15:04 MST"), version)
+	fmt.Fprintf(b, "| measure | value |\n|---|---|\n")
+	fmt.Fprintf(b, "| wall time | %.1f s |\n| lower bound the quota allows | %.1f s |\n", wall, bound)
+}
+
+// summaryCosts ends such a summary with what the run cost: API server CPU,
+// controller memory and API writes per pod, each when it was measured.
+func summaryCosts(b *strings.Builder, apiCPU, rss, anon *float64, writes map[string]float64, pods int) {
+	if apiCPU != nil {
+		fmt.Fprintf(b, "| kube-apiserver CPU | %.1f s |\n", *apiCPU)
+	}
+	controllerMemoryRows(b, rss, anon)
+	writesRow(b, writes, pods)
+}

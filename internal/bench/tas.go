@@ -13,7 +13,6 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -92,11 +91,8 @@ type TASResults struct {
 // TASMarkdown is tas' summary for people.
 func TASMarkdown(r TASResults) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "# berth bench tas\n\n")
-	fmt.Fprintf(&b, "Scale %g, %s, berth %s.\n\n", r.Scale, r.Date.UTC().Format("2006-01-02 15:04 MST"), r.Version)
-	fmt.Fprintf(&b, "| measure | value |\n|---|---|\n")
+	summaryHead(&b, "tas", r.Scale, r.Date, r.Version, r.WallSeconds, r.LowerBoundSeconds)
 	fmt.Fprintf(&b, "| pods succeeded | %d of %d (%d Jobs) |\n", r.Succeeded, r.Pods, r.Jobs)
-	fmt.Fprintf(&b, "| wall time | %.1f s |\n| lower bound the quota allows | %.1f s |\n", r.WallSeconds, r.LowerBoundSeconds)
 	for _, size := range slices.SortedFunc(maps.Keys(r.Start), byNumber) {
 		l := r.Start[size]
 		fmt.Fprintf(&b, "| gangs of %s: creation to all Running, p50 / p90 / p99 / max | %.2f / %.2f / %.2f / %.2f s |\n",
@@ -108,11 +104,7 @@ func TASMarkdown(r TASResults) string {
 		}
 		fmt.Fprintf(&b, "| gangs of %s: racks spanned | %s |\n", size, strings.Join(spans, ", "))
 	}
-	if r.APIServerCPUSeconds != nil {
-		fmt.Fprintf(&b, "| kube-apiserver CPU | %.1f s |\n", *r.APIServerCPUSeconds)
-	}
-	controllerMemoryRows(&b, r.ControllerPeakRSSMiB, r.ControllerPeakAnonMiB)
-	writesRow(&b, r.APIWrites, r.Pods)
+	summaryCosts(&b, r.APIServerCPUSeconds, r.ControllerPeakRSSMiB, r.ControllerPeakAnonMiB, r.APIWrites, r.Pods)
 	return b.String()
 }
 
@@ -195,21 +187,5 @@ func setUpTASQueue(ctx context.Context, c client.Client, quota int64) error {
 			return fmt.Errorf("creating %T %s: %w", o, o.GetName(), err)
 		}
 	}
-	objs := []client.Object{
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: jobsQueue, Labels: lbl}},
-		&berthv1.ClusterQueue{ObjectMeta: metav1.ObjectMeta{Name: jobsQueue, Labels: lbl}, Spec: berthv1.ClusterQueueSpec{
-			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: jobsQueue}},
-			ResourceGroups: []berthv1.ResourceGroup{{CoveredResources: []corev1.ResourceName{corev1.ResourceCPU},
-				Flavors: []berthv1.FlavorQuotas{{Name: tasFlavor, Resources: []berthv1.ResourceQuota{{
-					Name: corev1.ResourceCPU, NominalQuota: *resource.NewQuantity(quota, resource.DecimalSI)}}}}}},
-		}},
-		&berthv1.LocalQueue{ObjectMeta: metav1.ObjectMeta{Name: "bench", Namespace: jobsQueue, Labels: lbl},
-			Spec: berthv1.LocalQueueSpec{ClusterQueue: jobsQueue}},
-	}
-	for _, o := range objs {
-		if err := c.Create(ctx, o); err != nil {
-			return fmt.Errorf("creating %T %s: %w", o, o.GetName(), err)
-		}
-	}
-	return nil
+	return setUpBenchQueue(ctx, c, tasFlavor, quota)
 }
