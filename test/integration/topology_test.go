@@ -195,3 +195,30 @@ func TestPodGroupTopology(t *testing.T) {
 		return nil
 	})
 }
+
+// Room on nodes is what every pod bound there leaves, berth's or not: a
+// pod that is none of berth's business fills a host of rack 0, so a gang
+// that needs a whole rack goes to rack 1, though rack 0 comes first.
+func TestPlacementCountsOtherPods(t *testing.T) {
+	env := testenv.New(t)
+	rackOf, _ := topologyQueue(t, env, 1, 2, 2)
+	busy := env.Name("b0-r0-h0")
+	other := plainPod("other", env.Namespace, "8", "1h", nil)
+	other.Spec.NodeName = busy
+	other.Spec.Tolerations = []corev1.Toleration{env.Toleration()}
+	env.Create(t, other)
+	testenv.Eventually(t, wait, func() error {
+		p, err := getPod(env, "other")
+		if err != nil {
+			return err
+		}
+		if p.Status.Phase != corev1.PodRunning {
+			return fmt.Errorf("the other pod is %s", p.Status.Phase)
+		}
+		return nil
+	})
+	env.Create(t, gangJob(env, "gang", 4, integration.RequiredTopologyAnnotation, rackLabel))
+	if racks := distinct(runningPods(t, env, "gang", 4), rackOf); len(racks) != 1 || racks[0] != "b0-r1" {
+		t.Errorf("the gang runs in racks %v; want b0-r1, the one rack with room for it", racks)
+	}
+}

@@ -15,9 +15,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -116,7 +119,13 @@ func Setup(ctx context.Context, mgr ctrl.Manager) error {
 	r := &Reconciler{client: mgr.GetClient(), lifted: map[types.NamespacedName]map[types.UID]map[string]string{}}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("placement").
-		For(&berthv1.Workload{}).
+		// Only Workloads placed by topology: the others need nothing here.
+		For(&berthv1.Workload{}, builder.WithPredicates(predicate.Funcs{
+			CreateFunc:  func(e event.CreateEvent) bool { return placed(e.Object) },
+			UpdateFunc:  func(e event.UpdateEvent) bool { return placed(e.ObjectOld) || placed(e.ObjectNew) },
+			DeleteFunc:  func(e event.DeleteEvent) bool { return placed(e.Object) },
+			GenericFunc: func(event.GenericEvent) bool { return false },
+		})).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 			if key, ok := WorkloadOf(o); ok {
 				return []reconcile.Request{{NamespacedName: key}}
@@ -210,5 +219,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 func admissionGated(p *corev1.Pod) bool {
 	return slices.ContainsFunc(p.Spec.SchedulingGates, func(g corev1.PodSchedulingGate) bool {
 		return g.Name == berthv1.AdmissionGate
+	})
+}
+
+// placed: the Workload holds a topology assignment.
+func placed(o client.Object) bool {
+	wl, ok := o.(*berthv1.Workload)
+	if !ok || wl.Status.Admission == nil {
+		return false
+	}
+	return slices.ContainsFunc(wl.Status.Admission.PodSetAssignments, func(psa berthv1.PodSetAssignment) bool {
+		return psa.TopologyAssignment != nil
 	})
 }
