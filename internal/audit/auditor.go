@@ -1,0 +1,186 @@
+package audit
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	berthv1 "github.com/berth-dev/berth/api/v1beta1"
+	"github.com/berth-dev/berth/internal/controller"
+)
+
+// Scope limits what an Auditor looks at, for a test that shares its cluster:
+// workloads, Jobs and pods of Namespace, and ClusterQueues whose names start
+// with ClusterQueuePrefix. The zero Scope is the whole cluster.
+type Scope struct {
+	Namespace          string
+	ClusterQueuePrefix string
+}
+
+// Auditor watches the API and checks berth's promises as things change.
+type Auditor struct {
+	scope  Scope
+	cache  cache.Cache
+	client client.Client
+	mu     sync.Mutex
+	track  *Tracker
+	seen   map[string]bool
+	found  []Violation
+}
+
+// Start watches the cluster of cfg until ctx ends, checking quota every
+// interval and each Workload change as it comes. It returns once its caches
+// hold the cluster's objects.
+func Start(ctx context.Context, cfg *rest.Config, interval time.Duration, scope Scope) (*Auditor, error) {
+	scheme := controller.Scheme()
+	c, err := cache.New(cfg, cache.Options{Scheme: scheme})
+	if err != nil {
+		return nil, err
+	}
+	direct, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, err
+	}
+	a := &Auditor{scope: scope, cache: c, client: direct, track: NewTracker(10 * time.Second), seen: map[string]bool{}}
+	inf, err := c.GetInformer(ctx, &berthv1.Workload{})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(o any) { a.workload(o) },
+		UpdateFunc: func(_, o any) { a.workload(o) },
+		DeleteFunc: func(o any) {
+			if t, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
+				o = t.Obj
+			}
+			if w, ok := o.(*berthv1.Workload); ok {
+				a.mu.Lock()
+				a.track.Forget(w.Namespace, w.Name)
+				a.mu.Unlock()
+			}
+		},
+	}); err != nil {
+		return nil, err
+	}
+	for _, obj := range []client.Object{&berthv1.ClusterQueue{}, &berthv1.Cohort{}, &batchv1.Job{}} {
+		if _, err := c.GetInformer(ctx, obj); err != nil {
+			return nil, err
+		}
+	}
+	go func() { _ = c.Start(ctx) }()
+	if !c.WaitForCacheSync(ctx) {
+		return nil, fmt.Errorf("the auditor's caches did not sync: %w", ctx.Err())
+	}
+	go func() {
+		tick := time.NewTicker(interval)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				if s, err := a.snapshot(ctx); err == nil {
+					a.mu.Lock()
+					a.record(Quota(s)...)
+					a.record(a.track.Jobs(s)...)
+					a.mu.Unlock()
+				}
+			}
+		}
+	}()
+	return a, nil
+}
+
+func (a *Auditor) workload(o any) {
+	w, ok := o.(*berthv1.Workload)
+	if !ok || !a.inScope(w) {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.record(a.track.Workload(w, time.Now())...)
+}
+
+// record keeps violations not seen before (by rule and objects).
+func (a *Auditor) record(vs ...Violation) {
+	for _, v := range vs {
+		k := v.Rule + " " + strings.Join(v.Objects, ",")
+		if !a.seen[k] {
+			a.seen[k] = true
+			a.found = append(a.found, v)
+		}
+	}
+}
+
+func (a *Auditor) snapshot(ctx context.Context) (Snapshot, error) {
+	s := Snapshot{At: time.Now()}
+	var cqs berthv1.ClusterQueueList
+	var cos berthv1.CohortList
+	var wls berthv1.WorkloadList
+	var jobs batchv1.JobList
+	for _, l := range []client.ObjectList{&cqs, &cos, &wls, &jobs} {
+		if err := a.cache.List(ctx, l); err != nil {
+			return s, err
+		}
+	}
+	s.ClusterQueues, s.Cohorts, s.Workloads, s.Jobs = ptrs(cqs.Items), ptrs(cos.Items), ptrs(wls.Items), ptrs(jobs.Items)
+	return a.limit(s), nil
+}
+
+func (a *Auditor) inScope(o client.Object) bool {
+	return a.scope.Namespace == "" || o.GetNamespace() == a.scope.Namespace
+}
+
+// limit keeps what the scope covers.
+func (a *Auditor) limit(s Snapshot) Snapshot {
+	s.ClusterQueues = slices.DeleteFunc(s.ClusterQueues, func(cq *berthv1.ClusterQueue) bool {
+		return !strings.HasPrefix(cq.Name, a.scope.ClusterQueuePrefix)
+	})
+	s.Workloads = slices.DeleteFunc(s.Workloads, func(w *berthv1.Workload) bool { return !a.inScope(w) })
+	s.Jobs = slices.DeleteFunc(s.Jobs, func(j *batchv1.Job) bool { return !a.inScope(j) })
+	return s
+}
+
+func ptrs[T any](items []T) []*T {
+	out := make([]*T, len(items))
+	for i := range items {
+		out[i] = &items[i]
+	}
+	return out
+}
+
+// Violations lists what was found so far, in the order found.
+func (a *Auditor) Violations() []Violation {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.found)
+}
+
+// Settle checks the end state (Settled) once, from a fresh read of the API,
+// including quota; allowRunning accepts workloads still holding quota.
+func (a *Auditor) Settle(ctx context.Context, allowRunning bool) ([]Violation, error) {
+	s := Snapshot{At: time.Now()}
+	var cqs berthv1.ClusterQueueList
+	var cos berthv1.CohortList
+	var wls berthv1.WorkloadList
+	var pods corev1.PodList
+	for _, l := range []client.ObjectList{&cqs, &cos, &wls, &pods} {
+		if err := a.client.List(ctx, l); err != nil {
+			return nil, err
+		}
+	}
+	s.ClusterQueues, s.Cohorts, s.Workloads = ptrs(cqs.Items), ptrs(cos.Items), ptrs(wls.Items)
+	s = a.limit(s)
+	ps := slices.DeleteFunc(ptrs(pods.Items), func(p *corev1.Pod) bool { return !a.inScope(p) })
+	return append(Quota(s), Settled(s, ps, allowRunning)...), nil
+}

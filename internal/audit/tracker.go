@@ -1,0 +1,108 @@
+package audit
+
+import (
+	"fmt"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
+
+	berthv1 "github.com/berth-dev/berth/api/v1beta1"
+)
+
+// Tracker follows workloads and Jobs over time, for the rules one snapshot
+// cannot show. It is not safe for concurrent use.
+type Tracker struct {
+	// Grace is how long a queued Job may run while its Workload holds no
+	// quota: after an eviction berth suspends the Job, which takes a moment.
+	Grace time.Duration
+
+	admittedAt map[string]time.Time // workload -> when the admission it holds was made
+	since      map[string]time.Time // Job -> since when it runs without quota
+	reported   map[string]bool
+}
+
+// NewTracker returns a tracker with the given grace.
+func NewTracker(grace time.Duration) *Tracker {
+	return &Tracker{Grace: grace, admittedAt: map[string]time.Time{}, since: map[string]time.Time{}, reported: map[string]bool{}}
+}
+
+// Workload observes one version of a Workload, as a watch delivers them in
+// order: a new admission while the last one was never seen released is a
+// violation.
+func (t *Tracker) Workload(w *berthv1.Workload, at time.Time) []Violation {
+	k := key(w.Namespace, w.Name)
+	if !holdsQuota(w) {
+		delete(t.admittedAt, k)
+		return nil
+	}
+	var made time.Time
+	if c := meta.FindStatusCondition(w.Status.Conditions, berthv1.WorkloadQuotaReserved); c != nil {
+		made = c.LastTransitionTime.Time
+	}
+	prev, held := t.admittedAt[k]
+	t.admittedAt[k] = made
+	if held && !prev.Equal(made) {
+		return []Violation{{At: at, Rule: AdmittedTwice, Objects: []string{"Workload " + k},
+			Message: fmt.Sprintf("admitted at %s in ClusterQueue %s while its admission of %s was never released",
+				made.Format(time.RFC3339), w.Status.Admission.ClusterQueue, prev.Format(time.RFC3339))}}
+	}
+	return nil
+}
+
+// Forget drops a deleted Workload.
+func (t *Tracker) Forget(namespace, name string) { delete(t.admittedAt, key(namespace, name)) }
+
+// Jobs checks that no queued Job has run (unsuspended, not finished) for
+// longer than Grace while its Workload held no quota.
+func (t *Tracker) Jobs(s Snapshot) []Violation {
+	quota := map[types.UID]bool{} // Jobs whose Workload holds quota
+	for _, w := range s.Workloads {
+		for _, o := range w.OwnerReferences {
+			if o.Kind == "Job" && holdsQuota(w) {
+				quota[o.UID] = true
+			}
+		}
+	}
+	var out []Violation
+	seen := map[string]bool{}
+	for _, j := range s.Jobs {
+		k := key(j.Namespace, j.Name)
+		if !queued(j) || suspended(j) || finished(j) || quota[j.UID] {
+			continue
+		}
+		seen[k] = true
+		start, ok := t.since[k]
+		if !ok {
+			t.since[k] = s.At
+			continue
+		}
+		if s.At.Sub(start) > t.Grace && !t.reported[k] {
+			t.reported[k] = true
+			out = append(out, Violation{At: s.At, Rule: RunsWithoutQuota, Objects: []string{"Job " + k},
+				Message: fmt.Sprintf("unsuspended since %s without a Workload holding quota", start.Format(time.RFC3339Nano))})
+		}
+	}
+	for k := range t.since {
+		if !seen[k] {
+			delete(t.since, k)
+		}
+	}
+	return out
+}
+
+func queued(j *batchv1.Job) bool {
+	return j.Labels[berthv1.QueueNameLabel] != "" || j.Labels[berthv1.KueueQueueNameLabel] != ""
+}
+
+func suspended(j *batchv1.Job) bool { return j.Spec.Suspend != nil && *j.Spec.Suspend }
+
+func finished(j *batchv1.Job) bool {
+	for _, c := range j.Status.Conditions {
+		if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == "True" {
+			return true
+		}
+	}
+	return false
+}
