@@ -181,9 +181,9 @@ func quotas(groups []berthv1.ResourceGroup) map[fr]int64 {
 	return out
 }
 
-// Settled checks the end state: every workload has finished, or waits with
-// a reason (QuotaReserved False with a message), or holds quota and is still
-// running if running is allowed; no deleted object keeps one of berth's
+// Settled checks the end state: every workload submitted to a queue has
+// finished, or waits with a reason (QuotaReserved False with a message), or
+// holds quota and is still running if running is allowed; no deleted object keeps one of berth's
 // finalizers; each ClusterQueue's status usage is its workloads' sum.
 func Settled(s Snapshot, pods []*corev1.Pod, allowRunning bool) []Violation {
 	var out []Violation
@@ -191,6 +191,8 @@ func Settled(s Snapshot, pods []*corev1.Pod, allowRunning bool) []Violation {
 		k := "Workload " + key(w.Namespace, w.Name)
 		c := meta.FindStatusCondition(w.Status.Conditions, berthv1.WorkloadQuotaReserved)
 		switch {
+		case w.Spec.QueueName == "" && w.Status.Admission == nil:
+			// Never submitted to a queue: not berth's to settle.
 		case meta.IsStatusConditionTrue(w.Status.Conditions, berthv1.WorkloadFinished):
 		case holdsQuota(w):
 			if !allowRunning {

@@ -133,7 +133,7 @@ func TestSettled(t *testing.T) {
 	cq.Status.FlavorsUsage = []berthv1.FlavorUsage{{Name: "f", Resources: []berthv1.ResourceUsage{{Name: "cpu", Total: resource.MustParse("1")}}}}
 	waiting := MakeWorkload("waiting", "ns").Obj()
 	workload.SetPending(waiting, "Pending", "needs 9 cpu", now)
-	silent := MakeWorkload("silent", "ns").Obj()
+	silent := MakeWorkload("silent", "ns").Queue("main").Obj()
 	gone := metav1.NewTime(now.Add(-time.Minute))
 	stuck := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "stuck", Namespace: "ns", DeletionTimestamp: &gone,
 		Finalizers: []string{berthv1.PodFinalizer}}}
@@ -151,5 +151,12 @@ func TestSettled(t *testing.T) {
 	}
 	if got := rules(Settled(s, nil, true)); strings.Contains(got, "still holds quota") {
 		t.Errorf("running allowed: %q", got)
+	}
+}
+
+func TestSettledSkipsWhatNoQueueHolds(t *testing.T) {
+	probe := MakeWorkload("probe", "ns").Obj() // no queueName, no admission
+	if got := rules(Settled(Snapshot{At: now, Workloads: []*berthv1.Workload{probe}}, nil, false)); got != "" {
+		t.Errorf("a workload submitted to no queue: %q", got)
 	}
 }

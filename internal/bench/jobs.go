@@ -63,6 +63,7 @@ type JobResults struct {
 	// APIWrites are the writes kube-apiserver served during the run, by
 	// anyone, by resource.
 	APIWrites map[string]float64 `json:"apiWrites,omitempty"`
+	Audit     *AuditResult       `json:"audit,omitempty"`
 }
 
 // Percentile is the p-th percentile (0 < p <= 100) of sorted values, by the
@@ -82,7 +83,7 @@ func JobMarkdown(r JobResults) string {
 	fmt.Fprintf(&b, "| Jobs succeeded | %d of %d (%d pods) |\n", r.Succeeded, r.Jobs, r.Pods)
 	fmt.Fprintf(&b, "| creation to all pods Running: p50 / p90 / p99 / max | %.2f / %.2f / %.2f / %.2f s |\n",
 		r.StartP50, r.StartP90, r.StartP99, r.StartMax)
-	summaryCosts(&b, r.APIServerCPUSeconds, r.ControllerPeakRSSMiB, r.ControllerPeakAnonMiB, r.APIWrites, r.Pods)
+	summaryCosts(&b, r.APIServerCPUSeconds, r.ControllerPeakRSSMiB, r.ControllerPeakAnonMiB, r.APIWrites, r.Pods, r.Audit)
 	return b.String()
 }
 
@@ -109,7 +110,7 @@ func RunE2EJobs(ctx context.Context, cfg *rest.Config, kubeconfig, bin string, e
 		WallSeconds: w.last.Seconds(), LowerBoundSeconds: e.LowerBound().Seconds(),
 		StartP50: lat.P50, StartP90: lat.P90, StartP99: lat.P99, StartMax: lat.Max,
 		APIServerCPUSeconds: st.APIServerCPUSeconds, ControllerPeakRSSMiB: st.PeakRSS, ControllerPeakAnonMiB: st.PeakAnon,
-		APIWrites: st.Writes}
+		APIWrites: st.Writes, Audit: st.Audit}
 	if err := writeFiles(o.Output, res, JobMarkdown(*res), st.chart); err != nil {
 		return res, err
 	}

@@ -51,6 +51,7 @@ type simRunStats struct {
 	PeakRSS, PeakAnon   *float64
 	// Writes to the API server during the run, by resource (writesOf).
 	Writes map[string]float64
+	Audit  *AuditResult
 	chart  chart.Chart
 }
 
@@ -113,6 +114,10 @@ func runOnSim(ctx context.Context, cfg *rest.Config, kubeconfig, bin string, r s
 	podFactory.WaitForCacheSync(ctx.Done())
 
 	st := &simRunStats{watch: w}
+	auditor, err := startAudit(ctx, api.cfg)
+	if err != nil {
+		return nil, err
+	}
 	cpuBefore := cpuOf(o.APIServerPID)
 	writesBefore, writesErr := writesOf(ctx, kube)
 	mem := watchMemory(ctx, o.ControllerPID)
@@ -140,6 +145,7 @@ func runOnSim(ctx context.Context, cfg *rest.Config, kubeconfig, bin string, r s
 		}
 	}
 	st.PeakRSS, st.PeakAnon = mem.peaks()
+	st.Audit = endAudit(auditor, false)
 	return st, runErr
 }
 

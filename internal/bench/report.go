@@ -41,9 +41,10 @@ type Results struct {
 	ControllerCPUSeconds *float64 `json:"controllerCPUSeconds,omitempty"`
 	// Throughput: admissions per second once the queues are released,
 	// against status writes per second by a client alone.
-	AdmissionsPerSecond      float64 `json:"admissionsPerSecond,omitempty"`
-	RawStatusWritesPerSecond float64 `json:"rawStatusWritesPerSecond,omitempty"`
-	AdmissionsOverRawWrites  float64 `json:"admissionsOverRawWrites,omitempty"`
+	AdmissionsPerSecond      float64      `json:"admissionsPerSecond,omitempty"`
+	RawStatusWritesPerSecond float64      `json:"rawStatusWritesPerSecond,omitempty"`
+	AdmissionsOverRawWrites  float64      `json:"admissionsOverRawWrites,omitempty"`
+	Audit                    *AuditResult `json:"audit,omitempty"`
 }
 
 // ClassResult is one class's times to admission, from arrival.
@@ -147,6 +148,7 @@ func Markdown(r Results) string {
 		fmt.Fprintf(&b, "| berth controller CPU | %.1f s |\n", *r.ControllerCPUSeconds)
 	}
 	controllerMemoryRows(&b, r.ControllerPeakRSSMiB, r.ControllerPeakAnonMiB)
+	auditRow(&b, r.Audit)
 	fmt.Fprintf(&b, "\n| class | admitted | average time to admission | longest |\n|---|---|---|---|\n")
 	for _, c := range r.Classes {
 		fmt.Fprintf(&b, "| %s | %d | %.2f s | %.2f s |\n", c.Name, c.Count, c.AvgTimeToAdmissionSeconds, c.MaxTimeToAdmissionSeconds)
@@ -165,10 +167,11 @@ func summaryHead(b *strings.Builder, scenario string, scale float64, date time.T
 
 // summaryCosts ends such a summary with what the run cost: API server CPU,
 // controller memory and API writes per pod, each when it was measured.
-func summaryCosts(b *strings.Builder, apiCPU, rss, anon *float64, writes map[string]float64, pods int) {
+func summaryCosts(b *strings.Builder, apiCPU, rss, anon *float64, writes map[string]float64, pods int, audit *AuditResult) {
 	if apiCPU != nil {
 		fmt.Fprintf(b, "| kube-apiserver CPU | %.1f s |\n", *apiCPU)
 	}
 	controllerMemoryRows(b, rss, anon)
 	writesRow(b, writes, pods)
+	auditRow(b, audit)
 }

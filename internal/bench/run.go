@@ -160,6 +160,10 @@ func Run(ctx context.Context, cfg *rest.Config, s Scenario, o Options) (*Results
 		}()
 	}
 
+	auditor, err := startAudit(ctx, api.cfg)
+	if err != nil {
+		return nil, err
+	}
 	cpuBefore, ctrlBefore := cpuOf(o.APIServerPID), cpuOf(o.ControllerPID)
 	mem := watchMemory(ctx, o.ControllerPID)
 	fmt.Fprintf(o.Progress, "submitting %d workloads over %.1fs\n", len(plan), plan[len(plan)-1].At.Seconds())
@@ -223,6 +227,7 @@ func Run(ctx context.Context, cfg *rest.Config, s Scenario, o Options) (*Results
 		res.ControllerCPUSeconds = &cpu
 	}
 	res.ControllerPeakRSSMiB, res.ControllerPeakAnonMiB = mem.peaks()
+	res.Audit = endAudit(auditor, s.Held)
 	if err := writeFiles(o.Output, res, Markdown(res), ch); err != nil {
 		return &res, err
 	}

@@ -55,6 +55,15 @@ func TestBenchScenariosSmoke(t *testing.T) {
 			if err := json.Unmarshal(data, &r); err != nil {
 				t.Fatalf("results.json: %v\n%s", err, data)
 			}
+			// Every run through berth's queues is audited, and keeps
+			// berth's promises (sim-scale runs the simulator alone).
+			var audited struct{ Audit *bench.AuditResult }
+			if err := json.Unmarshal(data, &audited); name == "sim-scale" {
+			} else if err != nil || audited.Audit == nil {
+				t.Errorf("results.json has no audit (%v)", err)
+			} else if audited.Audit.Violations != 0 {
+				t.Errorf("the auditor found %d broken promises: %v", audited.Audit.Violations, audited.Audit.First)
+			}
 			switch name {
 			case "sim-scale":
 				checkSimScale(t, data)

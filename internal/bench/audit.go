@@ -1,0 +1,64 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"k8s.io/client-go/rest"
+
+	"github.com/berth-dev/berth/internal/audit"
+)
+
+// AuditResult is what the auditor (package audit) found during a run and
+// once it ended: a run is only as good as the promises it kept.
+type AuditResult struct {
+	Violations int      `json:"violations"`
+	First      []string `json:"first,omitempty"` // the first ten, in words
+}
+
+// startAudit audits the bench's ClusterQueues (named bench-...) and every
+// namespace while the run lasts.
+func startAudit(ctx context.Context, cfg *rest.Config) (*audit.Auditor, error) {
+	a, err := audit.Start(ctx, cfg, 200*time.Millisecond, audit.Scope{ClusterQueuePrefix: "bench-"})
+	if err != nil {
+		return nil, fmt.Errorf("starting the auditor: %w", err)
+	}
+	return a, nil
+}
+
+// endAudit adds the end-state checks to what the auditor saw; running says
+// whether workloads may still hold quota at the end. Queue status trails
+// the workloads by up to a second or so, hence a few tries.
+func endAudit(a *audit.Auditor, running bool) *AuditResult {
+	vs := a.Violations()
+	var end []audit.Violation
+	var err error
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(500 * time.Millisecond) {
+		end, err = a.Settle(context.Background(), running)
+		if (err == nil && len(end) == 0) || time.Now().After(deadline) {
+			break
+		}
+	}
+	if err != nil {
+		end = append(end, audit.Violation{At: time.Now(), Rule: "AuditFailed", Message: err.Error()})
+	}
+	vs = append(vs, end...)
+	r := &AuditResult{Violations: len(vs)}
+	for _, v := range vs[:min(10, len(vs))] {
+		r.First = append(r.First, v.String())
+	}
+	return r
+}
+
+// auditRow is a summary's line for the audit, when there was one.
+func auditRow(b *strings.Builder, r *AuditResult) {
+	if r == nil {
+		return
+	}
+	fmt.Fprintf(b, "| auditor: promises broken | %d |\n", r.Violations)
+	for _, v := range r.First {
+		fmt.Fprintf(b, "| | %s |\n", strings.ReplaceAll(v, "|", "/"))
+	}
+}
