@@ -19,8 +19,11 @@ type AuditResult struct {
 }
 
 // startAudit audits the bench's ClusterQueues (named bench-...) and every
-// namespace while the run lasts.
-func startAudit(ctx context.Context, cfg *rest.Config) (*audit.Auditor, error) {
+// namespace while the run lasts, when on; nil when off.
+func startAudit(ctx context.Context, cfg *rest.Config, on bool) (*audit.Auditor, error) {
+	if !on {
+		return nil, nil
+	}
 	a, err := audit.Start(ctx, cfg, 200*time.Millisecond, audit.Scope{ClusterQueuePrefix: "bench-"})
 	if err != nil {
 		return nil, fmt.Errorf("starting the auditor: %w", err)
@@ -32,6 +35,9 @@ func startAudit(ctx context.Context, cfg *rest.Config) (*audit.Auditor, error) {
 // whether workloads may still hold quota at the end. Queue status trails
 // the workloads by up to a second or so, hence a few tries.
 func endAudit(a *audit.Auditor, running bool) *AuditResult {
+	if a == nil {
+		return nil
+	}
 	vs := a.Violations()
 	var end []audit.Violation
 	var err error

@@ -114,7 +114,7 @@ func runOnSim(ctx context.Context, cfg *rest.Config, kubeconfig, bin string, r s
 	podFactory.WaitForCacheSync(ctx.Done())
 
 	st := &simRunStats{watch: w}
-	auditor, err := startAudit(ctx, api.cfg)
+	auditor, err := startAudit(ctx, api.cfg, o.Audit)
 	if err != nil {
 		return nil, err
 	}

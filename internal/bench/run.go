@@ -42,6 +42,9 @@ type Options struct {
 	// once it has failed for UnreachableAfter (default 30s) without a pass.
 	Alive            func(context.Context) error
 	UnreachableAfter time.Duration
+	// Audit runs the auditor (package audit) alongside. Off by default: its
+	// watch is load on the API server, which the runs measure.
+	Audit bool
 }
 
 // prepare fills in the defaults and makes the output directory.
@@ -160,7 +163,7 @@ func Run(ctx context.Context, cfg *rest.Config, s Scenario, o Options) (*Results
 		}()
 	}
 
-	auditor, err := startAudit(ctx, api.cfg)
+	auditor, err := startAudit(ctx, api.cfg, o.Audit)
 	if err != nil {
 		return nil, err
 	}

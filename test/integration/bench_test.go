@@ -43,7 +43,7 @@ func TestBenchScenariosSmoke(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			out := t.TempDir()
 			cmd := exec.Command(bin, "bench", name, "--scale", "0.01", "--kubeconfig", env.Kubeconfig,
-				"--output", out, "--timeout", "3m")
+				"--output", out, "--timeout", "3m", "--audit")
 			if combined, err := cmd.CombinedOutput(); err != nil {
 				t.Fatalf("berth bench %s: %v\n%s", name, err, combined)
 			}
