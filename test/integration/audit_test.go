@@ -9,7 +9,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
@@ -39,17 +38,7 @@ func TestAuditedPreemption(t *testing.T) {
 	env := testenv.New(t)
 	a := startAuditor(t, env)
 	_, cqName, _ := podQueue(t, env, "4")
-	var cq berthv1.ClusterQueue
-	if err := env.Client.Get(ctx, client.ObjectKey{Name: cqName}, &cq); err != nil {
-		t.Fatal(err)
-	}
-	patch := client.MergeFrom(cq.DeepCopy())
-	cq.Spec.Preemption = &berthv1.ClusterQueuePreemption{WithinClusterQueue: berthv1.PreemptionLowerPriority}
-	if err := env.Client.Patch(ctx, &cq, patch); err != nil {
-		t.Fatal(err)
-	}
-	high := env.Name("high")
-	env.Create(t, &berthv1.WorkloadPriorityClass{ObjectMeta: metav1.ObjectMeta{Name: high}, Value: 100})
+	high := preemptLowerPriority(t, env, cqName)
 	job := func(name, cpu, duration string, labels ...string) {
 		w := MakeJob(name, env.Namespace).Queue("main").Parallelism(1).Request("cpu", cpu).
 			Toleration(env.Toleration()).PodAnnotation("berth.dev/sim-duration", duration)

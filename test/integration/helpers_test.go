@@ -10,6 +10,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -127,3 +128,22 @@ func usageOf(cq *berthv1.ClusterQueue, flavor, res string) (total, borrowed stri
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// preemptLowerPriority lets ClusterQueue cq preempt lower priorities within
+// it, and makes a WorkloadPriorityClass of 100 for this test, whose name it
+// returns.
+func preemptLowerPriority(t *testing.T, env *testenv.Env, cqName string) string {
+	t.Helper()
+	var cq berthv1.ClusterQueue
+	if err := env.Client.Get(ctx, client.ObjectKey{Name: cqName}, &cq); err != nil {
+		t.Fatal(err)
+	}
+	patch := client.MergeFrom(cq.DeepCopy())
+	cq.Spec.Preemption = &berthv1.ClusterQueuePreemption{WithinClusterQueue: berthv1.PreemptionLowerPriority}
+	if err := env.Client.Patch(ctx, &cq, patch); err != nil {
+		t.Fatal(err)
+	}
+	high := env.Name("high")
+	env.Create(t, &berthv1.WorkloadPriorityClass{ObjectMeta: metav1.ObjectMeta{Name: high}, Value: 100})
+	return high
+}

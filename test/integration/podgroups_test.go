@@ -9,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
 	"github.com/berth-dev/berth/internal/integration/podgroups"
@@ -149,17 +148,7 @@ func TestPodGroupThatDoesNotFitWaitsWhole(t *testing.T) {
 func TestPreemptedPodGroupStopsWhole(t *testing.T) {
 	env := testenv.New(t)
 	_, cqName, node := podQueue(t, env, "8")
-	var cq berthv1.ClusterQueue
-	if err := env.Client.Get(ctx, client.ObjectKey{Name: cqName}, &cq); err != nil {
-		t.Fatal(err)
-	}
-	patch := client.MergeFrom(cq.DeepCopy())
-	cq.Spec.Preemption = &berthv1.ClusterQueuePreemption{WithinClusterQueue: berthv1.PreemptionLowerPriority}
-	if err := env.Client.Patch(ctx, &cq, patch); err != nil {
-		t.Fatal(err)
-	}
-	high := env.Name("high")
-	env.Create(t, &berthv1.WorkloadPriorityClass{ObjectMeta: metav1.ObjectMeta{Name: high}, Value: 100})
+	high := preemptLowerPriority(t, env, cqName)
 	var names []string
 	for i := range 4 {
 		p := groupPod(fmt.Sprintf("w%d", i), env.Namespace, "low", 4, "2", "1h")

@@ -222,17 +222,7 @@ func TestNamespaceWithQueuedPodsIsDeleted(t *testing.T) {
 func TestPreemptedPodIsDeleted(t *testing.T) {
 	env := testenv.New(t)
 	_, cqName, node := podQueue(t, env, "1")
-	var cq berthv1.ClusterQueue
-	if err := env.Client.Get(ctx, client.ObjectKey{Name: cqName}, &cq); err != nil {
-		t.Fatal(err)
-	}
-	patch := client.MergeFrom(cq.DeepCopy())
-	cq.Spec.Preemption = &berthv1.ClusterQueuePreemption{WithinClusterQueue: berthv1.PreemptionLowerPriority}
-	if err := env.Client.Patch(ctx, &cq, patch); err != nil {
-		t.Fatal(err)
-	}
-	high := env.Name("high")
-	env.Create(t, &berthv1.WorkloadPriorityClass{ObjectMeta: metav1.ObjectMeta{Name: high}, Value: 100})
+	high := preemptLowerPriority(t, env, cqName)
 	low := plainPod("low", env.Namespace, "1", "1h", map[string]string{berthv1.QueueNameLabel: "main"})
 	env.Create(t, low)
 	waitAdmitted(t, env, env.Namespace, pods.WorkloadName(low))
