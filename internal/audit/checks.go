@@ -46,6 +46,11 @@ const (
 	StatusUsageDiffer = "StatusUsageDiffer" // ClusterQueue status usage is not its workloads' sum
 )
 
+// inUseFinalizer is berth's finalizer on queues and flavors in use
+// (package queues); written out here so the auditor shares no code with
+// what it checks.
+const inUseFinalizer = "berth.dev/resource-in-use"
+
 // fr is a flavor and resource.
 type fr struct{ flavor, resource string }
 
@@ -183,8 +188,9 @@ func quotas(groups []berthv1.ResourceGroup) map[fr]int64 {
 
 // Settled checks the end state: every workload submitted to a queue has
 // finished, or waits with a reason (QuotaReserved False with a message), or
-// holds quota and is still running if running is allowed; no deleted object keeps one of berth's
-// finalizers; each ClusterQueue's status usage is its workloads' sum.
+// holds quota and is still running if running is allowed; no deleted Pod or
+// ClusterQueue that berth no longer needs keeps its finalizer; each
+// ClusterQueue's status usage is its workloads' sum.
 func Settled(s Snapshot, pods []*corev1.Pod, allowRunning bool) []Violation {
 	var out []Violation
 	for _, w := range s.Workloads {
@@ -211,6 +217,10 @@ func Settled(s Snapshot, pods []*corev1.Pod, allowRunning bool) []Violation {
 	}
 	usage, _ := usageByQueue(s)
 	for _, cq := range s.ClusterQueues {
+		if cq.DeletionTimestamp != nil && len(usage[cq.Name]) == 0 && slices.Contains(cq.Finalizers, inUseFinalizer) {
+			out = append(out, Violation{At: s.At, Rule: FinalizerLeft, Objects: []string{"ClusterQueue " + cq.Name},
+				Message: fmt.Sprintf("deleted, nothing holds quota in it, still held by %s", inUseFinalizer)})
+		}
 		reported := map[fr]int64{}
 		for _, fu := range cq.Status.FlavorsUsage {
 			for _, ru := range fu.Resources {

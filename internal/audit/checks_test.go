@@ -137,11 +137,13 @@ func TestSettled(t *testing.T) {
 	gone := metav1.NewTime(now.Add(-time.Minute))
 	stuck := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "stuck", Namespace: "ns", DeletionTimestamp: &gone,
 		Finalizers: []string{berthv1.PodFinalizer}}}
-	s := Snapshot{At: now, ClusterQueues: []*berthv1.ClusterQueue{cq},
+	deleted := MakeClusterQueue("deleted").Obj()
+	deleted.DeletionTimestamp, deleted.Finalizers = &gone, []string{"berth.dev/resource-in-use"}
+	s := Snapshot{At: now, ClusterQueues: []*berthv1.ClusterQueue{cq, deleted},
 		Workloads: []*berthv1.Workload{admitted("running", "a", "2", now), waiting, silent}}
 	got := rules(Settled(s, []*corev1.Pod{stuck}, false))
 	for _, want := range []string{"NotSettled: still holds quota", "NotSettled: waits without a reason",
-		"FinalizerLeft: deleted at", "StatusUsageDiffer: f cpu: status says 1000 milli, its workloads hold 2000"} {
+		"FinalizerLeft: deleted at", "FinalizerLeft: deleted, nothing holds quota in it", "StatusUsageDiffer: f cpu: status says 1000 milli, its workloads hold 2000"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("settled: %q lacks %q", got, want)
 		}

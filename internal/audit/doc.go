@@ -3,7 +3,7 @@
 // borrow, what its cohort tree has), no workload is admitted twice at once,
 // no queued Job runs without an admission, and, once things settle, every
 // workload has ended or waits with a reason, no finalizer is left on a
-// deleted object, and each ClusterQueue's reported usage is the sum of its
+// deleted Pod or ClusterQueue, and each ClusterQueue's reported usage is the sum of its
 // admitted workloads.
 //
 // The checks are pure functions of a Snapshot, written apart from the
