@@ -46,7 +46,7 @@ measures it.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newUpCommand(), newDownCommand(), newStatusCommand(), newKubeconfigCommand(), newKubectlCommand(),
+	root.AddCommand(newCreateCommand(), newUpCommand(), newDownCommand(), newStatusCommand(), newKubeconfigCommand(), newKubectlCommand(),
 		newControllerCommand(), newSimCommand(), newBenchCommand(), newStopCommand(), newResumeCommand())
 	return root
 }

@@ -63,3 +63,64 @@ func TestStopAndResumeQueues(t *testing.T) {
 		}
 	}
 }
+
+// berth create makes a flavor, a ClusterQueue and a LocalQueue from flags
+// that work together: a workload submitted to the LocalQueue is admitted.
+// Bad flags are named, and create nothing.
+func TestCreateQueues(t *testing.T) {
+	env := testenv.New(t)
+	bin, err := testenv.Binary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	berth := func(args ...string) (string, error) {
+		out, err := exec.Command(bin, append(args, "--kubeconfig", env.Kubeconfig)...).CombinedOutput()
+		return strings.TrimSpace(string(out)), err
+	}
+	rf, cq := env.Name("rf"), env.Name("cq")
+	for _, args := range [][]string{
+		{"create", "resourceflavor", rf, "--node-labels", "example.com/pool=a"},
+		{"create", "clusterqueue", cq, "--flavor", rf, "--quota", "cpu=4,memory=8Gi", "--cohort", env.Name("co"),
+			"--borrowing-limit", "cpu=2", "--preemption", "LowerPriority", "--namespaces", "kubernetes.io/metadata.name=" + env.Namespace},
+		{"create", "localqueue", "main", "-n", env.Namespace, "--clusterqueue", cq},
+	} {
+		if out, err := berth(args...); err != nil || !strings.HasSuffix(out, " created") {
+			t.Fatalf("berth %v: %v\n%s", args, err, out)
+		}
+	}
+	var got berthv1.ClusterQueue
+	if err := env.Client.Get(ctx, client.ObjectKey{Name: cq}, &got); err != nil {
+		t.Fatal(err)
+	}
+	rq := got.Spec.ResourceGroups[0].Flavors[0].Resources[0]
+	if got.Spec.Preemption == nil || got.Spec.Preemption.WithinClusterQueue != berthv1.PreemptionLowerPriority ||
+		rq.Name != "cpu" || rq.NominalQuota.String() != "4" || rq.BorrowingLimit == nil || rq.BorrowingLimit.String() != "2" {
+		t.Errorf("created ClusterQueue spec %+v", got.Spec)
+	}
+	env.Create(t, MakeWorkload("w", env.Namespace).Queue("main").Request("cpu", "3").Obj())
+	waitAdmitted(t, env, env.Namespace, "w")
+
+	for args, want := range map[string]string{
+		"create cq " + env.Name("x") + " --quota cpu=ten":                       `--quota cpu="ten": not a quantity`,
+		"create cq " + env.Name("x") + " --quota cpu=1 --lending-limit gpu=1":   "--lending-limit gpu: gpu has no --quota",
+		"create cq " + env.Name("x") + " --quota cpu=1 --borrowing-limit cpu=1": "borrowingLimit is only allowed in a ClusterQueue with a cohort",
+		"create lq other -n " + env.Namespace:                                   "--clusterqueue is required",
+		"create rf " + env.Name("topo") + " --topology racks":                   "spec.topologyName: a flavor with a topology needs nodeLabels",
+		"create cq " + cq + " --quota cpu=1":                                    "ClusterQueue " + cq + " already exists",
+		"create workload " + env.Name("w"):                                      "create takes clusterqueue (cq), localqueue (lq) or resourceflavor (rf)",
+	} {
+		out, err := berth(strings.Fields(args)...)
+		if err == nil || !strings.Contains(out, want) {
+			t.Errorf("berth %s: %v\n%s\nwant an error with %q", args, err, out, want)
+		}
+	}
+	var cqs berthv1.ClusterQueueList
+	if err := env.Client.List(ctx, &cqs); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range cqs.Items {
+		if q.Name == env.Name("x") {
+			t.Errorf("a refused ClusterQueue was stored: %+v", q.Spec)
+		}
+	}
+}
