@@ -3,8 +3,10 @@ package main
 
 import (
 	"os"
+	"path/filepath"
 
 	"github.com/berth-dev/berth/internal/cli"
 )
 
-func main() { os.Exit(cli.Main(os.Args[1:])) }
+// Installed as kubectl-berth, it is a kubectl plugin: `kubectl berth ...`.
+func main() { os.Exit(cli.MainAs(filepath.Base(os.Args[0]), os.Args[1:])) }

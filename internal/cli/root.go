@@ -14,12 +14,25 @@ type exitError struct{ code int }
 func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
 
 // Main runs berth with args and returns the process exit code.
-func Main(args []string) int {
+func Main(args []string) int { return MainAs("berth", args) }
+
+// kubectlPlugin is set when berth runs as kubectl-berth: `kubectl berth
+// ...`. Its commands then act on the cluster of the usual kubeconfig
+// (KUBECONFIG, else ~/.kube/config), as kubectl does, rather than on a berth
+// instance.
+var kubectlPlugin bool
+
+// MainAs runs berth invoked under the program name (the base of argv[0]).
+func MainAs(program string, args []string) int {
 	// Re-executed components bypass cobra entirely: their flags are theirs.
 	if len(args) > 0 && args[0] == componentCommand {
 		return runComponent(args[1:])
 	}
+	kubectlPlugin = program == "kubectl-berth"
 	root := newRoot()
+	if kubectlPlugin {
+		root.Annotations = map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl berth"}
+	}
 	root.SetArgs(args)
 	err := root.Execute()
 	var ee exitError

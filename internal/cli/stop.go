@@ -142,9 +142,18 @@ func mustJSON(v any) []byte {
 	return data
 }
 
-// clusterClient connects to --kubeconfig, else to the selected berth
-// instance, saying how to start it when it does not run.
+// clusterClient connects to --kubeconfig, else (as kubectl-berth) to the
+// cluster of the usual kubeconfig, else to the selected berth instance,
+// saying how to start it when it does not run.
 func clusterClient(inst *instanceFlags, kubeconfig string) (client.Client, error) {
+	if kubeconfig == "" && kubectlPlugin {
+		cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(clientcmd.NewDefaultClientConfigLoadingRules(),
+			&clientcmd.ConfigOverrides{}).ClientConfig()
+		if err != nil {
+			return nil, fmt.Errorf("the kubeconfig kubectl would use: %w", err)
+		}
+		return client.New(cfg, client.Options{Scheme: controller.Scheme()})
+	}
 	if kubeconfig == "" {
 		dir, err := inst.resolve()
 		if err != nil {

@@ -2,7 +2,9 @@ package integration
 
 import (
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -122,5 +124,34 @@ func TestCreateQueues(t *testing.T) {
 		if q.Name == env.Name("x") {
 			t.Errorf("a refused ClusterQueue was stored: %+v", q.Spec)
 		}
+	}
+}
+
+// Installed as kubectl-berth, berth is a kubectl plugin: its commands act
+// on the cluster of the usual kubeconfig (here KUBECONFIG), as kubectl's do.
+func TestKubectlPlugin(t *testing.T) {
+	env := testenv.New(t)
+	bin, err := testenv.Binary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	plugin := filepath.Join(t.TempDir(), "kubectl-berth")
+	if err := os.Symlink(bin, plugin); err != nil {
+		t.Fatal(err)
+	}
+	rf := env.Name("rf")
+	cmd := exec.Command(plugin, "create", "resourceflavor", rf)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+env.Kubeconfig, "HOME="+t.TempDir())
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "ResourceFlavor "+rf+" created") {
+		t.Fatalf("kubectl-berth create: %v\n%s", err, out)
+	}
+	var got berthv1.ResourceFlavor
+	if err := env.Client.Get(ctx, client.ObjectKey{Name: rf}, &got); err != nil {
+		t.Fatal(err)
+	}
+	help, _ := exec.Command(plugin, "--help").CombinedOutput()
+	if !strings.Contains(string(help), "kubectl berth [command]") {
+		t.Errorf("plugin help does not say kubectl berth:\n%s", help)
 	}
 }
