@@ -108,6 +108,12 @@ type WorkloadSpec struct {
 	// preempt whom. Resolved from PriorityClassName when the workload is made.
 	// +optional
 	Priority *int32 `json:"priority,omitempty"`
+
+	// Active false takes the workload out of its queue: if admitted it is
+	// evicted, and it then waits (QuotaReserved False, reason Deactivated)
+	// until Active is true or unset again. Unset is true.
+	// +optional
+	Active *bool `json:"active,omitempty"`
 }
 
 // PodSetAssignment is what one pod set was given.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -18,11 +19,11 @@ import (
 	"github.com/berth-dev/berth/internal/controlplane"
 )
 
-// queueRef is a queue named on the command line.
+// queueRef is a queue, workload or Job named on the command line.
 type queueRef struct {
-	kind      string // ClusterQueue or LocalQueue
+	kind      string // ClusterQueue, LocalQueue, Workload or Job
 	name      string
-	namespace string // LocalQueue only
+	namespace string // all but ClusterQueue
 }
 
 // parseQueueKind reads the kind argument of stop and resume.
@@ -32,15 +33,19 @@ func parseQueueKind(s string) (string, error) {
 		return "ClusterQueue", nil
 	case "localqueue", "localqueues", "lq", "queue":
 		return "LocalQueue", nil
+	case "workload", "workloads", "wl":
+		return "Workload", nil
+	case "job", "jobs":
+		return "Job", nil
 	}
-	return "", fmt.Errorf("%q: stop and resume take clusterqueue (cq) or localqueue (lq)", s)
+	return "", fmt.Errorf("%q: stop and resume take clusterqueue (cq), localqueue (lq), workload (wl) or job", s)
 }
 
 func (q queueRef) String() string {
-	if q.kind == "LocalQueue" {
-		return fmt.Sprintf("LocalQueue %s/%s", q.namespace, q.name)
+	if q.kind == "ClusterQueue" {
+		return "ClusterQueue " + q.name
 	}
-	return "ClusterQueue " + q.name
+	return fmt.Sprintf("%s %s/%s", q.kind, q.namespace, q.name)
 }
 
 // stopReport says in words what setting policy on q did; admitted is how
@@ -66,21 +71,25 @@ func stopResumeCommand(stop bool) *cobra.Command {
 		drain      bool
 	)
 	cmd := &cobra.Command{
-		Use:   "resume (clusterqueue|localqueue) NAME",
-		Short: "Let a stopped ClusterQueue or LocalQueue admit again (stopPolicy None)",
+		Use:   "resume (clusterqueue|localqueue|workload|job) NAME",
+		Short: "Let a stopped queue admit again (stopPolicy None), or a stopped workload queue again",
 		Example: `  berth resume clusterqueue team-a
-  berth resume localqueue jobs -n team-a`,
+  berth resume localqueue jobs -n team-a
+  berth resume job train -n team-a`,
 		Args: cobra.ExactArgs(2),
 	}
 	if stop {
-		cmd.Use = "stop (clusterqueue|localqueue) NAME"
-		cmd.Short = "Stop a ClusterQueue or LocalQueue from admitting (stopPolicy Hold, or HoldAndDrain with --drain)"
+		cmd.Use = "stop (clusterqueue|localqueue|workload|job) NAME"
+		cmd.Short = "Stop a queue from admitting (stopPolicy Hold, or HoldAndDrain with --drain), or a workload from running"
 		cmd.Long = `Stop a ClusterQueue or LocalQueue from admitting: what it admitted keeps
 running (stopPolicy Hold), or, with --drain, is evicted and queues again
-(HoldAndDrain). 'berth resume' lets it admit again. It works against a berth
-instance (--name/--data-dir) or any cluster running berth (--kubeconfig).`
+(HoldAndDrain). Stop a workload (or the Job it was made for): it is
+deactivated (spec.active false), evicted if admitted, and waits out of its
+queue. 'berth resume' undoes either. It works against a berth instance
+(--name/--data-dir) or any cluster running berth (--kubeconfig).`
 		cmd.Example = `  berth stop clusterqueue team-a
-  berth stop localqueue jobs -n team-a --drain`
+  berth stop localqueue jobs -n team-a --drain
+  berth stop job train -n team-a`
 		cmd.Flags().BoolVar(&drain, "drain", false, "also evict what the queue admitted (HoldAndDrain)")
 	}
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
@@ -100,6 +109,17 @@ instance (--name/--data-dir) or any cluster running berth (--kubeconfig).`
 		if err != nil {
 			return err
 		}
+		if kind == "Workload" || kind == "Job" {
+			if drain {
+				return fmt.Errorf("--drain is for queues: a stopped workload always gives its quota back")
+			}
+			msg, err := setActive(cmd.Context(), c, q, !stop)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), msg)
+			return nil
+		}
 		admitted, err := setStopPolicy(cmd.Context(), c, q, policy)
 		if err != nil {
 			return err
@@ -109,7 +129,7 @@ instance (--name/--data-dir) or any cluster running berth (--kubeconfig).`
 	}
 	inst.add(cmd)
 	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "the cluster to act on, instead of a berth instance")
-	cmd.Flags().StringVarP(&namespace, "namespace", "n", "default", "namespace of the LocalQueue")
+	cmd.Flags().StringVarP(&namespace, "namespace", "n", "default", "namespace of the LocalQueue, workload or Job")
 	return cmd
 }
 
@@ -135,6 +155,47 @@ func setStopPolicy(ctx context.Context, c client.Client, q queueRef, policy bert
 		return 0, fmt.Errorf("%s: %w", q, err)
 	}
 	return admitted(), nil
+}
+
+// setActive sets spec.active of the workload q names (a Job's: the
+// Workload berth made for it) and says what follows.
+func setActive(ctx context.Context, c client.Client, q queueRef, active bool) (string, error) {
+	var wl berthv1.Workload
+	if q.kind == "Job" {
+		var list berthv1.WorkloadList
+		if err := c.List(ctx, &list, client.InNamespace(q.namespace)); err != nil {
+			return "", fmt.Errorf("%s: %w", q, err)
+		}
+		found := false
+		for _, w := range list.Items {
+			if ref := metav1.GetControllerOf(&w); ref != nil && ref.Kind == "Job" && ref.Name == q.name {
+				wl, found = w, true
+			}
+		}
+		if !found {
+			return "", fmt.Errorf("%s has no Workload: it is not queued by berth (no queue label), or does not exist", q)
+		}
+	} else if err := c.Get(ctx, types.NamespacedName{Namespace: q.namespace, Name: q.name}, &wl); err != nil {
+		if apierrors.IsNotFound(err) {
+			return "", fmt.Errorf("%s not found", q)
+		}
+		return "", fmt.Errorf("%s: %w", q, err)
+	}
+	patch := client.RawPatch(types.MergePatchType, mustJSON(map[string]any{"spec": map[string]any{"active": active}}))
+	if err := c.Patch(ctx, &wl, patch); err != nil {
+		return "", fmt.Errorf("%s: %w", q, err)
+	}
+	what := fmt.Sprintf("Workload %s/%s", wl.Namespace, wl.Name)
+	if q.kind == "Job" {
+		what = fmt.Sprintf("%s (Workload %s)", q, wl.Name)
+	}
+	switch {
+	case active:
+		return what + " resumed: it queues again", nil
+	case wl.Status.Admission != nil:
+		return what + " stopped: it gives its quota back, and waits out of its queue until resumed", nil
+	}
+	return what + " stopped: it waits out of its queue until resumed", nil
 }
 
 func mustJSON(v any) []byte {

@@ -47,6 +47,9 @@ func Outline(w *berthv1.Workload) {
 	w.Status = berthv1.WorkloadStatus{Conditions: []metav1.Condition{*finished}}
 }
 
+// IsActive reports spec.active, true when unset.
+func IsActive(w *berthv1.Workload) bool { return w.Spec.Active == nil || *w.Spec.Active }
+
 // HasQuota reports whether the workload holds quota: it has an admission and
 // QuotaReserved is True.
 func HasQuota(w *berthv1.Workload) bool {

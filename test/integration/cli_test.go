@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	batchv1 "k8s.io/api/batch/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
@@ -56,8 +57,9 @@ func TestStopAndResumeQueues(t *testing.T) {
 
 	// Mistakes are named, and change nothing.
 	for args, want := range map[string]string{
-		"stop cq " + env.Name("missing"):        fmt.Sprintf("ClusterQueue %s not found", env.Name("missing")),
-		"stop workload " + env.Name("whatever"): "stop and resume take clusterqueue (cq) or localqueue (lq)",
+		"stop cq " + env.Name("missing"):            fmt.Sprintf("ClusterQueue %s not found", env.Name("missing")),
+		"stop deployment " + env.Name("whatever"):   "stop and resume take clusterqueue (cq), localqueue (lq), workload (wl) or job",
+		"stop workload missing -n " + env.Namespace: "Workload " + env.Namespace + "/missing not found",
 	} {
 		out, err := berth(strings.Fields(args)...)
 		if err == nil || !strings.Contains(out, want) {
@@ -154,4 +156,69 @@ func TestKubectlPlugin(t *testing.T) {
 	if !strings.Contains(string(help), "kubectl berth [command]") {
 		t.Errorf("plugin help does not say kubectl berth:\n%s", help)
 	}
+}
+
+// berth stop job deactivates the Job's Workload: it is evicted, the Job
+// suspended, and it waits out of its queue, saying so, while the next Job
+// takes the quota; berth resume queues it again.
+func TestStopAndResumeAJob(t *testing.T) {
+	env := testenv.New(t)
+	bin, err := testenv.Binary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	berth := func(args ...string) (string, error) {
+		out, err := exec.Command(bin, append(args, "--kubeconfig", env.Kubeconfig)...).CombinedOutput()
+		return strings.TrimSpace(string(out)), err
+	}
+	_, cq, _ := podQueue(t, env, "2")
+	job := func(name string) *batchv1.Job {
+		j := MakeJob(name, env.Namespace).Queue("main").Parallelism(1).Request("cpu", "2").
+			Toleration(env.Toleration()).PodAnnotation("berth.dev/sim-duration", "1h").Obj()
+		env.Create(t, j)
+		return j
+	}
+	first := job("first")
+	firstWl := jobWorkload(t, env, first)
+	waitAdmitted(t, env, env.Namespace, firstWl.Name)
+	second := job("second")
+	secondWl := jobWorkload(t, env, second)
+
+	out, err := berth("stop", "job", "first", "-n", env.Namespace)
+	if err != nil || !strings.Contains(out, "stopped: it gives its quota back") {
+		t.Fatalf("berth stop job: %v\n%s", err, out)
+	}
+	waitPending(t, env, env.Namespace, firstWl.Name, "deactivated (spec.active is false)")
+	waitAdmitted(t, env, env.Namespace, secondWl.Name)
+	testenv.Eventually(t, wait, func() error {
+		j, err := getJob(env, env.Namespace, "first")
+		if err != nil {
+			return err
+		}
+		if j.Spec.Suspend == nil || !*j.Spec.Suspend {
+			return fmt.Errorf("the stopped Job is not suspended")
+		}
+		return nil
+	})
+
+	// Resumed, it queues behind the second, which holds the quota.
+	if out, err := berth("resume", "workload", firstWl.Name, "-n", env.Namespace); err != nil || !strings.Contains(out, "resumed: it queues again") {
+		t.Fatalf("berth resume workload: %v\n%s", err, out)
+	}
+	waitPending(t, env, env.Namespace, firstWl.Name, "needs 2 cpu")
+	if out, err := berth("stop", "job", "second", "-n", env.Namespace); err != nil {
+		t.Fatalf("berth stop job second: %v\n%s", err, out)
+	}
+	waitAdmitted(t, env, env.Namespace, firstWl.Name)
+	testenv.Eventually(t, wait, func() error {
+		q, err := clusterQueue(env, cq)
+		if err != nil {
+			return err
+		}
+		if q.Status.PendingWorkloads != 0 || q.Status.AdmittedWorkloads != 1 {
+			return fmt.Errorf("ClusterQueue counts %d pending, %d admitted; want the deactivated one out of the queue",
+				q.Status.PendingWorkloads, q.Status.AdmittedWorkloads)
+		}
+		return nil
+	})
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -66,6 +67,10 @@ type Controller struct {
 	synced   []toolscache.ResourceEventHandlerRegistration
 	nsMu     sync.RWMutex
 	nsLabels map[string]labels.Set
+	// deactivated holds workloads taken out of their queue (spec.active
+	// false) whose Deactivated reason is to be written.
+	deactMu     sync.Mutex
+	deactivated map[string]bool
 }
 
 // evictReq asks for a workload's quota to be taken away. rule is set for a
@@ -146,7 +151,7 @@ func newController(cl client.Client, sched *scheduler.Scheduler, rec events.Even
 		evicts: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[evictReq](opts.RetryBase, opts.RetryMax),
 			workqueue.TypedRateLimitingQueueConfig[evictReq]{Name: "berth-evictions"}),
-		nsLabels: map[string]labels.Set{},
+		nsLabels: map[string]labels.Set{}, deactivated: map[string]bool{},
 	}
 }
 
@@ -223,6 +228,18 @@ func (c *Controller) onWorkload(obj any) {
 		c.sched.WorkloadGone(key)
 	case workload.HasQuota(wl):
 		c.sched.WorkloadAdmitted(workload.AdmittedOf(wl), workload.LocalQueueKey(wl))
+		if !workload.IsActive(wl) && !workload.IsStopping(wl) {
+			c.Evict([]string{key}, "Deactivated", "the workload was deactivated (spec.active is false)")
+		}
+	case !workload.IsActive(wl):
+		// Out of its queue until it is active again.
+		c.sched.WorkloadGone(key)
+		if !meta.IsStatusConditionTrue(wl.Status.Conditions, berthv1.WorkloadQuotaReserved) &&
+			reasonOf(wl) != DeactivatedReason {
+			c.deactMu.Lock()
+			c.deactivated[key] = true
+			c.deactMu.Unlock()
+		}
 	default:
 		c.sched.WorkloadPending(workload.ToCore(wl, c.labelsOf(wl.Namespace)), workload.LocalQueueKey(wl))
 	}
@@ -396,6 +413,17 @@ func (c *Controller) pendingLoop(ctx context.Context) error {
 		case <-t.C:
 		}
 		now := c.clock.Now()
+		c.deactMu.Lock()
+		deactivated := c.deactivated
+		c.deactivated = map[string]bool{}
+		c.deactMu.Unlock()
+		for key := range deactivated {
+			if c.writeDeactivated(ctx, key) {
+				c.deactMu.Lock()
+				c.deactivated[key] = true
+				c.deactMu.Unlock()
+			}
+		}
 		for key := range c.sched.TakePendingChanges() {
 			if _, ok := due[key]; !ok {
 				due[key] = now.Add(c.opts.PendingDelay)
@@ -449,6 +477,38 @@ func (c *Controller) writePending(ctx context.Context, key string) bool {
 	}
 	c.rec.Eventf(wl, nil, corev1.EventTypeNormal, "Pending", "Admission", "%s", p.Message)
 	return false
+}
+
+// DeactivatedReason is the QuotaReserved reason of a workload taken out of
+// its queue (spec.active false).
+const DeactivatedReason = "Deactivated"
+
+func reasonOf(wl *berthv1.Workload) string {
+	if c := meta.FindStatusCondition(wl.Status.Conditions, berthv1.WorkloadQuotaReserved); c != nil {
+		return c.Reason
+	}
+	return ""
+}
+
+// writeDeactivated says on a deactivated workload why it waits; it reports
+// whether to try again.
+func (c *Controller) writeDeactivated(ctx context.Context, key string) bool {
+	wl, err := c.get(ctx, key)
+	if apierrors.IsNotFound(err) {
+		return false
+	}
+	if err != nil {
+		return true
+	}
+	if workload.IsActive(wl) || workload.HasQuota(wl) || workload.IsFinished(wl) {
+		return false
+	}
+	orig := wl.DeepCopy()
+	if !workload.SetPending(wl, DeactivatedReason, "deactivated (spec.active is false): it waits out of its queue until it is active again", c.clock.Now()) {
+		return false
+	}
+	err = c.client.Status().Patch(ctx, wl, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
+	return apierrors.IsConflict(err) || (err != nil && !apierrors.IsNotFound(err))
 }
 
 // stopEvictions shuts the eviction queue down when the manager stops, which
