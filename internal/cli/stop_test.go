@@ -8,13 +8,14 @@ import (
 )
 
 func TestParseQueueKind(t *testing.T) {
-	for in, want := range map[string]string{"cq": "ClusterQueue", "ClusterQueue": "ClusterQueue", "lq": "LocalQueue", "queue": "LocalQueue"} {
+	for in, want := range map[string]string{"cq": "ClusterQueue", "ClusterQueue": "ClusterQueue", "lq": "LocalQueue",
+		"queue": "LocalQueue", "wl": "Workload", "workloads": "Workload", "Job": "Job"} {
 		if got, err := parseQueueKind(in); err != nil || got != want {
 			t.Errorf("%q: %q %v, want %q", in, got, err, want)
 		}
 	}
-	if _, err := parseQueueKind("workload"); err == nil || !strings.Contains(err.Error(), "clusterqueue (cq) or localqueue (lq)") {
-		t.Errorf("workload: %v, want an error naming what is accepted", err)
+	if _, err := parseQueueKind("deployment"); err == nil || !strings.Contains(err.Error(), "clusterqueue (cq), localqueue (lq), workload (wl) or job") {
+		t.Errorf("deployment: %v, want an error naming what is accepted", err)
 	}
 }
 

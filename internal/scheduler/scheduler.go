@@ -45,6 +45,11 @@ type Scheduler struct {
 	dirtyCQ, dirtyLQ, dirtyCohort map[string]bool
 	// wake is signalled (non-blocking, capacity 1) when a cycle may have work.
 	wake chan struct{}
+	// nodeSource, when set, hands over the node changes its feed has seen
+	// and not yet given; nodesTaken says a cycle took some since waiting
+	// workloads last got another look.
+	nodeSource func() (set []topology.Node, gone []string)
+	nodesTaken bool
 }
 
 type assumption struct {
@@ -357,6 +362,11 @@ func (s *Scheduler) Cycle() []core.Decision {
 	if len(heads) == 0 {
 		return nil
 	}
+	if s.nodeSource != nil {
+		if set, gone := s.nodeSource(); s.applyNodes(set, gone) {
+			s.nodesTaken = true
+		}
+	}
 	lqs := make(map[string]string, len(heads))
 	for _, w := range heads {
 		lqs[w.Key], _ = s.queues.LocalQueueOf(w.Key)
@@ -547,15 +557,33 @@ func (s *Scheduler) DeleteTopology(name string) {
 
 // SetNodes adds or updates nodes for topology-aware placement and removes
 // those named in gone; waiting workloads get another look, since room on
-// nodes may have opened.
+// nodes may have opened, when these or the nodes a cycle took from the
+// node source changed anything.
 func (s *Scheduler) SetNodes(nodes []topology.Node, gone []string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.applyNodes(nodes, gone) || s.nodesTaken {
+		s.nodesTaken = false
+		s.requeueAll()
+	}
+}
+
+// SetNodeSource has every cycle take the latest node changes from src
+// before it places anything, so that placement never works from a view
+// older than src's: a pod bound a moment ago is counted. Giving every
+// waiting workload another look costs more, and stays with SetNodes.
+func (s *Scheduler) SetNodeSource(src func() (set []topology.Node, gone []string)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.nodeSource = src
+}
+
+func (s *Scheduler) applyNodes(nodes []topology.Node, gone []string) bool {
 	for _, n := range nodes {
 		s.cluster.SetNode(n)
 	}
 	for _, name := range gone {
 		s.cluster.DeleteNode(name)
 	}
-	s.requeueAll()
+	return len(nodes)+len(gone) > 0
 }

@@ -118,6 +118,7 @@ func (c *Controller) watchNodes() {
 		AddFunc: c.setPod, UpdateFunc: func(_, o any) { c.setPod(o) }, DeleteFunc: c.deletePod})
 	f.Start(c.ctx.Done())
 	pods.Start(c.ctx.Done())
+	c.sched.SetNodeSource(c.take)
 	tick := time.NewTicker(FlushInterval)
 	defer tick.Stop()
 	for {
@@ -225,15 +226,19 @@ func (c *Controller) add(node string, usage map[string]int64, sign int64) {
 	c.dirty[node] = true
 }
 
-// flush hands the nodes changed since the last flush to the scheduler.
+// flush hands the nodes changed since they were last taken to the
+// scheduler, and has it look at the waiting workloads again.
 func (c *Controller) flush() {
+	set, gone := c.take()
+	c.sched.SetNodes(set, gone)
+}
+
+// take returns the nodes changed since the last take; every scheduling
+// cycle takes them too (scheduler.SetNodeSource), so that a placement
+// counts every pod the feed has seen.
+func (c *Controller) take() (set []topology.Node, gone []string) {
 	c.mu.Lock()
-	if len(c.dirty) == 0 {
-		c.mu.Unlock()
-		return
-	}
-	var set []topology.Node
-	var gone []string
+	defer c.mu.Unlock()
 	for name := range c.dirty {
 		if n, ok := c.nodes[name]; ok {
 			set = append(set, NodeOf(n, c.used[name]))
@@ -242,6 +247,5 @@ func (c *Controller) flush() {
 		}
 	}
 	clear(c.dirty)
-	c.mu.Unlock()
-	c.sched.SetNodes(set, gone)
+	return set, gone
 }
