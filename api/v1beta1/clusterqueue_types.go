@@ -220,12 +220,13 @@ type ClusterQueueSpec struct {
 	// +optional
 	PriorityAging *PriorityAging `json:"priorityAging,omitempty"`
 
-	// AdmissionChecks are not supported yet: a ClusterQueue that names any is
-	// refused, rather than admitting without the checks.
+	// AdmissionChecks names the AdmissionChecks every workload passes after
+	// it reserves quota here and before its pods may run. While one of them
+	// does not exist or is not Active, the ClusterQueue admits nothing.
 	// +optional
 	// +listType=set
 	// +kubebuilder:validation:MaxItems=8
-	// +kubebuilder:validation:XValidation:rule="size(self) == 0",message="admissionChecks are not supported yet"
+	// +kubebuilder:validation:items:MaxLength=253
 	AdmissionChecks []string `json:"admissionChecks,omitempty"`
 }
 

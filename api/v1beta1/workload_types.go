@@ -202,6 +202,46 @@ type WorkloadStatus struct {
 
 	// +optional
 	RequeueState *RequeueState `json:"requeueState,omitempty"`
+
+	// AdmissionChecks holds the state of each admission check of the
+	// ClusterQueue the workload reserves quota in. berth lists them, all
+	// Pending, when it reserves quota; each check's controller then sets its
+	// state.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=8
+	AdmissionChecks []AdmissionCheckState `json:"admissionChecks,omitempty"`
+}
+
+// CheckState is how an admission check has decided on a workload.
+// +kubebuilder:validation:Enum=Pending;Ready;Retry;Rejected
+type CheckState string
+
+const (
+	// CheckPending: not decided yet. The workload holds its quota and waits.
+	CheckPending CheckState = "Pending"
+	// CheckReady: passed. Once every check is Ready the workload is Admitted.
+	CheckReady CheckState = "Ready"
+	// CheckRetry: not now. The workload gives its quota back and queues
+	// again after a backoff.
+	CheckRetry CheckState = "Retry"
+	// CheckRejected: never. The workload is deactivated (spec.active false).
+	CheckRejected CheckState = "Rejected"
+)
+
+// AdmissionCheckState is one check's decision on a workload.
+type AdmissionCheckState struct {
+	// Name of the AdmissionCheck.
+	// +kubebuilder:validation:MaxLength=253
+	Name  string     `json:"name"`
+	State CheckState `json:"state"`
+	// LastTransitionTime is when State last changed.
+	LastTransitionTime metav1.Time `json:"lastTransitionTime"`
+	// Message says why, in words.
+	// +optional
+	// +kubebuilder:validation:MaxLength=32768
+	Message string `json:"message,omitempty"`
 }
 
 // Workload is a unit of work berth admits as a whole: made by berth for each

@@ -23,7 +23,7 @@ func admitted(name, cq, cpu string, at time.Time) *berthv1.Workload {
 	w := MakeWorkload(name, "ns").Request("cpu", cpu).Obj()
 	workload.SetAdmitted(w, &berthv1.Admission{ClusterQueue: cq, PodSetAssignments: []berthv1.PodSetAssignment{{
 		Name: "main", Count: 1, Flavors: map[corev1.ResourceName]string{"cpu": "f"},
-		ResourceUsage: corev1.ResourceList{"cpu": resource.MustParse(cpu)}}}}, at)
+		ResourceUsage: corev1.ResourceList{"cpu": resource.MustParse(cpu)}}}}, nil, at)
 	return w
 }
 

@@ -30,6 +30,7 @@ import (
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
 	"github.com/berth-dev/berth/internal/controller/admission"
+	checksctrl "github.com/berth-dev/berth/internal/controller/admissioncheck"
 	"github.com/berth-dev/berth/internal/controller/queues"
 	topoctrl "github.com/berth-dev/berth/internal/controller/topology"
 	"github.com/berth-dev/berth/internal/controller/webhook"
@@ -169,11 +170,15 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	sched := scheduler.New(clock.RealClock{})
 	sched.SetFairSharing(o.FairSharing)
 	var q *queues.Controller
+	checksSynced := func() bool { return false }
 	adm, err := admission.Setup(ctx, mgr, sched, admission.Options{
 		Writers: o.AdmissionWriters,
-		Synced:  func() bool { return q != nil && q.HasSynced() },
+		Synced:  func() bool { return q != nil && q.HasSynced() && checksSynced() },
 	})
 	if err != nil {
+		return err
+	}
+	if checksSynced, err = checksctrl.Setup(ctx, mgr, sched, adm.EvictWithBackoff); err != nil {
 		return err
 	}
 	if q, err = queues.Setup(ctx, mgr, sched, adm.Evict); err != nil {
@@ -208,7 +213,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		return err
 	}
 	if err := mgr.AddReadyzCheck("informers", func(*http.Request) error {
-		if !adm.HasSynced() || !q.HasSynced() {
+		if !adm.HasSynced() || !q.HasSynced() || !checksSynced() {
 			return errors.New("informers have not delivered their initial lists yet")
 		}
 		return nil

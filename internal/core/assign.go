@@ -28,7 +28,7 @@ func (c *Cluster) Assign(w *Workload) (*Assignment, *Pending) {
 		return nil, &Pending{Reason: Inadmissible, Message: fmt.Sprintf(
 			"the namespace of the workload does not match the namespaceSelector of ClusterQueue %s", q.name)}
 	}
-	a := &Assignment{ClusterQueue: q.name, Usage: Usage{}}
+	a := &Assignment{ClusterQueue: q.name, AdmissionChecks: q.spec.AdmissionChecks, Usage: Usage{}}
 	for _, ps := range w.PodSets {
 		psa, preempt, p := c.assignPodSet(q, ps, a.Usage)
 		if p != nil {

@@ -76,6 +76,8 @@ type Cluster struct {
 	topologies map[string][]string
 	nodes      map[string]topology.Node
 	placedIn   map[string]map[string]*Admitted // flavor -> workload key
+	// checks are the AdmissionChecks, by name: whether each is Active.
+	checks map[string]bool
 }
 
 // Admitted is a workload holding quota.
@@ -110,6 +112,7 @@ func NewCluster() *Cluster {
 		topologies: map[string][]string{},
 		nodes:      map[string]topology.Node{},
 		placedIn:   map[string]map[string]*Admitted{},
+		checks:     map[string]bool{},
 	}
 }
 
@@ -626,6 +629,9 @@ func (c *Cluster) inactiveReason(q *cqNode) string {
 		return fmt.Sprintf("ResourceFlavor %s not found", strings.Join(missing, ", "))
 	}
 	if why := c.topologyProblem(q); why != "" {
+		return why
+	}
+	if why := c.checkProblem(q); why != "" {
 		return why
 	}
 	// Cycles were cut in markCycles, so this walk ends.

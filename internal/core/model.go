@@ -75,6 +75,9 @@ type ClusterQueue struct {
 	// Aging, when set, raises the priority pending workloads are ordered by
 	// as they wait (anti-starvation). It never affects preemption.
 	Aging *Aging
+	// AdmissionChecks every workload admitted here must pass before its pods
+	// run; the queue is inactive while one is missing or not Active.
+	AdmissionChecks []string
 	// Problem, when set, is why the stored object cannot be used as it is
 	// (an invalid selector, say); the queue stays inactive until it is fixed.
 	Problem string
@@ -189,8 +192,11 @@ type PodSetAssignment struct {
 // Assignment is where a workload gets its quota.
 type Assignment struct {
 	ClusterQueue string
-	PodSets      []PodSetAssignment
-	Usage        Usage // all pod sets together
+	// AdmissionChecks the workload must pass, its ClusterQueue's, before it
+	// is Admitted; it holds the quota meanwhile.
+	AdmissionChecks []string
+	PodSets         []PodSetAssignment
+	Usage           Usage // all pod sets together
 	// Borrows is true when admitting it takes the queue above its nominal quota.
 	Borrows bool
 	// Preempt lists the flavor-resources that only preemption can free

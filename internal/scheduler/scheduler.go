@@ -536,6 +536,25 @@ func (s *Scheduler) CohortCycle(name string) []string {
 	return s.cluster.CohortCycle(name)
 }
 
+// SetAdmissionCheck adds or updates an AdmissionCheck; active is its Active
+// condition. Queues that name a missing or inactive check admit nothing.
+func (s *Scheduler) SetAdmissionCheck(name string, active bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cluster.SetAdmissionCheck(name, active)
+	s.markAll()
+	s.requeueAll()
+}
+
+// DeleteAdmissionCheck removes an AdmissionCheck.
+func (s *Scheduler) DeleteAdmissionCheck(name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cluster.DeleteAdmissionCheck(name)
+	s.markAll()
+	s.requeueAll()
+}
+
 // SetTopology adds or updates a Topology's levels (none: the queues of its
 // flavors go inactive, saying so).
 func (s *Scheduler) SetTopology(name string, levels []string) {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -174,17 +175,66 @@ func Quantity(res string, milli int64) resource.Quantity {
 	return q
 }
 
-// SetAdmitted records an admission: QuotaReserved and Admitted become True
-// together (berth has no admission checks yet), and an earlier eviction is
-// marked as over.
-func SetAdmitted(w *berthv1.Workload, a *berthv1.Admission, now time.Time) {
+// SetAdmitted records an admission: QuotaReserved becomes True, and an
+// earlier eviction is marked as over. Without admission checks Admitted
+// becomes True with it; with checks, each is listed as Pending and
+// Admitted waits, False, until every one is Ready (SetChecksPassed).
+func SetAdmitted(w *berthv1.Workload, a *berthv1.Admission, checks []string, now time.Time) {
 	w.Status.Admission = a
 	msg := fmt.Sprintf("quota reserved in ClusterQueue %s", a.ClusterQueue)
 	setCondition(w, berthv1.WorkloadQuotaReserved, metav1.ConditionTrue, "QuotaReserved", msg, now)
-	setCondition(w, berthv1.WorkloadAdmitted, metav1.ConditionTrue, "Admitted", "admitted by ClusterQueue "+a.ClusterQueue, now)
+	w.Status.AdmissionChecks = nil
+	if len(checks) == 0 {
+		setCondition(w, berthv1.WorkloadAdmitted, metav1.ConditionTrue, "Admitted", "admitted by ClusterQueue "+a.ClusterQueue, now)
+	} else {
+		for _, name := range checks {
+			w.Status.AdmissionChecks = append(w.Status.AdmissionChecks, berthv1.AdmissionCheckState{
+				Name: name, State: berthv1.CheckPending, LastTransitionTime: metav1.NewTime(now)})
+		}
+		setCondition(w, berthv1.WorkloadAdmitted, metav1.ConditionFalse, ChecksPendingReason,
+			fmt.Sprintf("quota reserved in ClusterQueue %s; waiting for admission checks %s", a.ClusterQueue,
+				strings.Join(checks, ", ")), now)
+	}
 	if c := meta.FindStatusCondition(w.Status.Conditions, berthv1.WorkloadEvicted); c != nil && c.Status == metav1.ConditionTrue {
 		setCondition(w, berthv1.WorkloadEvicted, metav1.ConditionFalse, "Readmitted", "admitted again", now)
 	}
+}
+
+// ChecksPendingReason is the Admitted reason of a workload that holds quota
+// and waits for its admission checks.
+const ChecksPendingReason = "AdmissionChecksPending"
+
+// SetChecksPassed admits a workload whose every admission check is Ready.
+func SetChecksPassed(w *berthv1.Workload, now time.Time) {
+	var names []string
+	for _, c := range w.Status.AdmissionChecks {
+		names = append(names, c.Name)
+	}
+	setCondition(w, berthv1.WorkloadAdmitted, metav1.ConditionTrue, "Admitted", fmt.Sprintf(
+		"admitted by ClusterQueue %s; admission checks %s are Ready", w.Status.Admission.ClusterQueue, strings.Join(names, ", ")), now)
+}
+
+// RejectedBy returns the first admission check that rejected the workload.
+func RejectedBy(w *berthv1.Workload) (berthv1.AdmissionCheckState, bool) {
+	for _, c := range w.Status.AdmissionChecks {
+		if c.State == berthv1.CheckRejected {
+			return c, true
+		}
+	}
+	return berthv1.AdmissionCheckState{}, false
+}
+
+// Deactivation says why a workload with spec.active false was taken out of
+// its queue: an admission check's rejection, or a user's choice.
+func Deactivation(w *berthv1.Workload) (reason, message string) {
+	if c, ok := RejectedBy(w); ok {
+		msg := fmt.Sprintf("admission check %s rejected the workload", c.Name)
+		if c.Message != "" {
+			msg += ": " + c.Message
+		}
+		return "AdmissionCheckRejected", msg + "; it is deactivated (spec.active is false)"
+	}
+	return "Deactivated", "the workload was deactivated (spec.active is false)"
 }
 
 // SetPending records why the workload waits. It reports whether anything

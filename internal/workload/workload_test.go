@@ -42,7 +42,7 @@ func TestConditionTransitions(t *testing.T) {
 	if !SetPending(w, "NoFit", "needs 5 cpu", now) || SetPending(w, "NoFit", "needs 5 cpu", now.Add(time.Second)) {
 		t.Fatal("SetPending must report a change once, and no change when nothing changed")
 	}
-	SetAdmitted(w, &berthv1.Admission{ClusterQueue: "cq"}, now)
+	SetAdmitted(w, &berthv1.Admission{ClusterQueue: "cq"}, nil, now)
 	if !HasQuota(w) || !IsAdmitted(w) {
 		t.Fatal("not admitted after SetAdmitted")
 	}
@@ -57,7 +57,7 @@ func TestConditionTransitions(t *testing.T) {
 	if *w.Status.RequeueState.Count != 1 || w.Status.RequeueState.RequeueAt != nil {
 		t.Errorf("requeue state %+v: want count 1 and no backoff", w.Status.RequeueState)
 	}
-	SetAdmitted(w, &berthv1.Admission{ClusterQueue: "cq"}, now.Add(2*time.Minute))
+	SetAdmitted(w, &berthv1.Admission{ClusterQueue: "cq"}, nil, now.Add(2*time.Minute))
 	if meta.IsStatusConditionTrue(w.Status.Conditions, berthv1.WorkloadEvicted) {
 		t.Error("Evicted still True after readmission")
 	}
@@ -86,7 +86,7 @@ func TestPreemptionBackoffDoubles(t *testing.T) {
 	w := &berthv1.Workload{}
 	var waits []time.Duration
 	for range 12 {
-		SetAdmitted(w, &berthv1.Admission{ClusterQueue: "cq"}, now)
+		SetAdmitted(w, &berthv1.Admission{ClusterQueue: "cq"}, nil, now)
 		SetEvicted(w, "Preempted", "preempted", now, true)
 		waits = append(waits, w.Status.RequeueState.RequeueAt.Sub(now))
 	}
@@ -109,7 +109,7 @@ func TestOutlineKeepsWhatBerthReadsOfFinishedWorkloads(t *testing.T) {
 	w := &berthv1.Workload{ObjectMeta: metav1.ObjectMeta{Name: "w", Namespace: "ns", Labels: map[string]string{"team": "a"}},
 		Spec: berthv1.WorkloadSpec{QueueName: "lq", Priority: &prio, PodSets: []berthv1.PodSet{{Name: "main", Count: 2}}}}
 	SetAdmitted(w, AdmissionOf(&core.Assignment{ClusterQueue: "cq", PodSets: []core.PodSetAssignment{{
-		Name: "main", Count: 2, Flavors: map[string]string{"cpu": "spot"}, Usage: core.Usage{{Flavor: "spot", Resource: "cpu"}: 2000}}}}), now)
+		Name: "main", Count: 2, Flavors: map[string]string{"cpu": "spot"}, Usage: core.Usage{{Flavor: "spot", Resource: "cpu"}: 2000}}}}), nil, now)
 	running := w.DeepCopy()
 	Outline(running)
 	if len(running.Spec.PodSets) != 1 || len(running.Status.Admission.PodSetAssignments) != 1 {

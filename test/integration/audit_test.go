@@ -100,7 +100,7 @@ func TestAuditorReportsOverAdmission(t *testing.T) {
 	orig := wl.DeepCopy()
 	workload.SetAdmitted(wl, &berthv1.Admission{ClusterQueue: cq, PodSetAssignments: []berthv1.PodSetAssignment{{
 		Name: wl.Spec.PodSets[0].Name, Count: 1, Flavors: map[corev1.ResourceName]string{"cpu": rf},
-		ResourceUsage: corev1.ResourceList{"cpu": resource.MustParse("3")}}}}, time.Now())
+		ResourceUsage: corev1.ResourceList{"cpu": resource.MustParse("3")}}}}, nil, time.Now())
 	if err := env.Client.Status().Patch(ctx, wl, client.MergeFrom(orig)); err != nil {
 		t.Fatal(err)
 	}

@@ -100,6 +100,9 @@ func describe(wl *berthv1.Workload) string {
 	for _, c := range wl.Status.Conditions {
 		parts = append(parts, fmt.Sprintf("%s=%s (%s: %s)", c.Type, c.Status, c.Reason, c.Message))
 	}
+	for _, c := range wl.Status.AdmissionChecks {
+		parts = append(parts, fmt.Sprintf("check %s=%s", c.Name, c.State))
+	}
 	if len(parts) == 0 {
 		return "no status"
 	}

@@ -75,7 +75,11 @@ type Controller struct {
 
 // evictReq asks for a workload's quota to be taken away. rule is set for a
 // preemption: it then also gets the Preempted condition and a backoff.
-type evictReq struct{ key, reason, message, rule string }
+// backoff alone delays its next admission too (an admission check's Retry).
+type evictReq struct {
+	key, reason, message, rule string
+	backoff                    bool
+}
 
 // Setup registers the controller with mgr.
 func Setup(ctx context.Context, mgr manager.Manager, sched *scheduler.Scheduler, opts Options) (*Controller, error) {
@@ -229,7 +233,8 @@ func (c *Controller) onWorkload(obj any) {
 	case workload.HasQuota(wl):
 		c.sched.WorkloadAdmitted(workload.AdmittedOf(wl), workload.LocalQueueKey(wl))
 		if !workload.IsActive(wl) && !workload.IsStopping(wl) {
-			c.Evict([]string{key}, "Deactivated", "the workload was deactivated (spec.active is false)")
+			reason, message := workload.Deactivation(wl)
+			c.Evict([]string{key}, reason, message)
 		}
 	case !workload.IsActive(wl):
 		// Out of its queue until it is active again.
@@ -258,6 +263,12 @@ func (c *Controller) Evict(keys []string, reason, message string) {
 	for _, k := range keys {
 		c.evicts.Add(evictReq{key: k, reason: reason, message: message})
 	}
+}
+
+// EvictWithBackoff queues an eviction after which the workload waits
+// workload.BackoffFor(requeues) before it may be admitted again.
+func (c *Controller) EvictWithBackoff(key, reason, message string) {
+	c.evicts.Add(evictReq{key: key, reason: reason, message: message, backoff: true})
 }
 
 // waitSynced blocks until every handler feeding the scheduler has seen its
@@ -364,7 +375,7 @@ func (c *Controller) admit(ctx context.Context, d core.Decision) {
 	}
 	orig := wl.DeepCopy()
 	now := c.clock.Now()
-	workload.SetAdmitted(wl, workload.AdmissionOf(d.Admit), now)
+	workload.SetAdmitted(wl, workload.AdmissionOf(d.Admit), d.Admit.AdmissionChecks, now)
 	err = c.client.Status().Patch(ctx, wl, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
 	if err != nil {
 		if !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
@@ -504,7 +515,12 @@ func (c *Controller) writeDeactivated(ctx context.Context, key string) bool {
 		return false
 	}
 	orig := wl.DeepCopy()
-	if !workload.SetPending(wl, DeactivatedReason, "deactivated (spec.active is false): it waits out of its queue until it is active again", c.clock.Now()) {
+	msg := "deactivated (spec.active is false): it waits out of its queue until it is active again"
+	if check, ok := workload.RejectedBy(wl); ok {
+		msg = fmt.Sprintf("admission check %s rejected it (%s), so it was deactivated (spec.active is false): "+
+			"it waits out of its queue until it is active again", check.Name, check.Message)
+	}
+	if !workload.SetPending(wl, DeactivatedReason, msg, c.clock.Now()) {
 		return false
 	}
 	err = c.client.Status().Patch(ctx, wl, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
@@ -581,7 +597,7 @@ func (c *Controller) evict(ctx context.Context, req evictReq) error {
 		// gone, when its owner finishes it.
 		workload.SetStopping(wl, req.reason, req.message, now)
 	} else {
-		workload.SetEvicted(wl, req.reason, req.message, now, req.rule != "")
+		workload.SetEvicted(wl, req.reason, req.message, now, req.rule != "" || req.backoff)
 	}
 	if req.rule != "" {
 		workload.SetPreempted(wl, req.rule, req.message, now)

@@ -188,7 +188,7 @@ func apiWorkload(name, cpu string, priority int32, admittedIn string) *berthv1.W
 		workload.SetAdmitted(wl, &berthv1.Admission{ClusterQueue: admittedIn, PodSetAssignments: []berthv1.PodSetAssignment{{
 			Name: "main", Count: 1, Flavors: map[corev1.ResourceName]string{"cpu": "rf"},
 			ResourceUsage: corev1.ResourceList{"cpu": resource.MustParse(cpu)},
-		}}}, time.Now())
+		}}}, nil, time.Now())
 	}
 	return wl
 }

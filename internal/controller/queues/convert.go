@@ -16,11 +16,12 @@ import (
 // the problem as the reason, never an error that stops the controller.
 func ClusterQueueOf(cq *berthv1.ClusterQueue) core.ClusterQueue {
 	out := core.ClusterQueue{
-		Name:           cq.Name,
-		Cohort:         cq.Spec.Cohort,
-		Strategy:       core.BestEffortFIFO,
-		ResourceGroups: groupsOf(cq.Spec.ResourceGroups),
-		Stopped:        cq.Spec.StopPolicy == berthv1.Hold || cq.Spec.StopPolicy == berthv1.HoldAndDrain,
+		Name:            cq.Name,
+		Cohort:          cq.Spec.Cohort,
+		Strategy:        core.BestEffortFIFO,
+		ResourceGroups:  groupsOf(cq.Spec.ResourceGroups),
+		Stopped:         cq.Spec.StopPolicy == berthv1.Hold || cq.Spec.StopPolicy == berthv1.HoldAndDrain,
+		AdmissionChecks: cq.Spec.AdmissionChecks,
 	}
 	if cq.Spec.QueueingStrategy == berthv1.StrictFIFO {
 		out.Strategy = core.StrictFIFO

@@ -79,6 +79,10 @@ func inactiveReason(msg string) string {
 		return "ClusterQueueDoesNotExist"
 	case strings.Contains(msg, "stopPolicy"):
 		return "Stopped"
+	case strings.HasPrefix(msg, "AdmissionCheck") && strings.HasSuffix(msg, "not found"):
+		return "AdmissionCheckNotFound"
+	case strings.HasPrefix(msg, "AdmissionCheck"):
+		return "AdmissionCheckInactive"
 	case strings.Contains(msg, "has no levels"):
 		return "TopologyWithoutLevels"
 	case strings.Contains(msg, "Topology"):

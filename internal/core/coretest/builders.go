@@ -39,6 +39,10 @@ func (w *ClusterQueueWrapper) StrictFIFO() *ClusterQueueWrapper {
 	return w
 }
 func (w *ClusterQueueWrapper) Stopped() *ClusterQueueWrapper { w.cq.Stopped = true; return w }
+func (w *ClusterQueueWrapper) AdmissionChecks(names ...string) *ClusterQueueWrapper {
+	w.cq.AdmissionChecks = names
+	return w
+}
 func (w *ClusterQueueWrapper) NamespaceSelector(s labels.Selector) *ClusterQueueWrapper {
 	w.cq.NamespaceSelector = s
 	return w

@@ -134,7 +134,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 
 	// Not admitted: the Job must be suspended, with its own template.
 	if !Suspended(&job) {
-		return reconcile.Result{}, r.suspend(ctx, &job, "its Workload "+wl.Name+" holds no quota")
+		return reconcile.Result{}, r.suspend(ctx, &job, "its Workload "+wl.Name+" is not admitted")
 	}
 	if Injected(&job) {
 		return r.restore(ctx, &job)

@@ -80,7 +80,7 @@ func admitted(wl *berthv1.Workload) *berthv1.Workload {
 	for _, ps := range wl.Spec.PodSets {
 		a.PodSetAssignments = append(a.PodSetAssignments, berthv1.PodSetAssignment{Name: ps.Name, Count: ps.Count})
 	}
-	workload.SetAdmitted(wl, a, now)
+	workload.SetAdmitted(wl, a, nil, now)
 	return wl
 }
 
