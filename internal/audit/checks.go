@@ -40,7 +40,7 @@ const (
 	OverQuota         = "OverQuota"         // a ClusterQueue above nominal plus borrowing limit
 	OverCohort        = "OverCohort"        // a cohort tree above what it has
 	AdmittedTwice     = "AdmittedTwice"     // a new admission before the last was released
-	RunsWithoutQuota  = "RunsWithoutQuota"  // a queued Job running without an admission
+	RunsWithoutQuota  = "RunsWithoutQuota"  // a queued Job running without an admission (quota and every check)
 	NotSettled        = "NotSettled"        // a workload neither ended nor waiting with a reason
 	FinalizerLeft     = "FinalizerLeft"     // a deleted object still held by berth
 	StatusUsageDiffer = "StatusUsageDiffer" // ClusterQueue status usage is not its workloads' sum

@@ -113,6 +113,18 @@ func TestJobsRunOnlyWithQuota(t *testing.T) {
 	if v := tr.Jobs(s); v != nil {
 		t.Fatalf("running with quota: %v", v)
 	}
+	// Reserved but waiting for a check counts as not admitted.
+	checking := MakeWorkload("job-j", "ns").Reserved("a", "budget").Obj()
+	checking.OwnerReferences = w.OwnerReferences
+	s = Snapshot{At: now.Add(-time.Minute), Jobs: []*batchv1.Job{job}, Workloads: []*berthv1.Workload{checking}}
+	if v := tr.Jobs(s); v != nil {
+		t.Fatalf("first look: %v", v)
+	}
+	s.At = now.Add(-50 * time.Second)
+	if v := tr.Jobs(s); len(v) != 1 || v[0].Rule != RunsWithoutQuota {
+		t.Fatalf("10s running while its check is Pending: %v", v)
+	}
+	tr = NewTracker(5 * time.Second)
 	// Evicted: it may run a moment longer, not more.
 	pending := MakeWorkload("job-j", "ns").Obj()
 	pending.OwnerReferences = w.OwnerReferences

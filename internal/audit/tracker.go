@@ -55,12 +55,13 @@ func (t *Tracker) Workload(w *berthv1.Workload, at time.Time) []Violation {
 func (t *Tracker) Forget(namespace, name string) { delete(t.admittedAt, key(namespace, name)) }
 
 // Jobs checks that no queued Job has run (unsuspended, not finished) for
-// longer than Grace while its Workload held no quota.
+// longer than Grace while its Workload was not admitted: it held no quota,
+// or still waited for an admission check.
 func (t *Tracker) Jobs(s Snapshot) []Violation {
-	quota := map[types.UID]bool{} // Jobs whose Workload holds quota
+	quota := map[types.UID]bool{} // Jobs whose Workload is admitted
 	for _, w := range s.Workloads {
 		for _, o := range w.OwnerReferences {
-			if o.Kind == "Job" && holdsQuota(w) {
+			if o.Kind == "Job" && holdsQuota(w) && meta.IsStatusConditionTrue(w.Status.Conditions, berthv1.WorkloadAdmitted) {
 				quota[o.UID] = true
 			}
 		}
@@ -81,7 +82,7 @@ func (t *Tracker) Jobs(s Snapshot) []Violation {
 		if s.At.Sub(start) > t.Grace && !t.reported[k] {
 			t.reported[k] = true
 			out = append(out, Violation{At: s.At, Rule: RunsWithoutQuota, Objects: []string{"Job " + k},
-				Message: fmt.Sprintf("unsuspended since %s without a Workload holding quota", start.Format(time.RFC3339Nano))})
+				Message: fmt.Sprintf("unsuspended since %s without an admitted Workload", start.Format(time.RFC3339Nano))})
 		}
 	}
 	for k := range t.since {

@@ -95,6 +95,9 @@ type Admitted struct {
 	// Placements of its topology-aware pod sets: the room they take on
 	// nodes, beside the quota.
 	Placements []Placement
+	// ChecksPending: it holds quota but waits for admission checks, so it
+	// is reserving, not yet admitted.
+	ChecksPending bool
 }
 
 // NewCluster returns an empty cluster.

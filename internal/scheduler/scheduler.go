@@ -40,6 +40,9 @@ type Scheduler struct {
 	perLQ    map[string]int        // quota-holding workloads per LocalQueue
 	lqUsage  map[string]core.Usage // their usage per LocalQueue
 	usageOf  map[string]core.Usage // workload key -> usage, for everything holding quota
+	// checking holds the quota-holding workloads still waiting for their
+	// admission checks: reserving, not yet admitted.
+	checking map[string]queuePair
 	// dirty names the ClusterQueues, LocalQueues and Cohorts whose status
 	// may have changed since TakeDirty was last called.
 	dirtyCQ, dirtyLQ, dirtyCohort map[string]bool
@@ -51,6 +54,8 @@ type Scheduler struct {
 	nodeSource func() (set []topology.Node, gone []string)
 	nodesTaken bool
 }
+
+type queuePair struct{ cq, lq string }
 
 type assumption struct {
 	w          *core.Workload // the latest version seen
@@ -68,6 +73,7 @@ func New(clk clock.PassiveClock) *Scheduler {
 		perLQ:       map[string]int{},
 		lqUsage:     map[string]core.Usage{},
 		usageOf:     map[string]core.Usage{},
+		checking:    map[string]queuePair{},
 		dirtyCQ:     map[string]bool{},
 		dirtyLQ:     map[string]bool{},
 		dirtyCohort: map[string]bool{},
@@ -215,6 +221,7 @@ func (s *Scheduler) WorkloadAdmitted(a core.Admitted, localQueue string) {
 		s.cluster.MarkEvicting(key)
 	}
 	s.setAdmitted(key, localQueue, a.Usage)
+	s.setChecking(key, cq, localQueue, a.ChecksPending)
 	s.dirtyCQ[cq] = true
 	if was && prev != cq {
 		s.queueInadmissible(s.cluster.CohortTree(prev)...)
@@ -263,8 +270,22 @@ func (s *Scheduler) Undo(key string) {
 func (s *Scheduler) release(key, cq string) {
 	s.cluster.RemoveAdmitted(key)
 	s.setAdmitted(key, "", nil)
+	s.setChecking(key, cq, "", false)
 	s.queueInadmissible(s.cluster.CohortTree(cq)...)
 	s.signal()
+}
+
+// setChecking records whether a quota-holding workload waits for its
+// admission checks.
+func (s *Scheduler) setChecking(key, cq, localQueue string, pending bool) {
+	if old, ok := s.checking[key]; ok {
+		s.dirtyCQ[old.cq], s.dirtyLQ[old.lq] = true, true
+		delete(s.checking, key)
+	}
+	if pending {
+		s.checking[key] = queuePair{cq: cq, lq: localQueue}
+		s.dirtyCQ[cq], s.dirtyLQ[localQueue] = true, true
+	}
 }
 
 // setAdmitted records the LocalQueue and usage of a quota-holding workload
@@ -376,6 +397,7 @@ func (s *Scheduler) Cycle() []core.Decision {
 		if d.Admit != nil {
 			s.assumed[d.Workload.Key] = assumption{w: d.Workload, localQueue: lqs[d.Workload.Key]}
 			s.setAdmitted(d.Workload.Key, lqs[d.Workload.Key], d.Admit.Usage)
+			s.setChecking(d.Workload.Key, d.Admit.ClusterQueue, lqs[d.Workload.Key], len(d.Admit.AdmissionChecks) > 0)
 		}
 		s.queues.Done(d)
 		s.dirtyCQ[d.Workload.ClusterQueue] = true
@@ -398,6 +420,7 @@ type ClusterQueueStatus struct {
 	Pending      int // waiting their turn or being decided on
 	Inadmissible int // set aside until something changes
 	Reserving    int // holding quota
+	Admitted     int // holding quota, every admission check passed
 	Usage        core.Usage
 	Nominal      core.Usage
 	// Inactive says why it cannot admit; "" when it can.
@@ -412,6 +435,12 @@ func (s *Scheduler) ClusterQueueStatus(name string) ClusterQueueStatus {
 	st := ClusterQueueStatus{Pending: active, Inadmissible: inadm,
 		Reserving: s.cluster.AdmittedCount(name), Usage: s.cluster.Usage(name),
 		Inactive: s.cluster.Inactive(name), Nominal: core.Usage{}}
+	st.Admitted = st.Reserving
+	for _, p := range s.checking {
+		if p.cq == name {
+			st.Admitted--
+		}
+	}
 	if cq, ok := s.cluster.ClusterQueue(name); ok {
 		for _, rg := range cq.ResourceGroups {
 			for _, f := range rg.Flavors {
@@ -424,14 +453,28 @@ func (s *Scheduler) ClusterQueueStatus(name string) ClusterQueueStatus {
 	return st
 }
 
+// LocalQueueStatus is what a LocalQueue's status reports.
+type LocalQueueStatus struct {
+	Pending   int
+	Reserving int // holding quota
+	Admitted  int // holding quota, every admission check passed
+	Usage     core.Usage
+}
+
 // LocalQueueStatus reports a LocalQueue's pending and quota-holding workloads
 // and the usage of the latter.
-func (s *Scheduler) LocalQueueStatus(key string) (pending, reserving int, usage core.Usage) {
+func (s *Scheduler) LocalQueueStatus(key string) LocalQueueStatus {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	usage = core.Usage{}
-	usage.Add(s.lqUsage[key])
-	return s.queues.PendingInLocalQueue(key), s.perLQ[key], usage
+	st := LocalQueueStatus{Pending: s.queues.PendingInLocalQueue(key), Reserving: s.perLQ[key], Usage: core.Usage{}}
+	st.Usage.Add(s.lqUsage[key])
+	st.Admitted = st.Reserving
+	for _, p := range s.checking {
+		if p.lq == key {
+			st.Admitted--
+		}
+	}
+	return st
 }
 
 // AdmittedIn lists the workloads holding quota in a ClusterQueue.

@@ -107,7 +107,7 @@ func ToCore(w *berthv1.Workload, nsLabels labels.Set) *core.Workload {
 // AdmittedOf describes a workload holding quota for the core.
 func AdmittedOf(w *berthv1.Workload) core.Admitted {
 	a := core.Admitted{Key: Key(w), ClusterQueue: w.Status.Admission.ClusterQueue, Usage: UsageOf(w.Status.Admission),
-		Priority: Priority(w), Timestamp: QueueTimestamp(w)}
+		Priority: Priority(w), Timestamp: QueueTimestamp(w), ChecksPending: !IsAdmitted(w)}
 	if c := meta.FindStatusCondition(w.Status.Conditions, berthv1.WorkloadQuotaReserved); c != nil {
 		a.AdmittedAt = c.LastTransitionTime.Time
 	}

@@ -134,6 +134,17 @@ func TestAdmissionChecks(t *testing.T) {
 	if suspended, err := jobSuspended(env, "first"); err != nil || !suspended {
 		t.Fatalf("Job first runs while its check is Pending (suspended %v, %v)", suspended, err)
 	}
+	testenv.Eventually(t, wait, func() error {
+		q, err := clusterQueue(env, cq)
+		if err != nil {
+			return err
+		}
+		if total, _ := usageOf(q, rf, "cpu"); total != "1" || q.Status.ReservingWorkloads != 1 || q.Status.AdmittedWorkloads != 0 {
+			return fmt.Errorf("ClusterQueue: %s cpu used, %d reserving, %d admitted; want the quota held, 1 reserving, 0 admitted",
+				total, q.Status.ReservingWorkloads, q.Status.AdmittedWorkloads)
+		}
+		return nil
+	})
 	setCheck(t, env, first.Name, check, berthv1.CheckReady, "")
 	waitAdmitted(t, env, env.Namespace, first.Name)
 	testenv.Eventually(t, wait, func() error {

@@ -286,9 +286,9 @@ func (c *Controller) writeLocalQueueStatus(ctx context.Context, key string) erro
 	if err := c.client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &lq); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	pending, reserving, usage := c.sched.LocalQueueStatus(key)
+	st := c.sched.LocalQueueStatus(key)
 	cqInactive := c.sched.ClusterQueueStatus(lq.Spec.ClusterQueue).Inactive
-	want := LocalQueueStatusOf(&lq, pending, reserving, usage, cqInactive, c.clock.Now())
+	want := LocalQueueStatusOf(&lq, st, cqInactive, c.clock.Now())
 	if lq.DeletionTimestamp != nil {
 		if users := c.sched.AdmittedThrough(key); len(users) > 0 {
 			setTerminating(&want.Conditions, users, lq.Generation, c.clock.Now())

@@ -21,7 +21,7 @@ func ClusterQueueStatusOf(cq *berthv1.ClusterQueue, st scheduler.ClusterQueueSta
 	out := berthv1.ClusterQueueStatus{
 		PendingWorkloads:   int32(st.Pending + st.Inadmissible),
 		ReservingWorkloads: int32(st.Reserving),
-		AdmittedWorkloads:  int32(st.Reserving), // no admission checks yet: reserved is admitted
+		AdmittedWorkloads:  int32(st.Admitted),
 		FlavorsUsage:       flavorsUsage(cq.Spec.ResourceGroups, st.Usage, st.Nominal),
 		Conditions:         append([]metav1.Condition(nil), cq.Status.Conditions...),
 	}
@@ -36,12 +36,12 @@ func ClusterQueueStatusOf(cq *berthv1.ClusterQueue, st scheduler.ClusterQueueSta
 
 // LocalQueueStatusOf is the status a LocalQueue should have; cqInactive says
 // why its ClusterQueue cannot admit ("" when it can).
-func LocalQueueStatusOf(lq *berthv1.LocalQueue, pending, reserving int, usage core.Usage, cqInactive string, now time.Time) berthv1.LocalQueueStatus {
+func LocalQueueStatusOf(lq *berthv1.LocalQueue, st scheduler.LocalQueueStatus, cqInactive string, now time.Time) berthv1.LocalQueueStatus {
 	out := berthv1.LocalQueueStatus{
-		PendingWorkloads:   int32(pending),
-		ReservingWorkloads: int32(reserving),
-		AdmittedWorkloads:  int32(reserving),
-		FlavorsUsage:       flavorsUsage(nil, usage, nil),
+		PendingWorkloads:   int32(st.Pending),
+		ReservingWorkloads: int32(st.Reserving),
+		AdmittedWorkloads:  int32(st.Admitted),
+		FlavorsUsage:       flavorsUsage(nil, st.Usage, nil),
 		Conditions:         append([]metav1.Condition(nil), lq.Status.Conditions...),
 	}
 	active := metav1.Condition{Type: "Active", Status: metav1.ConditionTrue, Reason: "Ready",

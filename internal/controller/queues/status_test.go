@@ -16,11 +16,11 @@ func TestClusterQueueStatusOf(t *testing.T) {
 	cq := MakeClusterQueue("cq").ResourceGroup(MakeFlavorQuotas("a").Resource("cpu", "2").Resource("memory", "1Gi").Obj(),
 		MakeFlavorQuotas("b").Resource("cpu", "2").Resource("memory", "1Gi").Obj()).Obj()
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	st := scheduler.ClusterQueueStatus{Pending: 2, Inadmissible: 3, Reserving: 1,
+	st := scheduler.ClusterQueueStatus{Pending: 2, Inadmissible: 3, Reserving: 2, Admitted: 1,
 		Usage:   core.Usage{{Flavor: "a", Resource: "cpu"}: 3000},
 		Nominal: core.Usage{{Flavor: "a", Resource: "cpu"}: 2000, {Flavor: "b", Resource: "cpu"}: 2000}}
 	got := ClusterQueueStatusOf(cq, st, now)
-	if got.PendingWorkloads != 5 || got.ReservingWorkloads != 1 || got.AdmittedWorkloads != 1 {
+	if got.PendingWorkloads != 5 || got.ReservingWorkloads != 2 || got.AdmittedWorkloads != 1 {
 		t.Errorf("counts %+v", got)
 	}
 	// Every flavor and covered resource is listed, zeros included; borrowing shows.
