@@ -24,6 +24,7 @@ import (
 type clusterQueueFlags struct {
 	flavor, cohort, strategy, preemption, namespaces string
 	quota, borrowing, lending                        string
+	admissionChecks                                  []string
 }
 
 // parseResources reads "cpu=10,memory=20Gi" for the flag named flag.
@@ -92,7 +93,8 @@ func (f clusterQueueFlags) ClusterQueueOf(name string) (*berthv1.ClusterQueue, e
 			}
 		}
 	}
-	cq := &berthv1.ClusterQueue{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: berthv1.ClusterQueueSpec{Cohort: f.cohort}}
+	cq := &berthv1.ClusterQueue{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: berthv1.ClusterQueueSpec{Cohort: f.cohort, AdmissionChecks: f.admissionChecks}}
 	switch f.strategy {
 	case string(berthv1.BestEffortFIFO), string(berthv1.StrictFIFO):
 		cq.Spec.QueueingStrategy = berthv1.QueueingStrategy(f.strategy)
@@ -163,7 +165,8 @@ it with kubectl. The API server checks the object as it would any other.`,
 		Example: `  berth create resourceflavor default
   berth create clusterqueue team-a --quota cpu=10,memory=20Gi --cohort shared --borrowing-limit cpu=4
   berth create localqueue jobs -n team-a --clusterqueue team-a
-  berth create clusterqueue team-b --quota cpu=6 --namespaces team=b --preemption LowerPriority --dry-run`,
+  berth create clusterqueue team-b --quota cpu=6 --namespaces team=b --preemption LowerPriority --dry-run
+  berth create clusterqueue gated --quota cpu=4 --admission-checks budget`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var obj client.Object
@@ -242,6 +245,7 @@ it with kubectl. The API server checks the object as it would any other.`,
 	f.StringVar(&cqf.strategy, "strategy", string(berthv1.BestEffortFIFO), "clusterqueue: BestEffortFIFO or StrictFIFO")
 	f.StringVar(&cqf.preemption, "preemption", "", "clusterqueue: whom its workloads may preempt within it: Never, LowerPriority or LowerOrNewerEqualPriority")
 	f.StringVar(&cqf.namespaces, "namespaces", "all", "clusterqueue: the namespaces it admits from: all, none, or namespace labels key=value,...")
+	f.StringSliceVar(&cqf.admissionChecks, "admission-checks", nil, "clusterqueue: AdmissionChecks its workloads pass before they run, name,...")
 	f.StringVarP(&namespace, "namespace", "n", "default", "localqueue: its namespace")
 	f.StringVar(&lqTarget, "clusterqueue", "", "localqueue: the ClusterQueue it submits to (required)")
 	f.StringVar(&nodeLabels, "node-labels", "", "resourceflavor: the labels of its nodes, key=value,...")
