@@ -1,10 +1,12 @@
 package integration
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -13,6 +15,7 @@ import (
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
 	"github.com/berth-dev/berth/internal/testenv"
+	"github.com/berth-dev/berth/internal/top"
 	. "github.com/berth-dev/berth/test/fixtures"
 )
 
@@ -221,4 +224,55 @@ func TestStopAndResumeAJob(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// berth top shows a cohort with its queues, their workloads and usage, as
+// the controller reports them: -o json for scripts, --once as a table.
+func TestTop(t *testing.T) {
+	env := testenv.New(t)
+	bin, err := testenv.Binary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	berth := func(args ...string) (string, error) {
+		out, err := exec.Command(bin, append(args, "--kubeconfig", env.Kubeconfig)...).Output()
+		return string(out), err
+	}
+	rf, cohort, a, b := env.Name("rf"), env.Name("cohort"), env.Name("a"), env.Name("b")
+	env.Create(t, MakeResourceFlavor(rf).Obj())
+	env.Create(t, MakeClusterQueue(a).Cohort(cohort).ResourceGroup(MakeFlavorQuotas(rf).Resource("cpu", "2").Obj()).Obj())
+	env.Create(t, MakeClusterQueue(b).Cohort(cohort).ResourceGroup(MakeFlavorQuotas(rf).Resource("cpu", "2", "", "0").Obj()).Obj())
+	env.Create(t, MakeLocalQueue("main", env.Namespace, a).Obj())
+	// 3 cpu in a queue of 2, and b lends nothing (lendingLimit 0): one waits.
+	for _, name := range []string{"w1", "w2", "w3"} {
+		env.Create(t, MakeWorkload(name, env.Namespace).Queue("main").Request("cpu", "1").Obj())
+	}
+	var tree []top.Node
+	testenv.Eventually(t, wait, func() error {
+		out, err := berth("top", "-o", "json")
+		if err != nil {
+			return fmt.Errorf("berth top -o json: %v\n%s", err, out)
+		}
+		tree = nil
+		if err := json.Unmarshal([]byte(out), &tree); err != nil {
+			return fmt.Errorf("berth top -o json is not a tree: %v", err)
+		}
+		i := slices.IndexFunc(tree, func(n top.Node) bool { return n.Name == cohort })
+		if i < 0 || len(tree[i].Children) != 2 {
+			return fmt.Errorf("no cohort %s with 2 queues in %s", cohort, out)
+		}
+		co, qa := tree[i], tree[i].Children[0]
+		if co.Kind != "Cohort" || qa.Name != a || qa.Admitted != 2 || qa.Pending != 1 ||
+			len(qa.Resources) != 1 || qa.Resources[0].Used.String() != "2" || co.Resources[0].Nominal.String() != "4" {
+			return fmt.Errorf("want queue %s with 2 admitted, 1 pending, 2 cpu used, in a cohort of 4 cpu: %+v", a, co)
+		}
+		return nil
+	})
+	out, err := berth("top", "--once")
+	if err != nil || !strings.Contains(out, "cohort "+cohort) || !strings.Contains(out, "  "+a+" ") {
+		t.Errorf("berth top --once: %v\n%s", err, out)
+	}
+	if out, err := berth("top", "-o", "xml"); err == nil {
+		t.Errorf("berth top -o xml succeeded:\n%s", out)
+	}
 }
