@@ -173,6 +173,7 @@ workload and the controller's peak RSS. See docs/benchmarks.md.`,
 		},
 	}
 	inst.add(cmd)
+	cmd.ValidArgs = names
 	f := cmd.Flags()
 	f.StringVar(&kubeconfig, "kubeconfig", "", "run against this cluster instead of a berth instance")
 	f.Float64Var(&o.Scale, "scale", 1, "multiply the scenario's workloads by this (0.01 runs in seconds)")

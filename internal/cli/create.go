@@ -250,6 +250,17 @@ it with kubectl. The API server checks the object as it would any other.`,
 	f.StringVar(&lqTarget, "clusterqueue", "", "localqueue: the ClusterQueue it submits to (required)")
 	f.StringVar(&nodeLabels, "node-labels", "", "resourceflavor: the labels of its nodes, key=value,...")
 	f.StringVar(&topology, "topology", "", "resourceflavor: the Topology its nodes are arranged in (needs --node-labels)")
+	comp := completer{inst: &inst, kubeconfig: &kubeconfig, namespace: &namespace}
+	cmd.ValidArgsFunction = func(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+		if len(args) == 0 {
+			return []string{"clusterqueue", "localqueue", "resourceflavor"}, cobra.ShellCompDirectiveNoFileComp
+		}
+		return nil, cobra.ShellCompDirectiveNoFileComp // a new name
+	}
+	for flag, kind := range map[string]string{"flavor": "ResourceFlavor", "cohort": "Cohort", "admission-checks": "AdmissionCheck",
+		"namespace": "Namespace", "clusterqueue": "ClusterQueue", "topology": "Topology"} {
+		comp.flag(cmd, flag, kind)
+	}
 	return cmd
 }
 

@@ -130,6 +130,9 @@ queue. 'berth resume' undoes either. It works against a berth instance
 	inst.add(cmd)
 	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "the cluster to act on, instead of a berth instance")
 	cmd.Flags().StringVarP(&namespace, "namespace", "n", "default", "namespace of the LocalQueue, workload or Job")
+	comp := completer{inst: &inst, kubeconfig: &kubeconfig, namespace: &namespace}
+	cmd.ValidArgsFunction = comp.kindThenName([]string{"clusterqueue", "localqueue", "workload", "job"}, parseQueueKind)
+	comp.flag(cmd, "namespace", "Namespace")
 	return cmd
 }
 

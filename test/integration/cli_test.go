@@ -276,3 +276,43 @@ func TestTop(t *testing.T) {
 		t.Errorf("berth top -o xml succeeded:\n%s", out)
 	}
 }
+
+// Shell completion (the hidden __complete command the completion scripts
+// call) offers the names of the cluster's objects: queues for stop, Jobs in
+// the -n namespace, and check names for each item of --admission-checks.
+func TestCompletion(t *testing.T) {
+	env := testenv.New(t)
+	bin, err := testenv.Binary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	complete := func(args ...string) []string {
+		t.Helper()
+		// The last argument is the word being completed: flags go first.
+		out, err := exec.Command(bin, append([]string{"__complete", "--kubeconfig", env.Kubeconfig}, args...)...).Output()
+		if err != nil {
+			t.Fatalf("berth __complete %v: %v", args, err)
+		}
+		var names []string
+		for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			if !strings.HasPrefix(l, ":") {
+				names = append(names, l)
+			}
+		}
+		return names
+	}
+	cq, check := env.Name("cq"), env.Name("check")
+	env.Create(t, MakeClusterQueue(cq).ResourceGroup(MakeFlavorQuotas("rf").Resource("cpu", "1").Obj()).Obj())
+	makeCheck(t, env, check, true)
+	env.Create(t, MakeJob("train", env.Namespace).Obj())
+
+	if got := complete("stop", "cq", env.Namespace); !slices.Equal(got, []string{cq}) {
+		t.Errorf("stop cq %s...: %v, want %s", env.Namespace, got, cq)
+	}
+	if got := complete("stop", "-n", env.Namespace, "job", ""); !slices.Equal(got, []string{"train"}) {
+		t.Errorf("stop job -n %s: %v, want train", env.Namespace, got)
+	}
+	if got := complete("create", "cq", "x", "--admission-checks", "other,"+env.Namespace); !slices.Equal(got, []string{"other," + check}) {
+		t.Errorf("--admission-checks other,%s...: %v, want other,%s", env.Namespace, got, check)
+	}
+}
