@@ -163,27 +163,11 @@ func setStopPolicy(ctx context.Context, c client.Client, q queueRef, policy bert
 // setActive sets spec.active of the workload q names (a Job's: the
 // Workload berth made for it) and says what follows.
 func setActive(ctx context.Context, c client.Client, q queueRef, active bool) (string, error) {
-	var wl berthv1.Workload
-	if q.kind == "Job" {
-		var list berthv1.WorkloadList
-		if err := c.List(ctx, &list, client.InNamespace(q.namespace)); err != nil {
-			return "", fmt.Errorf("%s: %w", q, err)
-		}
-		found := false
-		for _, w := range list.Items {
-			if ref := metav1.GetControllerOf(&w); ref != nil && ref.Kind == "Job" && ref.Name == q.name {
-				wl, found = w, true
-			}
-		}
-		if !found {
-			return "", fmt.Errorf("%s has no Workload: it is not queued by berth (no queue label), or does not exist", q)
-		}
-	} else if err := c.Get(ctx, types.NamespacedName{Namespace: q.namespace, Name: q.name}, &wl); err != nil {
-		if apierrors.IsNotFound(err) {
-			return "", fmt.Errorf("%s not found", q)
-		}
-		return "", fmt.Errorf("%s: %w", q, err)
+	found, err := findWorkload(ctx, c, q)
+	if err != nil {
+		return "", err
 	}
+	wl := *found
 	patch := client.RawPatch(types.MergePatchType, mustJSON(map[string]any{"spec": map[string]any{"active": active}}))
 	if err := c.Patch(ctx, &wl, patch); err != nil {
 		return "", fmt.Errorf("%s: %w", q, err)
@@ -199,6 +183,31 @@ func setActive(ctx context.Context, c client.Client, q queueRef, active bool) (s
 		return what + " stopped: it gives its quota back, and waits out of its queue until resumed", nil
 	}
 	return what + " stopped: it waits out of its queue until resumed", nil
+}
+
+// findWorkload reads the Workload q names, or the one berth made for the
+// Job q names.
+func findWorkload(ctx context.Context, c client.Client, q queueRef) (*berthv1.Workload, error) {
+	if q.kind != "Job" {
+		var wl berthv1.Workload
+		if err := c.Get(ctx, types.NamespacedName{Namespace: q.namespace, Name: q.name}, &wl); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil, fmt.Errorf("%s not found", q)
+			}
+			return nil, fmt.Errorf("%s: %w", q, err)
+		}
+		return &wl, nil
+	}
+	var list berthv1.WorkloadList
+	if err := c.List(ctx, &list, client.InNamespace(q.namespace)); err != nil {
+		return nil, fmt.Errorf("%s: %w", q, err)
+	}
+	for i := range list.Items {
+		if ref := metav1.GetControllerOf(&list.Items[i]); ref != nil && ref.Kind == "Job" && ref.Name == q.name {
+			return &list.Items[i], nil
+		}
+	}
+	return nil, fmt.Errorf("%s has no Workload: it is not queued by berth (no queue label), or does not exist", q)
 }
 
 func mustJSON(v any) []byte {

@@ -16,6 +16,7 @@ import (
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
 	"github.com/berth-dev/berth/internal/testenv"
 	"github.com/berth-dev/berth/internal/top"
+	"github.com/berth-dev/berth/internal/why"
 	. "github.com/berth-dev/berth/test/fixtures"
 )
 
@@ -314,5 +315,52 @@ func TestCompletion(t *testing.T) {
 	}
 	if got := complete("create", "cq", "x", "--admission-checks", "other,"+env.Namespace); !slices.Equal(got, []string{"other," + check}) {
 		t.Errorf("--admission-checks other,%s...: %v, want other,%s", env.Namespace, got, check)
+	}
+}
+
+// berth why tells a waiting workload its place in line, who is ahead, its
+// queue's room, and what berth decides for it now, against the real
+// controller's state; a Job is found by its name.
+func TestWhy(t *testing.T) {
+	env := testenv.New(t)
+	bin, err := testenv.Binary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	berth := func(args ...string) (string, error) {
+		out, err := exec.Command(bin, append(args, "--kubeconfig", env.Kubeconfig, "-n", env.Namespace)...).CombinedOutput()
+		return string(out), err
+	}
+	rf, cq := env.Name("rf"), env.Name("cq")
+	env.Create(t, MakeResourceFlavor(rf).Obj())
+	env.Create(t, MakeClusterQueue(cq).ResourceGroup(MakeFlavorQuotas(rf).Resource("cpu", "2").Obj()).Obj())
+	env.Create(t, MakeLocalQueue("main", env.Namespace, cq).Obj())
+	env.Create(t, MakeWorkload("holder", env.Namespace).Queue("main").Request("cpu", "2").Obj())
+	waitAdmitted(t, env, env.Namespace, "holder")
+	job := MakeJob("train", env.Namespace).Queue("main").Request("cpu", "1").Obj()
+	env.Create(t, job)
+	trainWl := jobWorkload(t, env, job)
+	waitPending(t, env, env.Namespace, trainWl.Name, "needs 1 cpu")
+	env.Create(t, MakeWorkload("later", env.Namespace).Queue("main").Request("cpu", "1").Obj())
+	waitPending(t, env, env.Namespace, "later", "needs 1 cpu")
+
+	out, err := berth("why", "job", "train")
+	for _, want := range []string{"Workload " + env.Namespace + "/" + trainWl.Name + " (Job train)",
+		"-> ClusterQueue " + cq, "position:  1 of 2 waiting", "quota:     " + rf + "/cpu: 2 used of 2, 0 available now",
+		"right now: it waits: needs 1 cpu"} {
+		if err != nil || !strings.Contains(out, want) {
+			t.Errorf("berth why job train: missing %q (%v):\n%s", want, err, out)
+		}
+	}
+	out, err = berth("why", "later", "-o", "json")
+	var r why.Report
+	if err != nil || json.Unmarshal([]byte(out), &r) != nil {
+		t.Fatalf("berth why later -o json: %v\n%s", err, out)
+	}
+	if r.Position != 2 || len(r.Ahead) != 1 || !strings.HasPrefix(r.Ahead[0], env.Namespace+"/"+trainWl.Name) || r.State != "Pending" {
+		t.Errorf("later: %+v; want 2nd, behind the Job's workload", r)
+	}
+	if out, err := berth("why", "nosuch"); err == nil || !strings.Contains(out, "Workload "+env.Namespace+"/nosuch not found") {
+		t.Errorf("berth why nosuch: %v\n%s", err, out)
 	}
 }

@@ -1,0 +1,112 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	berthv1 "github.com/berth-dev/berth/api/v1beta1"
+	"github.com/berth-dev/berth/internal/why"
+)
+
+func newWhyCommand() *cobra.Command {
+	var (
+		inst       instanceFlags
+		kubeconfig string
+		namespace  string
+		output     string
+	)
+	cmd := &cobra.Command{
+		Use:   "why [workload|job] NAME",
+		Short: "Say why a workload (or a Job's) waits: its place in line, its needs against its queue's room, and whom it would preempt",
+		Long: `Say, in words, where a workload stands and why: pending, waiting for
+admission checks, admitted or finished; its position in its ClusterQueue's
+line and who is ahead (by priority, then age, as berth admits); what each
+pod set needs and what its queue has used, nominally and available now
+(borrowing included); and what berth's scheduling core decides for it right
+now, run on a copy of the queues and admitted workloads: it fits, it waits
+(and for what), or it fits only by preempting, naming whom. A name alone is
+a Workload; with 'job' it is the Workload berth made for that Job. It works
+against a berth instance (--name/--data-dir) or any cluster running berth
+(--kubeconfig). With --fair-sharing on the controller, the preemption
+answer may differ: the copy runs without fair sharing.`,
+		Example: `  berth why job train -n team-a
+  berth why job-train-6f2b1 -n team-a -o json`,
+		Args: cobra.RangeArgs(1, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			q := queueRef{kind: "Workload", name: args[0], namespace: namespace}
+			if len(args) == 2 {
+				kind, err := parseQueueKind(args[0])
+				if err != nil || (kind != "Workload" && kind != "Job") {
+					return fmt.Errorf("%q: why takes workload (wl) or job", args[0])
+				}
+				q.kind, q.name = kind, args[1]
+			}
+			switch output {
+			case "table", "json", "yaml":
+			default:
+				return fmt.Errorf("-o %q: unknown output format (use table, json or yaml)", output)
+			}
+			c, err := clusterClient(&inst, kubeconfig)
+			if err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), time.Minute)
+			defer cancel()
+			wl, err := findWorkload(ctx, c, q)
+			if err != nil {
+				return err
+			}
+			in, err := readWhyInput(ctx, c)
+			if err != nil {
+				return err
+			}
+			in.Workload = wl
+			r := why.Explain(in)
+			if output != "table" {
+				return printStructured(cmd.OutOrStdout(), output, r)
+			}
+			fmt.Fprint(cmd.OutOrStdout(), why.Render(r))
+			return nil
+		},
+	}
+	inst.add(cmd)
+	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "the cluster to ask, instead of a berth instance")
+	cmd.Flags().StringVarP(&namespace, "namespace", "n", "default", "namespace of the workload or Job")
+	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table (words), json or yaml")
+	comp := completer{inst: &inst, kubeconfig: &kubeconfig, namespace: &namespace}
+	cmd.ValidArgsFunction = comp.kindThenName([]string{"workload", "job"}, parseQueueKind)
+	comp.flag(cmd, "namespace", "Namespace")
+	return cmd
+}
+
+// readWhyInput reads what why.Explain needs of the cluster.
+func readWhyInput(ctx context.Context, c client.Client) (why.Input, error) {
+	in := why.Input{Now: time.Now(), NamespaceLabel: map[string]labels.Set{}}
+	var (
+		lqs     berthv1.LocalQueueList
+		cqs     berthv1.ClusterQueueList
+		cohorts berthv1.CohortList
+		rfs     berthv1.ResourceFlavorList
+		checks  berthv1.AdmissionCheckList
+		wls     berthv1.WorkloadList
+		nss     corev1.NamespaceList
+	)
+	for what, l := range map[string]client.ObjectList{"LocalQueues": &lqs, "ClusterQueues": &cqs, "Cohorts": &cohorts,
+		"ResourceFlavors": &rfs, "AdmissionChecks": &checks, "Workloads": &wls, "Namespaces": &nss} {
+		if err := c.List(ctx, l); err != nil {
+			return in, fmt.Errorf("listing %s: %w", what, err)
+		}
+	}
+	in.LocalQueues, in.ClusterQueues, in.Cohorts, in.Flavors = lqs.Items, cqs.Items, cohorts.Items, rfs.Items
+	in.Checks, in.Workloads = checks.Items, wls.Items
+	for _, ns := range nss.Items {
+		in.NamespaceLabel[ns.Name] = ns.Labels
+	}
+	return in, nil
+}

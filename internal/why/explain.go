@@ -1,0 +1,321 @@
+package why
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/labels"
+
+	berthv1 "github.com/berth-dev/berth/api/v1beta1"
+	"github.com/berth-dev/berth/internal/controller/queues"
+	"github.com/berth-dev/berth/internal/core"
+	"github.com/berth-dev/berth/internal/workload"
+)
+
+// Input is what Explain reads: the workload, and the cluster's queues,
+// flavors, checks and workloads as the API server has them.
+type Input struct {
+	Workload       *berthv1.Workload
+	LocalQueues    []berthv1.LocalQueue
+	ClusterQueues  []berthv1.ClusterQueue
+	Cohorts        []berthv1.Cohort
+	Flavors        []berthv1.ResourceFlavor
+	Checks         []berthv1.AdmissionCheck
+	Workloads      []berthv1.Workload
+	NamespaceLabel map[string]labels.Set
+	Now            time.Time
+}
+
+// Report is the explanation; Render prints it, -o json shows it as it is.
+type Report struct {
+	Workload     string `json:"workload"`
+	Owner        string `json:"owner,omitempty"`
+	LocalQueue   string `json:"localQueue"`
+	ClusterQueue string `json:"clusterQueue,omitempty"`
+	// State: Pending, Deactivated, WaitingForChecks, Admitted or Finished.
+	State   string `json:"state"`
+	Reason  string `json:"reason,omitempty"`
+	Message string `json:"message,omitempty"`
+	// Position in its ClusterQueue's line (1 is next), of Waiting.
+	Position int      `json:"position,omitempty"`
+	Waiting  int      `json:"waiting,omitempty"`
+	Ahead    []string `json:"ahead,omitempty"` // the first few, in order
+	Needs    []Need   `json:"needs,omitempty"`
+	Room     []Room   `json:"room,omitempty"`
+	// Now is what the scheduling core decides for it at this moment, if it
+	// were at the head of its queue.
+	Now     string   `json:"now,omitempty"`
+	Victims []string `json:"victims,omitempty"`
+	Checks  []string `json:"checks,omitempty"`
+	Notes   []string `json:"notes,omitempty"`
+}
+
+// Need is one pod set's request.
+type Need struct {
+	PodSet   string            `json:"podSet"`
+	Count    int32             `json:"count"`
+	Requests map[string]string `json:"requests"` // per pod
+}
+
+// Room is one flavor and resource of its ClusterQueue: what it has, uses,
+// and could have.
+type Room struct {
+	Flavor   string `json:"flavor"`
+	Resource string `json:"resource"`
+	Nominal  string `json:"nominal"`
+	Used     string `json:"used"`
+	// Available counts what may be borrowed from the cohort.
+	Available string `json:"available"`
+}
+
+// aheadShown is how many of those ahead a report names.
+const aheadShown = 5
+
+// Explain works out the report.
+func Explain(in Input) Report {
+	w := in.Workload
+	r := Report{Workload: workload.Key(w), LocalQueue: workload.LocalQueueKey(w)}
+	for _, o := range w.OwnerReferences {
+		if o.Controller != nil && *o.Controller {
+			r.Owner = o.Kind + " " + o.Name
+		}
+	}
+	for _, ps := range w.Spec.PodSets {
+		n := Need{PodSet: ps.Name, Count: ps.Count, Requests: map[string]string{}}
+		for res, q := range ps.Requests {
+			n.Requests[string(res)] = q.String()
+		}
+		r.Needs = append(r.Needs, n)
+	}
+	if c := meta.FindStatusCondition(w.Status.Conditions, berthv1.WorkloadQuotaReserved); c != nil && c.Status != "True" {
+		r.Reason, r.Message = c.Reason, c.Message
+	}
+	for _, c := range w.Status.AdmissionChecks {
+		s := fmt.Sprintf("%s: %s", c.Name, c.State)
+		if c.Message != "" {
+			s += " (" + c.Message + ")"
+		}
+		r.Checks = append(r.Checks, s)
+	}
+	switch {
+	case workload.IsFinished(w):
+		r.State = "Finished"
+	case workload.IsAdmitted(w):
+		r.State = "Admitted"
+	case workload.HasQuota(w):
+		r.State = "WaitingForChecks"
+	case !workload.IsActive(w):
+		r.State = "Deactivated"
+	default:
+		r.State = "Pending"
+	}
+	if w.Status.Admission != nil {
+		r.ClusterQueue = w.Status.Admission.ClusterQueue
+	}
+	i := slices.IndexFunc(in.LocalQueues, func(lq berthv1.LocalQueue) bool {
+		return lq.Namespace == w.Namespace && lq.Name == w.Spec.QueueName
+	})
+	if i < 0 {
+		r.Notes = append(r.Notes, fmt.Sprintf("LocalQueue %s does not exist: the workload waits for it", r.LocalQueue))
+		return r
+	}
+	if r.ClusterQueue == "" {
+		r.ClusterQueue = in.LocalQueues[i].Spec.ClusterQueue
+	}
+	cqi := slices.IndexFunc(in.ClusterQueues, func(cq berthv1.ClusterQueue) bool { return cq.Name == r.ClusterQueue })
+	if cqi < 0 {
+		r.Notes = append(r.Notes, fmt.Sprintf("ClusterQueue %s does not exist: the workload waits for it", r.ClusterQueue))
+		return r
+	}
+	if p := in.LocalQueues[i].Spec.StopPolicy; p == berthv1.Hold || p == berthv1.HoldAndDrain {
+		r.Notes = append(r.Notes, fmt.Sprintf("LocalQueue %s is stopped (stopPolicy %s)", r.LocalQueue, p))
+	}
+	c, cq := simulated(in)
+	if r.State != "Pending" {
+		r.Room = room(c, cq)
+		return r
+	}
+	r.Position, r.Waiting, r.Ahead = position(in, cq)
+	me := workload.ToCore(w, in.NamespaceLabel[w.Namespace])
+	for i := range me.PodSets {
+		if me.PodSets[i].Topology != nil {
+			me.PodSets[i].Topology = nil
+			r.Notes = append(r.Notes, "placement on nodes (topology) is not simulated here: only quota is")
+		}
+	}
+	me.NotBefore = time.Time{}
+	me.ClusterQueue = cq.Name
+	r.Room = room(c, cq)
+	ds := c.Cycle([]*core.Workload{me}, in.Now)
+	switch d := ds[0]; {
+	case d.Admit != nil:
+		r.Now = "it fits: berth admits it at its turn"
+		if len(r.Ahead) > 0 {
+			r.Now += fmt.Sprintf(", after the %d ahead of it that fit", len(r.Ahead))
+		}
+	case d.Pending != nil && len(d.Preempt) > 0:
+		r.Now = "it fits only by preempting: " + d.Pending.Message
+		for _, v := range d.Preempt {
+			r.Victims = append(r.Victims, fmt.Sprintf("%s in ClusterQueue %s (%s)", v.Key, v.ClusterQueue, v.Reason))
+		}
+	case d.Pending != nil:
+		r.Now = "it waits: " + d.Pending.Message
+	}
+	if rs := w.Status.RequeueState; rs != nil && rs.RequeueAt != nil && rs.RequeueAt.After(in.Now) {
+		r.Notes = append(r.Notes, fmt.Sprintf("it backs off until %s after an eviction", rs.RequeueAt.Format(time.RFC3339)))
+	}
+	return r
+}
+
+// simulated is the core as the controller would have it: every queue,
+// flavor, cohort and check, and every workload that holds quota.
+func simulated(in Input) (*core.Cluster, core.ClusterQueue) {
+	c := core.NewCluster()
+	for i := range in.Flavors {
+		c.SetFlavor(queues.FlavorOf(&in.Flavors[i]))
+	}
+	for i := range in.Cohorts {
+		c.SetCohort(queues.CohortOf(&in.Cohorts[i]))
+	}
+	for _, ac := range in.Checks {
+		c.SetAdmissionCheck(ac.Name, meta.IsStatusConditionTrue(ac.Status.Conditions, berthv1.AdmissionCheckActive))
+	}
+	var mine core.ClusterQueue
+	for i := range in.ClusterQueues {
+		cq := queues.ClusterQueueOf(&in.ClusterQueues[i])
+		if cq.Name == in.ClusterQueueName() {
+			mine = cq
+		}
+		c.SetClusterQueue(cq)
+	}
+	for i := range in.Workloads {
+		w := &in.Workloads[i]
+		if workload.HasQuota(w) && !workload.IsFinished(w) && workload.Key(w) != workload.Key(in.Workload) {
+			c.AddAdmitted(workload.AdmittedOf(w))
+		}
+	}
+	return c, mine
+}
+
+// ClusterQueueName is the ClusterQueue the workload holds quota in, else
+// the one its LocalQueue points at.
+func (in Input) ClusterQueueName() string {
+	if a := in.Workload.Status.Admission; a != nil {
+		return a.ClusterQueue
+	}
+	for _, lq := range in.LocalQueues {
+		if lq.Namespace == in.Workload.Namespace && lq.Name == in.Workload.Spec.QueueName {
+			return lq.Spec.ClusterQueue
+		}
+	}
+	return ""
+}
+
+// position counts the pending workloads of the ClusterQueue that come
+// before this one in the order berth admits in (priority, then age).
+func position(in Input, cq core.ClusterQueue) (pos, waiting int, ahead []string) {
+	lqCQ := map[string]string{}
+	for _, lq := range in.LocalQueues {
+		lqCQ[lq.Namespace+"/"+lq.Name] = lq.Spec.ClusterQueue
+	}
+	me := workload.ToCore(in.Workload, nil)
+	var before []*core.Workload
+	for i := range in.Workloads {
+		w := &in.Workloads[i]
+		if workload.HasQuota(w) || workload.IsFinished(w) || !workload.IsActive(w) || w.DeletionTimestamp != nil ||
+			lqCQ[workload.LocalQueueKey(w)] != cq.Name {
+			continue
+		}
+		waiting++
+		if workload.Key(w) == me.Key {
+			continue
+		}
+		o := workload.ToCore(w, nil)
+		if core.Before(o, me) {
+			before = append(before, o)
+		}
+	}
+	slices.SortFunc(before, func(a, b *core.Workload) int {
+		if core.Before(a, b) {
+			return -1
+		}
+		return 1
+	})
+	for _, o := range before[:min(len(before), aheadShown)] {
+		ahead = append(ahead, fmt.Sprintf("%s (priority %d)", o.Key, o.Priority))
+	}
+	return len(before) + 1, waiting, ahead
+}
+
+// room lists the ClusterQueue's quota, usage and what it could use now.
+func room(c *core.Cluster, cq core.ClusterQueue) []Room {
+	var out []Room
+	usage := c.Usage(cq.Name)
+	for _, rg := range cq.ResourceGroups {
+		for _, f := range rg.Flavors {
+			for _, res := range rg.Resources {
+				fr := core.FlavorResource{Flavor: f.Name, Resource: res}
+				out = append(out, Room{Flavor: f.Name, Resource: res,
+					Nominal:   core.FormatQuantity(res, c.Nominal(cq.Name, fr)),
+					Used:      core.FormatQuantity(res, usage[fr]),
+					Available: core.FormatQuantity(res, c.Available(cq.Name, fr))})
+			}
+		}
+	}
+	return out
+}
+
+// Render says the report in words.
+func Render(r Report) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Workload %s", r.Workload)
+	if r.Owner != "" {
+		fmt.Fprintf(&b, " (%s)", r.Owner)
+	}
+	fmt.Fprintf(&b, "\n  queue:     LocalQueue %s", r.LocalQueue)
+	if r.ClusterQueue != "" {
+		fmt.Fprintf(&b, " -> ClusterQueue %s", r.ClusterQueue)
+	}
+	fmt.Fprintf(&b, "\n  state:     %s", r.State)
+	if r.Message != "" {
+		fmt.Fprintf(&b, ": %s", r.Message)
+	}
+	b.WriteString("\n")
+	for _, n := range r.Needs {
+		var reqs []string
+		for res, q := range n.Requests {
+			reqs = append(reqs, q+" "+res)
+		}
+		slices.Sort(reqs)
+		fmt.Fprintf(&b, "  needs:     %s: %d pods of %s\n", n.PodSet, n.Count, strings.Join(reqs, ", "))
+	}
+	if r.Position > 0 {
+		fmt.Fprintf(&b, "  position:  %d of %d waiting in ClusterQueue %s\n", r.Position, r.Waiting, r.ClusterQueue)
+		for _, a := range r.Ahead {
+			fmt.Fprintf(&b, "    ahead:   %s\n", a)
+		}
+		if more := r.Position - 1 - len(r.Ahead); more > 0 {
+			fmt.Fprintf(&b, "    ahead:   and %d more\n", more)
+		}
+	}
+	for _, rm := range r.Room {
+		fmt.Fprintf(&b, "  quota:     %s/%s: %s used of %s, %s available now (borrowing included)\n",
+			rm.Flavor, rm.Resource, rm.Used, rm.Nominal, rm.Available)
+	}
+	for _, c := range r.Checks {
+		fmt.Fprintf(&b, "  check:     %s\n", c)
+	}
+	if r.Now != "" {
+		fmt.Fprintf(&b, "  right now: %s\n", r.Now)
+	}
+	for _, v := range r.Victims {
+		fmt.Fprintf(&b, "    evicts:  %s\n", v)
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(&b, "  note:      %s\n", n)
+	}
+	return b.String()
+}

@@ -1,0 +1,106 @@
+package why_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	berthv1 "github.com/berth-dev/berth/api/v1beta1"
+	"github.com/berth-dev/berth/internal/why"
+	"github.com/berth-dev/berth/internal/workload"
+	. "github.com/berth-dev/berth/test/fixtures"
+)
+
+var now = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+
+// using gives w quota: cpu in flavor rf of ClusterQueue cq.
+func using(w *berthv1.Workload, cq, cpu string) berthv1.Workload {
+	workload.SetAdmitted(w, &berthv1.Admission{ClusterQueue: cq, PodSetAssignments: []berthv1.PodSetAssignment{{
+		Name: "main", Count: 1, Flavors: map[corev1.ResourceName]string{"cpu": "rf"},
+		ResourceUsage: corev1.ResourceList{"cpu": resource.MustParse(cpu)}}}}, nil, now)
+	return *w
+}
+
+func created(w *berthv1.Workload, ago time.Duration) *berthv1.Workload {
+	w.CreationTimestamp = metav1.NewTime(now.Add(-ago))
+	return w
+}
+
+// One ClusterQueue of 4 cpu: 3 held by a low-priority workload; "first"
+// (priority 10, older) and "me" (priority 5) each need 2 cpu.
+func input(preemption bool, myPriority int32) why.Input {
+	cq := MakeClusterQueue("cq").ResourceGroup(MakeFlavorQuotas("rf").Resource("cpu", "4").Obj()).Obj()
+	if preemption {
+		cq.Spec.Preemption = &berthv1.ClusterQueuePreemption{WithinClusterQueue: berthv1.PreemptionLowerPriority}
+	}
+	me := created(MakeWorkload("me", "ns").Queue("main").Priority(myPriority).Request("cpu", "2").Obj(), time.Minute)
+	return why.Input{
+		Workload:      me,
+		LocalQueues:   []berthv1.LocalQueue{*MakeLocalQueue("main", "ns", "cq").Obj()},
+		ClusterQueues: []berthv1.ClusterQueue{*cq},
+		Flavors:       []berthv1.ResourceFlavor{*MakeResourceFlavor("rf").Obj()},
+		Workloads: []berthv1.Workload{
+			using(created(MakeWorkload("running", "ns").Queue("main").Priority(1).Request("cpu", "3").Obj(), time.Hour), "cq", "3"),
+			*created(MakeWorkload("first", "ns").Queue("main").Priority(10).Request("cpu", "2").Obj(), 2*time.Minute),
+			*me,
+		},
+		NamespaceLabel: map[string]labels.Set{"ns": {"kubernetes.io/metadata.name": "ns"}},
+		Now:            now,
+	}
+}
+
+func TestExplainAWaitingWorkload(t *testing.T) {
+	r := why.Explain(input(false, 5))
+	if r.State != "Pending" || r.ClusterQueue != "cq" || r.Position != 2 || r.Waiting != 2 ||
+		!slices.Equal(r.Ahead, []string{"ns/first (priority 10)"}) {
+		t.Errorf("%+v", r)
+	}
+	if !strings.HasPrefix(r.Now, "it waits: ") || !strings.Contains(r.Now, "1 free") || len(r.Victims) != 0 {
+		t.Errorf("now: %q, victims %v", r.Now, r.Victims)
+	}
+	if len(r.Room) != 1 || r.Room[0].Used != "3" || r.Room[0].Nominal != "4" || r.Room[0].Available != "1" {
+		t.Errorf("room %+v", r.Room)
+	}
+	out := why.Render(r)
+	for _, want := range []string{"position:  2 of 2 waiting in ClusterQueue cq", "ahead:   ns/first (priority 10)",
+		"quota:     rf/cpu: 3 used of 4, 1 available now", "needs:     main: 1 pods of 2 cpu"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("missing %q in\n%s", want, out)
+		}
+	}
+}
+
+// With preemption on, a higher-priority workload is told whom it evicts.
+func TestExplainPreemption(t *testing.T) {
+	r := why.Explain(input(true, 100))
+	if r.Position != 1 || len(r.Victims) != 1 || !strings.HasPrefix(r.Victims[0], "ns/running in ClusterQueue cq (InClusterQueue)") {
+		t.Errorf("%+v", r)
+	}
+}
+
+// A workload whose LocalQueue does not exist is told so, and nothing more
+// is guessed.
+func TestExplainMissingLocalQueue(t *testing.T) {
+	in := input(false, 5)
+	in.LocalQueues = nil
+	r := why.Explain(in)
+	if len(r.Notes) != 1 || r.Notes[0] != "LocalQueue ns/main does not exist: the workload waits for it" || r.Now != "" {
+		t.Errorf("%+v", r)
+	}
+}
+
+// A workload that holds quota and waits for a check says which.
+func TestExplainWaitingForChecks(t *testing.T) {
+	in := input(false, 5)
+	in.Workload = MakeWorkload("me", "ns").Queue("main").Request("cpu", "2").Reserved("cq", "budget").Obj()
+	r := why.Explain(in)
+	if r.State != "WaitingForChecks" || !slices.Equal(r.Checks, []string{"budget: Pending"}) || r.Now != "" {
+		t.Errorf("%+v", r)
+	}
+}
