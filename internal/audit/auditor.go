@@ -19,11 +19,13 @@ import (
 	"github.com/berth-dev/berth/internal/controller"
 )
 
-// Scope limits what an Auditor looks at, for a test that shares its cluster:
-// workloads, Jobs and pods of Namespace, and ClusterQueues whose names start
+// Scope limits what an Auditor looks at, for a test or bench that shares its
+// cluster: workloads, Jobs and pods of Namespace (or of the namespaces whose
+// names start with NamespacePrefix), and ClusterQueues whose names start
 // with ClusterQueuePrefix. The zero Scope is the whole cluster.
 type Scope struct {
 	Namespace          string
+	NamespacePrefix    string
 	ClusterQueuePrefix string
 }
 
@@ -138,7 +140,10 @@ func (a *Auditor) snapshot(ctx context.Context) (Snapshot, error) {
 }
 
 func (a *Auditor) inScope(o client.Object) bool {
-	return a.scope.Namespace == "" || o.GetNamespace() == a.scope.Namespace
+	if a.scope.Namespace != "" {
+		return o.GetNamespace() == a.scope.Namespace
+	}
+	return strings.HasPrefix(o.GetNamespace(), a.scope.NamespacePrefix)
 }
 
 // limit keeps what the scope covers.

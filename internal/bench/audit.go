@@ -18,13 +18,14 @@ type AuditResult struct {
 	First      []string `json:"first,omitempty"` // the first ten, in words
 }
 
-// startAudit audits the bench's ClusterQueues (named bench-...) and every
-// namespace while the run lasts, when on; nil when off.
+// startAudit audits the bench's ClusterQueues and namespaces (all named
+// bench-...) while the run lasts, when on; nil when off. Other work in the
+// cluster is not the bench's to vouch for.
 func startAudit(ctx context.Context, cfg *rest.Config, on bool) (*audit.Auditor, error) {
 	if !on {
 		return nil, nil
 	}
-	a, err := audit.Start(ctx, cfg, 200*time.Millisecond, audit.Scope{ClusterQueuePrefix: "bench-"})
+	a, err := audit.Start(ctx, cfg, 200*time.Millisecond, audit.Scope{NamespacePrefix: "bench-", ClusterQueuePrefix: "bench-"})
 	if err != nil {
 		return nil, fmt.Errorf("starting the auditor: %w", err)
 	}

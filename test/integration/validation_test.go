@@ -134,8 +134,6 @@ func TestLocalQueueAndCohortValidation(t *testing.T) {
 // never accepted and ignored.
 func TestUnsupportedFieldsAreRefused(t *testing.T) {
 	env := testenv.New(t)
-	withChecks := MakeClusterQueue(env.Name("checks")).ResourceGroup(MakeFlavorQuotas("a").Resource("cpu", "1").Obj()).Obj()
-	withChecks.Spec.AdmissionChecks = []string{"provisioning"}
 	minCount := int32(1)
 	partial := &berthv1.Workload{}
 	partial.Name, partial.Namespace = "partial", env.Namespace
@@ -145,7 +143,6 @@ func TestUnsupportedFieldsAreRefused(t *testing.T) {
 		obj  client.Object
 		want []string
 	}{
-		{withChecks, []string{"spec.admissionChecks", "admissionChecks are not supported yet"}},
 		{partial, []string{"spec.podSets[0].minCount", "minCount (partial admission) is not supported yet"}},
 	} {
 		err := env.Client.Create(ctx, tc.obj)
