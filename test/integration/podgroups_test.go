@@ -26,12 +26,12 @@ func groupPod(name, ns, group string, total int, cpu, duration string) *corev1.P
 	return p
 }
 
-// waitEvent waits for an event about the Pod with reason and a note
-// containing want.
-func waitEvent(t *testing.T, env *testenv.Env, pod, reason, want string) {
+// waitEvent waits for an event about the named object of the test's
+// namespace with reason and a note containing want.
+func waitEvent(t *testing.T, env *testenv.Env, name, reason, want string) {
 	t.Helper()
 	testenv.Eventually(t, wait, func() error {
-		evs, err := env.Kube.EventsV1().Events(env.Namespace).List(ctx, metav1.ListOptions{FieldSelector: "regarding.name=" + pod})
+		evs, err := env.Kube.EventsV1().Events(env.Namespace).List(ctx, metav1.ListOptions{FieldSelector: "regarding.name=" + name})
 		if err != nil {
 			return err
 		}
@@ -42,7 +42,7 @@ func waitEvent(t *testing.T, env *testenv.Env, pod, reason, want string) {
 			}
 			notes = append(notes, e.Reason+": "+e.Note)
 		}
-		return fmt.Errorf("no %s event %q about pod %s; have %q", reason, want, pod, notes)
+		return fmt.Errorf("no %s event %q about %s; have %q", reason, want, name, notes)
 	})
 }
 
