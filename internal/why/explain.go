@@ -290,7 +290,11 @@ func Render(r Report) string {
 			reqs = append(reqs, q+" "+res)
 		}
 		slices.Sort(reqs)
-		fmt.Fprintf(&b, "  needs:     %s: %d pods of %s\n", n.PodSet, n.Count, strings.Join(reqs, ", "))
+		pods := "pods"
+		if n.Count == 1 {
+			pods = "pod"
+		}
+		fmt.Fprintf(&b, "  needs:     %s: %d %s of %s\n", n.PodSet, n.Count, pods, strings.Join(reqs, ", "))
 	}
 	if r.Position > 0 {
 		fmt.Fprintf(&b, "  position:  %d of %d waiting in ClusterQueue %s\n", r.Position, r.Waiting, r.ClusterQueue)

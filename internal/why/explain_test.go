@@ -69,7 +69,7 @@ func TestExplainAWaitingWorkload(t *testing.T) {
 	}
 	out := why.Render(r)
 	for _, want := range []string{"position:  2 of 2 waiting in ClusterQueue cq", "ahead:   ns/first (priority 10)",
-		"quota:     rf/cpu: 3 used of 4, 1 available now", "needs:     main: 1 pods of 2 cpu"} {
+		"quota:     rf/cpu: 3 used of 4, 1 available now", "needs:     main: 1 pod of 2 cpu"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("missing %q in\n%s", want, out)
 		}
@@ -102,5 +102,15 @@ func TestExplainWaitingForChecks(t *testing.T) {
 	r := why.Explain(in)
 	if r.State != "WaitingForChecks" || !slices.Equal(r.Checks, []string{"budget: Pending"}) || r.Now != "" {
 		t.Errorf("%+v", r)
+	}
+}
+
+// A stopped ClusterQueue is named as the blocker.
+func TestExplainStoppedQueue(t *testing.T) {
+	in := input(false, 100)
+	in.ClusterQueues[0].Spec.StopPolicy = berthv1.Hold
+	r := why.Explain(in)
+	if !strings.Contains(r.Now, "ClusterQueue cq is inactive: stopped by its stopPolicy") {
+		t.Errorf("now: %q", r.Now)
 	}
 }
