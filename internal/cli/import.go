@@ -1,0 +1,169 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/berth-dev/berth/internal/fromkueue"
+)
+
+func newImportCommand() *cobra.Command {
+	var (
+		inst       instanceFlags
+		kubeconfig string
+		files      []string
+		apply      bool
+	)
+	cmd := &cobra.Command{
+		Use:   "import -f FILE|DIR|-",
+		Short: "Translate Kueue's queues, flavors, cohorts, priority classes, topologies and admission checks into berth's",
+		Long: `Read Kueue manifests (kueue.x-k8s.io v1alpha1, v1beta1 and v1beta2:
+` + strings.Join(fromkueue.Kinds, ", ") + `) and write the berth
+equivalents as YAML on stdout, or apply them with --apply. Every field berth
+supports is kept (cohortName becomes cohort, parentName parent, MayStopSearch
+Borrow or Preempt, an admissionChecksStrategy without onFlavors becomes
+admissionChecks); each field that is not is listed on stderr, per object, with
+why. Status and server-written metadata are left behind. Nothing is written if
+any object cannot be imported, nor, with --apply, if the API server refuses any
+of them (all are checked with a dry run first). Jobs and Pods labelled for
+Kueue need no import: berth honours kueue.x-k8s.io/queue-name as it is.`,
+		Example: `  berth import -f kueue-queues.yaml > berth-queues.yaml
+  kubectl get clusterqueues.kueue.x-k8s.io,localqueues.kueue.x-k8s.io -A -o yaml | berth import -f -
+  berth import -f ./kueue/ --apply`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if len(files) == 0 {
+				return errors.New("-f is required: a file, a directory of .yaml/.yml/.json files, or - for stdin")
+			}
+			var objs []fromkueue.Object
+			var problems []string
+			for _, f := range files {
+				docs, err := readManifests(f, cmd.InOrStdin())
+				if err != nil {
+					return err
+				}
+				for _, d := range docs {
+					o, err := fromkueue.Import(d)
+					if err != nil {
+						problems = append(problems, err.Error())
+						continue
+					}
+					objs = append(objs, o)
+				}
+			}
+			if len(problems) > 0 {
+				return fmt.Errorf("nothing imported; fix these first:\n  %s", strings.Join(problems, "\n  "))
+			}
+			for _, o := range objs {
+				for _, d := range o.Dropped {
+					fmt.Fprintf(cmd.ErrOrStderr(), "%s: not carried over: %s: %s\n", o.Name(), d.Field, d.Why)
+				}
+			}
+			if !apply {
+				for _, o := range objs {
+					data, err := yaml.Marshal(o.Object)
+					if err != nil {
+						return err
+					}
+					fmt.Fprintf(cmd.OutOrStdout(), "---\n%s", data)
+				}
+				return nil
+			}
+			c, err := clusterClient(&inst, kubeconfig)
+			if err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), 2*time.Minute)
+			defer cancel()
+			return applyImported(ctx, c, objs, cmd.OutOrStdout())
+		},
+	}
+	inst.add(cmd)
+	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "the cluster to apply to, instead of a berth instance")
+	cmd.Flags().StringSliceVarP(&files, "filename", "f", nil, "a Kueue manifest, a directory of them, or - for stdin (repeatable)")
+	cmd.Flags().BoolVar(&apply, "apply", false, "apply the berth objects (server-side apply, field manager berth-import) instead of printing them")
+	return cmd
+}
+
+// readManifests reads the documents of a file, of every .yaml, .yml and
+// .json file of a directory (not its subdirectories), or of stdin for "-".
+func readManifests(path string, stdin io.Reader) ([]map[string]any, error) {
+	if path == "-" {
+		return fromkueue.ReadAll(stdin)
+	}
+	info, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	paths := []string{path}
+	if info.IsDir() {
+		entries, err := os.ReadDir(path)
+		if err != nil {
+			return nil, err
+		}
+		paths = nil
+		for _, e := range entries {
+			if ext := filepath.Ext(e.Name()); !e.IsDir() && slices.Contains([]string{".yaml", ".yml", ".json"}, ext) {
+				paths = append(paths, filepath.Join(path, e.Name()))
+			}
+		}
+	}
+	var out []map[string]any
+	for _, p := range paths {
+		f, err := os.Open(p)
+		if err != nil {
+			return nil, err
+		}
+		docs, err := fromkueue.ReadAll(f)
+		f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", p, err)
+		}
+		out = append(out, docs...)
+	}
+	return out, nil
+}
+
+// applyImported applies objs in an order that has each object's references
+// in place first (berth would wait for them anyway), after a dry run of all
+// of them, so that a refusal leaves the cluster as it was.
+func applyImported(ctx context.Context, c client.Client, objs []fromkueue.Object, out io.Writer) error {
+	order := []string{"ResourceFlavor", "Topology", "AdmissionCheck", "WorkloadPriorityClass", "Cohort", "ClusterQueue", "LocalQueue"}
+	slices.SortStableFunc(objs, func(a, b fromkueue.Object) int {
+		return slices.Index(order, a.Object["kind"].(string)) - slices.Index(order, b.Object["kind"].(string))
+	})
+	for _, dryRun := range []bool{true, false} {
+		var refused []string
+		for _, o := range objs {
+			u := &unstructured.Unstructured{Object: o.Object}
+			opts := []client.PatchOption{client.FieldOwner("berth-import"), client.ForceOwnership}
+			if dryRun {
+				opts = append(opts, client.DryRunAll)
+			}
+			if err := c.Patch(ctx, u.DeepCopy(), client.Apply, opts...); err != nil {
+				if !dryRun {
+					return fmt.Errorf("%s: %w (the objects before it were applied)", o.Name(), err)
+				}
+				refused = append(refused, fmt.Sprintf("%s: %v", o.Name(), err))
+			} else if !dryRun {
+				fmt.Fprintf(out, "%s applied\n", o.Name())
+			}
+		}
+		if len(refused) > 0 {
+			return fmt.Errorf("nothing applied; the API server refuses:\n  %s", strings.Join(refused, "\n  "))
+		}
+	}
+	return nil
+}
