@@ -88,7 +88,7 @@ func (g *gen) next() byte {
 func (g *gen) value(s *apiextensionsv1.JSONSchemaProps, depth int) any {
 	switch {
 	case s.XIntOrString:
-		return strconv.Itoa(int(g.next()%100)) // a quantity
+		return strconv.Itoa(int(g.next() % 100)) // a quantity
 	case len(s.Enum) > 0:
 		var v any
 		_ = json.Unmarshal(s.Enum[int(g.next())%len(s.Enum)].Raw, &v)
