@@ -34,6 +34,7 @@ import (
 	"github.com/berth-dev/berth/internal/controller/queues"
 	topoctrl "github.com/berth-dev/berth/internal/controller/topology"
 	"github.com/berth-dev/berth/internal/controller/webhook"
+	workerctrl "github.com/berth-dev/berth/internal/controller/workercluster"
 	"github.com/berth-dev/berth/internal/integration"
 	"github.com/berth-dev/berth/internal/integration/jobs"
 	"github.com/berth-dev/berth/internal/integration/placement"
@@ -160,7 +161,9 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		Cache: cache.Options{DefaultTransform: cache.TransformStripManagedFields(),
 			ByObject: map[client.Object]cache.ByObject{
 				&berthv1.Workload{}: {Transform: outlineWorkloads},
-				&corev1.Pod{}:       {Label: podsQueued}}},
+				&corev1.Pod{}:       {Label: podsQueued},
+				// Only berth's own Secrets: the worker clusters' kubeconfigs.
+				&corev1.Secret{}: {Namespaces: map[string]cache.Config{o.Namespace: {}}}}},
 	})
 	if err != nil {
 		return err
@@ -197,6 +200,9 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		return err
 	}
 	if err := topoctrl.Setup(ctx, mgr, sched); err != nil {
+		return err
+	}
+	if err := workerctrl.Setup(mgr, o.Namespace); err != nil {
 		return err
 	}
 	mgr.GetWebhookServer().Register(placement.WebhookPath, &crwebhook.Admission{Handler: placement.NewGater(scheme)})
