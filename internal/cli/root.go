@@ -60,6 +60,6 @@ measures it.`,
 		SilenceErrors: true,
 	}
 	root.AddCommand(newCreateCommand(), newUpCommand(), newDownCommand(), newStatusCommand(), newKubeconfigCommand(), newKubectlCommand(),
-		newControllerCommand(), newSimCommand(), newBenchCommand(), newStopCommand(), newResumeCommand(), newTopCommand(), newWhyCommand(), newImportCommand())
+		newControllerCommand(), newSimCommand(), newBenchCommand(), newStopCommand(), newResumeCommand(), newTopCommand(), newWhyCommand(), newImportCommand(), newClusterCommand())
 	return root
 }

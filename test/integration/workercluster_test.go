@@ -3,6 +3,7 @@ package integration
 import (
 	"fmt"
 	"net"
+	"os/exec"
 	"strings"
 	"testing"
 
@@ -107,4 +108,39 @@ func TestWorkerClusterConnection(t *testing.T) {
 		}
 	}))
 	waitWorker(t, env, gone, metav1.ConditionFalse, workercluster.Unreachable, closed)
+}
+
+// berth cluster add stores a worker's kubeconfig and names it in a
+// WorkerCluster; berth cluster list shows berth reaching it.
+func TestClusterAddAndList(t *testing.T) {
+	env := testenv.New(t)
+	bin, err := testenv.Binary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := env.Name("worker")
+	t.Cleanup(func() {
+		_ = env.Client.Delete(ctx, &berthv1.WorkerCluster{ObjectMeta: metav1.ObjectMeta{Name: name}})
+		_ = env.Kube.CoreV1().Secrets(berthNamespace).Delete(ctx, "worker-"+name, metav1.DeleteOptions{})
+	})
+	out, err := exec.Command(bin, "cluster", "add", name, "--kubeconfig", env.Kubeconfig, "--manager-kubeconfig", env.Kubeconfig).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "WorkerCluster "+name+" added") {
+		t.Fatalf("berth cluster add: %v\n%s", err, out)
+	}
+	testenv.Eventually(t, wait, func() error {
+		out, err := exec.Command(bin, "cluster", "list", "--kubeconfig", env.Kubeconfig).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("berth cluster list: %v\n%s", err, out)
+		}
+		for _, line := range strings.Split(string(out), "\n") {
+			if f := strings.Fields(line); len(f) > 2 && f[0] == name && f[1] == "True" && f[2] == workercluster.Connected {
+				return nil
+			}
+		}
+		return fmt.Errorf("%s is not listed connected:\n%s", name, out)
+	})
+	out, err = exec.Command(bin, "cluster", "add", name, "--kubeconfig", env.Kubeconfig, "--manager-kubeconfig", env.Kubeconfig).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "WorkerCluster "+name+" already exists") {
+		t.Errorf("adding it twice: %v\n%s", err, out)
+	}
 }
