@@ -99,6 +99,14 @@ func TestAdmittedTwice(t *testing.T) {
 	if v := tr.Workload(admitted("w", "a", "1", now.Add(2*time.Minute)), now); v != nil {
 		t.Errorf("admitted after a release: %v", v)
 	}
+	// A release the watch never showed (a relist delivers only the latest
+	// version) is proven by the requeue count the eviction left.
+	requeued := admitted("w", "a", "1", now.Add(3*time.Minute))
+	workload.SetEvicted(requeued, "Preempted", "made room", now.Add(3*time.Minute), true)
+	workload.SetAdmitted(requeued, &berthv1.Admission{ClusterQueue: "a"}, nil, now.Add(4*time.Minute))
+	if v := tr.Workload(requeued, now.Add(4*time.Minute)); v != nil {
+		t.Errorf("admitted again after an eviction the watch missed: %v", v)
+	}
 }
 
 func TestJobsRunOnlyWithQuota(t *testing.T) {

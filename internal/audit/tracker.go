@@ -18,14 +18,14 @@ type Tracker struct {
 	// quota: after an eviction berth suspends the Job, which takes a moment.
 	Grace time.Duration
 
-	admittedAt map[string]time.Time // workload -> when the admission it holds was made
+	admittedAt map[string]admission // workload -> the admission it holds
 	since      map[string]time.Time // Job -> since when it runs without quota
 	reported   map[string]bool
 }
 
 // NewTracker returns a tracker with the given grace.
 func NewTracker(grace time.Duration) *Tracker {
-	return &Tracker{Grace: grace, admittedAt: map[string]time.Time{}, since: map[string]time.Time{}, reported: map[string]bool{}}
+	return &Tracker{Grace: grace, admittedAt: map[string]admission{}, since: map[string]time.Time{}, reported: map[string]bool{}}
 }
 
 // Workload observes one version of a Workload, as a watch delivers them in
@@ -37,18 +37,36 @@ func (t *Tracker) Workload(w *berthv1.Workload, at time.Time) []Violation {
 		delete(t.admittedAt, k)
 		return nil
 	}
-	var made time.Time
+	now := admission{requeues: requeues(w)}
 	if c := meta.FindStatusCondition(w.Status.Conditions, berthv1.WorkloadQuotaReserved); c != nil {
-		made = c.LastTransitionTime.Time
+		now.made = c.LastTransitionTime.Time
 	}
 	prev, held := t.admittedAt[k]
-	t.admittedAt[k] = made
-	if held && !prev.Equal(made) {
+	t.admittedAt[k] = now
+	made := now.made
+	// Every release of quota before a new admission counts a requeue, so a
+	// higher count proves the release even when the watch never showed it
+	// (a relist after a lost watch delivers only the latest version).
+	if held && !prev.made.Equal(made) && now.requeues == prev.requeues {
 		return []Violation{{At: at, Rule: AdmittedTwice, Objects: []string{"Workload " + k},
 			Message: fmt.Sprintf("admitted at %s in ClusterQueue %s while its admission of %s was never released",
-				made.Format(time.RFC3339), w.Status.Admission.ClusterQueue, prev.Format(time.RFC3339))}}
+				made.Format(time.RFC3339), w.Status.Admission.ClusterQueue, prev.made.Format(time.RFC3339))}}
 	}
 	return nil
+}
+
+// admission is what the tracker remembers of a workload's admission: when
+// it was made, and how often the workload had been requeued then.
+type admission struct {
+	made     time.Time
+	requeues int32
+}
+
+func requeues(w *berthv1.Workload) int32 {
+	if rs := w.Status.RequeueState; rs != nil && rs.Count != nil {
+		return *rs.Count
+	}
+	return 0
 }
 
 // Forget drops a deleted Workload.

@@ -11,12 +11,15 @@ import (
 	"testing"
 
 	batchv1 "k8s.io/api/batch/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
 	"github.com/berth-dev/berth/internal/testenv"
 	"github.com/berth-dev/berth/internal/top"
 	"github.com/berth-dev/berth/internal/why"
+	"github.com/berth-dev/berth/internal/workload"
 	. "github.com/berth-dev/berth/test/fixtures"
 )
 
@@ -364,3 +367,79 @@ func TestWhy(t *testing.T) {
 		t.Errorf("berth why nosuch: %v\n%s", err, out)
 	}
 }
+
+// The positions berth why reports are the order berth admits in, for both
+// queueing strategies, with priorities: the queue is held while four
+// workloads arrive, then admits one at a time as each admitted one is
+// deleted. why also names a stopped queue and a missing LocalQueue.
+func TestWhyPositionsAreAdmissionOrder(t *testing.T) {
+	bin, err := testenv.Binary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, strategy := range []berthv1.QueueingStrategy{berthv1.StrictFIFO, berthv1.BestEffortFIFO} {
+		t.Run(string(strategy), func(t *testing.T) {
+			env := testenv.New(t)
+			why := func(args ...string) (string, error) {
+				out, err := exec.Command(bin, append(append([]string{"why"}, args...), "--kubeconfig", env.Kubeconfig, "-n", env.Namespace)...).Output()
+				return string(out), err
+			}
+			rf, cq := env.Name("rf"), env.Name("cq")
+			env.Create(t, MakeResourceFlavor(rf).Obj())
+			env.Create(t, MakeClusterQueue(cq).Strategy(strategy).StopPolicy(berthv1.Hold).
+				ResourceGroup(MakeFlavorQuotas(rf).Resource("cpu", "1").Obj()).Obj())
+			env.Create(t, MakeLocalQueue("main", env.Namespace, cq).Obj())
+			priorities := map[string]int32{"a": 0, "b": 10, "c": 10, "d": 5}
+			for _, name := range []string{"a", "b", "c", "d"} {
+				env.Create(t, MakeWorkload(name, env.Namespace).Queue("main").Priority(priorities[name]).Request("cpu", "1").Obj())
+			}
+			out, err := why("a")
+			if err != nil || !strings.Contains(out, "ClusterQueue "+cq+" is inactive: stopped by its stopPolicy") {
+				t.Errorf("why a, queue held: %v\n%s", err, out)
+			}
+			order := make([]string, 4)
+			for name := range priorities {
+				out, err := why(name, "-o", "json")
+				var r whyReport
+				if err != nil || json.Unmarshal([]byte(out), &r) != nil || r.Position < 1 || r.Position > 4 || order[r.Position-1] != "" {
+					t.Fatalf("why %s: %v\n%s", name, err, out)
+				}
+				order[r.Position-1] = name
+			}
+			if err := env.Client.Patch(ctx, MakeClusterQueue(cq).Obj(), client.RawPatch(types.MergePatchType,
+				[]byte(`{"spec":{"stopPolicy":"None"}}`))); err != nil {
+				t.Fatal(err)
+			}
+			var admitted []string
+			for range order {
+				var next string
+				testenv.Eventually(t, wait, func() error {
+					var list berthv1.WorkloadList
+					if err := env.Client.List(ctx, &list, client.InNamespace(env.Namespace)); err != nil {
+						return err
+					}
+					for _, w := range list.Items {
+						if workload.IsAdmitted(&w) {
+							next = w.Name
+							return nil
+						}
+					}
+					return fmt.Errorf("none of %d admitted yet", len(list.Items))
+				})
+				admitted = append(admitted, next)
+				if err := env.Client.Delete(ctx, &berthv1.Workload{ObjectMeta: metav1.ObjectMeta{Name: next, Namespace: env.Namespace}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if !slices.Equal(admitted, order) {
+				t.Errorf("admitted in order %v; why said %v", admitted, order)
+			}
+			env.Create(t, MakeWorkload("lost", env.Namespace).Queue("nosuch").Request("cpu", "1").Obj())
+			if out, err := why("lost"); err != nil || !strings.Contains(out, "LocalQueue "+env.Namespace+"/nosuch does not exist") {
+				t.Errorf("why lost: %v\n%s", err, out)
+			}
+		})
+	}
+}
+
+type whyReport = why.Report
