@@ -582,37 +582,31 @@ func (s *Scheduler) CohortCycle(name string) []string {
 // SetAdmissionCheck adds or updates an AdmissionCheck; active is its Active
 // condition. Queues that name a missing or inactive check admit nothing.
 func (s *Scheduler) SetAdmissionCheck(name string, active bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.cluster.SetAdmissionCheck(name, active)
-	s.markAll()
-	s.requeueAll()
+	s.queuesMayChange(func() { s.cluster.SetAdmissionCheck(name, active) })
 }
 
 // DeleteAdmissionCheck removes an AdmissionCheck.
 func (s *Scheduler) DeleteAdmissionCheck(name string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.cluster.DeleteAdmissionCheck(name)
-	s.markAll()
-	s.requeueAll()
+	s.queuesMayChange(func() { s.cluster.DeleteAdmissionCheck(name) })
 }
 
 // SetTopology adds or updates a Topology's levels (none: the queues of its
 // flavors go inactive, saying so).
 func (s *Scheduler) SetTopology(name string, levels []string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.cluster.SetTopology(name, levels)
-	s.markAll()
-	s.requeueAll()
+	s.queuesMayChange(func() { s.cluster.SetTopology(name, levels) })
 }
 
 // DeleteTopology removes a Topology.
 func (s *Scheduler) DeleteTopology(name string) {
+	s.queuesMayChange(func() { s.cluster.DeleteTopology(name) })
+}
+
+// queuesMayChange makes a change that may turn any queue active or inactive:
+// every queue's status is due, and every set-aside workload gets another look.
+func (s *Scheduler) queuesMayChange(change func()) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.cluster.DeleteTopology(name)
+	change()
 	s.markAll()
 	s.requeueAll()
 }
