@@ -57,6 +57,10 @@ func Decide(w *berthv1.Workload, checks []string) Decision {
 	if workload.IsAdmitted(w) {
 		return Decision{}
 	}
+	if len(checks) == 0 {
+		// Its queue no longer asks for any check: nothing left to wait for.
+		return Decision{Action: Admit, Message: "its ClusterQueue no longer has admission checks"}
+	}
 	if !sameChecks(w.Status.AdmissionChecks, checks) {
 		return Decision{Action: Sync, Message: fmt.Sprintf("its ClusterQueue's admission checks are now %v", checks)}
 	}
@@ -93,6 +97,9 @@ func sameChecks(states []berthv1.AdmissionCheckState, checks []string) bool {
 func Apply(w *berthv1.Workload, d Decision, checks []string, now time.Time) {
 	switch d.Action {
 	case Admit:
+		if len(checks) == 0 {
+			w.Status.AdmissionChecks = nil
+		}
 		workload.SetChecksPassed(w, now)
 	case Sync:
 		var out []berthv1.AdmissionCheckState

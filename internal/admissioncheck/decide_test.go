@@ -85,6 +85,17 @@ func TestApplySync(t *testing.T) {
 	}
 }
 
+// A queue that drops all its checks admits what waited for them.
+func TestQueueWithoutChecksAdmits(t *testing.T) {
+	w := MakeWorkload("w", "ns").Reserved("cq", "budget").Obj()
+	d := admissioncheck.Decide(w, nil)
+	admissioncheck.Apply(w, d, nil, now)
+	c := meta.FindStatusCondition(w.Status.Conditions, berthv1.WorkloadAdmitted)
+	if d.Action != admissioncheck.Admit || !workload.IsAdmitted(w) || c.Message != "admitted by ClusterQueue cq" || len(w.Status.AdmissionChecks) != 0 {
+		t.Errorf("%+v: %+v, checks %+v", d, c, w.Status.AdmissionChecks)
+	}
+}
+
 // A reservation starts the checks afresh: states a check left from an
 // earlier reservation (Retry) do not carry over.
 func TestReservationResetsStates(t *testing.T) {

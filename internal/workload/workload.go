@@ -210,8 +210,11 @@ func SetChecksPassed(w *berthv1.Workload, now time.Time) {
 	for _, c := range w.Status.AdmissionChecks {
 		names = append(names, c.Name)
 	}
-	setCondition(w, berthv1.WorkloadAdmitted, metav1.ConditionTrue, "Admitted", fmt.Sprintf(
-		"admitted by ClusterQueue %s; admission checks %s are Ready", w.Status.Admission.ClusterQueue, strings.Join(names, ", ")), now)
+	msg := "admitted by ClusterQueue " + w.Status.Admission.ClusterQueue
+	if len(names) > 0 {
+		msg += fmt.Sprintf("; admission checks %s are Ready", strings.Join(names, ", "))
+	}
+	setCondition(w, berthv1.WorkloadAdmitted, metav1.ConditionTrue, "Admitted", msg, now)
 }
 
 // RejectedBy returns the first admission check that rejected the workload.
