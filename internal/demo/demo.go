@@ -20,6 +20,7 @@ import (
 	"github.com/berth-dev/berth/examples"
 	"github.com/berth-dev/berth/internal/controller"
 	"github.com/berth-dev/berth/internal/manifests"
+	"github.com/berth-dev/berth/internal/top"
 )
 
 // Label marks the demo's Jobs, so a second run replaces the first one's.
@@ -133,12 +134,13 @@ func show(ctx context.Context, c client.Client, namespaces map[string]bool, o Op
 	tick := time.NewTicker(o.Interval)
 	defer tick.Stop()
 	for {
-		rows, err := snapshot(ctx, c, namespaces)
+		rows, tree, err := snapshot(ctx, c, namespaces)
 		if err != nil && ctx.Err() == nil {
 			return err
 		}
 		if err == nil {
-			view := Render(rows, time.Since(began))
+			// The queues as 'berth top' shows them, then the Jobs' progress.
+			view := top.Render(tree) + "\n" + Render(rows, time.Since(began))
 			switch {
 			case o.Live:
 				if lastLines > 0 {
@@ -166,10 +168,14 @@ func show(ctx context.Context, c client.Client, namespaces map[string]bool, o Op
 	}
 }
 
-func snapshot(ctx context.Context, c client.Client, namespaces map[string]bool) ([]Row, error) {
+func snapshot(ctx context.Context, c client.Client, namespaces map[string]bool) ([]Row, []top.Node, error) {
 	var cqs berthv1.ClusterQueueList
 	if err := c.List(ctx, &cqs); err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	var cohorts berthv1.CohortList
+	if err := c.List(ctx, &cohorts); err != nil {
+		return nil, nil, err
 	}
 	var lqs []berthv1.LocalQueue
 	var jobs []batchv1.Job
@@ -177,21 +183,21 @@ func snapshot(ctx context.Context, c client.Client, namespaces map[string]bool) 
 	for ns := range namespaces {
 		var l berthv1.LocalQueueList
 		if err := c.List(ctx, &l, client.InNamespace(ns)); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		lqs = append(lqs, l.Items...)
 		var j batchv1.JobList
 		if err := c.List(ctx, &j, client.InNamespace(ns), client.MatchingLabels{Label: "true"}); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		jobs = append(jobs, j.Items...)
 		var w berthv1.WorkloadList
 		if err := c.List(ctx, &w, client.InNamespace(ns)); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		wls = append(wls, w.Items...)
 	}
-	return Summarize(cqs.Items, lqs, jobs, wls), nil
+	return Summarize(cqs.Items, lqs, jobs, wls), top.Tree(cqs.Items, cohorts.Items), nil
 }
 
 func jobCount(rows []Row) int {

@@ -1,7 +1,8 @@
 // Package demo is what `berth up --demo` shows a newcomer: it applies the
-// example queues, submits the example mix of Jobs and draws each queue's
-// pending, admitted, finished and borrowed work until the Jobs are done.
+// example queues, submits the example mix of Jobs and draws, until the Jobs
+// are done, the queues' cohort tree as `berth top` shows it (internal/top)
+// and each queue's pending, admitted and finished Jobs.
 //
-// The view is computed by Summarize and drawn by Render, both pure; Run does
-// the API calls around them.
+// The Jobs' view is computed by Summarize and drawn by Render, both pure;
+// Run does the API calls around them.
 package demo
