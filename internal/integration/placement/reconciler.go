@@ -139,10 +139,11 @@ func Setup(ctx context.Context, mgr ctrl.Manager) error {
 // Reconcile gives the Workload's gated pods the domains with room.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	var wl berthv1.Workload
-	if err := r.client.Get(ctx, req.NamespacedName, &wl); err != nil {
-		return reconcile.Result{}, client.IgnoreNotFound(err)
+	err := r.client.Get(ctx, req.NamespacedName, &wl)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return reconcile.Result{}, err
 	}
-	if !workload.IsAdmitted(&wl) || workload.IsFinished(&wl) {
+	if err != nil || !workload.IsAdmitted(&wl) || workload.IsFinished(&wl) {
 		r.mu.Lock()
 		delete(r.lifted, req.NamespacedName)
 		r.mu.Unlock()
@@ -160,7 +161,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	r.mu.Unlock()
 	defer func() {
 		r.mu.Lock()
-		r.lifted[req.NamespacedName] = pending
+		if len(pending) > 0 {
+			r.lifted[req.NamespacedName] = pending
+		} else {
+			delete(r.lifted, req.NamespacedName) // nothing to remember: no entry per Workload ever placed
+		}
 		r.mu.Unlock()
 	}()
 	for i := range list.Items {
