@@ -182,7 +182,7 @@ func TestAdmissionChecks(t *testing.T) {
 
 	// Rejected: deactivated, evicted, the Job suspended, the check named.
 	setCheck(t, env, second.Name, check, berthv1.CheckRejected, "over budget")
-	wl := waitPending(t, env, env.Namespace, second.Name, "admission check "+check+" rejected it (over budget)")
+	wl := waitPending(t, env, env.Namespace, second.Name, "admission check "+check+" rejected the workload: over budget")
 	if workload.IsActive(wl) {
 		t.Errorf("a rejected workload is still active")
 	}

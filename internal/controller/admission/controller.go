@@ -515,12 +515,8 @@ func (c *Controller) writeDeactivated(ctx context.Context, key string) bool {
 		return false
 	}
 	orig := wl.DeepCopy()
-	msg := "deactivated (spec.active is false): it waits out of its queue until it is active again"
-	if check, ok := workload.RejectedBy(wl); ok {
-		msg = fmt.Sprintf("admission check %s rejected it (%s), so it was deactivated (spec.active is false): "+
-			"it waits out of its queue until it is active again", check.Name, check.Message)
-	}
-	if !workload.SetPending(wl, DeactivatedReason, msg, c.clock.Now()) {
+	_, why := workload.Deactivation(wl)
+	if !workload.SetPending(wl, DeactivatedReason, why+"; it waits out of its queue until it is active again", c.clock.Now()) {
 		return false
 	}
 	err = c.client.Status().Patch(ctx, wl, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
