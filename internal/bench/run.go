@@ -296,24 +296,41 @@ const finishers, creators = 64, 32
 // after a conflict.
 func markFinished(ctx context.Context, cached client.Reader, c client.Client, t *tracker, f finishing) error {
 	read := cached
-	for attempt := 0; ; attempt++ {
+	conflicts, failures := 0, 0
+	for {
 		if !t.current(f.name, f.epoch) {
 			return nil // evicted since; it runs again once readmitted
 		}
 		var wl berthv1.Workload
-		if err := read.Get(ctx, client.ObjectKey{Namespace: f.namespace, Name: f.name}, &wl); err != nil {
-			return err
+		err := read.Get(ctx, client.ObjectKey{Namespace: f.namespace, Name: f.name}, &wl)
+		if err == nil {
+			read = c
+			if !meta.IsStatusConditionTrue(wl.Status.Conditions, berthv1.WorkloadAdmitted) ||
+				meta.IsStatusConditionTrue(wl.Status.Conditions, berthv1.WorkloadFinished) ||
+				requeues(&wl) != f.requeues {
+				return nil // not in that admission any more; the tracker sees the next one
+			}
+			workload.SetFinished(&wl, "Succeeded", "berth bench: ran for its class's runtime", time.Now())
+			err = c.Status().Update(ctx, &wl)
 		}
-		read = c
-		if !meta.IsStatusConditionTrue(wl.Status.Conditions, berthv1.WorkloadAdmitted) ||
-			meta.IsStatusConditionTrue(wl.Status.Conditions, berthv1.WorkloadFinished) ||
-			requeues(&wl) != f.requeues {
-			return nil // not in that admission any more; the tracker sees the next one
-		}
-		workload.SetFinished(&wl, "Succeeded", "berth bench: ran for its class's runtime", time.Now())
-		err := c.Status().Update(ctx, &wl)
-		if err == nil || !apierrors.IsConflict(err) || attempt == 10 {
+		switch {
+		case err == nil:
+			return nil
+		case apierrors.IsConflict(err):
+			if conflicts++; conflicts > 10 {
+				return err
+			}
+		case apierrors.IsNotFound(err) || apierrors.IsInvalid(err) || apierrors.IsForbidden(err):
 			return err
+		default:
+			// The API server is restarting or overloaded: a workload left
+			// unfinished would hold its quota for the rest of the run.
+			failures++
+			select {
+			case <-ctx.Done():
+				return err
+			case <-time.After(min(100*time.Millisecond<<min(failures, 5), 2*time.Second)):
+			}
 		}
 	}
 }
