@@ -33,9 +33,10 @@ func newImportCommand() *cobra.Command {
 ` + strings.Join(fromkueue.Kinds, ", ") + `) and write the berth
 equivalents as YAML on stdout, or apply them with --apply. Every field berth
 supports is kept (cohortName becomes cohort, parentName parent, MayStopSearch
-Borrow or Preempt, an admissionChecksStrategy without onFlavors becomes
-admissionChecks); each field that is not is listed on stderr, per object, with
-why. Status and server-written metadata are left behind. Nothing is written if
+Borrow or Preempt, an admissionChecksStrategy becomes admissionChecks, for
+every flavor); each field that is not is listed on stderr, per object, with
+why. Status, server-written metadata and kubectl's last-applied annotation
+are left behind. Nothing is written if
 any object cannot be imported, nor, with --apply, if the API server refuses any
 of them (all are checked with a dry run first). Jobs and Pods labelled for
 Kueue need no import: berth honours kueue.x-k8s.io/queue-name as it is.`,

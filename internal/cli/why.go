@@ -56,7 +56,7 @@ answer may differ: the copy runs without fair sharing.`,
 			if err != nil {
 				return err
 			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), time.Minute)
+			ctx, cancel := contextWithTimeout(cmd)
 			defer cancel()
 			wl, err := findWorkload(ctx, c, q)
 			if err != nil {

@@ -53,7 +53,7 @@ func describe(obj map[string]any) string {
 }
 
 // renames maps Kueue field paths (dotted, without list indices) to berth's,
-// by kind; Export uses them backwards.
+// by kind.
 var renames = map[string]map[string]string{
 	"ClusterQueue": {"spec.cohortName": "spec.cohort"},
 	"Cohort":       {"spec.parentName": "spec.parent"},
@@ -71,7 +71,7 @@ var values = map[string]map[string]string{
 var reasons = map[string]string{
 	"ClusterQueue spec.admissionScope":               "admission fair sharing is not supported by berth",
 	"ClusterQueue spec.concurrentAdmissionPolicy":    "concurrent admission (flavor migration) is not supported by berth",
-	"ClusterQueue spec.admissionChecksStrategy":      "admission checks limited to some flavors (onFlavors) are not supported by berth",
+	"ClusterQueue spec.admissionChecksStrategy":      "berth reads only the name and onFlavors of each of its rules",
 	"ClusterQueue spec.flavorFungibility.preference": "berth has no preference between borrowing and preemption across flavors",
 	"AdmissionCheck spec.retryDelayMinutes":          "berth backs a Retry off exponentially (1 s doubling to 10 min) instead",
 	"metadata.ownerReferences":                       "owners belong to the old cluster",
@@ -116,7 +116,11 @@ func Import(in map[string]any) (Object, error) {
 			keep := map[string]any{}
 			for mk, mv := range md {
 				switch {
-				case slices.Contains([]string{"name", "namespace", "labels", "annotations", "generateName"}, mk):
+				case mk == "annotations":
+					if kept := withoutLastApplied(mv, drop); len(kept) > 0 {
+						keep[mk] = kept
+					}
+				case slices.Contains([]string{"name", "namespace", "labels", "generateName"}, mk):
 					keep[mk] = mv
 				case slices.Contains(serverSet, mk):
 				default:
@@ -189,8 +193,7 @@ func walk(kind, from, plain string, v any, parent *apiextensionsv1.JSONSchemaPro
 			}
 			kept := map[string]any{}
 			for k, sub := range m {
-				wrapper := &apiextensionsv1.JSONSchemaProps{Properties: item.Properties}
-				if to, got, ok := walk(kind, from+"["+strconv.Itoa(i)+"]."+k, plain+"."+k, sub, wrapper, drop); ok {
+				if to, got, ok := walk(kind, from+"["+strconv.Itoa(i)+"]."+k, plain+"."+k, sub, item, drop); ok {
 					kept[to] = got
 				}
 			}
@@ -205,6 +208,21 @@ func walk(kind, from, plain string, v any, parent *apiextensionsv1.JSONSchemaPro
 	default:
 		return name, val, true
 	}
+}
+
+// lastApplied is kubectl's record of the manifest last applied: the Kueue
+// one, which a later `kubectl apply` of berth's would diff against.
+const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
+
+func withoutLastApplied(v any, drop func(path, why string)) map[string]any {
+	annotations, _ := v.(map[string]any)
+	if _, ok := annotations[lastApplied]; !ok {
+		return annotations
+	}
+	drop("metadata.annotations."+lastApplied, "it records the Kueue manifest, not this one")
+	out := maps.Clone(annotations)
+	delete(out, lastApplied)
+	return out
 }
 
 // checksFromStrategy returns in with Kueue v1beta2's admissionChecksStrategy

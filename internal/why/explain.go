@@ -133,7 +133,7 @@ func Explain(in Input) Report {
 	if p := in.LocalQueues[i].Spec.StopPolicy; p == berthv1.Hold || p == berthv1.HoldAndDrain {
 		r.Notes = append(r.Notes, fmt.Sprintf("LocalQueue %s is stopped (stopPolicy %s)", r.LocalQueue, p))
 	}
-	c, cq := simulated(in)
+	c, cq := simulated(in, r.ClusterQueue)
 	if r.State != "Pending" {
 		r.Room = room(c, cq)
 		return r
@@ -153,8 +153,8 @@ func Explain(in Input) Report {
 	switch d := ds[0]; {
 	case d.Admit != nil:
 		r.Now = "it fits: berth admits it at its turn"
-		if len(r.Ahead) > 0 {
-			r.Now += fmt.Sprintf(", after the %d ahead of it that fit", len(r.Ahead))
+		if r.Position > 1 {
+			r.Now += fmt.Sprintf(", after the %d ahead of it that fit", r.Position-1)
 		}
 	case d.Pending != nil && len(d.Preempt) > 0:
 		r.Now = "it fits only by preempting: " + d.Pending.Message
@@ -171,8 +171,9 @@ func Explain(in Input) Report {
 }
 
 // simulated is the core as the controller would have it: every queue,
-// flavor, cohort and check, and every workload that holds quota.
-func simulated(in Input) (*core.Cluster, core.ClusterQueue) {
+// flavor, cohort and check, and every workload that holds quota; and the
+// workload's ClusterQueue, cqName, as the core sees it.
+func simulated(in Input, cqName string) (*core.Cluster, core.ClusterQueue) {
 	c := core.NewCluster()
 	for i := range in.Flavors {
 		c.SetFlavor(queues.FlavorOf(&in.Flavors[i]))
@@ -186,7 +187,7 @@ func simulated(in Input) (*core.Cluster, core.ClusterQueue) {
 	var mine core.ClusterQueue
 	for i := range in.ClusterQueues {
 		cq := queues.ClusterQueueOf(&in.ClusterQueues[i])
-		if cq.Name == in.ClusterQueueName() {
+		if cq.Name == cqName {
 			mine = cq
 		}
 		c.SetClusterQueue(cq)
@@ -198,20 +199,6 @@ func simulated(in Input) (*core.Cluster, core.ClusterQueue) {
 		}
 	}
 	return c, mine
-}
-
-// ClusterQueueName is the ClusterQueue the workload holds quota in, else
-// the one its LocalQueue points at.
-func (in Input) ClusterQueueName() string {
-	if a := in.Workload.Status.Admission; a != nil {
-		return a.ClusterQueue
-	}
-	for _, lq := range in.LocalQueues {
-		if lq.Namespace == in.Workload.Namespace && lq.Name == in.Workload.Spec.QueueName {
-			return lq.Spec.ClusterQueue
-		}
-	}
-	return ""
 }
 
 // position counts the pending workloads of the ClusterQueue that come

@@ -202,6 +202,18 @@ func TestAdmissionChecks(t *testing.T) {
 		}
 		return nil
 	})
+
+	// A check may take back its Ready: the running Job gives its quota back,
+	// is suspended, and queues again with its checks Pending.
+	setCheck(t, env, first.Name, check, berthv1.CheckRetry, "budget revoked")
+	waitEvent(t, env, first.Name, "Evicted", "admission check "+check+" asked to retry later: budget revoked")
+	testenv.Eventually(t, wait, func() error {
+		if suspended, err := jobSuspended(env, "first"); err != nil || !suspended {
+			return fmt.Errorf("Job first after its check took back Ready: suspended %v, %v", suspended, err)
+		}
+		return nil
+	})
+	waitReserved(t, env, first.Name, check)
 }
 
 // The API refuses an AdmissionCheck without a controller, and a change of

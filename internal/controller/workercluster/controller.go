@@ -16,8 +16,10 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
@@ -53,7 +55,9 @@ func Setup(mgr ctrl.Manager, namespace string) error {
 		namespace: namespace, dial: serverVersion, failures: map[string]int{}}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("workercluster").
-		For(&berthv1.WorkerCluster{}).
+		// Its own status writes are no news: a spec change, the Secret, or
+		// the next attempt brings it back.
+		For(&berthv1.WorkerCluster{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.usersOf)).
 		Complete(r)
 }
