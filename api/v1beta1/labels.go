@@ -35,6 +35,13 @@ const (
 	// room on nodes is counted by their placement, and the Pod webhook gates
 	// them (TopologyGate).
 	TopologyPlacedLabel = "berth.dev/topology-placed"
+	// MultiClusterOriginLabel marks the copies a manager cluster made on a
+	// worker cluster; its value names the manager, so that managers sharing
+	// a worker collect only their own copies.
+	MultiClusterOriginLabel = "berth.dev/multicluster-origin"
+	// MultiClusterWorkloadAnnotation on a copy names the manager's Workload
+	// it stands for (in the same namespace).
+	MultiClusterWorkloadAnnotation = "berth.dev/multicluster-workload"
 	// KueuePodGroupTotalCountAnnotation is honoured too.
 	KueuePodGroupTotalCountAnnotation = "kueue.x-k8s.io/pod-group-total-count"
 )

@@ -212,6 +212,12 @@ type WorkloadStatus struct {
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=8
 	AdmissionChecks []AdmissionCheckState `json:"admissionChecks,omitempty"`
+
+	// ClusterName is the worker cluster the workload runs on, when a
+	// multicluster admission check dispatched it there.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	ClusterName string `json:"clusterName,omitempty"`
 }
 
 // CheckState is how an admission check has decided on a workload.

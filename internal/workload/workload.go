@@ -181,6 +181,7 @@ func Quantity(res string, milli int64) resource.Quantity {
 // Admitted waits, False, until every one is Ready (SetChecksPassed).
 func SetAdmitted(w *berthv1.Workload, a *berthv1.Admission, checks []string, now time.Time) {
 	w.Status.Admission = a
+	w.Status.ClusterName = ""
 	msg := fmt.Sprintf("quota reserved in ClusterQueue %s", a.ClusterQueue)
 	setCondition(w, berthv1.WorkloadQuotaReserved, metav1.ConditionTrue, "QuotaReserved", msg, now)
 	w.Status.AdmissionChecks = nil
@@ -257,6 +258,7 @@ func SetPending(w *berthv1.Workload, reason, message string, now time.Time) bool
 // has passed, count being how often it was requeued.
 func SetEvicted(w *berthv1.Workload, reason, message string, now time.Time, backoff bool) {
 	w.Status.Admission = nil
+	w.Status.ClusterName = ""
 	setCondition(w, berthv1.WorkloadEvicted, metav1.ConditionTrue, reason, message, now)
 	setCondition(w, berthv1.WorkloadQuotaReserved, metav1.ConditionFalse, "Pending", "evicted: "+message, now)
 	setCondition(w, berthv1.WorkloadAdmitted, metav1.ConditionFalse, reason, message, now)

@@ -85,10 +85,18 @@ func PodSets(job *batchv1.Job) []berthv1.PodSet {
 
 // NewWorkload makes a Job's Workload, owned by the Job so that it goes when the
 // Job goes.
+// A copy a manager cluster dispatched here (berthv1.MultiClusterOriginLabel)
+// passes its marks on, so the manager sees the Workload too.
 func NewWorkload(job *batchv1.Job, queue string, priority *int32, priorityClass string) *berthv1.Workload {
-	return integration.NewWorkload(job, batchv1.SchemeGroupVersion.WithKind("Job"), WorkloadName(job),
-		map[string]string{"berth.dev/job-name": truncate(job.Name, 63), "berth.dev/job-uid": string(job.UID)},
+	labels := map[string]string{"berth.dev/job-name": truncate(job.Name, 63), "berth.dev/job-uid": string(job.UID)}
+	wl := integration.NewWorkload(job, batchv1.SchemeGroupVersion.WithKind("Job"), WorkloadName(job), labels,
 		berthv1.WorkloadSpec{PodSets: PodSets(job), QueueName: queue, Priority: priority, PriorityClassName: priorityClass})
+	if origin, ok := job.Labels[berthv1.MultiClusterOriginLabel]; ok {
+		labels[berthv1.MultiClusterOriginLabel] = origin
+		wl.Annotations = map[string]string{
+			berthv1.MultiClusterWorkloadAnnotation: job.Annotations[berthv1.MultiClusterWorkloadAnnotation]}
+	}
+	return wl
 }
 
 func truncate(s string, n int) string {

@@ -1,0 +1,84 @@
+package multicluster_test
+
+import (
+	"strings"
+	"testing"
+
+	batchv1 "k8s.io/api/batch/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	berthv1 "github.com/berth-dev/berth/api/v1beta1"
+	"github.com/berth-dev/berth/internal/integration/jobs"
+	"github.com/berth-dev/berth/internal/multicluster"
+	"github.com/berth-dev/berth/test/fixtures"
+)
+
+func TestRemoteJobIsALocalJobOfTheWorker(t *testing.T) {
+	job := fixtures.MakeJob("j", "ns").Queue("lq").ManagedBy(multicluster.ManagedBy).Parallelism(2).Obj()
+	job.UID = "manager-uid"
+	job.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{batchv1.ControllerUidLabel: "manager-uid"}}
+	job.Spec.Template.Labels = map[string]string{batchv1.ControllerUidLabel: "manager-uid", batchv1.JobNameLabel: "j", "app": "x"}
+	if err := jobs.StartTemplate(job, []*berthv1.ResourceFlavor{fixtures.MakeResourceFlavor("f").NodeLabel("pool", "p").Obj()}); err != nil {
+		t.Fatal(err)
+	}
+
+	c := multicluster.RemoteJob(job, "mgr", "job-j-abcde")
+	switch {
+	case c.Spec.ManagedBy != nil:
+		t.Errorf("managedBy %q: the worker's Job controller must run the copy", *c.Spec.ManagedBy)
+	case !jobs.Suspended(c):
+		t.Error("the copy is not suspended: it would run before the worker admits it")
+	case c.Spec.Selector != nil || c.Spec.Template.Labels[batchv1.ControllerUidLabel] != "" || c.Spec.Template.Labels["app"] != "x":
+		t.Errorf("selector %v, template labels %v: want the manager's controller labels gone, the rest kept", c.Spec.Selector, c.Spec.Template.Labels)
+	case c.Spec.Template.Spec.NodeSelector["pool"] != "" || jobs.Injected(c):
+		t.Errorf("node selector %v: the manager's flavors must not go to the worker", c.Spec.Template.Spec.NodeSelector)
+	case c.Labels[berthv1.QueueNameLabel] != "lq" || !multicluster.IsCopy(c, "mgr", "job-j-abcde") || multicluster.IsCopy(c, "other", "job-j-abcde"):
+		t.Errorf("labels %v annotations %v", c.Labels, c.Annotations)
+	case job.Spec.ManagedBy == nil || !jobs.Injected(job):
+		t.Error("the manager's Job was changed")
+	}
+
+	// The worker's Workload for the copy carries the marks, whoever makes it.
+	c.UID = types.UID("worker-uid")
+	wl := fixtures.MakeWorkload("w", "ns").Queue("lq").Priority(7).Count(2).Obj()
+	for _, made := range []*berthv1.Workload{multicluster.RemoteWorkload(wl, c), jobs.NewWorkload(c, "lq", nil, "")} {
+		if !multicluster.IsCopy(made, "mgr", "job-j-abcde") || made.Name != jobs.WorkloadName(c) {
+			t.Errorf("worker Workload %s labels %v annotations %v", made.Name, made.Labels, made.Annotations)
+		}
+	}
+	if rw := multicluster.RemoteWorkload(wl, c); *rw.Spec.Priority != 7 || rw.Spec.PodSets[0].Count != 2 {
+		t.Errorf("worker Workload spec %+v: want the manager's", rw.Spec)
+	}
+}
+
+func TestCheckActive(t *testing.T) {
+	ac := &berthv1.AdmissionCheck{ObjectMeta: metav1.ObjectMeta{Name: "mc"}, Spec: berthv1.AdmissionCheckSpec{
+		ControllerName: berthv1.MultiClusterControllerName,
+		Parameters:     &berthv1.AdmissionCheckParametersReference{APIGroup: "berth.dev", Kind: "MultiClusterConfig", Name: "cfg"}}}
+	cfg := &berthv1.MultiClusterConfig{ObjectMeta: metav1.ObjectMeta{Name: "cfg"},
+		Spec: berthv1.MultiClusterConfigSpec{Clusters: []string{"a", "b"}}}
+	wrong := ac.DeepCopy()
+	wrong.Spec.Parameters.Kind = "ProvisioningRequestConfig"
+	none := ac.DeepCopy()
+	none.Spec.Parameters = nil
+	for _, tc := range []struct {
+		ac      *berthv1.AdmissionCheck
+		cfg     *berthv1.MultiClusterConfig
+		active  map[string]bool
+		status  metav1.ConditionStatus
+		reason  string
+		message string
+	}{
+		{ac, cfg, map[string]bool{"b": true}, metav1.ConditionTrue, multicluster.ReasonActive, "dispatches to b; not active: a"},
+		{ac, cfg, nil, metav1.ConditionFalse, multicluster.ReasonNoActiveWorker, "no worker cluster of MultiClusterConfig cfg is active (a, b)"},
+		{ac, nil, nil, metav1.ConditionFalse, multicluster.ReasonConfigNotFound, "MultiClusterConfig cfg not found"},
+		{wrong, cfg, nil, metav1.ConditionFalse, multicluster.ReasonBadParameters, `apiGroup "berth.dev", kind ProvisioningRequestConfig; want apiGroup berth.dev, kind MultiClusterConfig`},
+		{none, cfg, nil, metav1.ConditionFalse, multicluster.ReasonBadParameters, "spec.parameters must name a MultiClusterConfig"},
+	} {
+		c := multicluster.CheckActive(tc.ac, tc.cfg, tc.active)
+		if c.Status != tc.status || c.Reason != tc.reason || !strings.Contains(c.Message, tc.message) {
+			t.Errorf("%s %s %q; want %s %s with %q", c.Status, c.Reason, c.Message, tc.status, tc.reason, tc.message)
+		}
+	}
+}

@@ -1,0 +1,198 @@
+package multicluster
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	berthv1 "github.com/berth-dev/berth/api/v1beta1"
+	"github.com/berth-dev/berth/internal/workload"
+)
+
+// DefaultLostTimeout is how long a worker may be unreachable before the
+// workloads running there are taken back and dispatched again.
+const DefaultLostTimeout = 15 * time.Minute
+
+// Worker is what the manager sees of one worker cluster for one workload.
+type Worker struct {
+	// Active: the worker is reached now. Since is when it last became
+	// reached or unreachable.
+	Active bool
+	Since  time.Time
+	// Copied: the worker holds a copy of the workload's Job. Admitted and
+	// Finished say what the worker made of it (only known while Active).
+	Copied, Admitted, Finished bool
+	// Conflict, when not empty, says why no copy can be made there (a Job
+	// of the same name that is not this workload's copy, say).
+	Conflict string
+}
+
+// Input is one workload's situation.
+type Input struct {
+	// Workload is the manager's; Check names its multicluster check.
+	Workload *berthv1.Workload
+	Check    string
+	// Clusters lists the config's workers in order of preference; Workers
+	// has what is known of each, and of any other worker holding a copy.
+	Clusters []string
+	Workers  map[string]Worker
+	// Refusal, when not empty, says why this workload cannot be dispatched
+	// at all (not a Job, or a Job the manager's Job controller would run).
+	Refusal     string
+	Now         time.Time
+	LostTimeout time.Duration
+}
+
+// Plan is what to do.
+type Plan struct {
+	// Create and Delete name the workers where a copy is made or removed.
+	Create, Delete []string
+	// State, when not nil, is the check's new state and message.
+	State *berthv1.AdmissionCheckState
+	// ClusterName, when not empty, is recorded as where the workload runs.
+	ClusterName string
+	// CopyStatusFrom names the worker whose Job's status the manager's Job
+	// takes.
+	CopyStatusFrom string
+	// RecheckAfter, when not zero, is when to look again though nothing
+	// changes (a lost worker's timeout).
+	RecheckAfter time.Duration
+}
+
+// Decide says what a workload's situation calls for:
+//   - a workload that does not hold quota, has finished or whose check is
+//     no longer Pending or Ready keeps no copies;
+//   - one that waits (check Pending) gets a copy on every reached worker of
+//     its config; the first of them, in the config's order, whose copy is
+//     admitted wins: the check turns Ready and names it, the other copies go;
+//   - one that runs (check Ready) keeps only its copy there and takes its
+//     Job's status from it; if that copy is gone, or the worker is lost for
+//     longer than LostTimeout, the check turns Retry so the manager gives the
+//     quota back and queues it again.
+func Decide(in Input) Plan {
+	wl := in.Workload
+	var p Plan
+	state, ok := checkState(wl, in.Check)
+	switch {
+	case !ok || !workload.HasQuota(wl) || workload.IsFinished(wl) || wl.DeletionTimestamp != nil ||
+		state.State == berthv1.CheckRetry || state.State == berthv1.CheckRejected:
+		p.Delete = copiedExcept(in.Workers, "")
+		return p
+	case in.Refusal != "":
+		p.State = newState(state, berthv1.CheckRejected, in.Refusal, in.Now)
+		p.Delete = copiedExcept(in.Workers, "")
+		return p
+	case state.State == berthv1.CheckReady && wl.Status.ClusterName != "":
+		return running(in, state)
+	case state.State == berthv1.CheckReady:
+		// Ready without a place: not this controller's doing; nothing to copy.
+		return p
+	}
+
+	// Pending.
+	for _, name := range in.Clusters {
+		if w := in.Workers[name]; w.Active && w.Admitted {
+			p.ClusterName = name
+			p.State = newState(state, berthv1.CheckReady, fmt.Sprintf("admitted on worker cluster %s", name), in.Now)
+			p.Delete = copiedExcept(in.Workers, name)
+			p.CopyStatusFrom = name
+			return p
+		}
+	}
+	var waiting, down, refused []string
+	for _, name := range in.Clusters {
+		w := in.Workers[name]
+		switch {
+		case !w.Active:
+			down = append(down, name)
+		case w.Conflict != "":
+			refused = append(refused, name+": "+w.Conflict)
+		case w.Copied:
+			waiting = append(waiting, name)
+		default:
+			p.Create = append(p.Create, name)
+			waiting = append(waiting, name)
+		}
+	}
+	// Copies on workers dropped from the config go.
+	for name, w := range in.Workers {
+		if w.Copied && !slices.Contains(in.Clusters, name) {
+			p.Delete = append(p.Delete, name)
+		}
+	}
+	slices.Sort(p.Delete)
+	var msg []string
+	if len(waiting) > 0 {
+		msg = append(msg, "dispatched to "+strings.Join(waiting, ", ")+"; waiting for one of them to admit it")
+	} else {
+		msg = append(msg, "no worker cluster can take it yet")
+	}
+	if len(down) > 0 {
+		msg = append(msg, "not reached: "+strings.Join(down, ", "))
+	}
+	if len(refused) > 0 {
+		msg = append(msg, "not copied to "+strings.Join(refused, "; "))
+	}
+	p.State = newState(state, berthv1.CheckPending, strings.Join(msg, "; "), in.Now)
+	return p
+}
+
+func running(in Input, state berthv1.AdmissionCheckState) Plan {
+	var p Plan
+	name := in.Workload.Status.ClusterName
+	p.Delete = copiedExcept(in.Workers, name)
+	w, known := in.Workers[name]
+	switch {
+	case known && w.Active && !w.Copied:
+		p.State = newState(state, berthv1.CheckRetry,
+			fmt.Sprintf("its Job on worker cluster %s is gone; it is queued again", name), in.Now)
+	case known && w.Active:
+		p.CopyStatusFrom = name
+	default:
+		lost := in.Now.Sub(w.Since)
+		if !known || lost >= in.LostTimeout {
+			p.State = newState(state, berthv1.CheckRetry,
+				fmt.Sprintf("worker cluster %s has not been reached for %s; it is queued again", name,
+					in.LostTimeout), in.Now)
+			p.Delete = copiedExcept(in.Workers, "")
+		} else {
+			p.RecheckAfter = in.LostTimeout - lost
+		}
+	}
+	return p
+}
+
+func checkState(wl *berthv1.Workload, name string) (berthv1.AdmissionCheckState, bool) {
+	for _, c := range wl.Status.AdmissionChecks {
+		if c.Name == name {
+			return c, true
+		}
+	}
+	return berthv1.AdmissionCheckState{}, false
+}
+
+// newState is the check's state after a decision, or nil when it says what
+// the check says already.
+func newState(old berthv1.AdmissionCheckState, state berthv1.CheckState, message string, now time.Time) *berthv1.AdmissionCheckState {
+	if old.State == state && old.Message == message {
+		return nil
+	}
+	s := old
+	s.State, s.Message = state, message
+	if old.State != state {
+		s.LastTransitionTime.Time = now
+	}
+	return &s
+}
+
+func copiedExcept(workers map[string]Worker, keep string) []string {
+	var out []string
+	for name, w := range workers {
+		if w.Copied && name != keep {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}

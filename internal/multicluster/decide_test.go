@@ -1,0 +1,147 @@
+package multicluster_test
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	berthv1 "github.com/berth-dev/berth/api/v1beta1"
+	"github.com/berth-dev/berth/internal/multicluster"
+	"github.com/berth-dev/berth/internal/workload"
+	"github.com/berth-dev/berth/test/fixtures"
+)
+
+const check = "mc"
+
+var now = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+
+func waiting() *fixtures.WorkloadWrapper {
+	return fixtures.MakeWorkload("w", "ns").Queue("lq").Reserved("cq", check)
+}
+
+func up(copied, admitted bool) multicluster.Worker {
+	return multicluster.Worker{Active: true, Since: now.Add(-time.Hour), Copied: copied, Admitted: admitted}
+}
+
+func down(since time.Duration, copied bool) multicluster.Worker {
+	return multicluster.Worker{Since: now.Add(-since), Copied: copied}
+}
+
+func TestDecide(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		wl      *berthv1.Workload
+		workers map[string]multicluster.Worker
+		refusal string
+		want    multicluster.Plan
+		// state and message the check should get (message: a part of it)
+		state   berthv1.CheckState
+		message string
+	}{{
+		name:    "waiting: copied to every reached worker, in the config's order",
+		wl:      waiting().Obj(),
+		workers: map[string]multicluster.Worker{"a": up(false, false), "b": up(false, false), "c": down(time.Minute, false)},
+		want:    multicluster.Plan{Create: []string{"a", "b"}},
+		state:   berthv1.CheckPending, message: "dispatched to a, b; waiting for one of them to admit it; not reached: c",
+	}, {
+		name:    "waiting: copies already made, nothing more to do",
+		wl:      waiting().Check(check, berthv1.CheckPending, "dispatched to a, b; waiting for one of them to admit it; not reached: c").Obj(),
+		workers: map[string]multicluster.Worker{"a": up(true, false), "b": up(true, false), "c": down(time.Minute, false)},
+		want:    multicluster.Plan{},
+	}, {
+		name:    "a worker added to the config later is offered it too",
+		wl:      waiting().Check(check, berthv1.CheckPending, "dispatched to a; waiting for one of them to admit it").Obj(),
+		workers: map[string]multicluster.Worker{"a": up(true, false), "b": up(false, false)},
+		want:    multicluster.Plan{Create: []string{"b"}},
+		state:   berthv1.CheckPending, message: "dispatched to a, b",
+	}, {
+		name:    "the first admitting worker in the config's order wins; the other copies go",
+		wl:      waiting().Obj(),
+		workers: map[string]multicluster.Worker{"a": up(true, false), "b": up(true, true), "c": up(true, true)},
+		want:    multicluster.Plan{ClusterName: "b", Delete: []string{"a", "c"}, CopyStatusFrom: "b"},
+		state:   berthv1.CheckReady, message: "admitted on worker cluster b",
+	}, {
+		name:    "a worker with a Job of the same name gets no copy, and the message says why",
+		wl:      waiting().Obj(),
+		workers: map[string]multicluster.Worker{"a": {Active: true, Conflict: "Job ns/j exists and is not a copy"}, "b": up(false, false)},
+		want:    multicluster.Plan{Create: []string{"b"}},
+		state:   berthv1.CheckPending, message: "not copied to a: Job ns/j exists and is not a copy",
+	}, {
+		name:    "no worker reached: it waits, and says so",
+		wl:      waiting().Obj(),
+		workers: map[string]multicluster.Worker{"a": down(time.Minute, false), "b": down(time.Minute, false)},
+		want:    multicluster.Plan{},
+		state:   berthv1.CheckPending, message: "no worker cluster can take it yet; not reached: a, b",
+	}, {
+		name:    "a copy on a worker no longer in the config goes",
+		wl:      waiting().Obj(),
+		workers: map[string]multicluster.Worker{"a": up(true, false), "old": up(true, false)},
+		want:    multicluster.Plan{Delete: []string{"old"}},
+		state:   berthv1.CheckPending, message: "dispatched to a;",
+	}, {
+		name:    "running: the status comes from its worker; stray copies go",
+		wl:      waiting().Check(check, berthv1.CheckReady, "admitted on worker cluster a").RunsOn("a").Obj(),
+		workers: map[string]multicluster.Worker{"a": up(true, true), "b": up(true, false)},
+		want:    multicluster.Plan{Delete: []string{"b"}, CopyStatusFrom: "a"},
+	}, {
+		name:    "running: its copy was deleted on the worker, so it is queued again",
+		wl:      waiting().Check(check, berthv1.CheckReady, "admitted on worker cluster a").RunsOn("a").Obj(),
+		workers: map[string]multicluster.Worker{"a": up(false, false)},
+		want:    multicluster.Plan{},
+		state:   berthv1.CheckRetry, message: "its Job on worker cluster a is gone",
+	}, {
+		name:    "running: a worker lost for less than the timeout is waited for",
+		wl:      waiting().Check(check, berthv1.CheckReady, "admitted on worker cluster a").RunsOn("a").Obj(),
+		workers: map[string]multicluster.Worker{"a": down(4*time.Minute, true)},
+		want:    multicluster.Plan{RecheckAfter: 11 * time.Minute},
+	}, {
+		name:    "running: a worker lost for longer is given up on; the workload is queued again",
+		wl:      waiting().Check(check, berthv1.CheckReady, "admitted on worker cluster a").RunsOn("a").Obj(),
+		workers: map[string]multicluster.Worker{"a": down(16*time.Minute, true), "b": up(true, false)},
+		want:    multicluster.Plan{Delete: []string{"a", "b"}},
+		state:   berthv1.CheckRetry, message: "worker cluster a has not been reached for 15m0s",
+	}, {
+		name:    "finished: every copy goes",
+		wl:      func() *berthv1.Workload { w := waiting().Obj(); finish(w); return w }(),
+		workers: map[string]multicluster.Worker{"a": up(true, true), "b": up(true, false)},
+		want:    multicluster.Plan{Delete: []string{"a", "b"}},
+	}, {
+		name:    "no quota any more: every copy goes",
+		wl:      fixtures.MakeWorkload("w", "ns").Queue("lq").Obj(),
+		workers: map[string]multicluster.Worker{"a": up(true, false)},
+		want:    multicluster.Plan{Delete: []string{"a"}},
+	}, {
+		name:    "retry: every copy goes",
+		wl:      waiting().Check(check, berthv1.CheckRetry, "x").Obj(),
+		workers: map[string]multicluster.Worker{"a": up(true, false)},
+		want:    multicluster.Plan{Delete: []string{"a"}},
+	}, {
+		name:    "what cannot be dispatched is rejected, and no copy is made",
+		wl:      waiting().Obj(),
+		workers: map[string]multicluster.Worker{"a": up(false, false)},
+		refusal: "only Jobs are dispatched",
+		want:    multicluster.Plan{},
+		state:   berthv1.CheckRejected, message: "only Jobs are dispatched",
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := multicluster.Decide(multicluster.Input{Workload: tc.wl, Check: check, Clusters: []string{"a", "b", "c"},
+				Workers: tc.workers, Refusal: tc.refusal, Now: now, LostTimeout: multicluster.DefaultLostTimeout})
+			state := got.State
+			got.State = nil
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("plan %+v, want %+v", got, tc.want)
+			}
+			switch {
+			case tc.state == "" && state != nil:
+				t.Errorf("check set to %s %q; want it unchanged", state.State, state.Message)
+			case tc.state != "" && state == nil:
+				t.Errorf("check unchanged; want %s %q", tc.state, tc.message)
+			case tc.state != "" && (state.State != tc.state || !strings.Contains(state.Message, tc.message)):
+				t.Errorf("check set to %s %q; want %s with %q", state.State, state.Message, tc.state, tc.message)
+			}
+		})
+	}
+}
+
+func finish(w *berthv1.Workload) { workload.SetFinished(w, "JobSucceeded", "done", now) }
