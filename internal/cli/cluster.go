@@ -12,8 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/duration"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
@@ -27,33 +25,6 @@ func newClusterCommand() *cobra.Command {
 	}
 	cmd.AddCommand(newClusterAddCommand(), newClusterListCommand())
 	return cmd
-}
-
-// workerKubeconfig reads a worker's kubeconfig for a Secret: one context
-// (the current one, or context), its files inlined, and nothing berth
-// would refuse to use.
-func workerKubeconfig(path, context string) ([]byte, error) {
-	cfg, err := clientcmd.LoadFromFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("--kubeconfig %s: %w", path, err)
-	}
-	if context != "" {
-		cfg.CurrentContext = context
-	}
-	if err := clientcmdapi.MinifyConfig(cfg); err != nil {
-		return nil, fmt.Errorf("--kubeconfig %s: %w", path, err)
-	}
-	if err := clientcmdapi.FlattenConfig(cfg); err != nil {
-		return nil, fmt.Errorf("--kubeconfig %s: inlining its files: %w", path, err)
-	}
-	data, err := clientcmd.Write(*cfg)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := workercluster.Config(data); err != nil {
-		return nil, fmt.Errorf("--kubeconfig %s: %w", path, err)
-	}
-	return data, nil
 }
 
 func newClusterAddCommand() *cobra.Command {
@@ -83,7 +54,7 @@ berth reaches the worker.`,
 			if kubeconfig == "" {
 				return fmt.Errorf("--kubeconfig is required: the worker cluster's kubeconfig")
 			}
-			data, err := workerKubeconfig(kubeconfig, context)
+			data, err := workercluster.Portable(kubeconfig, context)
 			if err != nil {
 				return err
 			}

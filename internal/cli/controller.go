@@ -9,6 +9,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	berthv1 "github.com/berth-dev/berth/api/v1beta1"
 	"github.com/berth-dev/berth/internal/controller"
 )
 
@@ -57,6 +58,10 @@ throughput long before the API server is busy.`,
 	f.Float32Var(&o.QPS, "kube-api-qps", o.QPS, "requests per second to the API server")
 	f.IntVar(&o.Burst, "kube-api-burst", o.Burst, "burst of requests to the API server")
 	f.IntVar(&o.AdmissionWriters, "admission-writers", o.AdmissionWriters, "admissions written concurrently")
+	f.StringVar(&o.Origin, "origin", o.Origin,
+		"this cluster's name on its worker clusters: the copies it dispatches there carry it in label "+berthv1.MultiClusterOriginLabel)
+	f.DurationVar(&o.WorkerLostTimeout, "worker-lost-timeout", o.WorkerLostTimeout,
+		"how long a worker cluster may be unreachable before the workloads running there are queued again")
 	f.BoolVar(&o.FairSharing, "fair-sharing", o.FairSharing,
 		"order admission and reclaiming in cohorts by weighted shares of borrowed capacity")
 	gf := goflag.NewFlagSet("zap", goflag.ContinueOnError)

@@ -31,6 +31,7 @@ import (
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
 	"github.com/berth-dev/berth/internal/controller/admission"
 	checksctrl "github.com/berth-dev/berth/internal/controller/admissioncheck"
+	mcctrl "github.com/berth-dev/berth/internal/controller/multicluster"
 	"github.com/berth-dev/berth/internal/controller/queues"
 	topoctrl "github.com/berth-dev/berth/internal/controller/topology"
 	"github.com/berth-dev/berth/internal/controller/webhook"
@@ -41,6 +42,7 @@ import (
 	"github.com/berth-dev/berth/internal/integration/podgroups"
 	"github.com/berth-dev/berth/internal/integration/pods"
 	"github.com/berth-dev/berth/internal/metrics"
+	"github.com/berth-dev/berth/internal/multicluster"
 	"github.com/berth-dev/berth/internal/scheduler"
 	"github.com/berth-dev/berth/internal/workload"
 )
@@ -84,6 +86,12 @@ type Options struct {
 	// FairSharing orders admission and reclaiming in cohorts by weighted
 	// shares of borrowed capacity (see docs/preemption.md).
 	FairSharing bool
+	// Origin names this cluster, as a manager, on its worker clusters: the
+	// copies it makes there carry it, and it collects only those.
+	Origin string
+	// WorkerLostTimeout is how long a worker cluster may be unreachable
+	// before the workloads running there are queued again.
+	WorkerLostTimeout time.Duration
 }
 
 // DefaultOptions are the defaults of `berth controller`.
@@ -95,6 +103,7 @@ func DefaultOptions() Options {
 		// by the client: a low client-side limit (Kueue's is 50/s) would be
 		// the bottleneck.
 		QPS: 500, Burst: 1000, AdmissionWriters: 16,
+		Origin: "berth", WorkerLostTimeout: multicluster.DefaultLostTimeout,
 	}
 }
 
@@ -205,12 +214,16 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	if err := workerctrl.Setup(mgr, o.Namespace); err != nil {
 		return err
 	}
+	if err := mcctrl.Setup(mgr, mcctrl.Options{Namespace: o.Namespace, Origin: o.Origin, LostTimeout: o.WorkerLostTimeout}); err != nil {
+		return err
+	}
 	mgr.GetWebhookServer().Register(placement.WebhookPath, &crwebhook.Admission{Handler: placement.NewGater(scheme)})
 	mgr.GetWebhookServer().Register(pods.WebhookPath, &crwebhook.Admission{Handler: integration.NewHolder(scheme, pods.Kind{})})
 	mgr.GetWebhookServer().Register(pods.DefaultWebhookPath,
 		&crwebhook.Admission{Handler: integration.NewHolder(scheme, pods.Kind{Default: true})})
 	mgr.GetWebhookServer().Register(jobs.WebhookPath,
-		&crwebhook.Admission{Handler: integration.NewHolder(scheme, jobs.Kind{ManageAll: o.ManageJobsWithoutQueueName})})
+		&crwebhook.Admission{Handler: integration.NewHolder(scheme, jobs.Kind{ManageAll: o.ManageJobsWithoutQueueName,
+			Dispatched: mcctrl.Dispatched(mgr.GetClient())})})
 
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return err

@@ -19,7 +19,7 @@ const (
 	// ManagedBy is the spec.managedBy of a manager's Job that runs on a
 	// worker: the manager's Job controller leaves such a Job alone, and berth
 	// copies its status from the worker.
-	ManagedBy = berthv1.MultiClusterControllerName
+	ManagedBy = jobs.ManagedBy
 )
 
 // Labels the Job controller puts on a Job's selector and pod template;
@@ -84,4 +84,16 @@ func IsCopy(obj metav1.Object, origin, workloadName string) bool {
 func JobStatus(manager, remote *batchv1.Job) (batchv1.JobStatus, bool) {
 	want := *remote.Status.DeepCopy()
 	return want, !equality.Semantic.DeepEqual(manager.Status, want)
+}
+
+// StoppedStatus clears what a Job controller clears when a Job is
+// suspended (start time, pods running), for a manager's Job taken back from
+// a worker: berth restores its template only once the start time is gone.
+// It reports whether anything changed.
+func StoppedStatus(s *batchv1.JobStatus) bool {
+	if s.StartTime == nil && s.Active == 0 && (s.Ready == nil || *s.Ready == 0) {
+		return false
+	}
+	s.StartTime, s.Active, s.Ready = nil, 0, nil
+	return true
 }

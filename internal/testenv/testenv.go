@@ -27,6 +27,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -61,19 +62,44 @@ type Env struct {
 	Client     client.Client
 	Namespace  string
 	Kubeconfig string
+	// Instance is the control plane, nil when the tests run against
+	// BERTH_TEST_KUBECONFIG.
+	Instance *controlplane.Instance
 }
 
-var shared struct {
+// cluster is one control plane the tests use.
+type cluster struct {
 	config     *rest.Config
 	kubeconfig string
 	instance   *controlplane.Instance
-	err        error
+}
+
+var shared struct {
+	clusters map[string]*cluster
+	names    []string // in the order given to MainClusters
 }
 
 // Main starts the control plane (unless BERTH_TEST_KUBECONFIG names one), runs
 // the tests and stops it. It returns the exit code for os.Exit.
 func Main(m *testing.M) int {
-	code, err := run(m)
+	if kc := os.Getenv("BERTH_TEST_KUBECONFIG"); kc != "" {
+		cfg, err := clientcmd.BuildConfigFromFlags("", kc)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "testenv: BERTH_TEST_KUBECONFIG=%s: %v\n", kc, err)
+			return 1
+		}
+		shared.clusters = map[string]*cluster{"testenv": {config: cfg, kubeconfig: kc}}
+		shared.names = []string{"testenv"}
+		return m.Run()
+	}
+	return MainClusters(m, "testenv")
+}
+
+// MainClusters starts one control plane per name, all at once, runs the
+// tests and stops them. New uses the first; NewIn and NewAll the others.
+// It always starts its own, whatever BERTH_TEST_KUBECONFIG says.
+func MainClusters(m *testing.M, names ...string) int {
+	code, err := run(m, names)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "testenv: %v\n", err)
 		if code == 0 {
@@ -83,81 +109,134 @@ func Main(m *testing.M) int {
 	return code
 }
 
-func run(m *testing.M) (int, error) {
-	if kc := os.Getenv("BERTH_TEST_KUBECONFIG"); kc != "" {
-		cfg, err := clientcmd.BuildConfigFromFlags("", kc)
-		if err != nil {
-			return 1, fmt.Errorf("BERTH_TEST_KUBECONFIG=%s: %w", kc, err)
-		}
-		shared.config, shared.kubeconfig = cfg, kc
-		return m.Run(), nil
-	}
+func run(m *testing.M, names []string) (int, error) {
 	bin, err := Binary()
 	if err != nil {
 		return 1, err
 	}
-	dir, err := os.MkdirTemp("", "berth-testenv-")
-	if err != nil {
-		return 1, err
+	shared.clusters, shared.names = map[string]*cluster{}, names
+	var (
+		mu   sync.Mutex
+		wg   sync.WaitGroup
+		errs []error
+	)
+	for _, name := range names {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, err := start(name, bin)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs = append(errs, fmt.Errorf("starting control plane %s: %w", name, err))
+			}
+			if c != nil {
+				shared.clusters[name] = c
+			}
+		}()
 	}
-	if os.Getenv("BERTH_TEST_KEEP") == "" {
-		defer os.RemoveAll(dir)
-	} else {
-		defer fmt.Fprintf(os.Stderr, "testenv: data kept in %s\n", dir)
+	wg.Wait()
+	defer func() {
+		for _, c := range shared.clusters {
+			c.instance.Stop()
+			if !keep() {
+				os.RemoveAll(c.instance.Layout().Dir)
+			} else {
+				fmt.Fprintf(os.Stderr, "testenv: data kept in %s\n", c.instance.Layout().Dir)
+			}
+		}
+	}()
+	if len(errs) > 0 {
+		return 1, errors.Join(errs...)
+	}
+	code := m.Run()
+	for _, name := range names {
+		if err := shared.clusters[name].instance.Err(); err != nil {
+			errs = append(errs, fmt.Errorf("control plane %s failed during the tests: %w", name, err))
+		}
+	}
+	return code, errors.Join(errs...)
+}
+
+func keep() bool { return os.Getenv("BERTH_TEST_KEEP") != "" }
+
+func start(name, bin string) (*cluster, error) {
+	dir, err := os.MkdirTemp("", "berth-"+name+"-")
+	if err != nil {
+		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	plan := controlplane.DefaultPlanOptions()
 	// Tests recreate their data every run; durability buys nothing here.
 	plan.EtcdUnsafeNoFsync = true
-	inst, err := controlplane.Start(ctx, localcluster.Options(localcluster.Config{Name: "testenv", DataDir: dir, Binary: bin, Plan: plan}))
+	inst, err := controlplane.Start(ctx, localcluster.Options(localcluster.Config{Name: name, DataDir: dir, Binary: bin, Plan: plan}))
 	if err != nil {
-		return 1, fmt.Errorf("starting the control plane: %w", err)
+		if !keep() {
+			os.RemoveAll(dir)
+		}
+		return nil, err
 	}
-	defer inst.Stop()
 	cfg, err := clientcmd.BuildConfigFromFlags("", inst.Kubeconfig())
 	if err != nil {
-		return 1, err
+		return &cluster{instance: inst}, err
 	}
 	cfg.QPS, cfg.Burst = 200, 400
-	shared.config, shared.kubeconfig, shared.instance = cfg, inst.Kubeconfig(), inst
-	code := m.Run()
-	if err := inst.Err(); err != nil {
-		return code, fmt.Errorf("the control plane failed during the tests: %w", err)
-	}
-	return code, nil
+	return &cluster{config: cfg, kubeconfig: inst.Kubeconfig(), instance: inst}, nil
 }
 
-// New returns the shared cluster with a fresh namespace for t, deleted when t ends.
+// New returns the (first) shared cluster with a fresh namespace for t,
+// deleted when t ends.
 func New(t testing.TB) *Env {
 	t.Helper()
-	consultSources()
-	if shared.config == nil {
+	if len(shared.names) == 0 {
 		t.Fatal("testenv: no control plane; call os.Exit(testenv.Main(m)) from TestMain")
 	}
-	kube, err := kubernetes.NewForConfig(shared.config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl, err := client.New(shared.config, client.Options{Scheme: controller.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	return newIn(t, shared.names[0], namespaceFor(t.Name()))
+}
+
+// NewAll returns every cluster MainClusters started, by name, each with
+// the same fresh namespace for t.
+func NewAll(t testing.TB) map[string]*Env {
+	t.Helper()
 	ns := namespaceFor(t.Name())
+	out := map[string]*Env{}
+	for _, name := range shared.names {
+		out[name] = newIn(t, name, ns)
+	}
+	return out
+}
+
+func newIn(t testing.TB, name, ns string) *Env {
+	t.Helper()
+	consultSources()
+	c := shared.clusters[name]
+	if c == nil {
+		t.Fatalf("testenv: no control plane %s", name)
+	}
+	kube, err := kubernetes.NewForConfig(c.config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := client.New(c.config, client.Options{Scheme: controller.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx := context.Background()
 	_, err = kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{
 		ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{"berth.dev/test": "true"}},
 	}, metav1.CreateOptions{})
 	if err != nil {
-		t.Fatalf("creating namespace %s: %v", ns, err)
+		t.Fatalf("creating namespace %s in %s: %v", ns, name, err)
 	}
 	t.Cleanup(func() {
 		err := kube.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
-			t.Errorf("deleting namespace %s: %v", ns, err)
+			t.Errorf("deleting namespace %s in %s: %v", ns, name, err)
 		}
 	})
-	return &Env{Config: rest.CopyConfig(shared.config), Kube: kube, Client: cl, Namespace: ns, Kubeconfig: shared.kubeconfig}
+	return &Env{Config: rest.CopyConfig(c.config), Kube: kube, Client: cl, Namespace: ns, Kubeconfig: c.kubeconfig,
+		Instance: c.instance}
 }
 
 // Create creates obj and, for a cluster-scoped object, deletes it when the
@@ -179,9 +258,14 @@ func (e *Env) Create(t testing.TB, obj client.Object) {
 // Name returns a cluster-wide unique name for a cluster-scoped object of this test.
 func (e *Env) Name(base string) string { return e.Namespace + "-" + base }
 
-// Instance is the control plane this binary started, or nil when the tests run
-// against BERTH_TEST_KUBECONFIG.
-func Instance() *controlplane.Instance { return shared.instance }
+// Instance is the (first) control plane this binary started, or nil when
+// the tests run against BERTH_TEST_KUBECONFIG.
+func Instance() *controlplane.Instance {
+	if len(shared.names) == 0 {
+		return nil
+	}
+	return shared.clusters[shared.names[0]].instance
+}
 
 var unsafeChars = regexp.MustCompile(`[^a-z0-9-]+`)
 

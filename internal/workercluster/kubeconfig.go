@@ -110,3 +110,30 @@ func NextAttempt(failures int) time.Duration {
 	}
 	return min(d, BackoffMax)
 }
+
+// Portable reads a kubeconfig file for a worker's Secret: one context (the
+// current one, or context), its files inlined, and nothing Config would
+// refuse.
+func Portable(path, context string) ([]byte, error) {
+	cfg, err := clientcmd.LoadFromFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("--kubeconfig %s: %w", path, err)
+	}
+	if context != "" {
+		cfg.CurrentContext = context
+	}
+	if err := clientcmdapi.MinifyConfig(cfg); err != nil {
+		return nil, fmt.Errorf("--kubeconfig %s: %w", path, err)
+	}
+	if err := clientcmdapi.FlattenConfig(cfg); err != nil {
+		return nil, fmt.Errorf("--kubeconfig %s: inlining its files: %w", path, err)
+	}
+	data, err := clientcmd.Write(*cfg)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := Config(data); err != nil {
+		return nil, fmt.Errorf("--kubeconfig %s: %w", path, err)
+	}
+	return data, nil
+}

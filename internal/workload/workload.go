@@ -34,7 +34,8 @@ func IsFinished(w *berthv1.Workload) bool {
 }
 
 // Outline strips a finished workload down to what berth still reads of it:
-// its metadata, queue, priority and Finished condition. A finished workload
+// its metadata, queue, priority, Finished condition and the worker cluster
+// it ran on (its copies there are deleted once it finished). A finished workload
 // is final and holds no quota, so berth only needs to know that it finished;
 // the rest is dead weight in the controller's cache, where most workloads of
 // a busy cluster are finished ones (docs/benchmarks.md). Other workloads are
@@ -45,7 +46,7 @@ func Outline(w *berthv1.Workload) {
 		return
 	}
 	w.Spec.PodSets = nil
-	w.Status = berthv1.WorkloadStatus{Conditions: []metav1.Condition{*finished}}
+	w.Status = berthv1.WorkloadStatus{Conditions: []metav1.Condition{*finished}, ClusterName: w.Status.ClusterName}
 }
 
 // IsActive reports spec.active, true when unset.

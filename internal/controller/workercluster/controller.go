@@ -58,26 +58,29 @@ func Setup(mgr ctrl.Manager, namespace string) error {
 		// Its own status writes are no news: a spec change, the Secret, or
 		// the next attempt brings it back.
 		For(&berthv1.WorkerCluster{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.usersOf)).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(UsersOf(r.client, namespace))).
 		Complete(r)
 }
 
-// usersOf lists the WorkerClusters whose kubeconfig is in a Secret.
-func (r *Reconciler) usersOf(ctx context.Context, o client.Object) []reconcile.Request {
-	if o.GetNamespace() != r.namespace {
-		return nil
-	}
-	var list berthv1.WorkerClusterList
-	if err := r.client.List(ctx, &list); err != nil {
-		return nil
-	}
-	var out []reconcile.Request
-	for _, wc := range list.Items {
-		if wc.Spec.KubeconfigSecret == o.GetName() {
-			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: wc.Name}})
+// UsersOf maps a Secret in namespace to the WorkerClusters whose kubeconfig
+// it holds.
+func UsersOf(c client.Reader, namespace string) handler.MapFunc {
+	return func(ctx context.Context, o client.Object) []reconcile.Request {
+		if o.GetNamespace() != namespace {
+			return nil
 		}
+		var list berthv1.WorkerClusterList
+		if err := c.List(ctx, &list); err != nil {
+			return nil
+		}
+		var out []reconcile.Request
+		for _, wc := range list.Items {
+			if wc.Spec.KubeconfigSecret == o.GetName() {
+				out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: wc.Name}})
+			}
+		}
+		return out
 	}
-	return out
 }
 
 func serverVersion(ctx context.Context, cfg *rest.Config) (string, error) {
@@ -146,25 +149,36 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 // attempt says what reaching the worker leads to: a reason of the Active
 // condition and a message.
 func (r *Reconciler) attempt(ctx context.Context, wc *berthv1.WorkerCluster) (reason, message string) {
-	var secret corev1.Secret
-	key := types.NamespacedName{Namespace: r.namespace, Name: wc.Spec.KubeconfigSecret}
-	if err := r.client.Get(ctx, key, &secret); err != nil {
-		if apierrors.IsNotFound(err) {
-			return workercluster.SecretNotFound, fmt.Sprintf("Secret %s not found", key)
-		}
-		return workercluster.SecretNotFound, fmt.Sprintf("reading Secret %s: %v", key, err)
-	}
-	data, ok := secret.Data[workercluster.SecretKey]
-	if !ok {
-		return workercluster.BadKubeconfig, fmt.Sprintf("Secret %s has no key %q", key, workercluster.SecretKey)
-	}
-	cfg, err := workercluster.Config(data)
-	if err != nil {
-		return workercluster.BadKubeconfig, fmt.Sprintf("Secret %s: %v", key, err)
+	cfg, reason, message := Kubeconfig(ctx, r.client, r.namespace, wc)
+	if cfg == nil {
+		return reason, message
 	}
 	version, err := r.dial(ctx, cfg)
 	if err != nil {
 		return workercluster.Unreachable, fmt.Sprintf("%s: %v", cfg.Host, err)
 	}
 	return workercluster.Connected, fmt.Sprintf("reached %s (Kubernetes %s)", cfg.Host, version)
+}
+
+// Kubeconfig reads a WorkerCluster's kubeconfig from its Secret in namespace
+// and makes a client configuration of it (workercluster.Config). When it
+// cannot, it returns nil with the Active reason and a message saying why.
+func Kubeconfig(ctx context.Context, c client.Reader, namespace string, wc *berthv1.WorkerCluster) (cfg *rest.Config, reason, message string) {
+	var secret corev1.Secret
+	key := types.NamespacedName{Namespace: namespace, Name: wc.Spec.KubeconfigSecret}
+	if err := c.Get(ctx, key, &secret); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, workercluster.SecretNotFound, fmt.Sprintf("Secret %s not found", key)
+		}
+		return nil, workercluster.SecretNotFound, fmt.Sprintf("reading Secret %s: %v", key, err)
+	}
+	data, ok := secret.Data[workercluster.SecretKey]
+	if !ok {
+		return nil, workercluster.BadKubeconfig, fmt.Sprintf("Secret %s has no key %q", key, workercluster.SecretKey)
+	}
+	cfg, err := workercluster.Config(data)
+	if err != nil {
+		return nil, workercluster.BadKubeconfig, fmt.Sprintf("Secret %s: %v", key, err)
+	}
+	return cfg, "", ""
 }

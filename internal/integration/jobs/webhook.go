@@ -14,8 +14,17 @@ import (
 const WebhookPath = "/mutate-batch-v1-job"
 
 // Kind is batch/v1 Job as an integration.Kind. ManageAll queues Jobs without
-// a queue label in their namespace's LocalQueue "default".
-type Kind struct{ ManageAll bool }
+// a queue label in their namespace's LocalQueue "default". Dispatched, when
+// set, says whether the Jobs of a LocalQueue run on worker clusters; those
+// are created with spec.managedBy ManagedBy, so that this cluster's Job
+// controller leaves them alone.
+type Kind struct {
+	ManageAll  bool
+	Dispatched func(namespace, queue string) bool
+}
+
+// ManagedBy is the spec.managedBy of a Job that runs on a worker cluster.
+const ManagedBy = berthv1.MultiClusterControllerName
 
 var _ integration.Kind = Kind{}
 
@@ -46,6 +55,10 @@ func (k Kind) Hold(obj client.Object) bool {
 	if !Suspended(job) {
 		yes := true
 		job.Spec.Suspend, changed = &yes, true
+	}
+	if job.Spec.ManagedBy == nil && k.Dispatched != nil && k.Dispatched(job.Namespace, k.QueueName(job)) {
+		m := ManagedBy
+		job.Spec.ManagedBy, changed = &m, true
 	}
 	return changed
 }

@@ -1,4 +1,4 @@
-package cli
+package workercluster_test
 
 import (
 	"os"
@@ -7,12 +7,14 @@ import (
 	"testing"
 
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/berth-dev/berth/internal/workercluster"
 )
 
 // A worker's kubeconfig is stored with its files inlined and only the
 // chosen context; one that would run a program is refused before anything
 // is stored.
-func TestWorkerKubeconfig(t *testing.T) {
+func TestPortable(t *testing.T) {
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "ca.crt"), []byte("the CA"), 0o600); err != nil {
 		t.Fatal(err)
@@ -41,7 +43,7 @@ contexts:
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, err := workerKubeconfig(path, "")
+	data, err := workercluster.Portable(path, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +55,7 @@ contexts:
 		len(cfg.AuthInfos) != 1 {
 		t.Errorf("stored kubeconfig:\n%s", data)
 	}
-	if _, err := workerKubeconfig(path, "west"); err == nil || !strings.Contains(err.Error(), `users[cloud].exec: runs the program "cloud-login"`) {
+	if _, err := workercluster.Portable(path, "west"); err == nil || !strings.Contains(err.Error(), `users[cloud].exec: runs the program "cloud-login"`) {
 		t.Errorf("context west: %v", err)
 	}
 }

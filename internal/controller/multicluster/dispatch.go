@@ -1,0 +1,287 @@
+package multicluster
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	berthv1 "github.com/berth-dev/berth/api/v1beta1"
+	"github.com/berth-dev/berth/internal/integration/jobs"
+	"github.com/berth-dev/berth/internal/multicluster"
+	"github.com/berth-dev/berth/internal/workload"
+)
+
+// Dispatcher follows the manager's Workloads that wait for, or passed, a
+// multicluster check: its requests name a manager Workload.
+type Dispatcher struct {
+	client      client.Client
+	rec         events.EventRecorder
+	clock       clock.PassiveClock
+	workers     *Workers
+	origin      string
+	lostTimeout time.Duration
+}
+
+// Reconcile reads the workload, its Job and its copies, and carries out
+// what multicluster.Decide says.
+func (d *Dispatcher) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	var wl berthv1.Workload
+	if err := d.client.Get(ctx, req.NamespacedName, &wl); err != nil {
+		if apierrors.IsNotFound(err) {
+			return reconcile.Result{}, d.collect(ctx, req.NamespacedName)
+		}
+		return reconcile.Result{}, err
+	}
+	if workload.IsFinished(&wl) {
+		// Its Job's end was copied from the worker; the copies have done
+		// their work. (The cache keeps only an outline of it.)
+		return reconcile.Result{}, d.collect(ctx, req.NamespacedName)
+	}
+	check, clusters, err := d.checkOf(ctx, &wl)
+	if err != nil || check == "" {
+		return reconcile.Result{}, err
+	}
+	job, refusal, err := d.jobOf(ctx, &wl)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	now := d.clock.Now()
+	in := multicluster.Input{Workload: &wl, Check: check, Clusters: clusters, Workers: map[string]multicluster.Worker{},
+		Refusal: refusal, Now: now, LostTimeout: d.lostTimeout}
+	remotes := map[string]*batchv1.Job{}
+	names := d.workers.names()
+	for _, c := range clusters {
+		if !slices.Contains(names, c) {
+			names = append(names, c)
+		}
+	}
+	for _, name := range names {
+		w, remote, err := d.view(ctx, name, &wl, job, now)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		in.Workers[name], remotes[name] = w, remote
+	}
+	plan := multicluster.Decide(in)
+
+	var errs []error
+	for _, name := range plan.Delete {
+		if err := d.deleteCopy(ctx, name, remotes[name]); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, name := range plan.Create {
+		if err := d.createCopy(ctx, name, &wl, job, now); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if plan.State != nil || plan.ClusterName != "" {
+		orig := wl.DeepCopy()
+		if plan.State != nil {
+			for i := range wl.Status.AdmissionChecks {
+				if wl.Status.AdmissionChecks[i].Name == check {
+					wl.Status.AdmissionChecks[i] = *plan.State
+				}
+			}
+		}
+		if plan.ClusterName != "" {
+			wl.Status.ClusterName = plan.ClusterName
+		}
+		if err := d.client.Status().Patch(ctx, &wl, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+			return reconcile.Result{}, client.IgnoreNotFound(err)
+		}
+		if plan.ClusterName != "" {
+			d.rec.Eventf(&wl, nil, corev1.EventTypeNormal, "Dispatched", "Dispatch", "runs on worker cluster %s", plan.ClusterName)
+		}
+	}
+	if job != nil && refusal == "" {
+		if err := d.syncJobStatus(ctx, &wl, job, plan.CopyStatusFrom, remotes[plan.CopyStatusFrom]); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		return reconcile.Result{}, fmt.Errorf("Workload %s: %v", req.NamespacedName, errs)
+	}
+	return reconcile.Result{RequeueAfter: plan.RecheckAfter}, nil
+}
+
+// checkOf names the workload's multicluster check and its config's workers.
+func (d *Dispatcher) checkOf(ctx context.Context, wl *berthv1.Workload) (check string, clusters []string, err error) {
+	for _, s := range wl.Status.AdmissionChecks {
+		var ac berthv1.AdmissionCheck
+		if err := d.client.Get(ctx, types.NamespacedName{Name: s.Name}, &ac); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return "", nil, err
+		}
+		if ac.Spec.ControllerName != berthv1.MultiClusterControllerName {
+			continue
+		}
+		name, err := multicluster.ConfigOf(&ac)
+		if err != nil {
+			return ac.Name, nil, nil // the check is inactive; its workloads go nowhere
+		}
+		var cfg berthv1.MultiClusterConfig
+		if err := d.client.Get(ctx, types.NamespacedName{Name: name}, &cfg); err != nil {
+			return ac.Name, nil, client.IgnoreNotFound(err)
+		}
+		return ac.Name, cfg.Spec.Clusters, nil
+	}
+	return "", nil, nil
+}
+
+// jobOf reads the manager's Job of the workload, or says why the workload
+// cannot be dispatched.
+func (d *Dispatcher) jobOf(ctx context.Context, wl *berthv1.Workload) (*batchv1.Job, string, error) {
+	for _, ref := range wl.OwnerReferences {
+		if ref.Kind != "Job" || ref.APIVersion != batchv1.SchemeGroupVersion.String() {
+			continue
+		}
+		var job batchv1.Job
+		if err := d.client.Get(ctx, types.NamespacedName{Namespace: wl.Namespace, Name: ref.Name}, &job); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil, "", nil // going away with its Workload
+			}
+			return nil, "", err
+		}
+		if job.Spec.ManagedBy == nil || *job.Spec.ManagedBy != multicluster.ManagedBy {
+			return &job, fmt.Sprintf("Job %s does not have spec.managedBy %s, so this cluster's Job controller would run it here; "+
+				"berth sets it on Jobs created while their queue has this check: create the Job again", job.Name, multicluster.ManagedBy), nil
+		}
+		return &job, "", nil
+	}
+	return nil, "only Jobs are dispatched to worker clusters", nil
+}
+
+// view says what a worker holds of the workload, and returns its copy.
+func (d *Dispatcher) view(ctx context.Context, name string, wl *berthv1.Workload, job *batchv1.Job, now time.Time) (multicluster.Worker, *batchv1.Job, error) {
+	active, since, conn, _ := d.workers.get(name)
+	w := multicluster.Worker{Active: active && conn != nil, Since: since}
+	if !w.Active || job == nil {
+		return w, nil, nil
+	}
+	key := types.NamespacedName{Namespace: job.Namespace, Name: job.Name}
+	w.Conflict = conn.conflict(key, now)
+	var remote batchv1.Job
+	if err := conn.client.Get(ctx, key, &remote); err != nil {
+		return w, nil, client.IgnoreNotFound(err)
+	}
+	if !multicluster.IsCopy(&remote, d.origin, wl.Name) {
+		// A copy of an earlier Job of the same name; it goes when that
+		// Job's Workload is looked at. Until then there is no room here.
+		w.Conflict = fmt.Sprintf("an earlier copy of Job %s is still there", job.Name)
+		return w, nil, nil
+	}
+	w.Copied = true
+	var rwl berthv1.Workload
+	err := conn.client.Get(ctx, types.NamespacedName{Namespace: job.Namespace, Name: jobs.WorkloadName(&remote)}, &rwl)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return w, nil, err
+	}
+	if err == nil {
+		w.Admitted, w.Finished = workload.IsAdmitted(&rwl), workload.IsFinished(&rwl)
+	}
+	return w, &remote, nil
+}
+
+func (d *Dispatcher) createCopy(ctx context.Context, name string, wl *berthv1.Workload, job *batchv1.Job, now time.Time) error {
+	_, _, conn, _ := d.workers.get(name)
+	if conn == nil {
+		return nil
+	}
+	remote := multicluster.RemoteJob(job, d.origin, wl.Name)
+	if err := conn.client.Create(ctx, remote); err != nil {
+		if !apierrors.IsAlreadyExists(err) {
+			if apierrors.IsNotFound(err) {
+				// The namespace does not exist there.
+				conn.setConflict(client.ObjectKeyFromObject(remote), fmt.Sprintf("namespace %s does not exist", job.Namespace), now)
+				return nil
+			}
+			return fmt.Errorf("copying Job %s to worker cluster %s: %w", job.Name, name, err)
+		}
+		if err := conn.direct.Get(ctx, client.ObjectKeyFromObject(remote), remote); err != nil {
+			return client.IgnoreNotFound(err)
+		}
+		if !multicluster.IsCopy(remote, d.origin, wl.Name) {
+			conn.setConflict(client.ObjectKeyFromObject(remote), fmt.Sprintf("a Job %s/%s is there already", job.Namespace, job.Name), now)
+			return nil
+		}
+	}
+	rwl := multicluster.RemoteWorkload(wl, remote)
+	if err := conn.client.Create(ctx, rwl); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("copying Workload %s to worker cluster %s: %w", wl.Name, name, err)
+	}
+	return nil
+}
+
+func (d *Dispatcher) deleteCopy(ctx context.Context, name string, remote *batchv1.Job) error {
+	_, _, conn, _ := d.workers.get(name)
+	if conn == nil || remote == nil {
+		return nil // unreachable: its copies are collected once it is back
+	}
+	err := conn.client.Delete(ctx, remote, client.PropagationPolicy("Background"),
+		client.Preconditions{UID: &remote.UID})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return fmt.Errorf("deleting the copy of Job %s on worker cluster %s: %w", remote.Name, name, err)
+	}
+	return nil
+}
+
+// syncJobStatus gives the manager's Job the status of its copy while it
+// runs there, and a suspended one's start time back, as a Job controller
+// would, so that berth may change its template before it runs again.
+func (d *Dispatcher) syncJobStatus(ctx context.Context, wl *berthv1.Workload, job *batchv1.Job, from string, remote *batchv1.Job) error {
+	orig := job.DeepCopy()
+	switch {
+	case jobs.Suspended(job) && wl.Status.ClusterName == "":
+		if !multicluster.StoppedStatus(&job.Status) {
+			return nil
+		}
+	case !jobs.Suspended(job) && from != "" && remote != nil:
+		status, changed := multicluster.JobStatus(job, remote)
+		if !changed {
+			return nil
+		}
+		job.Status = status
+	default:
+		return nil
+	}
+	if err := d.client.Status().Patch(ctx, job, client.MergeFrom(orig)); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	return nil
+}
+
+// collect deletes the copies of a manager Workload that is gone or finished.
+func (d *Dispatcher) collect(ctx context.Context, key types.NamespacedName) error {
+	for _, name := range d.workers.names() {
+		_, _, conn, _ := d.workers.get(name)
+		if conn == nil {
+			continue
+		}
+		var list batchv1.JobList
+		if err := conn.client.List(ctx, &list, client.InNamespace(key.Namespace),
+			client.MatchingLabels{multicluster.OriginLabel: d.origin}); err != nil {
+			return err
+		}
+		for i := range list.Items {
+			if multicluster.IsCopy(&list.Items[i], d.origin, key.Name) {
+				if err := d.deleteCopy(ctx, name, &list.Items[i]); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}

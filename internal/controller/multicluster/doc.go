@@ -1,0 +1,10 @@
+// Package multicluster runs multicluster admission checks on a manager
+// cluster: it keeps a client and a watch open to every reached worker
+// cluster (workers.go), keeps each multicluster AdmissionCheck's Active
+// condition true (checks.go), dispatches the workloads that reserve quota
+// behind such a check to the workers and follows them there (dispatch.go),
+// and gives a Job created in such a queue spec.managedBy so that the
+// manager's own Job controller leaves it alone (ManagedBy).
+//
+// The decisions are internal/multicluster's; this package reads and writes.
+package multicluster

@@ -1,0 +1,151 @@
+package multicluster
+
+import (
+	"context"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	berthv1 "github.com/berth-dev/berth/api/v1beta1"
+	workerctrl "github.com/berth-dev/berth/internal/controller/workercluster"
+	"github.com/berth-dev/berth/internal/integration/jobs"
+	"github.com/berth-dev/berth/internal/multicluster"
+	"github.com/berth-dev/berth/internal/workload"
+)
+
+// +kubebuilder:rbac:groups=berth.dev,resources=admissionchecks;multiclusterconfigs;workerclusters,verbs=get;list;watch
+// +kubebuilder:rbac:groups=berth.dev,resources=admissionchecks/status,verbs=patch
+// +kubebuilder:rbac:groups=berth.dev,resources=workloads,verbs=get;list;watch
+// +kubebuilder:rbac:groups=berth.dev,resources=workloads/status,verbs=patch
+// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch
+// +kubebuilder:rbac:groups=batch,resources=jobs/status,verbs=patch
+// +kubebuilder:rbac:groups="",namespace=berth-system,resources=secrets,verbs=list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Options configure multicluster dispatch.
+type Options struct {
+	// Namespace holds the workers' kubeconfig Secrets.
+	Namespace string
+	// Origin names this manager on its workers (multicluster.OriginLabel).
+	Origin string
+	// LostTimeout: how long a worker may be unreachable before its
+	// workloads are queued again; default multicluster.DefaultLostTimeout.
+	LostTimeout time.Duration
+}
+
+// Setup registers the workers' connections, the checks' Active condition
+// and the dispatcher with mgr.
+func Setup(mgr ctrl.Manager, o Options) error {
+	if o.LostTimeout == 0 {
+		o.LostTimeout = multicluster.DefaultLostTimeout
+	}
+	c := mgr.GetClient()
+	workers := newWorkers(mgr, o.Namespace, o.Origin)
+	d := &Dispatcher{client: c, rec: mgr.GetEventRecorder("berth-multicluster"), clock: clock.RealClock{},
+		workers: workers, origin: o.Origin, lostTimeout: o.LostTimeout}
+	checks := &Checks{client: c, clock: clock.RealClock{}}
+	// A worker that comes or goes is news to every workload that waits
+	// for a worker or runs on one.
+	workers.changed = func() {
+		for _, r := range d.dispatched(context.Background(), nil) {
+			workers.events <- event.GenericEvent{Object: &berthv1.Workload{ObjectMeta: metaOf(r.Namespace, r.Name)}}
+		}
+	}
+
+	if err := ctrl.NewControllerManagedBy(mgr).
+		Named("multicluster-workers").
+		For(&berthv1.WorkerCluster{}).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(workerctrl.UsersOf(c, o.Namespace))).
+		Complete(workers); err != nil {
+		return err
+	}
+	if err := ctrl.NewControllerManagedBy(mgr).
+		Named("multicluster-checks").
+		For(&berthv1.AdmissionCheck{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&berthv1.MultiClusterConfig{}, handler.EnqueueRequestsFromMapFunc(checks.all)).
+		Watches(&berthv1.WorkerCluster{}, handler.EnqueueRequestsFromMapFunc(checks.all),
+			builder.WithPredicates(activeChanged)).
+		Complete(checks); err != nil {
+		return err
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("multicluster-dispatch").
+		For(&berthv1.Workload{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+			wl, ok := o.(*berthv1.Workload)
+			return ok && (len(wl.Status.AdmissionChecks) > 0 || wl.Status.ClusterName != "")
+		}))).
+		// The manager's Jobs that run elsewhere: their status is copied.
+		Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+			job := o.(*batchv1.Job)
+			return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: job.Namespace, Name: jobs.WorkloadName(job)}}}
+		}), builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+			job, ok := o.(*batchv1.Job)
+			return ok && job.Spec.ManagedBy != nil && *job.Spec.ManagedBy == multicluster.ManagedBy
+		}))).
+		Watches(&berthv1.MultiClusterConfig{}, handler.EnqueueRequestsFromMapFunc(d.dispatched)).
+		WatchesRawSource(source.Channel(workers.events, &handler.EnqueueRequestForObject{})).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 8}).
+		Complete(d)
+}
+
+var activeChanged = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+	o, ok1 := e.ObjectOld.(*berthv1.WorkerCluster)
+	n, ok2 := e.ObjectNew.(*berthv1.WorkerCluster)
+	return !ok1 || !ok2 || meta.IsStatusConditionTrue(o.Status.Conditions, berthv1.WorkerClusterActive) !=
+		meta.IsStatusConditionTrue(n.Status.Conditions, berthv1.WorkerClusterActive)
+}}
+
+// dispatched lists the workloads that hold quota behind admission checks or
+// run on a worker: those a change of workers or configs may concern.
+func (d *Dispatcher) dispatched(ctx context.Context, _ client.Object) []reconcile.Request {
+	var list berthv1.WorkloadList
+	if err := d.client.List(ctx, &list); err != nil {
+		return nil
+	}
+	var out []reconcile.Request
+	for i := range list.Items {
+		wl := &list.Items[i]
+		if (len(wl.Status.AdmissionChecks) > 0 && workload.HasQuota(wl)) || wl.Status.ClusterName != "" {
+			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: wl.Namespace, Name: wl.Name}})
+		}
+	}
+	return out
+}
+
+// Dispatched says whether the Jobs of a LocalQueue run on worker clusters:
+// whether its ClusterQueue has a multicluster check. The Job webhook asks
+// it (jobs.Kind.Dispatched) of each new Job, from the cache.
+func Dispatched(c client.Reader) func(namespace, queue string) bool {
+	return func(namespace, queue string) bool {
+		ctx := context.Background()
+		var lq berthv1.LocalQueue
+		if err := c.Get(ctx, types.NamespacedName{Namespace: namespace, Name: queue}, &lq); err != nil {
+			return false
+		}
+		var cq berthv1.ClusterQueue
+		if err := c.Get(ctx, types.NamespacedName{Name: lq.Spec.ClusterQueue}, &cq); err != nil {
+			return false
+		}
+		for _, name := range cq.Spec.AdmissionChecks {
+			var ac berthv1.AdmissionCheck
+			if err := c.Get(ctx, types.NamespacedName{Name: name}, &ac); err == nil &&
+				ac.Spec.ControllerName == berthv1.MultiClusterControllerName {
+				return true
+			}
+		}
+		return false
+	}
+}

@@ -1,0 +1,256 @@
+package multicluster
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	berthv1 "github.com/berth-dev/berth/api/v1beta1"
+	"github.com/berth-dev/berth/internal/integration/jobs"
+	"github.com/berth-dev/berth/internal/multicluster"
+	"github.com/berth-dev/berth/internal/testenv"
+	"github.com/berth-dev/berth/internal/workercluster"
+	"github.com/berth-dev/berth/internal/workload"
+	. "github.com/berth-dev/berth/test/fixtures"
+)
+
+const (
+	manager = "manager"
+	worker1 = "worker1"
+	worker2 = "worker2"
+	wait    = 60 * time.Second
+)
+
+var ctx = context.Background()
+
+func TestMain(m *testing.M) { os.Exit(testenv.MainClusters(m, manager, worker1, worker2)) }
+
+var connected struct {
+	once sync.Once
+	err  error
+}
+
+// connect adds both workers to the manager, once for the package, as
+// `berth cluster add` does, and waits until the manager reaches them.
+func connect(t *testing.T, envs map[string]*testenv.Env) {
+	t.Helper()
+	connected.once.Do(func() {
+		m := envs[manager]
+		for _, w := range []string{worker1, worker2} {
+			data, err := workercluster.Portable(envs[w].Kubeconfig, "")
+			if err != nil {
+				connected.err = err
+				return
+			}
+			secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "worker-" + w, Namespace: "berth-system"},
+				Data: map[string][]byte{workercluster.SecretKey: data}}
+			if err := m.Client.Create(ctx, secret); err != nil {
+				connected.err = err
+				return
+			}
+			wc := &berthv1.WorkerCluster{ObjectMeta: metav1.ObjectMeta{Name: w},
+				Spec: berthv1.WorkerClusterSpec{KubeconfigSecret: secret.Name}}
+			if err := m.Client.Create(ctx, wc); err != nil {
+				connected.err = err
+				return
+			}
+		}
+	})
+	if connected.err != nil {
+		t.Fatalf("adding the workers: %v", connected.err)
+	}
+	for _, w := range []string{worker1, worker2} {
+		testenv.Eventually(t, wait, func() error {
+			var wc berthv1.WorkerCluster
+			if err := envs[manager].Client.Get(ctx, types.NamespacedName{Name: w}, &wc); err != nil {
+				return err
+			}
+			if !meta.IsStatusConditionTrue(wc.Status.Conditions, berthv1.WorkerClusterActive) {
+				return fmt.Errorf("WorkerCluster %s not Active: %+v", w, wc.Status.Conditions)
+			}
+			return nil
+		})
+	}
+}
+
+// shape makes the queues of one test: on the manager, a ClusterQueue with
+// a multicluster check over both workers; on each worker with quota (cpu,
+// "" for no queues at all), a ClusterQueue of that much and a simulated
+// node. Every cluster has LocalQueue "lq" in the test's namespace, except
+// workers without queues.
+func shape(t *testing.T, envs map[string]*testenv.Env, quota map[string]string) {
+	t.Helper()
+	connect(t, envs)
+	m := envs[manager]
+	rf := m.Name("rf")
+	m.Create(t, MakeResourceFlavor(rf).Obj())
+	m.Create(t, &berthv1.MultiClusterConfig{ObjectMeta: metav1.ObjectMeta{Name: m.Name("mcc")},
+		Spec: berthv1.MultiClusterConfigSpec{Clusters: []string{worker1, worker2}}})
+	m.Create(t, &berthv1.AdmissionCheck{ObjectMeta: metav1.ObjectMeta{Name: m.Name("mc")},
+		Spec: berthv1.AdmissionCheckSpec{ControllerName: berthv1.MultiClusterControllerName,
+			Parameters: &berthv1.AdmissionCheckParametersReference{APIGroup: "berth.dev", Kind: "MultiClusterConfig", Name: m.Name("mcc")}}})
+	m.Create(t, MakeClusterQueue(m.Name("cq")).AdmissionChecks(m.Name("mc")).
+		ResourceGroup(MakeFlavorQuotas(rf).Resource("cpu", "10").Obj()).Obj())
+	m.Create(t, MakeLocalQueue("lq", m.Namespace, m.Name("cq")).Obj())
+	for _, w := range []string{worker1, worker2} {
+		env := envs[w]
+		env.CreateSimNode(t, env.Name("node"), nil)
+		if quota[w] != "" {
+			workerQueues(t, env, quota[w])
+		}
+	}
+}
+
+// workerQueues makes a worker's flavor and queues.
+func workerQueues(t *testing.T, env *testenv.Env, cpu string) {
+	t.Helper()
+	rf := env.Name("rf")
+	env.Create(t, MakeResourceFlavor(rf).Obj())
+	env.Create(t, MakeClusterQueue(env.Name("cq")).ResourceGroup(MakeFlavorQuotas(rf).Resource("cpu", cpu).Obj()).Obj())
+	env.Create(t, MakeLocalQueue("lq", env.Namespace, env.Name("cq")).Obj())
+}
+
+// submit creates a Job on the manager that runs for a second on a
+// simulated node of the test, and returns it as created.
+func submit(t *testing.T, m *testenv.Env, name string) *batchv1.Job {
+	t.Helper()
+	job := MakeJob(name, m.Namespace).Queue("lq").Request("cpu", "1").
+		PodAnnotation("berth.dev/sim-duration", "1s").Toleration(m.Toleration()).Obj()
+	if err := m.Client.Create(ctx, job); err != nil {
+		t.Fatalf("creating Job %s: %v", name, err)
+	}
+	return job
+}
+
+func managerWorkload(t *testing.T, m *testenv.Env, job *batchv1.Job) *berthv1.Workload {
+	t.Helper()
+	var wl berthv1.Workload
+	testenv.Eventually(t, wait, func() error {
+		return m.Client.Get(ctx, types.NamespacedName{Namespace: job.Namespace, Name: jobs.WorkloadName(job)}, &wl)
+	})
+	return &wl
+}
+
+// waitRunsOn waits until the manager's workload is admitted and records
+// the worker it runs on.
+func waitRunsOn(t *testing.T, m *testenv.Env, job *batchv1.Job, worker string) *berthv1.Workload {
+	t.Helper()
+	var wl berthv1.Workload
+	testenv.Eventually(t, wait, func() error {
+		if err := m.Client.Get(ctx, types.NamespacedName{Namespace: job.Namespace, Name: jobs.WorkloadName(job)}, &wl); err != nil {
+			return err
+		}
+		if !workload.IsAdmitted(&wl) || wl.Status.ClusterName != worker {
+			return fmt.Errorf("workload %s: admitted %v on %q, want on %s; checks %+v; conditions %+v", wl.Name,
+				workload.IsAdmitted(&wl), wl.Status.ClusterName, worker, wl.Status.AdmissionChecks, wl.Status.Conditions)
+		}
+		return nil
+	})
+	return &wl
+}
+
+// waitNoCopy waits until a worker holds no copy of the Job.
+func waitNoCopy(t *testing.T, env *testenv.Env, name string) {
+	t.Helper()
+	testenv.Eventually(t, wait, func() error {
+		var job batchv1.Job
+		err := env.Client.Get(ctx, types.NamespacedName{Namespace: env.Namespace, Name: name}, &job)
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		return fmt.Errorf("a copy of Job %s is still on the worker (deleting: %v)", name, job.DeletionTimestamp != nil)
+	})
+}
+
+func jobCondition(job *batchv1.Job, typ batchv1.JobConditionType) bool {
+	for _, c := range job.Status.Conditions {
+		if c.Type == typ && c.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}
+
+// A Job submitted to the manager runs on the worker that has room (worker1
+// has none), completes there, and the manager shows it finished; nothing is
+// left on either worker, and no pod ever ran on the manager.
+func TestJobRunsOnAWorkerWithRoom(t *testing.T) {
+	envs := testenv.NewAll(t)
+	shape(t, envs, map[string]string{worker1: "0", worker2: "4"})
+	m := envs[manager]
+	job := submit(t, m, "hello")
+
+	var created batchv1.Job
+	if err := m.Client.Get(ctx, client.ObjectKeyFromObject(job), &created); err != nil {
+		t.Fatal(err)
+	}
+	if created.Spec.ManagedBy == nil || *created.Spec.ManagedBy != multicluster.ManagedBy {
+		t.Fatalf("the manager's Job has spec.managedBy %v; want %s, so the manager's Job controller leaves it alone",
+			created.Spec.ManagedBy, multicluster.ManagedBy)
+	}
+	wl := waitRunsOn(t, m, &created, worker2)
+	if s := wl.Status.AdmissionChecks[0]; s.State != berthv1.CheckReady || s.Message != "admitted on worker cluster worker2" {
+		t.Errorf("check %s %q", s.State, s.Message)
+	}
+	waitNoCopy(t, envs[worker1], job.Name)
+
+	testenv.Eventually(t, wait, func() error {
+		var j batchv1.Job
+		if err := m.Client.Get(ctx, client.ObjectKeyFromObject(job), &j); err != nil {
+			return err
+		}
+		if !jobCondition(&j, batchv1.JobComplete) || j.Status.Succeeded != 1 {
+			return fmt.Errorf("the manager's Job is not Complete with 1 succeeded: %+v", j.Status)
+		}
+		w := managerWorkload(t, m, &j)
+		if !workload.IsFinished(w) {
+			return fmt.Errorf("the manager's workload is not Finished: %+v", w.Status.Conditions)
+		}
+		return nil
+	})
+	waitNoCopy(t, envs[worker2], job.Name)
+	pods, err := m.Kube.CoreV1().Pods(m.Namespace).List(ctx, metav1.ListOptions{})
+	if err != nil || len(pods.Items) != 0 {
+		t.Errorf("%d pods on the manager (%v); it runs none", len(pods.Items), err)
+	}
+}
+
+// Lesson 3 across clusters: the Job is dispatched while no worker has a
+// queue for it; the queues appearing on worker1 later is enough for it to
+// run there.
+func TestLateWorkerQueueAdmits(t *testing.T) {
+	envs := testenv.NewAll(t)
+	shape(t, envs, nil)
+	m := envs[manager]
+	job := submit(t, m, "early")
+	testenv.Eventually(t, wait, func() error {
+		for _, w := range []string{worker1, worker2} {
+			var c batchv1.Job
+			if err := envs[w].Client.Get(ctx, client.ObjectKeyFromObject(job), &c); err != nil {
+				return fmt.Errorf("%s: %w", w, err)
+			}
+		}
+		return nil
+	})
+	workerQueues(t, envs[worker1], "4")
+	var created batchv1.Job
+	if err := m.Client.Get(ctx, client.ObjectKeyFromObject(job), &created); err != nil {
+		t.Fatal(err)
+	}
+	waitRunsOn(t, m, &created, worker1)
+	waitNoCopy(t, envs[worker2], job.Name)
+}
