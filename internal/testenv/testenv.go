@@ -72,6 +72,15 @@ type cluster struct {
 	config     *rest.Config
 	kubeconfig string
 	instance   *controlplane.Instance
+	options    controlplane.Options // to start it again
+	stopped    bool                 // by Stop, on purpose
+}
+
+// Cluster names a control plane for MainClusters, and what its controller
+// runs with beyond the defaults.
+type Cluster struct {
+	Name           string
+	ControllerArgs []string
 }
 
 var shared struct {
@@ -92,14 +101,14 @@ func Main(m *testing.M) int {
 		shared.names = []string{"testenv"}
 		return m.Run()
 	}
-	return MainClusters(m, "testenv")
+	return MainClusters(m, Cluster{Name: "testenv"})
 }
 
 // MainClusters starts one control plane per name, all at once, runs the
 // tests and stops them. New uses the first; NewIn and NewAll the others.
 // It always starts its own, whatever BERTH_TEST_KUBECONFIG says.
-func MainClusters(m *testing.M, names ...string) int {
-	code, err := run(m, names)
+func MainClusters(m *testing.M, clusters ...Cluster) int {
+	code, err := run(m, clusters)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "testenv: %v\n", err)
 		if code == 0 {
@@ -109,29 +118,30 @@ func MainClusters(m *testing.M, names ...string) int {
 	return code
 }
 
-func run(m *testing.M, names []string) (int, error) {
+func run(m *testing.M, clusters []Cluster) (int, error) {
 	bin, err := Binary()
 	if err != nil {
 		return 1, err
 	}
-	shared.clusters, shared.names = map[string]*cluster{}, names
+	shared.clusters, shared.names = map[string]*cluster{}, nil
 	var (
 		mu   sync.Mutex
 		wg   sync.WaitGroup
 		errs []error
 	)
-	for _, name := range names {
+	for _, spec := range clusters {
+		shared.names = append(shared.names, spec.Name)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c, err := start(name, bin)
+			c, err := start(spec, bin)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
-				errs = append(errs, fmt.Errorf("starting control plane %s: %w", name, err))
+				errs = append(errs, fmt.Errorf("starting control plane %s: %w", spec.Name, err))
 			}
 			if c != nil {
-				shared.clusters[name] = c
+				shared.clusters[spec.Name] = c
 			}
 		}()
 	}
@@ -140,9 +150,9 @@ func run(m *testing.M, names []string) (int, error) {
 		for _, c := range shared.clusters {
 			c.instance.Stop()
 			if !keep() {
-				os.RemoveAll(c.instance.Layout().Dir)
+				os.RemoveAll(c.options.DataDir)
 			} else {
-				fmt.Fprintf(os.Stderr, "testenv: data kept in %s\n", c.instance.Layout().Dir)
+				fmt.Fprintf(os.Stderr, "testenv: data kept in %s\n", c.options.DataDir)
 			}
 		}
 	}()
@@ -150,8 +160,8 @@ func run(m *testing.M, names []string) (int, error) {
 		return 1, errors.Join(errs...)
 	}
 	code := m.Run()
-	for _, name := range names {
-		if err := shared.clusters[name].instance.Err(); err != nil {
+	for _, name := range shared.names {
+		if err := shared.clusters[name].instance.Err(); err != nil && !shared.clusters[name].stopped {
 			errs = append(errs, fmt.Errorf("control plane %s failed during the tests: %w", name, err))
 		}
 	}
@@ -160,29 +170,67 @@ func run(m *testing.M, names []string) (int, error) {
 
 func keep() bool { return os.Getenv("BERTH_TEST_KEEP") != "" }
 
-func start(name, bin string) (*cluster, error) {
-	dir, err := os.MkdirTemp("", "berth-"+name+"-")
+func start(spec Cluster, bin string) (*cluster, error) {
+	dir, err := os.MkdirTemp("", "berth-"+spec.Name+"-")
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
 	plan := controlplane.DefaultPlanOptions()
 	// Tests recreate their data every run; durability buys nothing here.
 	plan.EtcdUnsafeNoFsync = true
-	inst, err := controlplane.Start(ctx, localcluster.Options(localcluster.Config{Name: name, DataDir: dir, Binary: bin, Plan: plan}))
-	if err != nil {
+	c := &cluster{options: localcluster.Options(localcluster.Config{Name: spec.Name, DataDir: dir, Binary: bin, Plan: plan,
+		ControllerArgs: spec.ControllerArgs})}
+	if err := c.start(); err != nil {
 		if !keep() {
 			os.RemoveAll(dir)
 		}
 		return nil, err
 	}
+	return c, nil
+}
+
+func (c *cluster) start() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	inst, err := controlplane.Start(ctx, c.options)
+	if err != nil {
+		return err
+	}
+	c.instance, c.stopped = inst, false
 	cfg, err := clientcmd.BuildConfigFromFlags("", inst.Kubeconfig())
 	if err != nil {
-		return &cluster{instance: inst}, err
+		return err
 	}
 	cfg.QPS, cfg.Burst = 200, 400
-	return &cluster{config: cfg, kubeconfig: inst.Kubeconfig(), instance: inst}, nil
+	c.config, c.kubeconfig = cfg, inst.Kubeconfig()
+	return nil
+}
+
+// Stop stops the control plane name, as `berth down` does, keeping its
+// data; Start starts it again on the same data and ports. Tests that stop
+// one must start it again before they end: the others share it.
+func Stop(t testing.TB, name string) {
+	t.Helper()
+	c := shared.clusters[name]
+	if c == nil {
+		t.Fatalf("testenv: no control plane %s", name)
+	}
+	c.stopped = true
+	if err := c.instance.Stop(); err != nil {
+		t.Logf("stopping control plane %s: %v", name, err)
+	}
+}
+
+// Start starts a control plane Stop stopped.
+func Start(t testing.TB, name string) {
+	t.Helper()
+	c := shared.clusters[name]
+	if c == nil {
+		t.Fatalf("testenv: no control plane %s", name)
+	}
+	if err := c.start(); err != nil {
+		t.Fatalf("starting control plane %s again: %v", name, err)
+	}
 }
 
 // New returns the (first) shared cluster with a fresh namespace for t,

@@ -34,7 +34,14 @@ const (
 
 var ctx = context.Background()
 
-func TestMain(m *testing.M) { os.Exit(testenv.MainClusters(m, manager, worker1, worker2)) }
+// lostTimeout is the manager's --worker-lost-timeout, short for the tests.
+const lostTimeout = 5 * time.Second
+
+func TestMain(m *testing.M) {
+	os.Exit(testenv.MainClusters(m,
+		testenv.Cluster{Name: manager, ControllerArgs: []string{"--worker-lost-timeout=" + lostTimeout.String()}},
+		testenv.Cluster{Name: worker1}, testenv.Cluster{Name: worker2}))
+}
 
 var connected struct {
 	once sync.Once
@@ -253,4 +260,66 @@ func TestLateWorkerQueueAdmits(t *testing.T) {
 	}
 	waitRunsOn(t, m, &created, worker1)
 	waitNoCopy(t, envs[worker2], job.Name)
+}
+
+// A worker stopped (`berth down`) while its Job runs: after the manager's
+// --worker-lost-timeout the workload is queued again and runs on the other
+// worker; once the lost worker is back, its copy is deleted.
+func TestLostWorkersWorkloadRunsElsewhere(t *testing.T) {
+	envs := testenv.NewAll(t)
+	shape(t, envs, map[string]string{worker1: "4", worker2: "4"})
+	m := envs[manager]
+	job := MakeJob("long", m.Namespace).Queue("lq").Request("cpu", "1").
+		PodAnnotation("berth.dev/sim-duration", "10m").Toleration(m.Toleration()).Obj()
+	if err := m.Client.Create(ctx, job); err != nil {
+		t.Fatal(err)
+	}
+	var lost, other string
+	testenv.Eventually(t, wait, func() error {
+		wl := managerWorkload(t, m, job)
+		if !workload.IsAdmitted(wl) || wl.Status.ClusterName == "" {
+			return fmt.Errorf("not running on a worker yet: %+v", wl.Status.AdmissionChecks)
+		}
+		lost, other = wl.Status.ClusterName, worker1
+		if lost == worker1 {
+			other = worker2
+		}
+		return nil
+	})
+	// It really runs there before the worker goes.
+	testenv.Eventually(t, wait, func() error {
+		var j batchv1.Job
+		if err := m.Client.Get(ctx, client.ObjectKeyFromObject(job), &j); err != nil {
+			return err
+		}
+		if j.Status.Active != 1 {
+			return fmt.Errorf("the manager's Job shows %d active pods; want its copy's 1", j.Status.Active)
+		}
+		return nil
+	})
+
+	testenv.Stop(t, lost)
+	restarted := false
+	defer func() {
+		if !restarted {
+			testenv.Start(t, lost)
+		}
+	}()
+	// Noticing the worker is gone takes up to the connection's recheck
+	// interval; then the timeout runs.
+	testenv.Eventually(t, 2*time.Minute, func() error {
+		wl := managerWorkload(t, m, job)
+		if !workload.IsAdmitted(wl) || wl.Status.ClusterName != other {
+			return fmt.Errorf("runs on %q (admitted %v), want %s; checks %+v", wl.Status.ClusterName,
+				workload.IsAdmitted(wl), other, wl.Status.AdmissionChecks)
+		}
+		return nil
+	})
+	testenv.Start(t, lost)
+	restarted = true
+	waitNoCopy(t, envs[lost], job.Name)
+	var c batchv1.Job
+	if err := envs[other].Client.Get(ctx, client.ObjectKeyFromObject(job), &c); err != nil {
+		t.Errorf("the copy on %s: %v", other, err)
+	}
 }
