@@ -16,6 +16,7 @@ import (
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
 	"github.com/berth-dev/berth/internal/workercluster"
+	"github.com/berth-dev/berth/internal/workload"
 )
 
 func newClusterCommand() *cobra.Command {
@@ -102,7 +103,7 @@ func newClusterListCommand() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "list",
-		Short: "List worker clusters: whether berth reaches each, and if not why",
+		Short: "List worker clusters: whether berth reaches each (if not, why) and how many workloads run there",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if output != "table" && output != "json" && output != "yaml" {
@@ -121,14 +122,24 @@ func newClusterListCommand() *cobra.Command {
 			if output != "table" {
 				return printStructured(cmd.OutOrStdout(), output, list.Items)
 			}
+			var wls berthv1.WorkloadList
+			if err := c.List(ctx, &wls); err != nil {
+				return fmt.Errorf("listing Workloads: %w", err)
+			}
+			running := map[string]int{}
+			for i := range wls.Items {
+				if wl := &wls.Items[i]; wl.Status.ClusterName != "" && workload.IsAdmitted(wl) && !workload.IsFinished(wl) {
+					running[wl.Status.ClusterName]++
+				}
+			}
 			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
-			fmt.Fprintln(w, "NAME\tACTIVE\tREASON\tAGE\tMESSAGE")
+			fmt.Fprintln(w, "NAME\tACTIVE\tREASON\tWORKLOADS\tAGE\tMESSAGE")
 			for _, wc := range list.Items {
 				active, reason, message := "Unknown", "-", "not looked at yet"
 				if cond := meta.FindStatusCondition(wc.Status.Conditions, berthv1.WorkerClusterActive); cond != nil {
 					active, reason, message = string(cond.Status), cond.Reason, cond.Message
 				}
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", wc.Name, active, reason,
+				fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\t%s\n", wc.Name, active, reason, running[wc.Name],
 					duration.HumanDuration(time.Since(wc.CreationTimestamp.Time)), message)
 			}
 			return w.Flush()

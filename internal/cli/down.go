@@ -36,7 +36,8 @@ is killed. Data stays in the data directory for the next 'berth up'.`,
 			} else {
 				fmt.Fprintf(cmd.OutOrStdout(), "berth %q is not running (data directory %s)\n", f.name, dir)
 			}
-			return nil
+			// The workers `berth up --workers` started go with their manager.
+			return stopWorkers(context.Background(), f.name, dir, cmd.OutOrStdout())
 		},
 	}
 	f.add(cmd)

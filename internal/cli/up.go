@@ -39,6 +39,10 @@ type upOptions struct {
 	simArgs []string
 	// controllerFlags go to `berth controller` as they are.
 	controllerFlags []string
+	// workers is how many worker instances to start (--workers); started
+	// are those started, to be wired once the manager is up.
+	workers int
+	started []worker
 }
 
 func newUpCommand() *cobra.Command {
@@ -88,6 +92,11 @@ the control plane keeps running afterwards. It implies --nodes 4 unless
 			if o.demo && !cmd.Flags().Changed("nodes") {
 				o.simArgs = append(o.simArgs, "--nodes="+strconv.Itoa(demoNodes))
 			}
+			if o.workers > 0 {
+				if err := o.startWorkers(cmd, dir); err != nil {
+					return err
+				}
+			}
 			if o.detach {
 				return upDetached(cmd, o, dir)
 			}
@@ -101,6 +110,10 @@ the control plane keeps running afterwards. It implies --nodes 4 unless
 	cmd.Flags().BoolVar(&o.noFsync, "etcd-unsafe-no-fsync", false, "run etcd without fsync: faster, but a machine crash may lose recent writes")
 	cmd.Flags().StringArrayVar(&o.controllerFlags, "controller-flag", nil,
 		"a flag for berth's controller, e.g. --controller-flag=--fair-sharing (repeatable; see 'berth controller --help')")
+	cmd.Flags().IntVar(&o.workers, "workers", 0,
+		"also start this many worker instances (NAME-worker1, ...; data under the manager's data directory), each with "+
+			"the simulator's nodes, and make this instance their manager: WorkerClusters worker1..N, MultiClusterConfig "+
+			workersConfigName+" and AdmissionCheck "+workersCheckName)
 	cmd.Flags().IntVar(&o.notifyFD, "notify-fd", 0, "internal: file descriptor on which to report start-up to a detaching parent")
 	_ = cmd.Flags().MarkHidden("notify-fd")
 	o.pool.add(cmd.Flags())
@@ -183,6 +196,11 @@ func upForeground(cmd *cobra.Command, o *upOptions, dir string) error {
 	} else {
 		fmt.Fprintf(stdout, "  stop it:  Ctrl-C\n")
 	}
+	if err := o.wireWorkers(cmd, inst.Kubeconfig()); err != nil {
+		inst.Stop()
+		progress.finish(notice{Error: err.Error()})
+		return err
+	}
 	fmt.Fprintln(stdout, inst.Kubeconfig())
 	progress.finish(notice{Ready: inst.Kubeconfig()})
 
@@ -214,10 +232,52 @@ func upForeground(cmd *cobra.Command, o *upOptions, dir string) error {
 		}
 	}
 	<-inst.Done()
+	if len(o.started) > 0 {
+		if err := stopWorkers(context.Background(), o.name, dir, stderr); err != nil {
+			fmt.Fprintf(stderr, "%v\n", err)
+		}
+	}
 	if err := inst.Err(); err != nil {
 		return err
 	}
 	fmt.Fprintf(stderr, "berth %q stopped\n", o.name)
+	return nil
+}
+
+// startWorkers starts the --workers instances; the manager then runs no
+// nodes of its own, since its Jobs run on the workers.
+func (o *upOptions) startWorkers(cmd *cobra.Command, dir string) error {
+	if o.demo {
+		return fmt.Errorf("--demo with --workers is not supported yet: the demo's queues run their Jobs on this instance")
+	}
+	workers, err := workersOf(o.name, dir, o.workers)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "starting %d worker instances\n", len(workers))
+	if err := startWorkers(context.Background(), workers, cmd.ErrOrStderr(), o.noFsync, o.simArgs); err != nil {
+		_ = stopWorkers(context.Background(), o.name, dir, cmd.ErrOrStderr())
+		return err
+	}
+	o.started = workers
+	o.simArgs = []string{"--nodes=0"}
+	return nil
+}
+
+// wireWorkers makes the started workers known to the manager.
+func (o *upOptions) wireWorkers(cmd *cobra.Command, kubeconfig string) error {
+	if len(o.started) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := wireWorkers(ctx, kubeconfig, o.started); err != nil {
+		return fmt.Errorf("adding the workers to the manager: %w", err)
+	}
+	for _, w := range o.started {
+		fmt.Fprintf(cmd.OutOrStdout(), "  worker:   %s (berth kubectl --name %s --data-dir %s ...)\n", w.name, w.instance, w.dir)
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "  Jobs of a ClusterQueue with admissionChecks [%s] run on the workers; see docs/multicluster.md\n", workersCheckName)
 	return nil
 }
 
@@ -292,6 +352,9 @@ func upDetached(cmd *cobra.Command, o *upOptions, dir string) error {
 			fmt.Fprintf(stdout, "berth %q is up in the background (supervisor pid %d), data in %s\n", o.name, child.Process.Pid, dir)
 			fmt.Fprintf(stdout, "  use it:   berth kubectl %s get nodes    (or kubectl --kubeconfig %s ...)\n", o.selector(dir), n.Ready)
 			fmt.Fprintf(stdout, "  stop it:  berth down %s\n", o.selector(dir))
+			if err := o.wireWorkers(cmd, n.Ready); err != nil {
+				return fmt.Errorf("%w (berth %q keeps running; stop it with 'berth down %s')", err, o.name, o.selector(dir))
+			}
 			if o.demo {
 				ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 				err := showDemo(ctx, cmd, o, dir, n.Ready)
