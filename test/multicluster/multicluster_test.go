@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -322,4 +323,33 @@ func TestLostWorkersWorkloadRunsElsewhere(t *testing.T) {
 	if err := envs[other].Client.Get(ctx, client.ObjectKeyFromObject(job), &c); err != nil {
 		t.Errorf("the copy on %s: %v", other, err)
 	}
+}
+
+// A worker without the Job's namespace gets no copy, and the check's
+// message says so while the workload waits for the other.
+func TestWorkerWithoutTheNamespaceIsNamed(t *testing.T) {
+	envs := testenv.NewAll(t)
+	shape(t, envs, nil)
+	w1 := envs[worker1]
+	if err := w1.Kube.CoreV1().Namespaces().Delete(ctx, w1.Namespace, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, wait, func() error {
+		_, err := w1.Kube.CoreV1().Namespaces().Get(ctx, w1.Namespace, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("namespace %s still on worker1 (%v)", w1.Namespace, err)
+	})
+	m := envs[manager]
+	job := submit(t, m, "homeless")
+	want := "not copied to worker1: namespace " + m.Namespace + " does not exist there"
+	testenv.Eventually(t, wait, func() error {
+		wl := managerWorkload(t, m, job)
+		if len(wl.Status.AdmissionChecks) != 1 || !strings.Contains(wl.Status.AdmissionChecks[0].Message, want) ||
+			!strings.Contains(wl.Status.AdmissionChecks[0].Message, "dispatched to worker2") {
+			return fmt.Errorf("checks %+v; want a message with %q", wl.Status.AdmissionChecks, want)
+		}
+		return nil
+	})
 }

@@ -80,9 +80,20 @@ func (d *Dispatcher) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			errs = append(errs, err)
 		}
 	}
+	requeue := plan.RecheckAfter
 	for _, name := range plan.Create {
-		if err := d.createCopy(ctx, name, &wl, job, now); err != nil {
+		refused, err := d.createCopy(ctx, name, &wl, job, now)
+		if err != nil {
 			errs = append(errs, err)
+		}
+		if refused {
+			// Look again soon, to say so in the check's message.
+			requeue = time.Second
+		}
+	}
+	for _, w := range in.Workers {
+		if w.Conflict != "" && (requeue == 0 || requeue > ConflictTTL) {
+			requeue = ConflictTTL // then the copy is tried again
 		}
 	}
 	if plan.State != nil || plan.ClusterName != "" {
@@ -112,7 +123,7 @@ func (d *Dispatcher) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if len(errs) > 0 {
 		return reconcile.Result{}, fmt.Errorf("Workload %s: %v", req.NamespacedName, errs)
 	}
-	return reconcile.Result{RequeueAfter: plan.RecheckAfter}, nil
+	return reconcile.Result{RequeueAfter: requeue}, nil
 }
 
 // checkOf names the workload's multicluster check and its config's workers.
@@ -195,34 +206,37 @@ func (d *Dispatcher) view(ctx context.Context, name string, wl *berthv1.Workload
 	return w, &remote, nil
 }
 
-func (d *Dispatcher) createCopy(ctx context.Context, name string, wl *berthv1.Workload, job *batchv1.Job, now time.Time) error {
+// createCopy copies the Job and its Workload to a worker. It reports
+// whether the worker refused the copy for a reason that lasts (no such
+// namespace, another Job of that name), which is remembered for a while.
+func (d *Dispatcher) createCopy(ctx context.Context, name string, wl *berthv1.Workload, job *batchv1.Job, now time.Time) (bool, error) {
 	_, _, conn, _ := d.workers.get(name)
 	if conn == nil {
-		return nil
+		return false, nil
 	}
 	remote := multicluster.RemoteJob(job, d.origin, wl.Name)
+	key := client.ObjectKeyFromObject(remote)
 	if err := conn.client.Create(ctx, remote); err != nil {
-		if !apierrors.IsAlreadyExists(err) {
-			if apierrors.IsNotFound(err) {
-				// The namespace does not exist there.
-				conn.setConflict(client.ObjectKeyFromObject(remote), fmt.Sprintf("namespace %s does not exist", job.Namespace), now)
-				return nil
-			}
-			return fmt.Errorf("copying Job %s to worker cluster %s: %w", job.Name, name, err)
+		if apierrors.IsNotFound(err) {
+			conn.setConflict(key, fmt.Sprintf("namespace %s does not exist there", job.Namespace), now)
+			return true, nil
 		}
-		if err := conn.direct.Get(ctx, client.ObjectKeyFromObject(remote), remote); err != nil {
-			return client.IgnoreNotFound(err)
+		if !apierrors.IsAlreadyExists(err) {
+			return false, fmt.Errorf("copying Job %s to worker cluster %s: %w", job.Name, name, err)
+		}
+		if err := conn.direct.Get(ctx, key, remote); err != nil {
+			return false, client.IgnoreNotFound(err)
 		}
 		if !multicluster.IsCopy(remote, d.origin, wl.Name) {
-			conn.setConflict(client.ObjectKeyFromObject(remote), fmt.Sprintf("a Job %s/%s is there already", job.Namespace, job.Name), now)
-			return nil
+			conn.setConflict(key, fmt.Sprintf("a Job %s/%s is there already", job.Namespace, job.Name), now)
+			return true, nil
 		}
 	}
 	rwl := multicluster.RemoteWorkload(wl, remote)
 	if err := conn.client.Create(ctx, rwl); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("copying Workload %s to worker cluster %s: %w", wl.Name, name, err)
+		return false, fmt.Errorf("copying Workload %s to worker cluster %s: %w", wl.Name, name, err)
 	}
-	return nil
+	return false, nil
 }
 
 func (d *Dispatcher) deleteCopy(ctx context.Context, name string, remote *batchv1.Job) error {
