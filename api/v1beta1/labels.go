@@ -42,6 +42,11 @@ const (
 	// MultiClusterWorkloadAnnotation on a copy names the manager's Workload
 	// it stands for (in the same namespace).
 	MultiClusterWorkloadAnnotation = "berth.dev/multicluster-workload"
+	// PrebuiltWorkloadLabel on a Job (and its pods) names the Workload
+	// made for it before the Job existed, which berth then uses instead of
+	// making one: a manager cluster copies a Workload to its workers, and
+	// makes the Job only on the worker that admitted the copy.
+	PrebuiltWorkloadLabel = "berth.dev/prebuilt-workload-name"
 	// KueuePodGroupTotalCountAnnotation is honoured too.
 	KueuePodGroupTotalCountAnnotation = "kueue.x-k8s.io/pod-group-total-count"
 )

@@ -30,6 +30,7 @@ const (
 	e2eJobs  = "e2e-jobs"
 	podsRun  = "pods"
 	tasRun   = "tas"
+	mcRun    = "multicluster"
 )
 
 func newBenchCommand() *cobra.Command {
@@ -42,7 +43,7 @@ func newBenchCommand() *cobra.Command {
 	for n := range bench.Scenarios {
 		names = append(names, n)
 	}
-	names = append(names, simScale, e2eJobs, podsRun, tasRun)
+	names = append(names, simScale, e2eJobs, podsRun, tasRun, mcRun)
 	sort.Strings(names)
 	cmd := &cobra.Command{
 		Use:   "bench <scenario>",
@@ -72,7 +73,11 @@ creation to all its pods Running, by percentile. pods does the same with 5,000
 plain Pods and 500 pod groups of 8 (9,000 pods), timing single Pods and groups
 apart. tas sends 400 Jobs of 4, 8, 16 and 32 pods, each preferring one rack,
 through topology-aware placement on 64 nodes of 8 cpu in racks of 4, and
-reports their start times and how many racks each gang spans. These report
+reports their start times and how many racks each gang spans. multicluster
+sends 2,000 Jobs of one short pod through a manager to its Active worker
+clusters ('berth up --workers 2') with quotas that never bind, and reports
+dispatch throughput (Jobs admitted on a worker per second) and the time from
+creation to admission on a worker. e2e-jobs, pods and tas report
 API writes per pod. --scale multiplies the workloads, Jobs,
 Pods and groups, or nodes and pods (0.01 runs in seconds).
 
@@ -85,7 +90,7 @@ workload and the controller's peak RSS. See docs/benchmarks.md.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			scenario, ok := bench.Scenarios[args[0]]
-			if !ok && !slices.Contains([]string{simScale, e2eJobs, podsRun, tasRun}, args[0]) {
+			if !ok && !slices.Contains([]string{simScale, e2eJobs, podsRun, tasRun, mcRun}, args[0]) {
 				return fmt.Errorf("unknown scenario %q; scenarios: %s", args[0], strings.Join(names, ", "))
 			}
 			if o.Scale <= 0 {
@@ -153,6 +158,11 @@ workload and the controller's peak RSS. See docs/benchmarks.md.`,
 				res, runErr := bench.RunTAS(ctx, cfg, kubeconfig, self, bench.TASAt(o.Scale), o.Scale, o)
 				if err = runErr; res != nil {
 					summary = bench.TASMarkdown(*res)
+				}
+			case mcRun:
+				res, runErr := bench.RunMultiCluster(ctx, cfg, bench.MultiClusterAt(o.Scale), o.Scale, o)
+				if err = runErr; res != nil {
+					summary = bench.MultiClusterMarkdown(*res)
 				}
 			case podsRun:
 				res, runErr := bench.RunPods(ctx, cfg, kubeconfig, self, bench.PodsAt(o.Scale), o.Scale, o)

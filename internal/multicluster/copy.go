@@ -28,10 +28,12 @@ var jobControllerLabels = []string{
 	batchv1.ControllerUidLabel, batchv1.JobNameLabel, "controller-uid", "job-name",
 }
 
-// RemoteJob is the copy of the manager's Job made on a worker: same name,
-// namespace, labels (the queue label among them) and spec, suspended, left to
-// the worker's own Job controller, marked with origin and the manager's
-// Workload. The template is the Job's own, without the manager's flavors.
+// RemoteJob is the Job made on the worker that admitted the workload's
+// copy: the manager's Job with its name, namespace, labels (the queue label
+// among them) and spec, suspended, left to the worker's own Job controller,
+// marked with origin, and using the copy (berthv1.PrebuiltWorkloadLabel, on
+// its pods too). The template is the Job's own, without the manager's
+// flavors.
 func RemoteJob(job *batchv1.Job, origin, workloadName string) *batchv1.Job {
 	c := job.DeepCopy()
 	_, _ = jobs.RestoreTemplate(c) // a damaged record leaves the template as it is
@@ -50,6 +52,7 @@ func RemoteJob(job *batchv1.Job, origin, workloadName string) *batchv1.Job {
 		out.Annotations = map[string]string{}
 	}
 	out.Labels[OriginLabel] = origin
+	out.Labels[berthv1.PrebuiltWorkloadLabel] = workloadName
 	out.Annotations[WorkloadAnnotation] = workloadName
 	yes := true
 	out.Spec.Suspend = &yes
@@ -59,17 +62,25 @@ func RemoteJob(job *batchv1.Job, origin, workloadName string) *batchv1.Job {
 	for _, l := range jobControllerLabels {
 		delete(out.Spec.Template.Labels, l)
 	}
+	if out.Spec.Template.Labels == nil {
+		out.Spec.Template.Labels = map[string]string{}
+	}
+	out.Spec.Template.Labels[berthv1.PrebuiltWorkloadLabel] = workloadName
 	return out
 }
 
-// RemoteWorkload is the copy of the manager's Workload made on a worker
-// for the Job copy remote (created, so with its UID): named as the
-// worker's Job integration names it, owned by the copy, with the spec the
-// manager queued.
-func RemoteWorkload(wl *berthv1.Workload, remote *batchv1.Job) *berthv1.Workload {
-	out := jobs.NewWorkload(remote, wl.Spec.QueueName, wl.Spec.Priority, wl.Spec.PriorityClassName)
-	out.Spec.PodSets = wl.Spec.PodSets
-	return out
+// RemoteWorkload is the copy of the manager's Workload made on every
+// worker: same name, namespace and what it asks for, marked with origin.
+// Each worker queues it as its own; the Job follows only to the one that
+// admits it first, which adopts it (jobs.Adopt).
+func RemoteWorkload(wl *berthv1.Workload, origin string) *berthv1.Workload {
+	return &berthv1.Workload{
+		ObjectMeta: metav1.ObjectMeta{Name: wl.Name, Namespace: wl.Namespace,
+			Labels:      map[string]string{OriginLabel: origin},
+			Annotations: map[string]string{WorkloadAnnotation: wl.Name}},
+		Spec: berthv1.WorkloadSpec{PodSets: wl.Spec.PodSets, QueueName: wl.Spec.QueueName,
+			Priority: wl.Spec.Priority, PriorityClassName: wl.Spec.PriorityClassName},
+	}
 }
 
 // IsCopy reports whether obj is a copy made by origin for the manager's

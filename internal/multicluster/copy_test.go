@@ -39,16 +39,21 @@ func TestRemoteJobIsALocalJobOfTheWorker(t *testing.T) {
 		t.Error("the manager's Job was changed")
 	}
 
-	// The worker's Workload for the copy carries the marks, whoever makes it.
-	c.UID = types.UID("worker-uid")
-	wl := fixtures.MakeWorkload("w", "ns").Queue("lq").Priority(7).Count(2).Obj()
-	for _, made := range []*berthv1.Workload{multicluster.RemoteWorkload(wl, c), jobs.NewWorkload(c, "lq", nil, "")} {
-		if !multicluster.IsCopy(made, "mgr", "job-j-abcde") || made.Name != jobs.WorkloadName(c) {
-			t.Errorf("worker Workload %s labels %v annotations %v", made.Name, made.Labels, made.Annotations)
-		}
+	if c.Labels[berthv1.PrebuiltWorkloadLabel] != "job-j-abcde" || c.Spec.Template.Labels[berthv1.PrebuiltWorkloadLabel] != "job-j-abcde" {
+		t.Errorf("labels %v, template labels %v: the Job and its pods must name the copied Workload", c.Labels, c.Spec.Template.Labels)
 	}
-	if rw := multicluster.RemoteWorkload(wl, c); *rw.Spec.Priority != 7 || rw.Spec.PodSets[0].Count != 2 {
-		t.Errorf("worker Workload spec %+v: want the manager's", rw.Spec)
+	// The worker's Job integration uses the copy, and adopts it.
+	c.UID = types.UID("worker-uid")
+	wl := fixtures.MakeWorkload("job-j-abcde", "ns").Queue("lq").Priority(7).Count(2).Obj()
+	rw := multicluster.RemoteWorkload(wl, "mgr")
+	if jobs.WorkloadName(c) != rw.Name || !multicluster.IsCopy(rw, "mgr", wl.Name) || len(rw.OwnerReferences) != 0 {
+		t.Errorf("copy %s (the Job looks for %s), labels %v, owners %v", rw.Name, jobs.WorkloadName(c), rw.Labels, rw.OwnerReferences)
+	}
+	if *rw.Spec.Priority != 7 || rw.Spec.PodSets[0].Count != 2 || rw.Spec.QueueName != "lq" {
+		t.Errorf("copy spec %+v: want the manager's", rw.Spec)
+	}
+	if !jobs.Adopt(rw, c) || jobs.Adopt(rw, c) || len(rw.OwnerReferences) != 1 || rw.OwnerReferences[0].UID != "worker-uid" {
+		t.Errorf("adopted copy's owners %+v: want the worker's Job, once", rw.OwnerReferences)
 	}
 }
 

@@ -20,11 +20,12 @@ type Worker struct {
 	// reached or unreachable.
 	Active bool
 	Since  time.Time
-	// Copied: the worker holds a copy of the workload's Job. Admitted and
-	// Finished say what the worker made of it (only known while Active).
-	Copied, Admitted, Finished bool
-	// Conflict, when not empty, says why no copy can be made there (a Job
-	// of the same name that is not this workload's copy, say).
+	// Copied: the worker holds a copy of the workload; Admitted: it
+	// admitted it; Job: it holds the Job made for it (only known while
+	// Active).
+	Copied, Admitted, Job bool
+	// Conflict, when not empty, says why no copy can be made there (no such
+	// namespace, or a Job of the same name that is not this workload's).
 	Conflict string
 }
 
@@ -46,8 +47,12 @@ type Input struct {
 
 // Plan is what to do.
 type Plan struct {
-	// Create and Delete name the workers where a copy is made or removed.
+	// Create and Delete name the workers where a copy of the Workload is
+	// made, or the copies (Workload and Job) are removed.
 	Create, Delete []string
+	// CreateJob, when not empty, is the worker where the Job is made: the
+	// one whose copy won.
+	CreateJob string
 	// State, when not nil, is the check's new state and message.
 	State *berthv1.AdmissionCheckState
 	// ClusterName, when not empty, is recorded as where the workload runs.
@@ -63,11 +68,12 @@ type Plan struct {
 // Decide says what a workload's situation calls for:
 //   - a workload that does not hold quota, has finished or whose check is
 //     no longer Pending or Ready keeps no copies;
-//   - one that waits (check Pending) gets a copy on every reached worker of
-//     its config; the first of them, in the config's order, whose copy is
-//     admitted wins: the check turns Ready and names it, the other copies go;
-//   - one that runs (check Ready) keeps only its copy there and takes its
-//     Job's status from it; if that copy is gone, or the worker is lost for
+//   - one that waits (check Pending) gets a copy of its Workload on every
+//     reached worker of its config; the first of them, in the config's order,
+//     whose copy is admitted wins: its Job is made there, the check turns
+//     Ready and names it, the other copies go (no pod ever runs on a loser);
+//   - one that runs (check Ready) keeps only its copies there and takes its
+//     Job's status from them; if its copy is gone, or the worker is lost for
 //     longer than LostTimeout, the check turns Retry so the manager gives the
 //     quota back and queues it again.
 func Decide(in Input) Plan {
@@ -92,11 +98,13 @@ func Decide(in Input) Plan {
 
 	// Pending.
 	for _, name := range in.Clusters {
-		if w := in.Workers[name]; w.Active && w.Admitted {
+		if w := in.Workers[name]; w.Active && w.Admitted && (w.Job || w.Conflict == "") {
 			p.ClusterName = name
 			p.State = newState(state, berthv1.CheckReady, fmt.Sprintf("admitted on worker cluster %s", name), in.Now)
 			p.Delete = copiedExcept(in.Workers, name)
-			p.CopyStatusFrom = name
+			if !w.Job {
+				p.CreateJob = name
+			}
 			return p
 		}
 	}
@@ -146,7 +154,12 @@ func running(in Input, state berthv1.AdmissionCheckState) Plan {
 	switch {
 	case known && w.Active && !w.Copied:
 		p.State = newState(state, berthv1.CheckRetry,
-			fmt.Sprintf("its Job on worker cluster %s is gone; it is queued again", name), in.Now)
+			fmt.Sprintf("its Workload on worker cluster %s is gone; it is queued again", name), in.Now)
+	case known && w.Active && !w.Job && w.Conflict != "":
+		p.State = newState(state, berthv1.CheckRetry,
+			fmt.Sprintf("its Job cannot be made on worker cluster %s: %s; it is queued again", name, w.Conflict), in.Now)
+	case known && w.Active && !w.Job:
+		p.CreateJob = name
 	case known && w.Active:
 		p.CopyStatusFrom = name
 	default:

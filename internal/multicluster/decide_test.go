@@ -24,6 +24,13 @@ func up(copied, admitted bool) multicluster.Worker {
 	return multicluster.Worker{Active: true, Since: now.Add(-time.Hour), Copied: copied, Admitted: admitted}
 }
 
+// running is a worker whose copy won and runs its Job.
+func running() multicluster.Worker {
+	w := up(true, true)
+	w.Job = true
+	return w
+}
+
 func down(since time.Duration, copied bool) multicluster.Worker {
 	return multicluster.Worker{Since: now.Add(-since), Copied: copied}
 }
@@ -56,10 +63,10 @@ func TestDecide(t *testing.T) {
 		want:    multicluster.Plan{Create: []string{"b"}},
 		state:   berthv1.CheckPending, message: "dispatched to a, b",
 	}, {
-		name:    "the first admitting worker in the config's order wins; the other copies go",
+		name:    "the first admitting worker in the config's order wins: its Job is made there, the other copies go",
 		wl:      waiting().Obj(),
 		workers: map[string]multicluster.Worker{"a": up(true, false), "b": up(true, true), "c": up(true, true)},
-		want:    multicluster.Plan{ClusterName: "b", Delete: []string{"a", "c"}, CopyStatusFrom: "b"},
+		want:    multicluster.Plan{ClusterName: "b", Delete: []string{"a", "c"}, CreateJob: "b"},
 		state:   berthv1.CheckReady, message: "admitted on worker cluster b",
 	}, {
 		name:    "a worker with a Job of the same name gets no copy, and the message says why",
@@ -82,14 +89,19 @@ func TestDecide(t *testing.T) {
 	}, {
 		name:    "running: the status comes from its worker; stray copies go",
 		wl:      waiting().Check(check, berthv1.CheckReady, "admitted on worker cluster a").RunsOn("a").Obj(),
-		workers: map[string]multicluster.Worker{"a": up(true, true), "b": up(true, false)},
+		workers: map[string]multicluster.Worker{"a": running(), "b": up(true, false)},
 		want:    multicluster.Plan{Delete: []string{"b"}, CopyStatusFrom: "a"},
 	}, {
-		name:    "running: its copy was deleted on the worker, so it is queued again",
+		name:    "running: a Job not made yet (its first try failed) is made",
+		wl:      waiting().Check(check, berthv1.CheckReady, "admitted on worker cluster a").RunsOn("a").Obj(),
+		workers: map[string]multicluster.Worker{"a": up(true, true)},
+		want:    multicluster.Plan{CreateJob: "a"},
+	}, {
+		name:    "running: its Workload was deleted on the worker, so it is queued again",
 		wl:      waiting().Check(check, berthv1.CheckReady, "admitted on worker cluster a").RunsOn("a").Obj(),
 		workers: map[string]multicluster.Worker{"a": up(false, false)},
 		want:    multicluster.Plan{},
-		state:   berthv1.CheckRetry, message: "its Job on worker cluster a is gone",
+		state:   berthv1.CheckRetry, message: "its Workload on worker cluster a is gone",
 	}, {
 		name:    "running: a worker lost for less than the timeout is waited for",
 		wl:      waiting().Check(check, berthv1.CheckReady, "admitted on worker cluster a").RunsOn("a").Obj(),

@@ -168,19 +168,27 @@ func waitRunsOn(t *testing.T, m *testenv.Env, job *batchv1.Job, worker string) *
 	return &wl
 }
 
-// waitNoCopy waits until a worker holds no copy of the Job.
+// waitNoCopy waits until a worker holds no copy of the Job, nor of any
+// Workload of the test.
 func waitNoCopy(t *testing.T, env *testenv.Env, name string) {
 	t.Helper()
 	testenv.Eventually(t, wait, func() error {
 		var job batchv1.Job
 		err := env.Client.Get(ctx, types.NamespacedName{Namespace: env.Namespace, Name: name}, &job)
-		if apierrors.IsNotFound(err) {
-			return nil
+		if err == nil {
+			return fmt.Errorf("a copy of Job %s is still on the worker (deleting: %v)", name, job.DeletionTimestamp != nil)
 		}
-		if err != nil {
+		if !apierrors.IsNotFound(err) {
 			return err
 		}
-		return fmt.Errorf("a copy of Job %s is still on the worker (deleting: %v)", name, job.DeletionTimestamp != nil)
+		var wls berthv1.WorkloadList
+		if err := env.Client.List(ctx, &wls, client.InNamespace(env.Namespace), client.HasLabels{multicluster.OriginLabel}); err != nil {
+			return err
+		}
+		if len(wls.Items) > 0 {
+			return fmt.Errorf("%d copies of Workloads still on the worker", len(wls.Items))
+		}
+		return nil
 	})
 }
 
@@ -245,10 +253,11 @@ func TestLateWorkerQueueAdmits(t *testing.T) {
 	shape(t, envs, nil)
 	m := envs[manager]
 	job := submit(t, m, "early")
+	wl := managerWorkload(t, m, job)
 	testenv.Eventually(t, wait, func() error {
 		for _, w := range []string{worker1, worker2} {
-			var c batchv1.Job
-			if err := envs[w].Client.Get(ctx, client.ObjectKeyFromObject(job), &c); err != nil {
+			var c berthv1.Workload
+			if err := envs[w].Client.Get(ctx, client.ObjectKeyFromObject(wl), &c); err != nil {
 				return fmt.Errorf("%s: %w", w, err)
 			}
 		}

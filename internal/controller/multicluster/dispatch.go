@@ -58,7 +58,7 @@ func (d *Dispatcher) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	now := d.clock.Now()
 	in := multicluster.Input{Workload: &wl, Check: check, Clusters: clusters, Workers: map[string]multicluster.Worker{},
 		Refusal: refusal, Now: now, LostTimeout: d.lostTimeout}
-	remotes := map[string]*batchv1.Job{}
+	remotes := map[string]copies{}
 	names := d.workers.names()
 	for _, c := range clusters {
 		if !slices.Contains(names, c) {
@@ -76,7 +76,12 @@ func (d *Dispatcher) Reconcile(ctx context.Context, req reconcile.Request) (reco
 
 	var errs []error
 	for _, name := range plan.Delete {
-		if err := d.deleteCopy(ctx, name, remotes[name]); err != nil {
+		if err := d.deleteCopies(ctx, name, remotes[name]); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if plan.CreateJob != "" && job != nil {
+		if err := d.createJob(ctx, plan.CreateJob, &wl, job, now); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -116,7 +121,7 @@ func (d *Dispatcher) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 	}
 	if job != nil && refusal == "" {
-		if err := d.syncJobStatus(ctx, &wl, job, plan.CopyStatusFrom, remotes[plan.CopyStatusFrom]); err != nil {
+		if err := d.syncJobStatus(ctx, &wl, job, plan.CopyStatusFrom, remotes[plan.CopyStatusFrom].job); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -175,79 +180,116 @@ func (d *Dispatcher) jobOf(ctx context.Context, wl *berthv1.Workload) (*batchv1.
 	return nil, "only Jobs are dispatched to worker clusters", nil
 }
 
-// view says what a worker holds of the workload, and returns its copy.
-func (d *Dispatcher) view(ctx context.Context, name string, wl *berthv1.Workload, job *batchv1.Job, now time.Time) (multicluster.Worker, *batchv1.Job, error) {
-	active, since, conn, _ := d.workers.get(name)
-	w := multicluster.Worker{Active: active && conn != nil, Since: since}
-	if !w.Active || job == nil {
-		return w, nil, nil
-	}
-	key := types.NamespacedName{Namespace: job.Namespace, Name: job.Name}
-	w.Conflict = conn.conflict(key, now)
-	var remote batchv1.Job
-	if err := conn.client.Get(ctx, key, &remote); err != nil {
-		return w, nil, client.IgnoreNotFound(err)
-	}
-	if !multicluster.IsCopy(&remote, d.origin, wl.Name) {
-		// A copy of an earlier Job of the same name; it goes when that
-		// Job's Workload is looked at. Until then there is no room here.
-		w.Conflict = fmt.Sprintf("an earlier copy of Job %s is still there", job.Name)
-		return w, nil, nil
-	}
-	w.Copied = true
-	var rwl berthv1.Workload
-	err := conn.client.Get(ctx, types.NamespacedName{Namespace: job.Namespace, Name: jobs.WorkloadName(&remote)}, &rwl)
-	if err != nil && !apierrors.IsNotFound(err) {
-		return w, nil, err
-	}
-	if err == nil {
-		w.Admitted, w.Finished = workload.IsAdmitted(&rwl), workload.IsFinished(&rwl)
-	}
-	return w, &remote, nil
+// copies are what a worker holds of a workload.
+type copies struct {
+	workload *berthv1.Workload
+	job      *batchv1.Job
 }
 
-// createCopy copies the Job and its Workload to a worker. It reports
-// whether the worker refused the copy for a reason that lasts (no such
-// namespace, another Job of that name), which is remembered for a while.
-func (d *Dispatcher) createCopy(ctx context.Context, name string, wl *berthv1.Workload, job *batchv1.Job, now time.Time) (bool, error) {
+// view says what a worker holds of the workload, and returns it.
+func (d *Dispatcher) view(ctx context.Context, name string, wl *berthv1.Workload, job *batchv1.Job, now time.Time) (multicluster.Worker, copies, error) {
+	active, since, conn, _ := d.workers.get(name)
+	w := multicluster.Worker{Active: active && conn != nil, Since: since}
+	var out copies
+	if !w.Active || job == nil {
+		return w, out, nil
+	}
+	w.Conflict = conn.conflict(types.NamespacedName{Namespace: wl.Namespace, Name: wl.Name}, now)
+	var rwl berthv1.Workload
+	if err := conn.client.Get(ctx, client.ObjectKeyFromObject(wl), &rwl); err == nil {
+		if multicluster.IsCopy(&rwl, d.origin, wl.Name) {
+			w.Copied, w.Admitted, out.workload = true, workload.IsAdmitted(&rwl), &rwl
+		}
+	} else if !apierrors.IsNotFound(err) {
+		return w, out, err
+	}
+	var rjob batchv1.Job
+	if err := conn.client.Get(ctx, client.ObjectKeyFromObject(job), &rjob); err == nil {
+		if multicluster.IsCopy(&rjob, d.origin, wl.Name) {
+			w.Job, out.job = true, &rjob
+		} else if w.Conflict == "" {
+			// A copy of an earlier Job of the same name; it goes when that
+			// Job's Workload is looked at. Until then there is no room here.
+			w.Conflict = fmt.Sprintf("an earlier copy of Job %s is still there", job.Name)
+		}
+	} else if !apierrors.IsNotFound(err) {
+		return w, out, err
+	}
+	return w, out, nil
+}
+
+// createCopy copies the Workload to a worker. It reports whether the
+// worker refused the copy for a reason that lasts (no such namespace,
+// another Workload of that name), which is remembered for a while.
+func (d *Dispatcher) createCopy(ctx context.Context, name string, wl *berthv1.Workload, _ *batchv1.Job, now time.Time) (bool, error) {
 	_, _, conn, _ := d.workers.get(name)
 	if conn == nil {
 		return false, nil
 	}
-	remote := multicluster.RemoteJob(job, d.origin, wl.Name)
+	remote := multicluster.RemoteWorkload(wl, d.origin)
 	key := client.ObjectKeyFromObject(remote)
-	if err := conn.client.Create(ctx, remote); err != nil {
-		if apierrors.IsNotFound(err) {
-			conn.setConflict(key, fmt.Sprintf("namespace %s does not exist there", job.Namespace), now)
-			return true, nil
-		}
-		if !apierrors.IsAlreadyExists(err) {
-			return false, fmt.Errorf("copying Job %s to worker cluster %s: %w", job.Name, name, err)
-		}
-		if err := conn.direct.Get(ctx, key, remote); err != nil {
-			return false, client.IgnoreNotFound(err)
-		}
-		if !multicluster.IsCopy(remote, d.origin, wl.Name) {
-			conn.setConflict(key, fmt.Sprintf("a Job %s/%s is there already", job.Namespace, job.Name), now)
-			return true, nil
-		}
-	}
-	rwl := multicluster.RemoteWorkload(wl, remote)
-	if err := conn.client.Create(ctx, rwl); err != nil && !apierrors.IsAlreadyExists(err) {
+	err := conn.client.Create(ctx, remote)
+	switch {
+	case err == nil:
+		return false, nil
+	case apierrors.IsNotFound(err):
+		conn.setConflict(key, fmt.Sprintf("namespace %s does not exist there", wl.Namespace), now)
+		return true, nil
+	case !apierrors.IsAlreadyExists(err):
 		return false, fmt.Errorf("copying Workload %s to worker cluster %s: %w", wl.Name, name, err)
+	}
+	if err := conn.direct.Get(ctx, key, remote); err != nil {
+		return false, client.IgnoreNotFound(err)
+	}
+	if !multicluster.IsCopy(remote, d.origin, wl.Name) {
+		conn.setConflict(key, fmt.Sprintf("a Workload %s/%s is there already", wl.Namespace, wl.Name), now)
+		return true, nil
 	}
 	return false, nil
 }
 
-func (d *Dispatcher) deleteCopy(ctx context.Context, name string, remote *batchv1.Job) error {
+// createJob makes the workload's Job on the worker whose copy won.
+func (d *Dispatcher) createJob(ctx context.Context, name string, wl *berthv1.Workload, job *batchv1.Job, now time.Time) error {
 	_, _, conn, _ := d.workers.get(name)
-	if conn == nil || remote == nil {
+	if conn == nil {
+		return nil
+	}
+	remote := multicluster.RemoteJob(job, d.origin, wl.Name)
+	err := conn.client.Create(ctx, remote)
+	if err == nil {
+		return nil
+	}
+	if !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("making Job %s on worker cluster %s: %w", job.Name, name, err)
+	}
+	if err := conn.direct.Get(ctx, client.ObjectKeyFromObject(remote), remote); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if !multicluster.IsCopy(remote, d.origin, wl.Name) {
+		conn.setConflict(client.ObjectKeyFromObject(wl), fmt.Sprintf("a Job %s/%s is there already", job.Namespace, job.Name), now)
+	}
+	return nil
+}
+
+// deleteCopies deletes a worker's copies of a workload.
+func (d *Dispatcher) deleteCopies(ctx context.Context, name string, c copies) error {
+	_, _, conn, _ := d.workers.get(name)
+	if conn == nil {
 		return nil // unreachable: its copies are collected once it is back
 	}
-	err := conn.client.Delete(ctx, remote, client.PropagationPolicy("Background"),
-		client.Preconditions{UID: &remote.UID})
-	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-		return fmt.Errorf("deleting the copy of Job %s on worker cluster %s: %w", remote.Name, name, err)
+	var objs []client.Object // the Job first: its pods stop before its Workload goes
+	if c.job != nil {
+		objs = append(objs, c.job)
+	}
+	if c.workload != nil {
+		objs = append(objs, c.workload)
+	}
+	for _, obj := range objs {
+		uid := obj.GetUID()
+		err := conn.client.Delete(ctx, obj, client.PropagationPolicy("Background"), client.Preconditions{UID: &uid})
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			return fmt.Errorf("deleting the copy %s/%s on worker cluster %s: %w", obj.GetNamespace(), obj.GetName(), name, err)
+		}
 	}
 	return nil
 }
@@ -284,17 +326,23 @@ func (d *Dispatcher) collect(ctx context.Context, key types.NamespacedName) erro
 		if conn == nil {
 			continue
 		}
+		var c copies
+		var wl berthv1.Workload
+		if err := conn.client.Get(ctx, key, &wl); err == nil && multicluster.IsCopy(&wl, d.origin, key.Name) {
+			c.workload = &wl
+		}
 		var list batchv1.JobList
 		if err := conn.client.List(ctx, &list, client.InNamespace(key.Namespace),
-			client.MatchingLabels{multicluster.OriginLabel: d.origin}); err != nil {
+			client.MatchingLabels{berthv1.PrebuiltWorkloadLabel: key.Name, multicluster.OriginLabel: d.origin}); err != nil {
 			return err
 		}
 		for i := range list.Items {
 			if multicluster.IsCopy(&list.Items[i], d.origin, key.Name) {
-				if err := d.deleteCopy(ctx, name, &list.Items[i]); err != nil {
-					return err
-				}
+				c.job = &list.Items[i]
 			}
+		}
+		if err := d.deleteCopies(ctx, name, c); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -37,8 +37,20 @@ func QueueName(job *batchv1.Job, manageAll bool) string {
 }
 
 // WorkloadName is the name of a Job's Workload: stable for the Job, and
-// different for a new Job of the same name.
-func WorkloadName(job *batchv1.Job) string { return WorkloadNameFor(job.Name, job.UID) }
+// different for a new Job of the same name; or the prebuilt Workload its
+// label names (berthv1.PrebuiltWorkloadLabel).
+func WorkloadName(job *batchv1.Job) string {
+	if name, ok := Prebuilt(job); ok {
+		return name
+	}
+	return WorkloadNameFor(job.Name, job.UID)
+}
+
+// Prebuilt names the Workload made for the Job before it existed, if any.
+func Prebuilt(job *batchv1.Job) (string, bool) {
+	name, ok := job.Labels[berthv1.PrebuiltWorkloadLabel]
+	return name, ok && name != ""
+}
 
 // WorkloadNameFor is the name of the Workload of the Job of this name and
 // UID (as a pod's owner reference gives them).
@@ -85,18 +97,23 @@ func PodSets(job *batchv1.Job) []berthv1.PodSet {
 
 // NewWorkload makes a Job's Workload, owned by the Job so that it goes when the
 // Job goes.
-// A copy a manager cluster dispatched here (berthv1.MultiClusterOriginLabel)
-// passes its marks on, so the manager sees the Workload too.
 func NewWorkload(job *batchv1.Job, queue string, priority *int32, priorityClass string) *berthv1.Workload {
-	labels := map[string]string{"berth.dev/job-name": truncate(job.Name, 63), "berth.dev/job-uid": string(job.UID)}
-	wl := integration.NewWorkload(job, batchv1.SchemeGroupVersion.WithKind("Job"), WorkloadName(job), labels,
+	return integration.NewWorkload(job, batchv1.SchemeGroupVersion.WithKind("Job"), WorkloadName(job),
+		map[string]string{"berth.dev/job-name": truncate(job.Name, 63), "berth.dev/job-uid": string(job.UID)},
 		berthv1.WorkloadSpec{PodSets: PodSets(job), QueueName: queue, Priority: priority, PriorityClassName: priorityClass})
-	if origin, ok := job.Labels[berthv1.MultiClusterOriginLabel]; ok {
-		labels[berthv1.MultiClusterOriginLabel] = origin
-		wl.Annotations = map[string]string{
-			berthv1.MultiClusterWorkloadAnnotation: job.Annotations[berthv1.MultiClusterWorkloadAnnotation]}
+}
+
+// Adopt makes a prebuilt Workload the Job's own, so that it goes when the
+// Job goes. It reports whether it changed wl.
+func Adopt(wl *berthv1.Workload, job *batchv1.Job) bool {
+	for _, ref := range wl.OwnerReferences {
+		if ref.UID == job.UID {
+			return false
+		}
 	}
-	return wl
+	owned := integration.NewWorkload(job, batchv1.SchemeGroupVersion.WithKind("Job"), wl.Name, nil, wl.Spec)
+	wl.OwnerReferences = append(wl.OwnerReferences, owned.OwnerReferences...)
+	return true
 }
 
 func truncate(s string, n int) string {

@@ -25,7 +25,7 @@ import (
 
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;update
 // +kubebuilder:rbac:groups=batch,resources=jobs/finalizers,verbs=update
-// +kubebuilder:rbac:groups=berth.dev,resources=workloads,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups=berth.dev,resources=workloads,verbs=get;list;watch;create;patch;update
 // +kubebuilder:rbac:groups=berth.dev,resources=workloads/status,verbs=get;patch
 // +kubebuilder:rbac:groups=berth.dev,resources=resourceflavors;workloadpriorityclasses,verbs=get;list;watch
 // +kubebuilder:rbac:groups=scheduling.k8s.io,resources=priorityclasses,verbs=get;list;watch
@@ -97,7 +97,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, nil
 	}
 
+	if _, prebuilt := Prebuilt(&job); prebuilt && exists && Adopt(&wl, &job) {
+		return reconcile.Result{}, client.IgnoreNotFound(r.client.Update(ctx, &wl))
+	}
+
 	if !exists {
+		if _, prebuilt := Prebuilt(&job); prebuilt {
+			// Its Workload was made elsewhere and is gone (or not here
+			// yet): a Job made for it has nothing to queue on its own.
+			if !Suspended(&job) {
+				return reconcile.Result{}, r.suspend(ctx, &job, "its prebuilt Workload "+WorkloadName(&job)+" does not exist")
+			}
+			return reconcile.Result{}, nil
+		}
 		if !Suspended(&job) {
 			// It got past the webhook (created before berth ran, say): it
 			// must not run without quota.

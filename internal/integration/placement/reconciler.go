@@ -61,8 +61,8 @@ func (g *Gater) Handle(_ context.Context, req admission.Request) admission.Respo
 	return admission.PatchResponseFromRaw(req.Object.Raw, raw)
 }
 
-// WorkloadOf is the Workload a topology-placed pod belongs to: its Job's,
-// its pod group's, or its own.
+// WorkloadOf is the Workload a topology-placed pod belongs to: its Job's
+// (prebuilt or not), its pod group's, or its own.
 func WorkloadOf(pod client.Object) (types.NamespacedName, bool) {
 	if pod.GetLabels()[berthv1.TopologyPlacedLabel] == "" {
 		return types.NamespacedName{}, false
@@ -72,6 +72,9 @@ func WorkloadOf(pod client.Object) (types.NamespacedName, bool) {
 	switch group, _, _ := pods.Group(pod); {
 	case ref != nil && ref.Kind == "Job" && strings.HasPrefix(ref.APIVersion, "batch/"):
 		key.Name = jobs.WorkloadNameFor(ref.Name, ref.UID)
+		if name := pod.GetLabels()[berthv1.PrebuiltWorkloadLabel]; name != "" {
+			key.Name = name // its Job's template carries it (a dispatched copy)
+		}
 	case group != "":
 		key.Name = podgroups.WorkloadName(group)
 	default:
