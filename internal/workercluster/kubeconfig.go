@@ -14,12 +14,14 @@ import (
 // SecretKey is the key of the kubeconfig in a WorkerCluster's Secret.
 const SecretKey = "kubeconfig"
 
-// Client rate limits for a worker: enough for berth to keep many workloads
-// in step, low enough not to crowd out the worker's own users. client-go's
-// defaults (5 and 10) would cap dispatch at a few workloads a second.
+// Client rate limits for a worker: dispatching a workload costs a worker
+// about two writes (its copy, then the Job or the copy's deletion), so 100/s
+// lets berth dispatch about 50 workloads a second to each worker, while
+// leaving the worker's API server to its own users. client-go's defaults (5
+// and 10) would cap dispatch at a few workloads a second.
 const (
-	QPS   = 50
-	Burst = 100
+	QPS   = 100
+	Burst = 200
 )
 
 // Problems lists what makes a kubeconfig unsafe to take from a Secret, each

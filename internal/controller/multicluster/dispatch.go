@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -86,12 +87,24 @@ func (d *Dispatcher) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 	}
 	requeue := plan.RecheckAfter
-	for _, name := range plan.Create {
-		refused, err := d.createCopy(ctx, name, &wl, job, now)
-		if err != nil {
-			errs = append(errs, err)
+	// The copies go out to all workers at once: each round trip is to
+	// another API server.
+	refused := make([]bool, len(plan.Create))
+	createErrs := make([]error, len(plan.Create))
+	var wg sync.WaitGroup
+	for i, name := range plan.Create {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			refused[i], createErrs[i] = d.createCopy(ctx, name, &wl, now)
+		}()
+	}
+	wg.Wait()
+	for i := range plan.Create {
+		if createErrs[i] != nil {
+			errs = append(errs, createErrs[i])
 		}
-		if refused {
+		if refused[i] {
 			// Look again soon, to say so in the check's message.
 			requeue = time.Second
 		}
@@ -221,7 +234,7 @@ func (d *Dispatcher) view(ctx context.Context, name string, wl *berthv1.Workload
 // createCopy copies the Workload to a worker. It reports whether the
 // worker refused the copy for a reason that lasts (no such namespace,
 // another Workload of that name), which is remembered for a while.
-func (d *Dispatcher) createCopy(ctx context.Context, name string, wl *berthv1.Workload, _ *batchv1.Job, now time.Time) (bool, error) {
+func (d *Dispatcher) createCopy(ctx context.Context, name string, wl *berthv1.Workload, now time.Time) (bool, error) {
 	_, _, conn, _ := d.workers.get(name)
 	if conn == nil {
 		return false, nil

@@ -97,7 +97,7 @@ func Setup(mgr ctrl.Manager, o Options) error {
 		}))).
 		Watches(&berthv1.MultiClusterConfig{}, handler.EnqueueRequestsFromMapFunc(d.dispatched)).
 		WatchesRawSource(source.Channel(workers.events, &handler.EnqueueRequestForObject{})).
-		WithOptions(controller.Options{MaxConcurrentReconciles: 8}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 16}).
 		Complete(d)
 }
 
