@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // FreePort returns a free loopback port for an extra component.
@@ -16,13 +17,20 @@ func FreePort() (int, error) { return freePort(nil) }
 // kernel's ephemeral range. Ports from ":0" would come from that range, where
 // any outgoing connection may take them before the component binds them;
 // below it, only another explicit bind can.
+//
+// A port is handed out once per process: control planes started at once in
+// one process (the tests start several) would otherwise pick a port another
+// has picked and not yet bound.
 func freePort(avoid map[int]bool) (int, error) {
 	lo := ephemeralLow()
 	const floor = 10000
 	if lo-floor > 1000 {
+		handedOut.Lock()
+		defer handedOut.Unlock()
 		for range 200 {
 			p := floor + rand.IntN(lo-floor)
-			if !avoid[p] && portFree(p) {
+			if !avoid[p] && !handedOut.ports[p] && portFree(p) {
+				handedOut.ports[p] = true
 				return p, nil
 			}
 		}
@@ -35,6 +43,11 @@ func freePort(avoid map[int]bool) (int, error) {
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port, nil
 }
+
+var handedOut = struct {
+	sync.Mutex
+	ports map[int]bool
+}{ports: map[int]bool{}}
 
 func portFree(p int) bool {
 	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))

@@ -362,3 +362,64 @@ func TestWorkerWithoutTheNamespaceIsNamed(t *testing.T) {
 		return nil
 	})
 }
+
+// A worker added to the config after the workload was dispatched is offered
+// it too: here the only worker first listed has no queues, and the one
+// added later runs it.
+func TestWorkerAddedToTheConfigIsOffered(t *testing.T) {
+	envs := testenv.NewAll(t)
+	shape(t, envs, map[string]string{worker2: "4"})
+	m := envs[manager]
+	var mcc berthv1.MultiClusterConfig
+	if err := m.Client.Get(ctx, types.NamespacedName{Name: m.Name("mcc")}, &mcc); err != nil {
+		t.Fatal(err)
+	}
+	mcc.Spec.Clusters = []string{worker1}
+	if err := m.Client.Update(ctx, &mcc); err != nil {
+		t.Fatal(err)
+	}
+	job := submit(t, m, "patient")
+	testenv.Eventually(t, wait, func() error {
+		wl := managerWorkload(t, m, job)
+		if len(wl.Status.AdmissionChecks) != 1 || !strings.HasPrefix(wl.Status.AdmissionChecks[0].Message, "dispatched to worker1;") {
+			return fmt.Errorf("checks %+v; want it dispatched to worker1 alone", wl.Status.AdmissionChecks)
+		}
+		return nil
+	})
+	testenv.Eventually(t, wait, func() error {
+		if err := m.Client.Get(ctx, types.NamespacedName{Name: m.Name("mcc")}, &mcc); err != nil {
+			return err
+		}
+		mcc.Spec.Clusters = []string{worker1, worker2}
+		return m.Client.Update(ctx, &mcc)
+	})
+	var created batchv1.Job
+	if err := m.Client.Get(ctx, client.ObjectKeyFromObject(job), &created); err != nil {
+		t.Fatal(err)
+	}
+	waitRunsOn(t, m, &created, worker2)
+	waitNoCopy(t, envs[worker1], job.Name)
+}
+
+// Copies whose manager Workload is gone are deleted: the Job deleted on the
+// manager while it runs on a worker takes its copies there with it.
+func TestCopiesOfADeletedJobGo(t *testing.T) {
+	envs := testenv.NewAll(t)
+	shape(t, envs, map[string]string{worker1: "4"})
+	m := envs[manager]
+	job := MakeJob("doomed", m.Namespace).Queue("lq").Request("cpu", "1").
+		PodAnnotation("berth.dev/sim-duration", "10m").Toleration(m.Toleration()).Obj()
+	if err := m.Client.Create(ctx, job); err != nil {
+		t.Fatal(err)
+	}
+	waitRunsOn(t, m, job, worker1)
+	testenv.Eventually(t, wait, func() error {
+		var c batchv1.Job
+		return envs[worker1].Client.Get(ctx, client.ObjectKeyFromObject(job), &c)
+	})
+	if err := m.Client.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationForeground)); err != nil {
+		t.Fatal(err)
+	}
+	waitNoCopy(t, envs[worker1], job.Name)
+	waitNoCopy(t, envs[worker2], job.Name)
+}
