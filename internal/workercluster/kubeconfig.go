@@ -93,11 +93,13 @@ const (
 )
 
 // Backoff between connection attempts: Base after the first failure,
-// doubling, at most Max; a connected worker is checked every Recheck.
+// doubling, at most Max; a connected worker is checked every Recheck (one
+// small request): a lost worker's workloads wait that long, plus the lost
+// timeout, before they are dispatched again.
 const (
 	BackoffBase = time.Second
 	BackoffMax  = 5 * time.Minute
-	Recheck     = 30 * time.Second
+	Recheck     = 10 * time.Second
 )
 
 // NextAttempt is how long to wait before looking at a worker again, after

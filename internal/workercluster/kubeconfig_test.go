@@ -78,7 +78,7 @@ func TestConfigRefuses(t *testing.T) {
 }
 
 func TestNextAttempt(t *testing.T) {
-	for failures, want := range map[int]time.Duration{0: 30 * time.Second, 1: time.Second, 2: 2 * time.Second, 4: 8 * time.Second, 20: 5 * time.Minute} {
+	for failures, want := range map[int]time.Duration{0: 10 * time.Second, 1: time.Second, 2: 2 * time.Second, 4: 8 * time.Second, 20: 5 * time.Minute} {
 		if got := workercluster.NextAttempt(failures); got != want {
 			t.Errorf("%d failures: %s, want %s", failures, got, want)
 		}
