@@ -50,7 +50,9 @@ type Report struct {
 	Now     string   `json:"now,omitempty"`
 	Victims []string `json:"victims,omitempty"`
 	Checks  []string `json:"checks,omitempty"`
-	Notes   []string `json:"notes,omitempty"`
+	// RunsOn is the worker cluster a multicluster check dispatched it to.
+	RunsOn string   `json:"runsOn,omitempty"`
+	Notes  []string `json:"notes,omitempty"`
 }
 
 // Need is one pod set's request.
@@ -93,6 +95,7 @@ func Explain(in Input) Report {
 	if c := meta.FindStatusCondition(w.Status.Conditions, berthv1.WorkloadQuotaReserved); c != nil && c.Status != "True" {
 		r.Reason, r.Message = c.Reason, c.Message
 	}
+	r.RunsOn = w.Status.ClusterName
 	for _, c := range w.Status.AdmissionChecks {
 		s := fmt.Sprintf("%s: %s", c.Name, c.State)
 		if c.Message != "" {
@@ -298,6 +301,9 @@ func Render(r Report) string {
 	}
 	for _, c := range r.Checks {
 		fmt.Fprintf(&b, "  check:     %s\n", c)
+	}
+	if r.RunsOn != "" {
+		fmt.Fprintf(&b, "  runs on:   worker cluster %s\n", r.RunsOn)
 	}
 	if r.Now != "" {
 		fmt.Fprintf(&b, "  right now: %s\n", r.Now)

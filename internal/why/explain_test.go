@@ -105,6 +105,18 @@ func TestExplainWaitingForChecks(t *testing.T) {
 	}
 }
 
+// A workload dispatched to a worker cluster says which.
+func TestExplainDispatched(t *testing.T) {
+	in := input(false, 5)
+	in.Workload = MakeWorkload("me", "ns").Queue("main").Request("cpu", "2").Reserved("cq", "mc").
+		Check("mc", berthv1.CheckReady, "admitted on worker cluster east").RunsOn("east").Obj()
+	r := why.Explain(in)
+	if r.RunsOn != "east" || !strings.Contains(why.Render(r), "runs on:   worker cluster east") ||
+		!slices.Equal(r.Checks, []string{"mc: Ready (admitted on worker cluster east)"}) {
+		t.Errorf("%+v\n%s", r, why.Render(r))
+	}
+}
+
 // A stopped ClusterQueue is named as the blocker.
 func TestExplainStoppedQueue(t *testing.T) {
 	in := input(false, 100)
