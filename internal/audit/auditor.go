@@ -38,6 +38,9 @@ type Auditor struct {
 	track  *Tracker
 	seen   map[string]bool
 	found  []Violation
+	// dismissed counts quota violations a cache showed and a consistent
+	// read did not (confirm).
+	dismissed int
 }
 
 // Start watches the cluster of cfg until ctx ends, checking quota every
@@ -92,8 +95,11 @@ func Start(ctx context.Context, cfg *rest.Config, interval time.Duration, scope 
 				return
 			case <-tick.C:
 				if s, err := a.snapshot(ctx); err == nil {
+					seen := Quota(s)
+					over := a.confirm(ctx, seen)
 					a.mu.Lock()
-					a.record(Quota(s)...)
+					a.dismissed += len(seen) - len(over)
+					a.record(over...)
 					a.record(a.track.Jobs(s)...)
 					a.mu.Unlock()
 				}
@@ -116,7 +122,7 @@ func (a *Auditor) workload(o any) {
 // record keeps violations not seen before (by rule and objects).
 func (a *Auditor) record(vs ...Violation) {
 	for _, v := range vs {
-		k := v.Rule + " " + strings.Join(v.Objects, ",")
+		k := v.key()
 		if !a.seen[k] {
 			a.seen[k] = true
 			a.found = append(a.found, v)
@@ -137,6 +143,41 @@ func (a *Auditor) snapshot(ctx context.Context) (Snapshot, error) {
 	}
 	s.ClusterQueues, s.Cohorts, s.Workloads, s.Jobs = ptrs(cqs.Items), ptrs(cos.Items), ptrs(wls.Items), ptrs(jobs.Items)
 	return a.limit(s), nil
+}
+
+// confirm keeps the quota violations that a consistent read shows too. A
+// cache is consistent object by object, not across objects while it takes
+// in a new list (after the API server restarted, say): for a moment it may
+// hold one workload's new admission and another's old one, which never
+// held quota together. A real over-admission lasts as long as the
+// workloads hold quota, so the read a moment later still shows it.
+func (a *Auditor) confirm(ctx context.Context, found []Violation) []Violation {
+	if len(found) == 0 {
+		return nil
+	}
+	s := Snapshot{At: time.Now()}
+	var cqs berthv1.ClusterQueueList
+	var cos berthv1.CohortList
+	var wls berthv1.WorkloadList
+	for _, l := range []client.ObjectList{&cqs, &cos, &wls} {
+		if err := a.client.List(ctx, l); err != nil {
+			return found // cannot tell: keep them
+		}
+	}
+	s.ClusterQueues, s.Cohorts, s.Workloads = ptrs(cqs.Items), ptrs(cos.Items), ptrs(wls.Items)
+	again := map[string]bool{}
+	for _, v := range Quota(a.limit(s)) {
+		again[v.key()] = true
+	}
+	return slices.DeleteFunc(found, func(v Violation) bool { return !again[v.key()] })
+}
+
+// Dismissed counts the quota violations seen in the cache that a
+// consistent read a moment later did not show.
+func (a *Auditor) Dismissed() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.dismissed
 }
 
 func (a *Auditor) inScope(o client.Object) bool {

@@ -31,6 +31,14 @@ type Violation struct {
 	Message string
 }
 
+// key tells one violation from another: its rule and objects, whatever
+// their order.
+func (v Violation) key() string {
+	objs := slices.Clone(v.Objects)
+	slices.Sort(objs)
+	return v.Rule + " " + strings.Join(objs, ",")
+}
+
 func (v Violation) String() string {
 	return fmt.Sprintf("%s %s [%s]: %s", v.At.Format(time.RFC3339Nano), v.Rule, strings.Join(v.Objects, ", "), v.Message)
 }

@@ -16,6 +16,9 @@ import (
 type AuditResult struct {
 	Violations int      `json:"violations"`
 	First      []string `json:"first,omitempty"` // the first ten, in words
+	// Dismissed: quota violations the auditor's cache showed for a moment
+	// that a consistent read of the API server did not (audit.Auditor.Dismissed).
+	Dismissed int `json:"dismissed,omitempty"`
 }
 
 // startAudit audits the bench's ClusterQueues and namespaces (all named
@@ -52,7 +55,7 @@ func endAudit(a *audit.Auditor, running bool) *AuditResult {
 		end = append(end, audit.Violation{At: time.Now(), Rule: "AuditFailed", Message: err.Error()})
 	}
 	vs = append(vs, end...)
-	r := &AuditResult{Violations: len(vs)}
+	r := &AuditResult{Violations: len(vs), Dismissed: a.Dismissed()}
 	for _, v := range vs[:min(10, len(vs))] {
 		r.First = append(r.First, v.String())
 	}
@@ -65,6 +68,9 @@ func auditRow(b *strings.Builder, r *AuditResult) {
 		return
 	}
 	fmt.Fprintf(b, "| auditor: promises broken | %d |\n", r.Violations)
+	if r.Dismissed > 0 {
+		fmt.Fprintf(b, "| auditor: seen in its cache only, not in a consistent read | %d |\n", r.Dismissed)
+	}
 	for _, v := range r.First {
 		fmt.Fprintf(b, "| | %s |\n", strings.ReplaceAll(v, "|", "/"))
 	}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/berth-dev/berth/internal/chaos"
 )
 
 // Record is what a run saw of one workload.
@@ -45,6 +47,9 @@ type Results struct {
 	RawStatusWritesPerSecond float64      `json:"rawStatusWritesPerSecond,omitempty"`
 	AdmissionsOverRawWrites  float64      `json:"admissionsOverRawWrites,omitempty"`
 	Audit                    *AuditResult `json:"audit,omitempty"`
+	// Faults injected (berth bench chaos), and each kind's recovery.
+	Faults   []chaos.Result  `json:"faults,omitempty"`
+	Recovery []chaos.Summary `json:"recovery,omitempty"`
 }
 
 // ClassResult is one class's times to admission, from arrival.
@@ -149,6 +154,10 @@ func Markdown(r Results) string {
 	}
 	controllerMemoryRows(&b, r.ControllerPeakRSSMiB, r.ControllerPeakAnonMiB)
 	auditRow(&b, r.Audit)
+	for _, f := range r.Recovery {
+		fmt.Fprintf(&b, "| %s killed | %d (%d not back); recovered in median %.1f s, at most %.1f s |\n",
+			f.Component, f.Faults, f.Failed, f.Median.Seconds(), f.Max.Seconds())
+	}
 	fmt.Fprintf(&b, "\n| class | admitted | average time to admission | longest |\n|---|---|---|---|\n")
 	for _, c := range r.Classes {
 		fmt.Fprintf(&b, "| %s | %d | %.2f s | %.2f s |\n", c.Name, c.Count, c.AvgTimeToAdmissionSeconds, c.MaxTimeToAdmissionSeconds)

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
+	"github.com/berth-dev/berth/internal/chaos"
 	"github.com/berth-dev/berth/internal/controller"
 	"github.com/berth-dev/berth/internal/workload"
 )
@@ -45,6 +46,10 @@ type Options struct {
 	// Audit runs the auditor (package audit) alongside. Off by default: its
 	// watch is load on the API server, which the runs measure.
 	Audit bool
+	// Chaos, when set, runs alongside from the first submission until the
+	// run ends (berth bench chaos): it injects faults, reading the run's
+	// progress, and returns how each went.
+	Chaos func(ctx context.Context, start time.Time, progress func() chaos.Progress) []chaos.Result
 }
 
 // prepare fills in the defaults and makes the output directory.
@@ -176,6 +181,15 @@ func Run(ctx context.Context, cfg *rest.Config, s Scenario, o Options) (*Results
 		classes = append(classes, c.Name)
 	}
 	tl := startTimeline(ctx, t.start, layout(classes, chartSeries...), func() []float64 { return t.counts(classes) })
+	var faults []chaos.Result
+	chaosDone := make(chan struct{})
+	chaosCtx, stopChaos := context.WithCancel(ctx)
+	defer stopChaos()
+	if o.Chaos != nil {
+		go func() { defer close(chaosDone); faults = o.Chaos(chaosCtx, t.start, t.chaosProgress) }()
+	} else {
+		close(chaosDone)
+	}
 	var raw float64
 	if s.Held {
 		submit(ctx, c, plan, t, o.Progress)
@@ -196,6 +210,8 @@ func Run(ctx context.Context, cfg *rest.Config, s Scenario, o Options) (*Results
 	waitCtx, stopWaiting := context.WithTimeout(ctx, o.Timeout)
 	runErr := await(waitCtx, t.done, t.progress, o)
 	stopWaiting()
+	stopChaos()
+	<-chaosDone
 	cancel()
 	ch := tl.stop(fmt.Sprintf("berth bench %s, scale %g: workloads per class", s.Name, o.Scale))
 
@@ -231,6 +247,9 @@ func Run(ctx context.Context, cfg *rest.Config, s Scenario, o Options) (*Results
 	}
 	res.ControllerPeakRSSMiB, res.ControllerPeakAnonMiB = mem.peaks()
 	res.Audit = endAudit(auditor, s.Held)
+	if o.Chaos != nil {
+		res.Faults, res.Recovery = faults, chaos.Summarize(faults)
+	}
 	if err := writeFiles(o.Output, res, Markdown(res), ch); err != nil {
 		return &res, err
 	}
@@ -254,7 +273,7 @@ func submit(ctx context.Context, c client.Client, plan []Planned, t *tracker, pr
 						Requests: corev1.ResourceList{corev1.ResourceCPU: *resource.NewQuantity(p.Class.CPU, resource.DecimalSI)}}}},
 				}
 				t.created(p.Name)
-				if err := c.Create(ctx, wl); err != nil && ctx.Err() == nil {
+				if err := create(ctx, c, wl); err != nil && ctx.Err() == nil {
 					fmt.Fprintf(progress, "creating workload %s/%s: %v\n", wl.Namespace, wl.Name, err)
 				}
 			}
@@ -331,6 +350,28 @@ func markFinished(ctx context.Context, cached client.Reader, c client.Client, t 
 				return err
 			case <-time.After(min(100*time.Millisecond<<min(failures, 5), 2*time.Second)):
 			}
+		}
+	}
+}
+
+// create creates a workload of the run, trying again while the API server
+// is restarting or overloaded: a workload the tracker counts as created but
+// that never was would hold the run open. An earlier try that did create
+// it, its answer lost, shows as AlreadyExists.
+func create(ctx context.Context, c client.Client, wl *berthv1.Workload) error {
+	for failures := 1; ; failures++ {
+		err := c.Create(ctx, wl.DeepCopy())
+		switch {
+		case err == nil || (apierrors.IsAlreadyExists(err) && failures > 1):
+			return nil
+		case apierrors.IsAlreadyExists(err) || apierrors.IsInvalid(err) || apierrors.IsForbidden(err) ||
+			apierrors.IsNotFound(err):
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(min(100*time.Millisecond<<min(failures, 5), 2*time.Second)):
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
+	"github.com/berth-dev/berth/internal/chaos"
 )
 
 // tracker holds what the run saw of each workload.
@@ -196,4 +197,16 @@ func (t *tracker) records() []Record {
 		out = append(out, t.state[name].rec)
 	}
 	return out
+}
+
+// chaosProgress is what a fault injector reads of the run: admissions so
+// far, and workloads created that hold no quota and have not finished.
+func (t *tracker) chaosProgress() chaos.Progress {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	running := 0
+	for _, c := range t.byClass {
+		running += c.running
+	}
+	return chaos.Progress{Admitted: t.nAdmitted, Waiting: max(0, t.nCreated-t.nFinished-running)}
 }

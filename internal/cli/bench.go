@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -21,6 +22,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/berth-dev/berth/internal/bench"
+	"github.com/berth-dev/berth/internal/chaos"
 	"github.com/berth-dev/berth/internal/controlplane"
 )
 
@@ -31,6 +33,7 @@ const (
 	podsRun  = "pods"
 	tasRun   = "tas"
 	mcRun    = "multicluster"
+	chaosRun = "chaos"
 )
 
 func newBenchCommand() *cobra.Command {
@@ -38,12 +41,14 @@ func newBenchCommand() *cobra.Command {
 		inst       instanceFlags
 		kubeconfig string
 		o          bench.Options
+		seed       uint64
+		faults     int
 	)
 	var names []string
 	for n := range bench.Scenarios {
 		names = append(names, n)
 	}
-	names = append(names, simScale, e2eJobs, podsRun, tasRun, mcRun)
+	names = append(names, simScale, e2eJobs, podsRun, tasRun, mcRun, chaosRun)
 	sort.Strings(names)
 	cmd := &cobra.Command{
 		Use:   "bench <scenario>",
@@ -77,7 +82,13 @@ reports their start times and how many racks each gang spans. multicluster
 sends 2,000 Jobs of one short pod through a manager to its Active worker
 clusters ('berth up --workers 2') with quotas that never bind, and reports
 dispatch throughput (Jobs admitted on a worker per second) and the time from
-creation to admission on a worker. e2e-jobs, pods and tas report
+creation to admission on a worker. chaos runs baseline with the auditor
+on while it kills (SIGKILL) berth's controller, kube-apiserver, etcd and the
+simulator of the instance, --faults of them, in turn, at moments drawn from
+--seed (printed, so a failing run can be replayed with it), each once the
+last victim is back; it reports each kind's recovery (until the component is
+back and admissions go on) and fails on any broken promise. e2e-jobs, pods
+and tas report
 API writes per pod. --scale multiplies the workloads, Jobs,
 Pods and groups, or nodes and pods (0.01 runs in seconds).
 
@@ -90,7 +101,7 @@ workload and the controller's peak RSS. See docs/benchmarks.md.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			scenario, ok := bench.Scenarios[args[0]]
-			if !ok && !slices.Contains([]string{simScale, e2eJobs, podsRun, tasRun, mcRun}, args[0]) {
+			if !ok && !slices.Contains([]string{simScale, e2eJobs, podsRun, tasRun, mcRun, chaosRun}, args[0]) {
 				return fmt.Errorf("unknown scenario %q; scenarios: %s", args[0], strings.Join(names, ", "))
 			}
 			if o.Scale <= 0 {
@@ -159,6 +170,37 @@ workload and the controller's peak RSS. See docs/benchmarks.md.`,
 				if err = runErr; res != nil {
 					summary = bench.TASMarkdown(*res)
 				}
+			case chaosRun:
+				if instanceDir == "" {
+					return fmt.Errorf("chaos kills the components of a berth instance: pass --name/--data-dir, not --kubeconfig")
+				}
+				if !cmd.Flags().Changed("seed") {
+					seed = uint64(time.Now().UnixNano())
+				}
+				sc := bench.Scenarios["baseline"](o.Scale)
+				sc.Name = chaosRun
+				// Faults spread over most of the run the quota allows at best,
+				// so that the last come while there is still work to do.
+				span := sc.LowerBound(sc.Plan()) * 3 / 4
+				perKind := controlplane.DefaultRestartPolicy().Limit - 1
+				plan, planErr := chaos.Plan(seed, chaos.Components, faults, span, perKind)
+				if planErr != nil {
+					return fmt.Errorf("--faults %d: %w (berth up gives up on a component after %d exits in %s)", faults, planErr,
+						perKind+1, controlplane.DefaultRestartPolicy().Window)
+				}
+				if err := chaosReady(ctx, instanceDir, time.Now()); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "chaos: seed %d (replay with --seed %d), %d faults over %.0fs\n", seed, seed, len(plan), span.Seconds())
+				o.Audit = true
+				o.Chaos = instanceChaos(instanceDir, plan, cmd.ErrOrStderr())
+				res, runErr := bench.Run(ctx, cfg, sc, o)
+				if err = runErr; res != nil {
+					summary = bench.Markdown(*res)
+					if err == nil {
+						err = chaosVerdict(res, len(plan))
+					}
+				}
 			case mcRun:
 				res, runErr := bench.RunMultiCluster(ctx, cfg, bench.MultiClusterAt(o.Scale), o.Scale, o)
 				if err = runErr; res != nil {
@@ -189,6 +231,8 @@ workload and the controller's peak RSS. See docs/benchmarks.md.`,
 	f.Float64Var(&o.Scale, "scale", 1, "multiply the scenario's workloads by this (0.01 runs in seconds)")
 	f.StringVar(&o.Output, "output", "", "directory for the results and the chart (default berth-bench/<scenario>-<time>)")
 	f.DurationVar(&o.Timeout, "timeout", time.Hour, "give up if the workloads have not all finished by then")
+	f.Uint64Var(&seed, "seed", 0, "chaos: the seed of the faults' order and moments (default: from the clock, printed)")
+	f.IntVar(&faults, "faults", 8, "chaos: how many faults to inject, the components in turn (at most 4 of each)")
 	f.BoolVar(&o.Audit, "audit", false, "check berth's promises during the run and report what breaks (its watch adds load to the API server)")
 	return cmd
 }
@@ -222,4 +266,83 @@ func reachable(cfg *rest.Config, instanceDir string) (func(context.Context) erro
 		}
 		return nil
 	}, nil
+}
+
+// instanceChaos injects the plan's faults into the instance in dir.
+func instanceChaos(dir string, plan []chaos.Fault, log io.Writer) func(context.Context, time.Time, func() chaos.Progress) []chaos.Result {
+	component := func(name string) (*controlplane.ComponentStatus, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		st, err := controlplane.ReadStatus(ctx, dir)
+		if err != nil {
+			return nil, err
+		}
+		for i := range st.Components {
+			if st.Components[i].Name == name {
+				return &st.Components[i], nil
+			}
+		}
+		return nil, fmt.Errorf("the instance has no component %s", name)
+	}
+	return func(ctx context.Context, start time.Time, progress func() chaos.Progress) []chaos.Result {
+		in := chaos.Injector{Plan: plan, Progress: progress, Log: log,
+			Kill: func(name string) error {
+				c, err := component(name)
+				if err != nil {
+					return err
+				}
+				if !c.Running || c.PID == 0 {
+					return fmt.Errorf("%s is not running", name)
+				}
+				return syscall.Kill(c.PID, syscall.SIGKILL)
+			},
+			Up: func(name string) (int, bool, error) {
+				c, err := component(name)
+				if err != nil {
+					return 0, false, err
+				}
+				return c.Restarts, c.Running && c.Health == "ok", nil
+			}}
+		return in.Run(ctx, start)
+	}
+}
+
+// chaosVerdict fails a chaos run that broke a promise, or that ended
+// before every fault was injected and recovered from.
+func chaosVerdict(r *bench.Results, planned int) error {
+	if r.Audit != nil && r.Audit.Violations > 0 {
+		return fmt.Errorf("the auditor found %d broken promises: %v", r.Audit.Violations, r.Audit.First)
+	}
+	if len(r.Faults) < planned {
+		return fmt.Errorf("the run ended after %d of %d faults; give it more work (--scale) or fewer faults", len(r.Faults), planned)
+	}
+	for _, f := range r.Faults {
+		if f.Error != "" {
+			return fmt.Errorf("%s killed at %.1fs: %s", f.Component, f.KilledAt.Seconds(), f.Error)
+		}
+	}
+	return nil
+}
+
+// chaosReady refuses a run on an instance that is not healthy, or whose
+// components exited within the supervisor's crash-loop window: their exits
+// count towards giving up, and this run's kills could stop the instance.
+func chaosReady(ctx context.Context, dir string, now time.Time) error {
+	st, err := controlplane.ReadStatus(ctx, dir)
+	if err != nil {
+		return err
+	}
+	if !st.Healthy() {
+		return fmt.Errorf("the instance is not healthy (see berth status); chaos needs every component up to begin")
+	}
+	window := controlplane.DefaultRestartPolicy().Window
+	for _, c := range st.Components {
+		if c.LastExit != nil && now.Sub(c.LastExit.At) < window {
+			return fmt.Errorf("%s exited %s ago: berth up gives up on a component that exits %d times in %s, so this run's kills "+
+				"could stop the instance; wait until %s, or start a fresh instance",
+				c.Name, now.Sub(c.LastExit.At).Round(time.Second), controlplane.DefaultRestartPolicy().Limit, window,
+				c.LastExit.At.Add(window).Format(time.TimeOnly))
+		}
+	}
+	return nil
 }
