@@ -165,11 +165,19 @@ func (a *Auditor) confirm(ctx context.Context, found []Violation) []Violation {
 		}
 	}
 	s.ClusterQueues, s.Cohorts, s.Workloads = ptrs(cqs.Items), ptrs(cos.Items), ptrs(wls.Items)
+	// The same rule broken by the same queues or cohort: the workloads
+	// that make up the excess may have changed in between.
 	again := map[string]bool{}
 	for _, v := range Quota(a.limit(s)) {
-		again[v.key()] = true
+		again[v.queuesKey()] = true
 	}
-	return slices.DeleteFunc(found, func(v Violation) bool { return !again[v.key()] })
+	var out []Violation
+	for _, v := range found {
+		if again[v.queuesKey()] {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // Dismissed counts the quota violations seen in the cache that a

@@ -39,6 +39,18 @@ func (v Violation) key() string {
 	return v.Rule + " " + strings.Join(objs, ",")
 }
 
+// queuesKey is key with only the queues and cohorts among its objects.
+func (v Violation) queuesKey() string {
+	var objs []string
+	for _, o := range v.Objects {
+		if strings.HasPrefix(o, "ClusterQueue ") || strings.HasPrefix(o, "cohort ") {
+			objs = append(objs, o)
+		}
+	}
+	slices.Sort(objs)
+	return v.Rule + " " + strings.Join(objs, ",")
+}
+
 func (v Violation) String() string {
 	return fmt.Sprintf("%s %s [%s]: %s", v.At.Format(time.RFC3339Nano), v.Rule, strings.Join(v.Objects, ", "), v.Message)
 }
