@@ -28,6 +28,16 @@ func newClusterCommand() *cobra.Command {
 	return cmd
 }
 
+// workerObjects are what makes a worker known to a manager: the Secret
+// worker-NAME in berth's namespace with its kubeconfig, and the
+// WorkerCluster NAME that points at it.
+func workerObjects(name, namespace string, kubeconfig []byte) (*corev1.Secret, *berthv1.WorkerCluster) {
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "worker-" + name, Namespace: namespace,
+		Labels: map[string]string{"berth.dev/worker-cluster": name}}, Data: map[string][]byte{workercluster.SecretKey: kubeconfig}}
+	return secret, &berthv1.WorkerCluster{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: berthv1.WorkerClusterSpec{KubeconfigSecret: secret.Name}}
+}
+
 func newClusterAddCommand() *cobra.Command {
 	var (
 		inst            instanceFlags
@@ -65,10 +75,7 @@ berth reaches the worker.`,
 			}
 			ctx, cancel := contextWithTimeout(cmd)
 			defer cancel()
-			secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "worker-" + name, Namespace: berthsNamespace,
-				Labels: map[string]string{"berth.dev/worker-cluster": name}}, Data: map[string][]byte{workercluster.SecretKey: data}}
-			wc := &berthv1.WorkerCluster{ObjectMeta: metav1.ObjectMeta{Name: name},
-				Spec: berthv1.WorkerClusterSpec{KubeconfigSecret: secret.Name}}
+			secret, wc := workerObjects(name, berthsNamespace, data)
 			if err := c.Get(ctx, client.ObjectKey{Name: name}, &berthv1.WorkerCluster{}); err == nil {
 				return fmt.Errorf("WorkerCluster %s already exists", name)
 			}

@@ -72,7 +72,8 @@ func workersOf(managerName, dir string, n int) ([]worker, error) {
 
 // startWorkers starts each worker as its own detached instance (`berth up
 // --detach`), all at once, with the simulator's node flags; a worker that
-// runs already is left running. It fills in their kubeconfigs.
+// runs already, healthy (its manager stopped without it, say), is left
+// running. It fills in their kubeconfigs.
 func startWorkers(ctx context.Context, workers []worker, progress io.Writer, noFsync bool, simArgs []string) error {
 	self, err := os.Executable()
 	if err != nil {
@@ -85,6 +86,11 @@ func startWorkers(ctx context.Context, workers []worker, progress io.Writer, noF
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			if st, err := controlplane.ReadStatus(ctx, w.dir); err == nil && st.Healthy() {
+				fmt.Fprintf(progress, "[%s] running already\n", w.name)
+				w.kubeconfig = controlplane.Layout{Dir: w.dir}.Kubeconfig()
+				return
+			}
 			args := []string{"up", "--detach", "--name", w.instance, "--data-dir", w.dir}
 			if noFsync {
 				args = append(args, "--etcd-unsafe-no-fsync")
@@ -162,13 +168,10 @@ func wireWorkers(ctx context.Context, managerKubeconfig string, workers []worker
 		if err != nil {
 			return fmt.Errorf("worker %s: %w", w.name, err)
 		}
-		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "worker-" + w.name, Namespace: ns,
-			Labels: map[string]string{"berth.dev/worker-cluster": w.name}}, Data: map[string][]byte{workercluster.SecretKey: data}}
+		secret, wc := workerObjects(w.name, ns, data)
 		if err := upsert(ctx, c, secret, func(cur client.Object) { cur.(*corev1.Secret).Data = secret.Data }); err != nil {
 			return err
 		}
-		wc := &berthv1.WorkerCluster{ObjectMeta: metav1.ObjectMeta{Name: w.name},
-			Spec: berthv1.WorkerClusterSpec{KubeconfigSecret: secret.Name}}
 		if err := upsert(ctx, c, wc, func(cur client.Object) { cur.(*berthv1.WorkerCluster).Spec = wc.Spec }); err != nil {
 			return err
 		}

@@ -1,6 +1,6 @@
 // Package multicluster decides how a workload queued on a manager cluster
-// runs on one of its worker clusters: which workers get a copy of its Job,
-// which copy wins, what the manager's multicluster admission check says
+// runs on one of its worker clusters: which workers get a copy of its
+// Workload, which copy wins (its worker alone gets the Job), what the manager's multicluster admission check says
 // meanwhile, and when a lost worker's workload is taken back and dispatched
 // again. It also makes the copies and says whether an AdmissionCheck that
 // dispatches can be used.

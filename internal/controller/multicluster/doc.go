@@ -4,7 +4,8 @@
 // condition true (checks.go), dispatches the workloads that reserve quota
 // behind such a check to the workers and follows them there (dispatch.go),
 // and gives a Job created in such a queue spec.managedBy so that the
-// manager's own Job controller leaves it alone (ManagedBy).
+// manager's own Job controller leaves it alone (Dispatched, asked by the Job
+// webhook).
 //
 // The decisions are internal/multicluster's; this package reads and writes.
 package multicluster
