@@ -26,6 +26,10 @@ is killed. Data stays in the data directory for the next 'berth up'.`,
 			if err != nil {
 				return err
 			}
+			// Virtual clusters first: their syncers work against this instance.
+			if err := stopVClusters(dir, cmd.OutOrStdout()); err != nil {
+				return err
+			}
 			ran, err := controlplane.Down(context.Background(), dir, timeout)
 			var none *controlplane.ErrNoInstance
 			if err != nil && !errors.As(err, &none) {

@@ -201,6 +201,7 @@ func upForeground(cmd *cobra.Command, o *upOptions, dir string) error {
 		progress.finish(notice{Error: err.Error()})
 		return err
 	}
+	startVClusters(dir, progress)
 	fmt.Fprintln(stdout, inst.Kubeconfig())
 	progress.finish(notice{Ready: inst.Kubeconfig()})
 
@@ -291,26 +292,8 @@ func planOptions(o *upOptions) controlplane.PlanOptions {
 // its own session, relays its progress, and returns once it reports ready or
 // fails. The supervisor's output goes to logs/berth.log in the data directory.
 func upDetached(cmd *cobra.Command, o *upOptions, dir string) error {
-	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
-	l := controlplane.Layout{Dir: dir}
-	if err := os.MkdirAll(l.LogDir(), 0o700); err != nil {
-		return fmt.Errorf("data directory %s: %w", dir, err)
-	}
-	logf, err := os.OpenFile(l.LogFile("berth"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		return err
-	}
-	defer logf.Close()
-	logStart, _ := logf.Seek(0, io.SeekEnd)
-	r, w, err := os.Pipe()
-	if err != nil {
-		return err
-	}
-	self, err := os.Executable()
-	if err != nil {
-		return err
-	}
-	args := []string{"up", "--name", o.name, "--data-dir", dir, "--port", strconv.Itoa(o.port), "--notify-fd", "3"}
+	stdout := cmd.OutOrStdout()
+	args := []string{"up", "--name", o.name, "--data-dir", dir, "--port", strconv.Itoa(o.port)}
 	if o.noFsync {
 		args = append(args, "--etcd-unsafe-no-fsync")
 	}
@@ -318,14 +301,60 @@ func upDetached(cmd *cobra.Command, o *upOptions, dir string) error {
 	for _, f := range o.controllerFlags {
 		args = append(args, "--controller-flag="+f)
 	}
-	child := exec.Command(self, args...)
+	kubeconfig, pid, err := detach(cmd.ErrOrStderr(), dir, args)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "berth %q is up in the background (supervisor pid %d), data in %s\n", o.name, pid, dir)
+	fmt.Fprintf(stdout, "  use it:   berth kubectl %s get nodes    (or kubectl --kubeconfig %s ...)\n", o.selector(dir), kubeconfig)
+	fmt.Fprintf(stdout, "  stop it:  berth down %s\n", o.selector(dir))
+	if err := o.wireWorkers(cmd, kubeconfig); err != nil {
+		return fmt.Errorf("%w (berth %q keeps running; stop it with 'berth down %s')", err, o.name, o.selector(dir))
+	}
+	if o.demo {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		err := showDemo(ctx, cmd, o, dir, kubeconfig)
+		stop()
+		if err != nil {
+			return fmt.Errorf("demo: %w (berth %q keeps running; stop it with 'berth down %s')", err, o.name, o.selector(dir))
+		}
+		fmt.Fprintf(stdout, "  stop it:  berth down %s\n", o.selector(dir))
+	}
+	fmt.Fprintln(stdout, kubeconfig)
+	return nil
+}
+
+// detach runs this binary with args (a foreground supervisor that takes
+// --notify-fd) as a background process in its own session, relays its
+// progress to progress, and returns once it reports ready (with the
+// kubeconfig it reported) or fails. Its output goes to logs/berth.log in dir.
+func detach(progress io.Writer, dir string, args []string) (kubeconfig string, pid int, err error) {
+	l := controlplane.Layout{Dir: dir}
+	if err := os.MkdirAll(l.LogDir(), 0o700); err != nil {
+		return "", 0, fmt.Errorf("data directory %s: %w", dir, err)
+	}
+	logf, err := os.OpenFile(l.LogFile("berth"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return "", 0, err
+	}
+	defer logf.Close()
+	logStart, _ := logf.Seek(0, io.SeekEnd)
+	r, w, err := os.Pipe()
+	if err != nil {
+		return "", 0, err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return "", 0, err
+	}
+	child := exec.Command(self, append(args, "--notify-fd", "3")...)
 	child.Stdout, child.Stderr = logf, logf
 	child.ExtraFiles = []*os.File{w}
 	child.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := child.Start(); err != nil {
 		r.Close()
 		w.Close()
-		return fmt.Errorf("starting the background supervisor: %w", err)
+		return "", 0, fmt.Errorf("starting the background supervisor: %w", err)
 	}
 	w.Close()
 	defer r.Close()
@@ -344,33 +373,17 @@ func upDetached(cmd *cobra.Command, o *upOptions, dir string) error {
 		}
 		switch {
 		case n.Progress != "":
-			fmt.Fprintln(stderr, n.Progress)
+			fmt.Fprintln(progress, n.Progress)
 		case n.Error != "":
 			<-exited // it has stopped whatever it started
-			return errors.New(n.Error)
+			return "", 0, errors.New(n.Error)
 		case n.Ready != "":
-			fmt.Fprintf(stdout, "berth %q is up in the background (supervisor pid %d), data in %s\n", o.name, child.Process.Pid, dir)
-			fmt.Fprintf(stdout, "  use it:   berth kubectl %s get nodes    (or kubectl --kubeconfig %s ...)\n", o.selector(dir), n.Ready)
-			fmt.Fprintf(stdout, "  stop it:  berth down %s\n", o.selector(dir))
-			if err := o.wireWorkers(cmd, n.Ready); err != nil {
-				return fmt.Errorf("%w (berth %q keeps running; stop it with 'berth down %s')", err, o.name, o.selector(dir))
-			}
-			if o.demo {
-				ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-				err := showDemo(ctx, cmd, o, dir, n.Ready)
-				stop()
-				if err != nil {
-					return fmt.Errorf("demo: %w (berth %q keeps running; stop it with 'berth down %s')", err, o.name, o.selector(dir))
-				}
-				fmt.Fprintf(stdout, "  stop it:  berth down %s\n", o.selector(dir))
-			}
-			fmt.Fprintln(stdout, n.Ready)
-			return nil
+			return n.Ready, child.Process.Pid, nil
 		}
 	}
 	<-exited
 	tail := controlplane.TailFile(l.LogFile("berth"), logStart, 20)
-	return fmt.Errorf("the background supervisor exited during start-up; last lines of %s:\n    %s",
+	return "", 0, fmt.Errorf("the background supervisor exited during start-up; last lines of %s:\n    %s",
 		l.LogFile("berth"), strings.Join(tail, "\n    "))
 }
 

@@ -116,20 +116,34 @@ func Plan(l Layout, p Ports, o PlanOptions) []Component {
 		// annotating every node, again each time the node count crosses a
 		// step; there are no real kubelets here, and with thousands of
 		// simulated nodes those writes are most of the API server's work.
-		"--controllers=*,-ttl-controller",
+		"--controllers="+controllers(o),
 	)
 	schedArgs := append([]string{"component", "kube-scheduler"}, common("kube-scheduler", p.Scheduler)...)
 
-	return []Component{
+	comps := []Component{
 		{Name: "etcd", Stage: 0, Args: etcdArgs, Port: p.EtcdClient, HealthURL: etcdClient + "/health",
 			StartTimeout: 30 * time.Second, StopGrace: 10 * time.Second},
 		{Name: "kube-apiserver", Stage: 1, Args: apiserverArgs, Port: p.APIServer, HealthURL: https(p.APIServer, "/readyz"),
 			StartTimeout: 90 * time.Second, StopGrace: 20 * time.Second},
 		{Name: "kube-controller-manager", Stage: 2, Args: kcmArgs, Port: p.ControllerManager,
 			HealthURL: https(p.ControllerManager, "/healthz"), StartTimeout: 60 * time.Second, StopGrace: 10 * time.Second},
-		{Name: "kube-scheduler", Stage: 2, Args: schedArgs, Port: p.Scheduler,
-			HealthURL: https(p.Scheduler, "/healthz"), StartTimeout: 60 * time.Second, StopGrace: 10 * time.Second},
 	}
+	if o.Virtual {
+		return comps // the host schedules its Pods
+	}
+	return append(comps, Component{Name: "kube-scheduler", Stage: 2, Args: schedArgs, Port: p.Scheduler,
+		HealthURL: https(p.Scheduler, "/healthz"), StartTimeout: 60 * time.Second, StopGrace: 10 * time.Second})
+}
+
+func controllers(o PlanOptions) string {
+	c := "*,-ttl-controller"
+	if o.Virtual {
+		// A virtual cluster's nodes stand for host nodes and have no
+		// kubelet to renew a lease: the node lifecycle controller would
+		// taint them and evict every Pod.
+		c += ",-nodelifecycle"
+	}
+	return c
 }
 
 // PlanOptions tunes the core components.
@@ -137,6 +151,9 @@ type PlanOptions struct {
 	EtcdUnsafeNoFsync           bool
 	MaxRequestsInflight         int
 	MaxMutatingRequestsInflight int
+	// Virtual is a virtual cluster's control plane: no kube-scheduler,
+	// since the host schedules its Pods, and no node lifecycle controller.
+	Virtual bool
 }
 
 // DefaultPlanOptions keeps etcd durable and raises the API server's in-flight limits.

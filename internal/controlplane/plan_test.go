@@ -118,3 +118,17 @@ func TestOwnerOnly(t *testing.T) {
 		}
 	}
 }
+
+func TestVirtualPlanHasNoSchedulerNorNodeLifecycle(t *testing.T) {
+	o := DefaultPlanOptions()
+	o.Virtual = true
+	plan := Plan(Layout{Dir: "/data"}, Ports{}, o)
+	for _, c := range plan {
+		if c.Name == "kube-scheduler" {
+			t.Fatal("a virtual control plane runs a scheduler: its Pods would be placed on virtual nodes, not by the host")
+		}
+		if c.Name == "kube-controller-manager" && !slices.Contains(c.Args, "--controllers=*,-ttl-controller,-nodelifecycle") {
+			t.Errorf("kube-controller-manager args %v: want the node lifecycle controller off", c.Args)
+		}
+	}
+}

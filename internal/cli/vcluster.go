@@ -1,0 +1,686 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	vcsyncer "github.com/berth-dev/berth/internal/controller/vcluster"
+	"github.com/berth-dev/berth/internal/controlplane"
+	"github.com/berth-dev/berth/internal/localcluster"
+	"github.com/berth-dev/berth/internal/vcluster"
+)
+
+// vclusterSettings is what `berth vcluster create` was given, kept in the
+// virtual cluster's data directory so `berth up` can start it again and
+// `berth vcluster delete` knows what to remove.
+type vclusterSettings struct {
+	Name          string `json:"name"`
+	HostNamespace string `json:"hostNamespace"`
+	// AdminKubeconfig reaches the host with the rights to make (and delete)
+	// the syncer's account; the syncer itself uses host.kubeconfig.
+	AdminKubeconfig  string `json:"adminKubeconfig"`
+	Queue            string `json:"queue,omitempty"`
+	AllowHostAccess  bool   `json:"allowHostAccess,omitempty"`
+	CreatedNamespace bool   `json:"createdNamespace,omitempty"`
+	NoFsync          bool   `json:"etcdUnsafeNoFsync,omitempty"`
+}
+
+// vclustersDir holds the virtual clusters of the instance in dir, one data
+// directory each.
+func vclustersDir(dir string) string { return filepath.Join(dir, "vclusters") }
+
+func settingsFile(vdir string) string       { return filepath.Join(vdir, "vcluster.json") }
+func hostKubeconfigFile(vdir string) string { return filepath.Join(vdir, "host.kubeconfig") }
+
+func readSettings(vdir string) (*vclusterSettings, error) {
+	b, err := os.ReadFile(settingsFile(vdir))
+	if err != nil {
+		return nil, err
+	}
+	var s vclusterSettings
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, fmt.Errorf("%s: %w", settingsFile(vdir), err)
+	}
+	return &s, nil
+}
+
+func writeSettings(vdir string, s *vclusterSettings) error {
+	b, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(settingsFile(vdir), append(b, '\n'), 0o600)
+}
+
+// vclusterDirs lists the virtual clusters of the instance in dir, by name.
+func vclusterDirs(dir string) (map[string]string, error) {
+	entries, err := os.ReadDir(vclustersDir(dir))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, e := range entries {
+		vdir := filepath.Join(vclustersDir(dir), e.Name())
+		if _, err := os.Stat(settingsFile(vdir)); e.IsDir() && err == nil {
+			out[e.Name()] = vdir
+		}
+	}
+	return out, nil
+}
+
+func newVClusterCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "vcluster",
+		Short: "Virtual clusters: a control plane per tenant, their Pods run in a host namespace",
+		Long: `A virtual cluster has its own etcd, kube-apiserver and kube-controller-manager:
+its own namespaces, CRDs and RBAC. It has no scheduler and no nodes of its own:
+a syncer copies its Pods (and the ConfigMaps, Secrets and ServiceAccounts they
+use) into one namespace of the host cluster, where the host schedules them and
+berth queues those that ask for a queue, and copies their status back.
+See docs/vcluster.md.`,
+	}
+	cmd.AddCommand(newVClusterCreateCommand(), newVClusterListCommand(), newVClusterKubeconfigCommand(),
+		newVClusterDeleteCommand(), newVClusterServeCommand(), newVClusterSyncerCommand())
+	return cmd
+}
+
+func newVClusterCreateCommand() *cobra.Command {
+	var f instanceFlags
+	s := vclusterSettings{}
+	cmd := &cobra.Command{
+		Use:   "create NAME",
+		Short: "Create and start a virtual cluster; prints its kubeconfig path last",
+		Long: `Create a virtual cluster on the berth instance selected by --name/--data-dir
+(or on the cluster --host-kubeconfig reaches; its data still lives under the
+instance's data directory, in vclusters/NAME), and start it in the background.
+
+On the host it makes the namespace (--host-namespace, default vcluster-NAME)
+unless it exists, and in it the syncer's ServiceAccount berth-vcluster-NAME,
+with a Role that reaches only that namespace, and read access to nodes. Every
+host object the syncer makes is owned by that account.
+
+The virtual cluster stops with 'berth down' and starts again with 'berth up'.`,
+		Example: `  berth up --detach --nodes 4
+  berth vcluster create team-a
+  kubectl --kubeconfig $(berth vcluster kubeconfig team-a) run web --image nginx
+  berth vcluster create team-b --queue tenants   # every Pod queued in host LocalQueue tenants`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s.Name = args[0]
+			if err := vcluster.ValidateName(s.Name); err != nil {
+				return err
+			}
+			dir, err := f.resolve()
+			if err != nil {
+				return err
+			}
+			if s.HostNamespace == "" {
+				s.HostNamespace = "vcluster-" + s.Name
+			}
+			if s.AdminKubeconfig == "" {
+				s.AdminKubeconfig = controlplane.Layout{Dir: dir}.Kubeconfig()
+			}
+			if s.AdminKubeconfig, err = filepath.Abs(s.AdminKubeconfig); err != nil {
+				return err
+			}
+			vdir := filepath.Join(vclustersDir(dir), s.Name)
+			if old, err := readSettings(vdir); err == nil {
+				return fmt.Errorf("virtual cluster %s exists already (host namespace %s, data in %s); start it with 'berth up %s', or delete it with 'berth vcluster delete %s'",
+					s.Name, old.HostNamespace, vdir, f.selector(dir), s.Name)
+			}
+			if err := os.MkdirAll(vdir, 0o700); err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), 2*time.Minute)
+			defer cancel()
+			fmt.Fprintf(cmd.ErrOrStderr(), "making the syncer's account in host namespace %s\n", s.HostNamespace)
+			if err := prepareHost(ctx, &s, vdir); err != nil {
+				os.RemoveAll(vdir)
+				return err
+			}
+			if err := writeSettings(vdir, &s); err != nil {
+				return err
+			}
+			kubeconfig, err := startVCluster(cmd.ErrOrStderr(), vdir, &s)
+			if err != nil {
+				return fmt.Errorf("%w (the virtual cluster's data is kept in %s; remove it all with 'berth vcluster delete %s')", err, vdir, s.Name)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "virtual cluster %s is up; its Pods run in host namespace %s\n", s.Name, s.HostNamespace)
+			fmt.Fprintf(cmd.OutOrStdout(), "  use it:     kubectl --kubeconfig %s get pods -A\n", kubeconfig)
+			fmt.Fprintf(cmd.OutOrStdout(), "  delete it:  berth vcluster delete %s\n", s.Name)
+			fmt.Fprintln(cmd.OutOrStdout(), kubeconfig)
+			return nil
+		},
+	}
+	f.add(cmd)
+	fl := cmd.Flags()
+	fl.StringVar(&s.HostNamespace, "host-namespace", "", "host namespace its Pods run in (default vcluster-NAME; made if missing)")
+	fl.StringVar(&s.AdminKubeconfig, "host-kubeconfig", "", "kubeconfig of the host cluster (default: the instance's admin kubeconfig)")
+	fl.StringVar(&s.Queue, "queue", "", "host LocalQueue (in the host namespace) every tenant Pod is queued in, whatever its labels say")
+	fl.BoolVar(&s.AllowHostAccess, "allow-host-access", false, "let tenant Pods use hostPath, host ports, the host's network, PID or IPC namespaces, and privileged containers")
+	fl.BoolVar(&s.NoFsync, "etcd-unsafe-no-fsync", false, "run its etcd without fsync: faster, but a machine crash may lose recent writes")
+	return cmd
+}
+
+// startVCluster starts `berth vcluster serve` for a created virtual cluster
+// in the background and returns its kubeconfig once it is ready.
+func startVCluster(progress io.Writer, vdir string, s *vclusterSettings) (string, error) {
+	args := []string{"vcluster", "serve", s.Name, "--data-dir", vdir, "--host-kubeconfig", hostKubeconfigFile(vdir),
+		"--host-namespace", s.HostNamespace}
+	if s.Queue != "" {
+		args = append(args, "--queue", s.Queue)
+	}
+	if s.AllowHostAccess {
+		args = append(args, "--allow-host-access")
+	}
+	if s.NoFsync {
+		args = append(args, "--etcd-unsafe-no-fsync")
+	}
+	kubeconfig, _, err := detach(prefixed(progress, "["+s.Name+"] "), vdir, args)
+	return kubeconfig, err
+}
+
+type prefixWriter struct {
+	w      io.Writer
+	prefix string
+}
+
+func prefixed(w io.Writer, prefix string) io.Writer { return prefixWriter{w, prefix} }
+
+func (p prefixWriter) Write(b []byte) (int, error) {
+	for _, line := range strings.SplitAfter(string(b), "\n") {
+		if line != "" {
+			if _, err := io.WriteString(p.w, p.prefix+line); err != nil {
+				return 0, err
+			}
+		}
+	}
+	return len(b), nil
+}
+
+// startVClusters starts the virtual clusters of the instance in dir that
+// are not running, after `berth up`.
+func startVClusters(dir string, progress io.Writer) {
+	dirs, err := vclusterDirs(dir)
+	if err != nil {
+		fmt.Fprintf(progress, "warning: virtual clusters: %v\n", err)
+	}
+	for name, vdir := range dirs {
+		if st, err := controlplane.ReadStatus(context.Background(), vdir); err == nil && st.Healthy() {
+			continue
+		}
+		s, err := readSettings(vdir)
+		if err == nil {
+			fmt.Fprintf(progress, "starting virtual cluster %s\n", name)
+			_, err = startVCluster(progress, vdir, s)
+		}
+		if err != nil {
+			fmt.Fprintf(progress, "warning: virtual cluster %s did not start: %v\n", name, err)
+		}
+	}
+}
+
+// stopVClusters stops the virtual clusters of the instance in dir.
+func stopVClusters(dir string, out io.Writer) error {
+	dirs, err := vclusterDirs(dir)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for name, vdir := range dirs {
+		ran, err := controlplane.Down(context.Background(), vdir, controlplane.DownTimeout)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("stopping virtual cluster %s: %w", name, err))
+		} else if ran {
+			fmt.Fprintf(out, "virtual cluster %s stopped\n", name)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func hostClient(kubeconfig string) (*rest.Config, kubernetes.Interface, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, nil, fmt.Errorf("host kubeconfig: %w", err)
+	}
+	kc, err := kubernetes.NewForConfig(cfg)
+	return cfg, kc, err
+}
+
+// hostRBACName names the cluster-wide objects that let the syncer read nodes.
+func hostRBACName(s *vclusterSettings) string {
+	return "berth-vcluster-" + s.HostNamespace + "-" + s.Name + "-nodes"
+}
+
+// prepareHost makes the host namespace (if missing), the syncer's account,
+// its Role (this namespace only) and node read access, and writes the
+// syncer's host kubeconfig, with that account's token.
+func prepareHost(ctx context.Context, s *vclusterSettings, vdir string) error {
+	cfg, kc, err := hostClient(s.AdminKubeconfig)
+	if err != nil {
+		return err
+	}
+	name := vcsyncer.ServiceAccountName(s.Name)
+	labels := map[string]string{vcluster.Label: s.Name}
+	meta := metav1.ObjectMeta{Name: name, Namespace: s.HostNamespace, Labels: labels}
+	ignoreExists := func(what string, err error) error {
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("host %s: %w", what, err)
+		}
+		return nil
+	}
+	if _, err := kc.CoreV1().Namespaces().Get(ctx, s.HostNamespace, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+		_, err = kc.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: s.HostNamespace, Labels: labels}}, metav1.CreateOptions{})
+		if err := ignoreExists("namespace "+s.HostNamespace, err); err != nil {
+			return err
+		}
+		s.CreatedNamespace = true
+	} else if err != nil {
+		return fmt.Errorf("host namespace %s: %w", s.HostNamespace, err)
+	}
+	sa := &corev1.ServiceAccount{ObjectMeta: meta}
+	if _, err := kc.CoreV1().ServiceAccounts(s.HostNamespace).Create(ctx, sa, metav1.CreateOptions{}); ignoreExists("ServiceAccount", err) != nil {
+		return ignoreExists("ServiceAccount "+name, err)
+	}
+	all := []string{"get", "list", "watch", "create", "update", "patch", "delete"}
+	role := &rbacv1.Role{ObjectMeta: meta, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"pods", "configmaps", "secrets", "serviceaccounts"}, Verbs: all},
+		{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"get", "list", "watch"}},
+	}}
+	if _, err := kc.RbacV1().Roles(s.HostNamespace).Create(ctx, role, metav1.CreateOptions{}); ignoreExists("Role", err) != nil {
+		return ignoreExists("Role "+name, err)
+	}
+	subject := []rbacv1.Subject{{Kind: "ServiceAccount", Name: name, Namespace: s.HostNamespace}}
+	rb := &rbacv1.RoleBinding{ObjectMeta: meta, Subjects: subject, RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name}}
+	if _, err := kc.RbacV1().RoleBindings(s.HostNamespace).Create(ctx, rb, metav1.CreateOptions{}); ignoreExists("RoleBinding", err) != nil {
+		return ignoreExists("RoleBinding "+name, err)
+	}
+	nodes := metav1.ObjectMeta{Name: hostRBACName(s), Labels: labels}
+	cr := &rbacv1.ClusterRole{ObjectMeta: nodes, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "list", "watch"}}}}
+	if _, err := kc.RbacV1().ClusterRoles().Create(ctx, cr, metav1.CreateOptions{}); ignoreExists("ClusterRole", err) != nil {
+		return ignoreExists("ClusterRole "+nodes.Name, err)
+	}
+	crb := &rbacv1.ClusterRoleBinding{ObjectMeta: nodes, Subjects: subject, RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: nodes.Name}}
+	if _, err := kc.RbacV1().ClusterRoleBindings().Create(ctx, crb, metav1.CreateOptions{}); ignoreExists("ClusterRoleBinding", err) != nil {
+		return ignoreExists("ClusterRoleBinding "+nodes.Name, err)
+	}
+	// A token Secret, filled by the host's token controller, does not expire.
+	tokenName := name + "-token"
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: tokenName, Namespace: s.HostNamespace, Labels: labels,
+		Annotations: map[string]string{corev1.ServiceAccountNameKey: name}}, Type: corev1.SecretTypeServiceAccountToken}
+	if _, err := kc.CoreV1().Secrets(s.HostNamespace).Create(ctx, secret, metav1.CreateOptions{}); ignoreExists("Secret", err) != nil {
+		return ignoreExists("Secret "+tokenName, err)
+	}
+	var token []byte
+	for token == nil {
+		got, err := kc.CoreV1().Secrets(s.HostNamespace).Get(ctx, tokenName, metav1.GetOptions{})
+		if err != nil {
+			return fmt.Errorf("host Secret %s: %w", tokenName, err)
+		}
+		token = got.Data[corev1.ServiceAccountTokenKey]
+		if token == nil {
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("host Secret %s/%s has no token: the host's kube-controller-manager fills it; is it running? (%w)", s.HostNamespace, tokenName, ctx.Err())
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}
+	ca := cfg.CAData
+	if len(ca) == 0 && cfg.CAFile != "" {
+		if ca, err = os.ReadFile(cfg.CAFile); err != nil {
+			return err
+		}
+	}
+	kcfg := clientcmdapi.NewConfig()
+	kcfg.Clusters["host"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: ca}
+	kcfg.AuthInfos["syncer"] = &clientcmdapi.AuthInfo{Token: string(token)}
+	kcfg.Contexts["host"] = &clientcmdapi.Context{Cluster: "host", AuthInfo: "syncer", Namespace: s.HostNamespace}
+	kcfg.CurrentContext = "host"
+	return clientcmd.WriteToFile(*kcfg, hostKubeconfigFile(vdir))
+}
+
+func newVClusterListCommand() *cobra.Command {
+	var f instanceFlags
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List the virtual clusters of an instance: host namespace, ready, Pods synced",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			dir, err := f.resolve()
+			if err != nil {
+				return err
+			}
+			dirs, err := vclusterDirs(dir)
+			if err != nil {
+				return err
+			}
+			if len(dirs) == 0 {
+				fmt.Fprintf(cmd.ErrOrStderr(), "no virtual clusters; create one with: berth vcluster create NAME\n")
+				return nil
+			}
+			ctx, cancel := contextWithTimeout(cmd)
+			defer cancel()
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "NAME\tHOST NAMESPACE\tREADY\tPODS SYNCED")
+			for _, name := range slices.Sorted(maps.Keys(dirs)) {
+				vdir := dirs[name]
+				s, err := readSettings(vdir)
+				if err != nil {
+					fmt.Fprintf(tw, "%s\t?\t%v\t-\n", name, err)
+					continue
+				}
+				ready := "no"
+				if st, err := controlplane.ReadStatus(ctx, vdir); err == nil && st.Healthy() {
+					ready = "yes"
+				}
+				pods := "?"
+				if _, kc, err := hostClient(s.AdminKubeconfig); err == nil {
+					if list, err := kc.CoreV1().Pods(s.HostNamespace).List(ctx, metav1.ListOptions{LabelSelector: vcluster.Label + "=" + s.Name}); err == nil {
+						pods = fmt.Sprint(len(list.Items))
+					}
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", name, s.HostNamespace, ready, pods)
+			}
+			return tw.Flush()
+		},
+	}
+	f.add(cmd)
+	return cmd
+}
+
+func newVClusterKubeconfigCommand() *cobra.Command {
+	var f instanceFlags
+	cmd := &cobra.Command{
+		Use:   "kubeconfig NAME",
+		Short: "Print the path of a virtual cluster's admin kubeconfig",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dir, err := f.resolve()
+			if err != nil {
+				return err
+			}
+			vdir := filepath.Join(vclustersDir(dir), args[0])
+			if _, err := readSettings(vdir); err != nil {
+				return fmt.Errorf("no virtual cluster %s in %s (berth vcluster list shows them)", args[0], dir)
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), controlplane.Layout{Dir: vdir}.Kubeconfig())
+			return nil
+		},
+	}
+	f.add(cmd)
+	return cmd
+}
+
+func newVClusterDeleteCommand() *cobra.Command {
+	var f instanceFlags
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "delete NAME",
+		Short: "Stop a virtual cluster, delete everything it made on the host, and its data",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dir, err := f.resolve()
+			if err != nil {
+				return err
+			}
+			vdir := filepath.Join(vclustersDir(dir), args[0])
+			s, err := readSettings(vdir)
+			if err != nil {
+				return fmt.Errorf("no virtual cluster %s in %s (berth vcluster list shows them)", args[0], dir)
+			}
+			if _, err := controlplane.Down(cmd.Context(), vdir, controlplane.DownTimeout); err != nil {
+				return fmt.Errorf("stopping virtual cluster %s: %w", s.Name, err)
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
+			defer cancel()
+			if err := cleanHost(ctx, s, cmd.ErrOrStderr()); err != nil {
+				return fmt.Errorf("%w (run 'berth vcluster delete %s' again to finish)", err, s.Name)
+			}
+			if err := os.RemoveAll(vdir); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "virtual cluster %s deleted, with everything it made in host namespace %s\n", s.Name, s.HostNamespace)
+			return nil
+		},
+	}
+	f.add(cmd)
+	cmd.Flags().DurationVar(&timeout, "timeout", 3*time.Minute, "how long to wait for the host objects to go")
+	return cmd
+}
+
+// cleanHost deletes every host object of a virtual cluster and waits until
+// they are gone: the synced Pods (and what the host's berth made for them),
+// ConfigMaps, Secrets and ServiceAccounts, the syncer's account and RBAC,
+// and the namespace if create made it.
+func cleanHost(ctx context.Context, s *vclusterSettings, progress io.Writer) error {
+	_, kc, err := hostClient(s.AdminKubeconfig)
+	if err != nil {
+		return err
+	}
+	ns, sel := s.HostNamespace, metav1.ListOptions{LabelSelector: vcluster.Label + "=" + s.Name}
+	name := vcsyncer.ServiceAccountName(s.Name)
+	fmt.Fprintf(progress, "deleting the host objects of virtual cluster %s in namespace %s\n", s.Name, ns)
+	core, rbac := kc.CoreV1(), kc.RbacV1()
+	del := metav1.DeleteOptions{}
+	for _, err := range []error{
+		core.Pods(ns).DeleteCollection(ctx, del, sel),
+		core.ConfigMaps(ns).DeleteCollection(ctx, del, sel),
+		core.Secrets(ns).DeleteCollection(ctx, del, sel),
+		core.ServiceAccounts(ns).DeleteCollection(ctx, del, sel),
+		rbac.RoleBindings(ns).Delete(ctx, name, del),
+		rbac.Roles(ns).Delete(ctx, name, del),
+		rbac.ClusterRoleBindings().Delete(ctx, hostRBACName(s), del),
+		rbac.ClusterRoles().Delete(ctx, hostRBACName(s), del),
+	} {
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("host namespace %s: %w", ns, err)
+		}
+	}
+	if s.CreatedNamespace {
+		if err := core.Namespaces().Delete(ctx, ns, del); err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+	}
+	// Queued Pods go once the host's berth has let them go (its finalizer).
+	for {
+		left, err := hostLeft(ctx, kc, s)
+		if err != nil {
+			return err
+		}
+		if left == "" {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("host objects of virtual cluster %s still there: %s", s.Name, left)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// hostLeft names what is left on the host of a virtual cluster; "" when
+// nothing is.
+func hostLeft(ctx context.Context, kc kubernetes.Interface, s *vclusterSettings) (string, error) {
+	ns, sel := s.HostNamespace, metav1.ListOptions{LabelSelector: vcluster.Label + "=" + s.Name}
+	var left []string
+	count := func(kind string, n int, err error) error {
+		if err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+		if n > 0 {
+			left = append(left, fmt.Sprintf("%d %s", n, kind))
+		}
+		return nil
+	}
+	pods, err := kc.CoreV1().Pods(ns).List(ctx, sel)
+	if err := count("pods", len(pods.Items), err); err != nil {
+		return "", err
+	}
+	cms, err := kc.CoreV1().ConfigMaps(ns).List(ctx, sel)
+	if err := count("configmaps", len(cms.Items), err); err != nil {
+		return "", err
+	}
+	secrets, err := kc.CoreV1().Secrets(ns).List(ctx, sel)
+	if err := count("secrets", len(secrets.Items), err); err != nil {
+		return "", err
+	}
+	sas, err := kc.CoreV1().ServiceAccounts(ns).List(ctx, sel)
+	if err := count("serviceaccounts", len(sas.Items), err); err != nil {
+		return "", err
+	}
+	if s.CreatedNamespace {
+		_, err := kc.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		if err == nil {
+			left = append(left, "namespace "+ns)
+		} else if !apierrors.IsNotFound(err) {
+			return "", err
+		}
+	}
+	return strings.Join(left, ", "), nil
+}
+
+func newVClusterServeCommand() *cobra.Command {
+	c := localcluster.VirtualConfig{}
+	var noFsync bool
+	var notifyFD int
+	cmd := &cobra.Command{
+		Use:   "serve NAME",
+		Short: "Run a virtual cluster's control plane and syncer in the foreground",
+		Long: `Run virtual cluster NAME: its etcd, kube-apiserver and kube-controller-manager
+as child processes, then its syncer, all supervised (a component that exits is
+restarted), until Ctrl-C or SIGTERM. 'berth vcluster create' runs this in the
+background; in a real cluster, config/vcluster runs it as a Deployment, where
+the syncer reaches the host with the Pod's own service account.
+
+The host account it uses (--host-kubeconfig, else in-cluster) needs the Role
+'berth vcluster create' makes, and the ServiceAccount berth-vcluster-NAME must
+exist in --host-namespace: it owns every host object the syncer makes.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c.Name = args[0]
+			if err := vcluster.ValidateName(c.Name); err != nil {
+				return err
+			}
+			if c.DataDir == "" {
+				return fmt.Errorf("--data-dir is required")
+			}
+			if c.HostNamespace == "" {
+				return fmt.Errorf("--host-namespace is required (or POD_NAMESPACE in a Pod)")
+			}
+			c.Plan = controlplane.DefaultPlanOptions()
+			c.Plan.EtcdUnsafeNoFsync = noFsync
+			return serveVCluster(cmd, c, notifyFD)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&c.DataDir, "data-dir", "", "data directory of the virtual control plane")
+	f.StringVar(&c.HostKubeconfig, "host-kubeconfig", "", "kubeconfig the syncer reaches the host with (default in-cluster)")
+	f.StringVar(&c.HostNamespace, "host-namespace", os.Getenv("POD_NAMESPACE"), "host namespace tenant Pods run in (default $POD_NAMESPACE)")
+	f.StringVar(&c.Queue, "queue", "", "host LocalQueue every tenant Pod is queued in")
+	f.BoolVar(&c.AllowHostAccess, "allow-host-access", false, "let tenant Pods reach the host (hostPath, host ports and namespaces, privileged)")
+	f.BoolVar(&noFsync, "etcd-unsafe-no-fsync", false, "run etcd without fsync")
+	f.IntVar(&notifyFD, "notify-fd", 0, "internal: file descriptor on which to report start-up to a detaching parent")
+	_ = f.MarkHidden("notify-fd")
+	return cmd
+}
+
+func serveVCluster(cmd *cobra.Command, c localcluster.VirtualConfig, notifyFD int) error {
+	progress := &reporter{out: cmd.ErrOrStderr()}
+	if notifyFD > 0 {
+		progress.notify = os.NewFile(uintptr(notifyFD), "notify")
+	}
+	c.Progress = progress
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		<-sigs
+		cancel()
+	}()
+	inst, err := controlplane.Start(ctx, localcluster.VirtualOptions(c))
+	if err != nil {
+		progress.finish(notice{Error: err.Error()})
+		return err
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "virtual cluster %s is up: kube-apiserver at https://127.0.0.1:%d\n", c.Name, inst.State().Ports.APIServer)
+	fmt.Fprintln(cmd.OutOrStdout(), inst.Kubeconfig())
+	progress.finish(notice{Ready: inst.Kubeconfig()})
+	select {
+	case <-ctx.Done():
+		go func() {
+			<-sigs
+			inst.Kill()
+		}()
+		inst.Stop()
+	case <-inst.Done():
+	}
+	return inst.Err()
+}
+
+func newVClusterSyncerCommand() *cobra.Command {
+	o := vcsyncer.Options{}
+	var virtualKC, hostKC string
+	cmd := &cobra.Command{
+		Use:    "syncer NAME",
+		Short:  "Run a virtual cluster's syncer (berth vcluster serve runs it)",
+		Hidden: true,
+		Args:   cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctrl.SetLogger(zap.New())
+			o.VCluster = args[0]
+			var err error
+			if o.Virtual, err = clientcmd.BuildConfigFromFlags("", virtualKC); err != nil {
+				return fmt.Errorf("virtual kubeconfig: %w", err)
+			}
+			loading := clientcmd.NewDefaultClientConfigLoadingRules()
+			loading.ExplicitPath = hostKC
+			if o.Host, err = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(loading, nil).ClientConfig(); err != nil {
+				return fmt.Errorf("host kubeconfig (--host-kubeconfig, else in-cluster): %w", err)
+			}
+			for _, c := range []*rest.Config{o.Virtual, o.Host} {
+				c.QPS, c.Burst = 200, 400
+			}
+			return vcsyncer.Run(ctrl.SetupSignalHandler(), o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&virtualKC, "virtual-kubeconfig", "", "admin kubeconfig of the virtual cluster")
+	f.StringVar(&hostKC, "host-kubeconfig", "", "kubeconfig of the host (default in-cluster)")
+	f.StringVar(&o.HostNamespace, "host-namespace", "", "host namespace tenant Pods run in")
+	f.StringVar(&o.Queue, "queue", "", "host LocalQueue every tenant Pod is queued in")
+	f.BoolVar(&o.AllowHostAccess, "allow-host-access", false, "let tenant Pods reach the host")
+	f.StringVar(&o.HealthAddr, "health-probe-bind-address", "127.0.0.1:0", "address for /healthz and /readyz")
+	f.StringVar(&o.OwnerServiceAccount, "owner-service-account", "", "host ServiceAccount that owns the host objects (default berth-vcluster-NAME)")
+	return cmd
+}

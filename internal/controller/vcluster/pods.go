@@ -1,0 +1,190 @@
+package vcluster
+
+import (
+	"context"
+	"fmt"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/berth-dev/berth/internal/integration"
+	"github.com/berth-dev/berth/internal/vcluster"
+)
+
+type syncer struct {
+	opts     vcluster.Options
+	virtual  client.Client
+	host     client.Client
+	recorder record.EventRecorder
+}
+
+// pod syncs one virtual Pod, named by req, with its host Pod.
+func (s *syncer) pod(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	v := &corev1.Pod{}
+	if err := s.virtual.Get(ctx, req.NamespacedName, v); apierrors.IsNotFound(err) {
+		v = nil
+	} else if err != nil {
+		return reconcile.Result{}, err
+	}
+	hostKey := client.ObjectKey{Namespace: s.opts.HostNamespace, Name: vcluster.HostName(req.Name, req.Namespace, s.opts.VCluster)}
+	h := &corev1.Pod{}
+	if err := s.host.Get(ctx, hostKey, h); apierrors.IsNotFound(err) {
+		h = nil
+	} else if err != nil {
+		return reconcile.Result{}, err
+	}
+	// The host cache holds only this virtual cluster's Pods, so h is ours
+	// unless a tenant forged the label; its annotations must name it.
+	uid := ""
+	if h != nil {
+		var ok bool
+		if _, _, uid, ok = vcluster.Origin(h, s.opts.VCluster); !ok {
+			if v != nil {
+				s.recorder.Eventf(v, corev1.EventTypeWarning, "SyncError",
+					"host Pod %s/%s exists and is not this Pod's; not touching it", h.Namespace, h.Name)
+			}
+			return reconcile.Result{}, nil
+		}
+	}
+
+	switch {
+	case v == nil:
+		return reconcile.Result{}, s.deleteHost(ctx, h)
+	case v.DeletionTimestamp != nil:
+		if h != nil {
+			return reconcile.Result{}, s.deleteHost(ctx, h)
+		}
+		// Nothing runs it any more; no kubelet in the virtual cluster
+		// would end a bound Pod's graceful deletion.
+		return reconcile.Result{}, s.forceDelete(ctx, v)
+	case h != nil && uid != string(v.UID):
+		// Left over from an earlier Pod of the same name.
+		return reconcile.Result{}, s.deleteHost(ctx, h)
+	case h == nil && synced(v):
+		// Deleted on the host: the virtual Pod goes too.
+		return reconcile.Result{}, s.forceDelete(ctx, v)
+	case h == nil:
+		return s.createHost(ctx, v)
+	}
+	if h.DeletionTimestamp == nil {
+		if want, err := s.hostPod(ctx, v); err == nil {
+			if updated, changed := vcluster.HostUpdate(want, h); changed {
+				if err := s.host.Update(ctx, updated); err != nil {
+					return reconcile.Result{}, err
+				}
+			}
+		}
+	}
+	if h.Spec.NodeName != "" && v.Spec.NodeName == "" {
+		if err := s.bind(ctx, v, h.Spec.NodeName); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	if status, changed := vcluster.PodStatus(h.Status, v.Status); changed {
+		patched := v.DeepCopy()
+		patched.Status = status
+		if err := s.virtual.Status().Patch(ctx, patched, client.MergeFrom(v)); err != nil {
+			return reconcile.Result{}, fmt.Errorf("status of virtual pod %s: %w", req, err)
+		}
+	}
+	return reconcile.Result{}, nil
+}
+
+// synced reports whether v has had a host Pod: only the syncer binds
+// virtual Pods or gives them conditions (nothing schedules there).
+func synced(v *corev1.Pod) bool { return v.Spec.NodeName != "" || len(v.Status.Conditions) > 0 }
+
+// hostPod is the host Pod for v, in the pod group of its Job if it has one
+// that is queued.
+func (s *syncer) hostPod(ctx context.Context, v *corev1.Pod) (*corev1.Pod, error) {
+	var group *vcluster.Group
+	if ref := metav1.GetControllerOf(v); ref != nil && ref.Kind == "Job" && (s.opts.Queue != "" || integration.QueueName(v.Labels) != "") {
+		var job batchv1.Job
+		if err := s.virtual.Get(ctx, client.ObjectKey{Namespace: v.Namespace, Name: ref.Name}, &job); err != nil {
+			return nil, fmt.Errorf("job %s/%s of pod %s: %w", v.Namespace, ref.Name, v.Name, err)
+		}
+		group = vcluster.JobGroup(job.Name, job.Namespace, s.opts.VCluster, jobSize(&job))
+	}
+	return vcluster.HostPod(v, s.opts, group)
+}
+
+// jobSize is how many Pods of a Job run at once: its gang.
+func jobSize(j *batchv1.Job) int32 {
+	n := int32(1)
+	if j.Spec.Parallelism != nil {
+		n = *j.Spec.Parallelism
+	}
+	if c := j.Spec.Completions; c != nil && *c < n {
+		n = *c
+	}
+	return n
+}
+
+func (s *syncer) createHost(ctx context.Context, v *corev1.Pod) (reconcile.Result, error) {
+	h, err := s.hostPod(ctx, v)
+	if err != nil {
+		s.recorder.Event(v, corev1.EventTypeWarning, "SyncError", err.Error())
+		return reconcile.Result{}, nil // nothing changes until the Pod does
+	}
+	refs := vcluster.RefsOf(v)
+	missing, err := s.syncRefs(ctx, v, refs)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if missing != "" {
+		log.FromContext(ctx).V(1).Info("waiting for a referenced object", "missing", missing)
+		return reconcile.Result{RequeueAfter: retry}, nil
+	}
+	if err := s.host.Create(ctx, h); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			return reconcile.Result{RequeueAfter: retry}, nil
+		}
+		if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
+			s.recorder.Eventf(v, corev1.EventTypeWarning, "SyncError", "the host refused pod %s/%s: %v", h.Namespace, h.Name, err)
+			return reconcile.Result{RequeueAfter: 10 * retry}, nil
+		}
+		return reconcile.Result{}, err
+	}
+	return reconcile.Result{}, nil
+}
+
+// deleteHost deletes a host Pod, only the one seen (a UID precondition).
+func (s *syncer) deleteHost(ctx context.Context, h *corev1.Pod) error {
+	if h == nil || h.DeletionTimestamp != nil {
+		return nil
+	}
+	err := s.host.Delete(ctx, h, client.Preconditions{UID: &h.UID})
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return nil
+	}
+	return err
+}
+
+func (s *syncer) forceDelete(ctx context.Context, v *corev1.Pod) error {
+	err := s.virtual.Delete(ctx, v, client.GracePeriodSeconds(0), client.Preconditions{UID: &v.UID})
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return nil
+	}
+	return err
+}
+
+// bind places the virtual Pod on the virtual Node of the host node its host
+// Pod was scheduled to.
+func (s *syncer) bind(ctx context.Context, v *corev1.Pod, node string) error {
+	if err := s.ensureNode(ctx, node); err != nil {
+		return err
+	}
+	b := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: v.Name, Namespace: v.Namespace, UID: v.UID},
+		Target: corev1.ObjectReference{Kind: "Node", Name: node}}
+	err := s.virtual.SubResource("binding").Create(ctx, v, b)
+	if apierrors.IsConflict(err) {
+		return nil // already bound; the next event says where
+	}
+	return err
+}

@@ -1,0 +1,67 @@
+package localcluster
+
+import (
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/berth-dev/berth/internal/controlplane"
+)
+
+// VirtualConfig is what `berth vcluster serve` runs: a virtual cluster's
+// control plane and its syncer.
+type VirtualConfig struct {
+	// Name is the virtual cluster's name; the instance is named vc-<Name>.
+	Name    string
+	DataDir string
+	Binary  string
+	Plan    controlplane.PlanOptions
+	// HostKubeconfig reaches the host ("" for the in-cluster configuration),
+	// HostNamespace is where tenant Pods run there.
+	HostKubeconfig, HostNamespace string
+	// Queue and AllowHostAccess: see `berth vcluster create`.
+	Queue           string
+	AllowHostAccess bool
+	Progress        io.Writer
+}
+
+// InstanceName is the control-plane instance name of virtual cluster name
+// (its kubeconfig context is berth-vc-<name>).
+func InstanceName(name string) string { return "vc-" + name }
+
+// VirtualOptions turns a VirtualConfig into the control plane's options:
+// etcd, kube-apiserver and kube-controller-manager (no scheduler: the host
+// schedules), then the syncer, supervised like every component.
+func VirtualOptions(c VirtualConfig) controlplane.Options {
+	plan := c.Plan
+	if plan == (controlplane.PlanOptions{}) {
+		plan = controlplane.DefaultPlanOptions()
+	}
+	plan.Virtual = true
+	return controlplane.Options{
+		Name: InstanceName(c.Name), DataDir: c.DataDir, Binary: c.Binary, Plan: plan, Progress: c.Progress,
+		Extra: func(l controlplane.Layout, _ controlplane.Ports) ([]controlplane.Component, error) {
+			health, err := controlplane.FreePort()
+			if err != nil {
+				return nil, err
+			}
+			args := []string{"vcluster", "syncer", c.Name,
+				"--virtual-kubeconfig=" + l.Kubeconfig(),
+				"--host-kubeconfig=" + c.HostKubeconfig,
+				"--host-namespace=" + c.HostNamespace,
+				"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(health),
+			}
+			if c.Queue != "" {
+				args = append(args, "--queue="+c.Queue)
+			}
+			if c.AllowHostAccess {
+				args = append(args, "--allow-host-access")
+			}
+			return []controlplane.Component{{
+				Name: "berth-vcluster-syncer", Stage: 5, Args: args, Port: health,
+				HealthURL:    "http://127.0.0.1:" + strconv.Itoa(health) + "/readyz",
+				StartTimeout: 60 * time.Second, StopGrace: 10 * time.Second,
+			}}, nil
+		},
+	}
+}
