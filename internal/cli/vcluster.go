@@ -17,14 +17,10 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
@@ -274,98 +270,24 @@ func hostClient(kubeconfig string) (*rest.Config, kubernetes.Interface, error) {
 	return cfg, kc, err
 }
 
-// hostRBACName names the cluster-wide objects that let the syncer read nodes.
-func hostRBACName(s *vclusterSettings) string {
-	return "berth-vcluster-" + s.HostNamespace + "-" + s.Name + "-nodes"
-}
-
-// prepareHost makes the host namespace (if missing), the syncer's account,
-// its Role (this namespace only) and node read access, and writes the
-// syncer's host kubeconfig, with that account's token.
+// prepareHost sets the host up for a new virtual cluster and writes the
+// syncer's host kubeconfig.
 func prepareHost(ctx context.Context, s *vclusterSettings, vdir string) error {
-	cfg, kc, err := hostClient(s.AdminKubeconfig)
+	admin, err := clientcmd.BuildConfigFromFlags("", s.AdminKubeconfig)
 	if err != nil {
+		return fmt.Errorf("host kubeconfig: %w", err)
+	}
+	host := vcsyncer.Host{Admin: admin, VCluster: s.Name, Namespace: s.HostNamespace}
+	kubeconfig, created, err := host.Prepare(ctx)
+	if err != nil {
+		// Nothing half made is left behind.
+		if cerr := host.Clean(ctx, created, io.Discard); cerr != nil {
+			err = fmt.Errorf("%w; cleaning up: %v", err, cerr)
+		}
 		return err
 	}
-	name := vcsyncer.ServiceAccountName(s.Name)
-	labels := map[string]string{vcluster.Label: s.Name}
-	meta := metav1.ObjectMeta{Name: name, Namespace: s.HostNamespace, Labels: labels}
-	ignoreExists := func(what string, err error) error {
-		if err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("host %s: %w", what, err)
-		}
-		return nil
-	}
-	if _, err := kc.CoreV1().Namespaces().Get(ctx, s.HostNamespace, metav1.GetOptions{}); apierrors.IsNotFound(err) {
-		_, err = kc.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: s.HostNamespace, Labels: labels}}, metav1.CreateOptions{})
-		if err := ignoreExists("namespace "+s.HostNamespace, err); err != nil {
-			return err
-		}
-		s.CreatedNamespace = true
-	} else if err != nil {
-		return fmt.Errorf("host namespace %s: %w", s.HostNamespace, err)
-	}
-	sa := &corev1.ServiceAccount{ObjectMeta: meta}
-	if _, err := kc.CoreV1().ServiceAccounts(s.HostNamespace).Create(ctx, sa, metav1.CreateOptions{}); ignoreExists("ServiceAccount", err) != nil {
-		return ignoreExists("ServiceAccount "+name, err)
-	}
-	all := []string{"get", "list", "watch", "create", "update", "patch", "delete"}
-	role := &rbacv1.Role{ObjectMeta: meta, Rules: []rbacv1.PolicyRule{
-		{APIGroups: []string{""}, Resources: []string{"pods", "configmaps", "secrets", "serviceaccounts"}, Verbs: all},
-		{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"get", "list", "watch"}},
-	}}
-	if _, err := kc.RbacV1().Roles(s.HostNamespace).Create(ctx, role, metav1.CreateOptions{}); ignoreExists("Role", err) != nil {
-		return ignoreExists("Role "+name, err)
-	}
-	subject := []rbacv1.Subject{{Kind: "ServiceAccount", Name: name, Namespace: s.HostNamespace}}
-	rb := &rbacv1.RoleBinding{ObjectMeta: meta, Subjects: subject, RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name}}
-	if _, err := kc.RbacV1().RoleBindings(s.HostNamespace).Create(ctx, rb, metav1.CreateOptions{}); ignoreExists("RoleBinding", err) != nil {
-		return ignoreExists("RoleBinding "+name, err)
-	}
-	nodes := metav1.ObjectMeta{Name: hostRBACName(s), Labels: labels}
-	cr := &rbacv1.ClusterRole{ObjectMeta: nodes, Rules: []rbacv1.PolicyRule{
-		{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "list", "watch"}}}}
-	if _, err := kc.RbacV1().ClusterRoles().Create(ctx, cr, metav1.CreateOptions{}); ignoreExists("ClusterRole", err) != nil {
-		return ignoreExists("ClusterRole "+nodes.Name, err)
-	}
-	crb := &rbacv1.ClusterRoleBinding{ObjectMeta: nodes, Subjects: subject, RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: nodes.Name}}
-	if _, err := kc.RbacV1().ClusterRoleBindings().Create(ctx, crb, metav1.CreateOptions{}); ignoreExists("ClusterRoleBinding", err) != nil {
-		return ignoreExists("ClusterRoleBinding "+nodes.Name, err)
-	}
-	// A token Secret, filled by the host's token controller, does not expire.
-	tokenName := name + "-token"
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: tokenName, Namespace: s.HostNamespace, Labels: labels,
-		Annotations: map[string]string{corev1.ServiceAccountNameKey: name}}, Type: corev1.SecretTypeServiceAccountToken}
-	if _, err := kc.CoreV1().Secrets(s.HostNamespace).Create(ctx, secret, metav1.CreateOptions{}); ignoreExists("Secret", err) != nil {
-		return ignoreExists("Secret "+tokenName, err)
-	}
-	var token []byte
-	for token == nil {
-		got, err := kc.CoreV1().Secrets(s.HostNamespace).Get(ctx, tokenName, metav1.GetOptions{})
-		if err != nil {
-			return fmt.Errorf("host Secret %s: %w", tokenName, err)
-		}
-		token = got.Data[corev1.ServiceAccountTokenKey]
-		if token == nil {
-			select {
-			case <-ctx.Done():
-				return fmt.Errorf("host Secret %s/%s has no token: the host's kube-controller-manager fills it; is it running? (%w)", s.HostNamespace, tokenName, ctx.Err())
-			case <-time.After(100 * time.Millisecond):
-			}
-		}
-	}
-	ca := cfg.CAData
-	if len(ca) == 0 && cfg.CAFile != "" {
-		if ca, err = os.ReadFile(cfg.CAFile); err != nil {
-			return err
-		}
-	}
-	kcfg := clientcmdapi.NewConfig()
-	kcfg.Clusters["host"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: ca}
-	kcfg.AuthInfos["syncer"] = &clientcmdapi.AuthInfo{Token: string(token)}
-	kcfg.Contexts["host"] = &clientcmdapi.Context{Cluster: "host", AuthInfo: "syncer", Namespace: s.HostNamespace}
-	kcfg.CurrentContext = "host"
-	return clientcmd.WriteToFile(*kcfg, hostKubeconfigFile(vdir))
+	s.CreatedNamespace = created
+	return os.WriteFile(hostKubeconfigFile(vdir), kubeconfig, 0o600)
 }
 
 func newVClusterListCommand() *cobra.Command {
@@ -462,7 +384,12 @@ func newVClusterDeleteCommand() *cobra.Command {
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 			defer cancel()
-			if err := cleanHost(ctx, s, cmd.ErrOrStderr()); err != nil {
+			admin, err := clientcmd.BuildConfigFromFlags("", s.AdminKubeconfig)
+			if err != nil {
+				return fmt.Errorf("host kubeconfig: %w", err)
+			}
+			host := vcsyncer.Host{Admin: admin, VCluster: s.Name, Namespace: s.HostNamespace}
+			if err := host.Clean(ctx, s.CreatedNamespace, cmd.ErrOrStderr()); err != nil {
 				return fmt.Errorf("%w (run 'berth vcluster delete %s' again to finish)", err, s.Name)
 			}
 			if err := os.RemoveAll(vdir); err != nil {
@@ -475,97 +402,6 @@ func newVClusterDeleteCommand() *cobra.Command {
 	f.add(cmd)
 	cmd.Flags().DurationVar(&timeout, "timeout", 3*time.Minute, "how long to wait for the host objects to go")
 	return cmd
-}
-
-// cleanHost deletes every host object of a virtual cluster and waits until
-// they are gone: the synced Pods (and what the host's berth made for them),
-// ConfigMaps, Secrets and ServiceAccounts, the syncer's account and RBAC,
-// and the namespace if create made it.
-func cleanHost(ctx context.Context, s *vclusterSettings, progress io.Writer) error {
-	_, kc, err := hostClient(s.AdminKubeconfig)
-	if err != nil {
-		return err
-	}
-	ns, sel := s.HostNamespace, metav1.ListOptions{LabelSelector: vcluster.Label + "=" + s.Name}
-	name := vcsyncer.ServiceAccountName(s.Name)
-	fmt.Fprintf(progress, "deleting the host objects of virtual cluster %s in namespace %s\n", s.Name, ns)
-	core, rbac := kc.CoreV1(), kc.RbacV1()
-	del := metav1.DeleteOptions{}
-	for _, err := range []error{
-		core.Pods(ns).DeleteCollection(ctx, del, sel),
-		core.ConfigMaps(ns).DeleteCollection(ctx, del, sel),
-		core.Secrets(ns).DeleteCollection(ctx, del, sel),
-		core.ServiceAccounts(ns).DeleteCollection(ctx, del, sel),
-		rbac.RoleBindings(ns).Delete(ctx, name, del),
-		rbac.Roles(ns).Delete(ctx, name, del),
-		rbac.ClusterRoleBindings().Delete(ctx, hostRBACName(s), del),
-		rbac.ClusterRoles().Delete(ctx, hostRBACName(s), del),
-	} {
-		if err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("host namespace %s: %w", ns, err)
-		}
-	}
-	if s.CreatedNamespace {
-		if err := core.Namespaces().Delete(ctx, ns, del); err != nil && !apierrors.IsNotFound(err) {
-			return err
-		}
-	}
-	// Queued Pods go once the host's berth has let them go (its finalizer).
-	for {
-		left, err := hostLeft(ctx, kc, s)
-		if err != nil {
-			return err
-		}
-		if left == "" {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("host objects of virtual cluster %s still there: %s", s.Name, left)
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
-}
-
-// hostLeft names what is left on the host of a virtual cluster; "" when
-// nothing is.
-func hostLeft(ctx context.Context, kc kubernetes.Interface, s *vclusterSettings) (string, error) {
-	ns, sel := s.HostNamespace, metav1.ListOptions{LabelSelector: vcluster.Label + "=" + s.Name}
-	var left []string
-	count := func(kind string, n int, err error) error {
-		if err != nil && !apierrors.IsNotFound(err) {
-			return err
-		}
-		if n > 0 {
-			left = append(left, fmt.Sprintf("%d %s", n, kind))
-		}
-		return nil
-	}
-	pods, err := kc.CoreV1().Pods(ns).List(ctx, sel)
-	if err := count("pods", len(pods.Items), err); err != nil {
-		return "", err
-	}
-	cms, err := kc.CoreV1().ConfigMaps(ns).List(ctx, sel)
-	if err := count("configmaps", len(cms.Items), err); err != nil {
-		return "", err
-	}
-	secrets, err := kc.CoreV1().Secrets(ns).List(ctx, sel)
-	if err := count("secrets", len(secrets.Items), err); err != nil {
-		return "", err
-	}
-	sas, err := kc.CoreV1().ServiceAccounts(ns).List(ctx, sel)
-	if err := count("serviceaccounts", len(sas.Items), err); err != nil {
-		return "", err
-	}
-	if s.CreatedNamespace {
-		_, err := kc.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
-		if err == nil {
-			left = append(left, "namespace "+ns)
-		} else if !apierrors.IsNotFound(err) {
-			return "", err
-		}
-	}
-	return strings.Join(left, ", "), nil
 }
 
 func newVClusterServeCommand() *cobra.Command {

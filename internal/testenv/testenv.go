@@ -108,7 +108,15 @@ func Main(m *testing.M) int {
 // tests and stops them. New uses the first; NewIn and NewAll the others.
 // It always starts its own, whatever BERTH_TEST_KUBECONFIG says.
 func MainClusters(m *testing.M, clusters ...Cluster) int {
-	code, err := run(m, clusters)
+	return MainAround(m, func(run func() int) int { return run() }, clusters...)
+}
+
+// MainAround is MainClusters with around wrapped about the tests: it gets
+// the function that runs them, once the control planes are up, so a
+// package can start what its tests share (virtual clusters on the host,
+// say) and stop it before the control planes stop.
+func MainAround(m *testing.M, around func(run func() int) int, clusters ...Cluster) int {
+	code, err := run(m, around, clusters)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "testenv: %v\n", err)
 		if code == 0 {
@@ -118,7 +126,7 @@ func MainClusters(m *testing.M, clusters ...Cluster) int {
 	return code
 }
 
-func run(m *testing.M, clusters []Cluster) (int, error) {
+func run(m *testing.M, around func(func() int) int, clusters []Cluster) (int, error) {
 	bin, err := Binary()
 	if err != nil {
 		return 1, err
@@ -159,7 +167,7 @@ func run(m *testing.M, clusters []Cluster) (int, error) {
 	if len(errs) > 0 {
 		return 1, errors.Join(errs...)
 	}
-	code := m.Run()
+	code := around(m.Run)
 	for _, name := range shared.names {
 		if err := shared.clusters[name].instance.Err(); err != nil && !shared.clusters[name].stopped {
 			errs = append(errs, fmt.Errorf("control plane %s failed during the tests: %w", name, err))
