@@ -278,3 +278,22 @@ func TestNodeChangedIgnoresHeartbeats(t *testing.T) {
 }
 
 var time0 = time.Unix(0, 0)
+
+func TestVirtualEventIsAboutTheVirtualPod(t *testing.T) {
+	v := makePod("web", "shop").Obj()
+	h, _ := HostPod(v, opts, nil)
+	he := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: h.Name + ".18a2b3c4d5e6f708", Namespace: "host"},
+		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "host", Name: h.Name, UID: "host-uid"},
+		Reason:         "Scheduled", Message: "assigned", Type: corev1.EventTypeNormal, Count: 1}
+	ve := VirtualEvent(he, v)
+	if ve.Name != "web.18a2b3c4d5e6f708" || ve.Namespace != "shop" || ve.InvolvedObject.Name != "web" || ve.InvolvedObject.UID != v.UID {
+		t.Fatalf("virtual event %s/%s about %+v", ve.Namespace, ve.Name, ve.InvolvedObject)
+	}
+	if EventChanged(VirtualEvent(he, v), ve) {
+		t.Error("EventChanged on an unchanged event")
+	}
+	he.Count = 2
+	if !EventChanged(VirtualEvent(he, v), ve) {
+		t.Error("EventChanged missed a count")
+	}
+}

@@ -2,6 +2,7 @@ package vcluster
 
 import (
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -98,6 +99,11 @@ func TestDeploymentAndJobRunOnHostNodes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: corev1.ServiceSpec{Selector: tpl.Labels,
+		Ports: []corev1.ServicePort{{Name: "http", Port: 80}}}}
+	if _, err := tn.kube.CoreV1().Services(tn.ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	job := MakeJob("batch", tn.ns).Parallelism(2).PodAnnotation("berth.dev/sim-duration", "1s").Toleration(env.Toleration()).Obj()
 	if _, err := tn.kube.BatchV1().Jobs(tn.ns).Create(ctx, job, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -139,6 +145,36 @@ func TestDeploymentAndJobRunOnHostNodes(t *testing.T) {
 	if vn.Labels["zone"] != "z1" || !vn.Status.Allocatable.Cpu().Equal(*node.Status.Allocatable.Cpu()) {
 		t.Errorf("virtual node %s: labels %v allocatable %v, want the host node's", vn.Name, vn.Labels, vn.Status.Allocatable)
 	}
+	// The host Service selects the host Pods of this virtual namespace: the
+	// host's endpoint controller finds both.
+	hostSvc := vcluster.HostName("web", tn.ns, va)
+	testenv.Eventually(t, wait, func() error {
+		slices, err := env.Kube.DiscoveryV1().EndpointSlices(sharedNS).List(ctx, metav1.ListOptions{LabelSelector: "kubernetes.io/service-name=" + hostSvc})
+		if err != nil {
+			return err
+		}
+		n := 0
+		for _, s := range slices.Items {
+			n += len(s.Endpoints)
+		}
+		if n != 2 {
+			return fmt.Errorf("host service %s has %d endpoints, want the 2 web pods", hostSvc, n)
+		}
+		return nil
+	})
+	// The host's events about a Pod show inside, about the virtual Pod.
+	testenv.Eventually(t, wait, func() error {
+		evs, err := tn.kube.CoreV1().Events(tn.ns).List(ctx, metav1.ListOptions{FieldSelector: "reason=Scheduled"})
+		if err != nil {
+			return err
+		}
+		for _, e := range evs.Items {
+			if p, err := tn.kube.CoreV1().Pods(tn.ns).Get(ctx, e.InvolvedObject.Name, metav1.GetOptions{}); err == nil && p.UID == e.InvolvedObject.UID {
+				return nil
+			}
+		}
+		return fmt.Errorf("no Scheduled event about a virtual pod among %d", len(evs.Items))
+	})
 	if errs := tn.syncErrors(t); len(errs) > 0 {
 		t.Errorf("sync errors: %v", errs)
 	}
@@ -406,5 +442,61 @@ func TestTenantJobIsAdmittedWholeAgainstHostQuota(t *testing.T) {
 	}
 	if whole != 2 {
 		t.Errorf("%d host Workloads of 4 pods in queue %s, want one per virtual Job", whole, tenantsQueue)
+	}
+}
+
+// Deleting a virtual cluster leaves nothing of it on the host.
+func TestDeleteLeavesNothingOnTheHost(t *testing.T) {
+	env := testenv.New(t)
+	env.CreateSimNode(t, env.Name("n1"), nil)
+	v, err := startVirtual(vspec{name: "vd", hostNS: env.Name("vd")}, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	t.Cleanup(func() {
+		if !stopped {
+			v.inst.Stop()
+		}
+	})
+	if !v.createdN {
+		t.Fatalf("host namespace %s existed already", v.spec.hostNS)
+	}
+	running[v.spec.name] = v
+	t.Cleanup(func() { delete(running, v.spec.name) })
+	tn := inVirtual(t, "vd", "app")
+	if _, err := tn.kube.CoreV1().ConfigMaps(tn.ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "conf"},
+		Data: map[string]string{"k": "v"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tn.kube.CoreV1().Services(tn.ns).Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web"},
+		Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "web"}, Ports: []corev1.ServicePort{{Port: 80}}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tn.create(t, MakePod("web", "").Label("app", "web").Toleration(env.Toleration()).Volume(corev1.Volume{Name: "conf",
+		VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "conf"}}}}).Obj())
+	tn.running(t, "web")
+	testenv.Eventually(t, wait, func() error {
+		left, err := v.host.Left(ctx, false)
+		if err != nil {
+			return err
+		}
+		for _, kind := range []string{"1 pods,", "1 configmaps,", " 1 services,", "2 serviceaccounts,"} {
+			if !strings.Contains(left, kind) {
+				return fmt.Errorf("host has %q of virtual cluster vd, want %s among them", left, kind)
+			}
+		}
+		return nil
+	})
+
+	stopped = true
+	if err := v.inst.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if err := v.host.Clean(ctx, true, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if left, err := v.host.Left(ctx, true); err != nil || left != "" {
+		t.Fatalf("after deleting virtual cluster vd the host still has %q (%v)", left, err)
 	}
 }

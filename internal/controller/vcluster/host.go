@@ -79,7 +79,8 @@ func (h Host) Prepare(ctx context.Context) (kubeconfig []byte, createdNamespace 
 		}},
 		{"Role " + name, func() error {
 			_, err := kc.RbacV1().Roles(h.Namespace).Create(ctx, &rbacv1.Role{ObjectMeta: meta, Rules: []rbacv1.PolicyRule{
-				{APIGroups: []string{""}, Resources: []string{"pods", "configmaps", "secrets", "serviceaccounts"}, Verbs: all},
+				{APIGroups: []string{""}, Resources: []string{"pods", "configmaps", "secrets", "serviceaccounts", "services"}, Verbs: all},
+				{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"get", "list", "watch"}},
 			}}, metav1.CreateOptions{})
 			return err
 		}},
@@ -159,6 +160,7 @@ func (h Host) Clean(ctx context.Context, deleteNamespace bool, progress io.Write
 		core.ConfigMaps(ns).DeleteCollection(ctx, del, sel),
 		core.Secrets(ns).DeleteCollection(ctx, del, sel),
 		core.ServiceAccounts(ns).DeleteCollection(ctx, del, sel),
+		deleteServices(ctx, kc, ns, sel),
 		rbac.RoleBindings(ns).Delete(ctx, name, del),
 		rbac.Roles(ns).Delete(ctx, name, del),
 		rbac.ClusterRoleBindings().Delete(ctx, h.nodesRBACName(), del),
@@ -225,6 +227,10 @@ func (h Host) Left(ctx context.Context, withNamespace bool) (string, error) {
 	if err := count("serviceaccounts", len(sas.Items), err); err != nil {
 		return "", err
 	}
+	svcs, err := core.Services(ns).List(ctx, sel)
+	if err := count("services", len(svcs.Items), err); err != nil {
+		return "", err
+	}
 	roles, err := rbac.Roles(ns).List(ctx, sel)
 	if err := count("roles", len(roles.Items), err); err != nil {
 		return "", err
@@ -249,4 +255,19 @@ func (h Host) Left(ctx context.Context, withNamespace bool) (string, error) {
 		}
 	}
 	return strings.Join(left, ", "), nil
+}
+
+// deleteServices deletes a virtual cluster's host Services: there is no
+// DeleteCollection for Services.
+func deleteServices(ctx context.Context, kc kubernetes.Interface, ns string, sel metav1.ListOptions) error {
+	list, err := kc.CoreV1().Services(ns).List(ctx, sel)
+	if err != nil {
+		return err
+	}
+	for _, s := range list.Items {
+		if err := kc.CoreV1().Services(ns).Delete(ctx, s.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+	}
+	return nil
 }

@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -92,6 +93,9 @@ func Run(ctx context.Context, o Options) error {
 		co.Cache.ByObject = map[client.Object]cache.ByObject{
 			&corev1.Pod{}: {Label: mine}, &corev1.ConfigMap{}: {Label: mine},
 			&corev1.Secret{}: {Label: mine}, &corev1.ServiceAccount{}: {Label: mine},
+			&corev1.Service{}: {Label: mine},
+			// Events about Pods only; the syncer copies those about its own.
+			&corev1.Event{}: {Field: fields.OneTermEqualSelector("involvedObject.kind", "Pod")},
 		}
 	})
 	if err != nil {
@@ -148,6 +152,16 @@ func Run(ctx context.Context, o Options) error {
 		WatchesRawSource(source.Kind(host.GetCache(), client.Object(&corev1.Node{}), &handler.EnqueueRequestForObject{})).
 		WatchesRawSource(source.Kind(host.GetCache(), client.Object(&corev1.Pod{}), handler.EnqueueRequestsFromMapFunc(nodeOf))).
 		Complete(reconcile.Func(s.node)); err != nil {
+		return err
+	}
+	if err := ctrl.NewControllerManagedBy(mgr).Named("events").
+		WatchesRawSource(source.Kind(host.GetCache(), client.Object(&corev1.Event{}), &handler.EnqueueRequestForObject{})).
+		Complete(reconcile.Func(s.event)); err != nil {
+		return err
+	}
+	if err := ctrl.NewControllerManagedBy(mgr).Named("services").For(&corev1.Service{}).
+		WatchesRawSource(source.Kind(host.GetCache(), client.Object(&corev1.Service{}), handler.EnqueueRequestsFromMapFunc(toVirtual))).
+		Complete(reconcile.Func(s.service)); err != nil {
 		return err
 	}
 	for _, kind := range []func() client.Object{

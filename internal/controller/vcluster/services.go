@@ -1,0 +1,62 @@
+package vcluster
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/berth-dev/berth/internal/vcluster"
+)
+
+// service keeps the host Service of the virtual Service named by req: made
+// and updated while it exists, deleted after.
+func (s *syncer) service(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	v := &corev1.Service{}
+	if err := s.virtual.Get(ctx, req.NamespacedName, v); apierrors.IsNotFound(err) {
+		v = nil
+	} else if err != nil {
+		return reconcile.Result{}, err
+	} else if !vcluster.Synced(v) {
+		return reconcile.Result{}, nil
+	}
+	h := &corev1.Service{}
+	key := client.ObjectKey{Namespace: s.opts.HostNamespace, Name: vcluster.HostName(req.Name, req.Namespace, s.opts.VCluster)}
+	if err := s.host.Get(ctx, key, h); apierrors.IsNotFound(err) {
+		h = nil
+	} else if err != nil {
+		return reconcile.Result{}, err
+	}
+	uid := ""
+	if h != nil {
+		var ok bool
+		if _, _, uid, ok = vcluster.Origin(h, s.opts.VCluster); !ok {
+			return reconcile.Result{}, nil // not the syncer's
+		}
+	}
+	if v == nil || v.DeletionTimestamp != nil || (h != nil && uid != string(v.UID)) {
+		if h == nil {
+			return reconcile.Result{}, nil
+		}
+		err := s.host.Delete(ctx, h, client.Preconditions{UID: &h.UID})
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	want, err := vcluster.HostService(v, s.opts)
+	if err != nil {
+		s.recorder.Event(v, corev1.EventTypeWarning, "SyncError", err.Error())
+		return reconcile.Result{}, nil
+	}
+	if h == nil {
+		err := s.host.Create(ctx, want)
+		if apierrors.IsAlreadyExists(err) {
+			return reconcile.Result{RequeueAfter: retry}, nil
+		}
+		return reconcile.Result{}, err
+	}
+	if updated, changed := vcluster.HostServiceUpdate(want, h); changed {
+		return reconcile.Result{}, s.host.Update(ctx, updated)
+	}
+	return reconcile.Result{}, nil
+}
