@@ -1,0 +1,98 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/berth-dev/berth/internal/controlplane"
+	"github.com/berth-dev/berth/internal/testenv"
+)
+
+// A virtual cluster made with the CLI keeps its objects across berth down
+// and berth up, and delete leaves nothing of it behind.
+func TestVClusterLifecycle(t *testing.T) {
+	t.Parallel()
+	inst := newInstance(t, "vhost")
+	hostKC := inst.up(t, "--nodes", "1")
+	ctx := context.Background()
+
+	all, stdout, code := inst.runSplit(t, "vcluster", "create", "team")
+	if code != 0 {
+		t.Fatalf("berth vcluster create: exit %d\n%s", code, all)
+	}
+	vdir := filepath.Join(inst.dir, "vclusters", "team")
+	vkc := controlplane.Layout{Dir: vdir}.Kubeconfig()
+	if lines := strings.Split(strings.TrimSpace(stdout), "\n"); lines[len(lines)-1] != vkc {
+		t.Fatalf("last line of stdout %q, want the virtual cluster's kubeconfig %s", lines[len(lines)-1], vkc)
+	}
+	if out, code := inst.run(t, "vcluster", "create", "team"); code == 0 || !strings.Contains(out, "exists already") {
+		t.Errorf("creating it again: exit %d\n%s", code, out)
+	}
+	host, virtual := clientFor(t, hostKC), clientFor(t, vkc)
+	if _, err := virtual.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "keep"},
+		Data: map[string]string{"k": "v"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p1"}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
+	if _, err := virtual.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	runs := func() error {
+		p, err := virtual.CoreV1().Pods("default").Get(ctx, "p1", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if p.Status.Phase != corev1.PodRunning {
+			return fmt.Errorf("virtual pod p1 is %s", p.Status.Phase)
+		}
+		return nil
+	}
+	testenv.Eventually(t, time.Minute, runs)
+	out, code := inst.run(t, "vcluster", "list")
+	if code != 0 || !strings.Contains(out, "team") || !strings.Contains(out, "vcluster-team") || !strings.Contains(out, "yes") {
+		t.Errorf("berth vcluster list: exit %d\n%s", code, out)
+	}
+	if out, code := inst.run(t, "vcluster", "kubeconfig", "team"); code != 0 || strings.TrimSpace(out) != vkc {
+		t.Errorf("berth vcluster kubeconfig team: exit %d: %q", code, out)
+	}
+
+	st, err := controlplane.ReadState(controlplane.Layout{Dir: vdir})
+	if err != nil || st == nil {
+		t.Fatalf("virtual cluster state: %v", err)
+	}
+	inst.down(t)
+	if st.Supervisor.Alive() {
+		t.Fatalf("the virtual cluster's supervisor (pid %d) outlived berth down", st.Supervisor.PID)
+	}
+	inst.up(t, "--nodes", "1")
+	virtual = clientFor(t, vkc)
+	testenv.Eventually(t, time.Minute, func() error {
+		if _, err := virtual.CoreV1().ConfigMaps("default").Get(ctx, "keep", metav1.GetOptions{}); err != nil {
+			return fmt.Errorf("after berth down and up: %w", err)
+		}
+		return runs()
+	})
+
+	if out, code := inst.run(t, "vcluster", "delete", "team"); code != 0 {
+		t.Fatalf("berth vcluster delete: exit %d\n%s", code, out)
+	}
+	if _, err := host.CoreV1().Namespaces().Get(ctx, "vcluster-team", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("host namespace vcluster-team after delete: %v", err)
+	}
+	crs, err := host.RbacV1().ClusterRoles().List(ctx, metav1.ListOptions{LabelSelector: "berth.dev/vcluster=team"})
+	if err != nil || len(crs.Items) != 0 {
+		t.Errorf("cluster roles of the virtual cluster after delete: %v (%v)", crs, err)
+	}
+	if _, err := os.Stat(vdir); !os.IsNotExist(err) {
+		t.Errorf("data directory %s after delete: %v", vdir, err)
+	}
+}
