@@ -440,6 +440,7 @@ exist in --host-namespace: it owns every host object the syncer makes.`,
 	f := cmd.Flags()
 	f.StringVar(&c.DataDir, "data-dir", "", "data directory of the virtual control plane")
 	f.StringVar(&c.HostKubeconfig, "host-kubeconfig", "", "kubeconfig the syncer reaches the host with (default in-cluster)")
+	f.IntVar(&c.Port, "port", 0, "virtual kube-apiserver port on 127.0.0.1 (0: the previous run's port if free, else any free port)")
 	f.StringVar(&c.HostNamespace, "host-namespace", os.Getenv("POD_NAMESPACE"), "host namespace tenant Pods run in (default $POD_NAMESPACE)")
 	f.StringVar(&c.Queue, "queue", "", "host LocalQueue every tenant Pod is queued in")
 	f.BoolVar(&c.AllowHostAccess, "allow-host-access", false, "let tenant Pods reach the host (hostPath, host ports and namespaces, privileged)")

@@ -15,7 +15,9 @@ type VirtualConfig struct {
 	Name    string
 	DataDir string
 	Binary  string
-	Plan    controlplane.PlanOptions
+	// Port for the virtual API server; 0: the previous run's if free, else any.
+	Port int
+	Plan controlplane.PlanOptions
 	// HostKubeconfig reaches the host ("" for the in-cluster configuration),
 	// HostNamespace is where tenant Pods run there.
 	HostKubeconfig, HostNamespace string
@@ -39,7 +41,7 @@ func VirtualOptions(c VirtualConfig) controlplane.Options {
 	}
 	plan.Virtual = true
 	return controlplane.Options{
-		Name: InstanceName(c.Name), DataDir: c.DataDir, Binary: c.Binary, Plan: plan, Progress: c.Progress,
+		Name: InstanceName(c.Name), DataDir: c.DataDir, Binary: c.Binary, Port: c.Port, Plan: plan, Progress: c.Progress,
 		Extra: func(l controlplane.Layout, _ controlplane.Ports) ([]controlplane.Component, error) {
 			health, err := controlplane.FreePort()
 			if err != nil {

@@ -45,3 +45,33 @@ func TestDeployManifestsAreValid(t *testing.T) {
 		}
 	}
 }
+
+// config/vcluster (a virtual cluster run as a Deployment) is valid to a real
+// API server too.
+func TestVClusterManifestsAreValid(t *testing.T) {
+	env := testenv.New(t)
+	bin, err := testenv.Binary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rendered, err := exec.Command(bin, "kubectl", "kustomize", "../../config/vcluster").Output()
+	if err != nil {
+		t.Fatalf("kubectl kustomize config/vcluster: %v", err)
+	}
+	// Into this test's namespace, which exists: a dry run makes none.
+	manifest := strings.ReplaceAll(string(rendered), "namespace: vcluster-team-a", "namespace: "+env.Namespace)
+	cmd := exec.Command(bin, "kubectl", "--kubeconfig", env.Kubeconfig,
+		"apply", "-f", "-", "--server-side", "--dry-run=server", "-o", "name")
+	cmd.Stdin = strings.NewReader(manifest)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubectl apply (config/vcluster) --dry-run=server: %v\n%s", err, out)
+	}
+	for _, want := range []string{"serviceaccount/berth-vcluster-team-a", "role.rbac.authorization.k8s.io/berth-vcluster-team-a",
+		"clusterrole.rbac.authorization.k8s.io/berth-vcluster-vcluster-team-a-team-a-nodes", "deployment.apps/berth-vcluster-team-a",
+		"persistentvolumeclaim/berth-vcluster-team-a"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("apply -k config/vcluster did not include %s:\n%s", want, out)
+		}
+	}
+}
