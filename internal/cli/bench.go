@@ -24,6 +24,7 @@ import (
 	"github.com/berth-dev/berth/internal/bench"
 	"github.com/berth-dev/berth/internal/chaos"
 	"github.com/berth-dev/berth/internal/controlplane"
+	"github.com/berth-dev/berth/internal/localcluster"
 )
 
 // The scenarios with runners of their own, beside bench.Scenarios.
@@ -34,6 +35,7 @@ const (
 	tasRun   = "tas"
 	mcRun    = "multicluster"
 	chaosRun = "chaos"
+	vcRun    = "vcluster"
 )
 
 func newBenchCommand() *cobra.Command {
@@ -48,7 +50,7 @@ func newBenchCommand() *cobra.Command {
 	for n := range bench.Scenarios {
 		names = append(names, n)
 	}
-	names = append(names, simScale, e2eJobs, podsRun, tasRun, mcRun, chaosRun)
+	names = append(names, simScale, e2eJobs, podsRun, tasRun, mcRun, chaosRun, vcRun)
 	sort.Strings(names)
 	cmd := &cobra.Command{
 		Use:   "bench <scenario>",
@@ -87,7 +89,11 @@ on while it kills (SIGKILL) berth's controller, kube-apiserver, etcd and the
 simulator of the instance, --faults of them, in turn, at moments drawn from
 --seed (printed, so a failing run can be replayed with it), each once the
 last victim is back; it reports each kind's recovery (until the component is
-back and admissions go on) and fails on any broken promise. e2e-jobs, pods
+back and admissions go on) and fails on any broken promise. vcluster creates
+virtual cluster "bench" on the instance, 1,000 Pods in it at once, reports
+the time until all run inside, the syncer's API writes per Pod and its peak
+memory, and deletes the virtual cluster (the host needs room for the Pods:
+berth up --nodes 10). e2e-jobs, pods
 and tas report
 API writes per pod. --scale multiplies the workloads, Jobs,
 Pods and groups, or nodes and pods (0.01 runs in seconds).
@@ -101,7 +107,7 @@ workload and the controller's peak RSS. See docs/benchmarks.md.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			scenario, ok := bench.Scenarios[args[0]]
-			if !ok && !slices.Contains([]string{simScale, e2eJobs, podsRun, tasRun, mcRun, chaosRun}, args[0]) {
+			if !ok && !slices.Contains([]string{simScale, e2eJobs, podsRun, tasRun, mcRun, chaosRun, vcRun}, args[0]) {
 				return fmt.Errorf("unknown scenario %q; scenarios: %s", args[0], strings.Join(names, ", "))
 			}
 			if o.Scale <= 0 {
@@ -200,6 +206,14 @@ workload and the controller's peak RSS. See docs/benchmarks.md.`,
 					if err == nil {
 						err = chaosVerdict(res, len(plan))
 					}
+				}
+			case vcRun:
+				if instanceDir == "" {
+					return fmt.Errorf("vcluster creates a virtual cluster on a berth instance: pass --name/--data-dir, not --kubeconfig")
+				}
+				res, runErr := benchVCluster(ctx, cmd.ErrOrStderr(), instanceDir, cfg, o)
+				if err = runErr; res != nil {
+					summary = bench.VClusterMarkdown(*res)
 				}
 			case mcRun:
 				res, runErr := bench.RunMultiCluster(ctx, cfg, bench.MultiClusterAt(o.Scale), o.Scale, o)
@@ -345,4 +359,34 @@ func chaosReady(ctx context.Context, dir string, now time.Time) error {
 		}
 	}
 	return nil
+}
+
+// benchVCluster makes virtual cluster "bench" on the instance in dir, runs
+// berth bench vcluster in it, and deletes it.
+func benchVCluster(ctx context.Context, progress io.Writer, dir string, host *rest.Config, o bench.Options) (*bench.VClusterResults, error) {
+	s := &vclusterSettings{Name: "bench"}
+	kubeconfig, err := createVCluster(ctx, progress, dir, s)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if _, err := deleteVCluster(context.Background(), progress, dir, s.Name, 5*time.Minute); err != nil {
+			fmt.Fprintf(progress, "warning: deleting virtual cluster %s: %v\n", s.Name, err)
+		}
+	}()
+	virtual, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	t := bench.VClusterTarget{Name: s.Name, Virtual: virtual, Host: host}
+	st, err := controlplane.ReadState(controlplane.Layout{Dir: filepath.Join(vclustersDir(dir), s.Name)})
+	if err != nil || st == nil {
+		return nil, fmt.Errorf("virtual cluster %s: no state (%v)", s.Name, err)
+	}
+	for _, c := range st.Components {
+		if c.Name == localcluster.SyncerComponent {
+			t.SyncerPID, t.SyncerMetrics = c.Process.PID, fmt.Sprintf("http://127.0.0.1:%d/metrics", c.Port)
+		}
+	}
+	return bench.RunVCluster(ctx, t, bench.VClusterAt(o.Scale), o.Scale, o)
 }

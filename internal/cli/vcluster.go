@@ -137,36 +137,9 @@ The virtual cluster stops with 'berth down' and starts again with 'berth up'.`,
 			if err != nil {
 				return err
 			}
-			if s.HostNamespace == "" {
-				s.HostNamespace = "vcluster-" + s.Name
-			}
-			if s.AdminKubeconfig == "" {
-				s.AdminKubeconfig = controlplane.Layout{Dir: dir}.Kubeconfig()
-			}
-			if s.AdminKubeconfig, err = filepath.Abs(s.AdminKubeconfig); err != nil {
-				return err
-			}
-			vdir := filepath.Join(vclustersDir(dir), s.Name)
-			if old, err := readSettings(vdir); err == nil {
-				return fmt.Errorf("virtual cluster %s exists already (host namespace %s, data in %s); start it with 'berth up %s', or delete it with 'berth vcluster delete %s'",
-					s.Name, old.HostNamespace, vdir, f.selector(dir), s.Name)
-			}
-			if err := os.MkdirAll(vdir, 0o700); err != nil {
-				return err
-			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), 2*time.Minute)
-			defer cancel()
-			fmt.Fprintf(cmd.ErrOrStderr(), "making the syncer's account in host namespace %s\n", s.HostNamespace)
-			if err := prepareHost(ctx, &s, vdir); err != nil {
-				os.RemoveAll(vdir)
-				return err
-			}
-			if err := writeSettings(vdir, &s); err != nil {
-				return err
-			}
-			kubeconfig, err := startVCluster(cmd.ErrOrStderr(), vdir, &s)
+			kubeconfig, err := createVCluster(cmd.Context(), cmd.ErrOrStderr(), dir, &s)
 			if err != nil {
-				return fmt.Errorf("%w (the virtual cluster's data is kept in %s; remove it all with 'berth vcluster delete %s')", err, vdir, s.Name)
+				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "virtual cluster %s is up; its Pods run in host namespace %s\n", s.Name, s.HostNamespace)
 			fmt.Fprintf(cmd.OutOrStdout(), "  use it:     kubectl --kubeconfig %s get pods -A\n", kubeconfig)
@@ -183,6 +156,68 @@ The virtual cluster stops with 'berth down' and starts again with 'berth up'.`,
 	fl.BoolVar(&s.AllowHostAccess, "allow-host-access", false, "let tenant Pods use hostPath, host ports, the host's network, PID or IPC namespaces, and privileged containers")
 	fl.BoolVar(&s.NoFsync, "etcd-unsafe-no-fsync", false, "run its etcd without fsync: faster, but a machine crash may lose recent writes")
 	return cmd
+}
+
+// createVCluster makes virtual cluster s.Name of the instance in dir (the
+// host's side, its settings) and starts it; it returns its kubeconfig.
+func createVCluster(ctx context.Context, progress io.Writer, dir string, s *vclusterSettings) (string, error) {
+	if s.HostNamespace == "" {
+		s.HostNamespace = "vcluster-" + s.Name
+	}
+	if s.AdminKubeconfig == "" {
+		s.AdminKubeconfig = controlplane.Layout{Dir: dir}.Kubeconfig()
+	}
+	var err error
+	if s.AdminKubeconfig, err = filepath.Abs(s.AdminKubeconfig); err != nil {
+		return "", err
+	}
+	vdir := filepath.Join(vclustersDir(dir), s.Name)
+	if old, err := readSettings(vdir); err == nil {
+		return "", fmt.Errorf("virtual cluster %s exists already (host namespace %s, data in %s); it starts with 'berth up', or delete it with 'berth vcluster delete %s'",
+			s.Name, old.HostNamespace, vdir, s.Name)
+	}
+	if err := os.MkdirAll(vdir, 0o700); err != nil {
+		return "", err
+	}
+	pctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	fmt.Fprintf(progress, "making the syncer's account in host namespace %s\n", s.HostNamespace)
+	if err := prepareHost(pctx, s, vdir); err != nil {
+		os.RemoveAll(vdir)
+		return "", err
+	}
+	if err := writeSettings(vdir, s); err != nil {
+		return "", err
+	}
+	kubeconfig, err := startVCluster(progress, vdir, s)
+	if err != nil {
+		return "", fmt.Errorf("%w (the virtual cluster's data is kept in %s; remove it all with 'berth vcluster delete %s')", err, vdir, s.Name)
+	}
+	return kubeconfig, nil
+}
+
+// deleteVCluster stops virtual cluster name of the instance in dir, deletes
+// everything it made on the host, and its data.
+func deleteVCluster(ctx context.Context, progress io.Writer, dir, name string, timeout time.Duration) (*vclusterSettings, error) {
+	vdir := filepath.Join(vclustersDir(dir), name)
+	s, err := readSettings(vdir)
+	if err != nil {
+		return nil, fmt.Errorf("no virtual cluster %s in %s (berth vcluster list shows them)", name, dir)
+	}
+	if _, err := controlplane.Down(ctx, vdir, controlplane.DownTimeout); err != nil {
+		return nil, fmt.Errorf("stopping virtual cluster %s: %w", s.Name, err)
+	}
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	admin, err := clientcmd.BuildConfigFromFlags("", s.AdminKubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("host kubeconfig: %w", err)
+	}
+	host := vcsyncer.Host{Admin: admin, VCluster: s.Name, Namespace: s.HostNamespace}
+	if err := host.Clean(cctx, s.CreatedNamespace, progress); err != nil {
+		return nil, fmt.Errorf("%w (run 'berth vcluster delete %s' again to finish)", err, s.Name)
+	}
+	return s, os.RemoveAll(vdir)
 }
 
 // startVCluster starts `berth vcluster serve` for a created virtual cluster
@@ -374,25 +409,8 @@ func newVClusterDeleteCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			vdir := filepath.Join(vclustersDir(dir), args[0])
-			s, err := readSettings(vdir)
+			s, err := deleteVCluster(cmd.Context(), cmd.ErrOrStderr(), dir, args[0], timeout)
 			if err != nil {
-				return fmt.Errorf("no virtual cluster %s in %s (berth vcluster list shows them)", args[0], dir)
-			}
-			if _, err := controlplane.Down(cmd.Context(), vdir, controlplane.DownTimeout); err != nil {
-				return fmt.Errorf("stopping virtual cluster %s: %w", s.Name, err)
-			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
-			defer cancel()
-			admin, err := clientcmd.BuildConfigFromFlags("", s.AdminKubeconfig)
-			if err != nil {
-				return fmt.Errorf("host kubeconfig: %w", err)
-			}
-			host := vcsyncer.Host{Admin: admin, VCluster: s.Name, Namespace: s.HostNamespace}
-			if err := host.Clean(ctx, s.CreatedNamespace, cmd.ErrOrStderr()); err != nil {
-				return fmt.Errorf("%w (run 'berth vcluster delete %s' again to finish)", err, s.Name)
-			}
-			if err := os.RemoveAll(vdir); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "virtual cluster %s deleted, with everything it made in host namespace %s\n", s.Name, s.HostNamespace)
@@ -518,6 +536,7 @@ func newVClusterSyncerCommand() *cobra.Command {
 	f.StringVar(&o.Queue, "queue", "", "host LocalQueue every tenant Pod is queued in")
 	f.BoolVar(&o.AllowHostAccess, "allow-host-access", false, "let tenant Pods reach the host")
 	f.StringVar(&o.HealthAddr, "health-probe-bind-address", "127.0.0.1:0", "address for /healthz and /readyz")
+	f.StringVar(&o.MetricsAddr, "metrics-bind-address", "", "address for /metrics (default none)")
 	f.StringVar(&o.OwnerServiceAccount, "owner-service-account", "", "host ServiceAccount that owns the host objects (default berth-vcluster-NAME)")
 	return cmd
 }

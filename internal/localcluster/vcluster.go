@@ -27,6 +27,9 @@ type VirtualConfig struct {
 	Progress        io.Writer
 }
 
+// SyncerComponent is the syncer's component name in the virtual cluster's instance.
+const SyncerComponent = "berth-vcluster-syncer"
+
 // InstanceName is the control-plane instance name of virtual cluster name
 // (its kubeconfig context is berth-vc-<name>).
 func InstanceName(name string) string { return "vc-" + name }
@@ -47,11 +50,16 @@ func VirtualOptions(c VirtualConfig) controlplane.Options {
 			if err != nil {
 				return nil, err
 			}
+			metrics, err := controlplane.FreePort()
+			if err != nil {
+				return nil, err
+			}
 			args := []string{"vcluster", "syncer", c.Name,
 				"--virtual-kubeconfig=" + l.Kubeconfig(),
 				"--host-kubeconfig=" + c.HostKubeconfig,
 				"--host-namespace=" + c.HostNamespace,
 				"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(health),
+				"--metrics-bind-address=127.0.0.1:" + strconv.Itoa(metrics),
 			}
 			if c.Queue != "" {
 				args = append(args, "--queue="+c.Queue)
@@ -60,7 +68,8 @@ func VirtualOptions(c VirtualConfig) controlplane.Options {
 				args = append(args, "--allow-host-access")
 			}
 			return []controlplane.Component{{
-				Name: "berth-vcluster-syncer", Stage: 5, Args: args, Port: health,
+				// Its port is the metrics port: berth bench vcluster counts its writes there.
+				Name: SyncerComponent, Stage: 5, Args: args, Port: metrics,
 				HealthURL:    "http://127.0.0.1:" + strconv.Itoa(health) + "/readyz",
 				StartTimeout: 60 * time.Second, StopGrace: 10 * time.Second,
 			}}, nil

@@ -35,8 +35,9 @@ type Options struct {
 	// OwnerServiceAccount is the host ServiceAccount (in HostNamespace) that
 	// owns every host object the syncer makes; default ServiceAccountName.
 	OwnerServiceAccount string
-	// HealthAddr serves /healthz and /readyz.
-	HealthAddr string
+	// HealthAddr serves /healthz and /readyz; MetricsAddr /metrics (its API
+	// requests among them), "" for none.
+	HealthAddr, MetricsAddr string
 	// Workers is how many virtual Pods are synced at once.
 	Workers int
 }
@@ -78,8 +79,11 @@ func Run(ctx context.Context, o Options) error {
 	}
 	o.Owner = &metav1.OwnerReference{APIVersion: "v1", Kind: "ServiceAccount", Name: sa.Name, UID: sa.UID}
 
+	if o.MetricsAddr == "" {
+		o.MetricsAddr = "0"
+	}
 	mgr, err := ctrl.NewManager(o.Virtual, ctrl.Options{
-		Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: o.HealthAddr,
+		Scheme: scheme, Metrics: metricsserver.Options{BindAddress: o.MetricsAddr}, HealthProbeBindAddress: o.HealthAddr,
 		Cache: cache.Options{DefaultTransform: cache.TransformStripManagedFields()},
 	})
 	if err != nil {
