@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -37,9 +38,22 @@ type Group struct {
 }
 
 // JobGroup is the pod group of the Pods of a virtual Job: they are admitted
-// on the host all together or not at all. count is how many run at once.
-func JobGroup(jobName, namespace, vc string, count int32) *Group {
-	return &Group{Name: HostName("job-"+jobName, namespace, vc), Count: count}
+// on the host all together or not at all, as many as run at once (its
+// parallelism); a Pod that ends is replaced within the group. A Job that
+// needs more completions than it runs at once comes in waves, not one gang:
+// its Pods are queued one by one (nil).
+func JobGroup(job *batchv1.Job, vc string) *Group {
+	n := int32(1)
+	if job.Spec.Parallelism != nil {
+		n = *job.Spec.Parallelism
+	}
+	if c := job.Spec.Completions; c != nil && *c > n || n < 1 {
+		return nil
+	}
+	if c := job.Spec.Completions; c != nil {
+		n = min(n, *c)
+	}
+	return &Group{Name: HostName("job-"+job.Name, job.Namespace, vc), Count: n}
 }
 
 // apiAccessPrefix names the projected volume the virtual API server adds to

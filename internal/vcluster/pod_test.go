@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -150,7 +151,9 @@ func TestHostPodQueueOptionOverridesTheTenants(t *testing.T) {
 	v := makePod("p", "ns").Label(berthv1.KueueQueueNameLabel, "elsewhere").Obj()
 	o := opts
 	o.Queue = "tenants"
-	h, err := HostPod(v, o, JobGroup("train", "ns", "vc", 4))
+	four := int32(4)
+	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "train", Namespace: "ns"}, Spec: batchv1.JobSpec{Parallelism: &four, Completions: &four}}
+	h, err := HostPod(v, o, JobGroup(job, "vc"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -295,5 +298,33 @@ func TestVirtualEventIsAboutTheVirtualPod(t *testing.T) {
 	he.Count = 2
 	if !EventChanged(VirtualEvent(he, v), ve) {
 		t.Error("EventChanged missed a count")
+	}
+}
+
+func TestJobGroupIsTheGangThatRunsAtOnce(t *testing.T) {
+	job := func(parallelism, completions *int32) *batchv1.Job {
+		return &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "j", Namespace: "ns"},
+			Spec: batchv1.JobSpec{Parallelism: parallelism, Completions: completions}}
+	}
+	n := func(v int32) *int32 { return &v }
+	for _, c := range []struct {
+		name                     string
+		parallelism, completions *int32
+		want                     int32 // 0: no group
+	}{
+		{"indexed gang", n(4), n(4), 4},
+		{"fewer completions than parallelism", n(4), n(2), 2},
+		{"work queue", n(3), nil, 3},
+		{"defaults", nil, nil, 1},
+		{"waves", n(2), n(6), 0},
+		{"suspended at zero", n(0), n(4), 0},
+	} {
+		g := JobGroup(job(c.parallelism, c.completions), "vc")
+		switch {
+		case c.want == 0 && g != nil:
+			t.Errorf("%s: group %+v, want its pods queued one by one", c.name, g)
+		case c.want != 0 && (g == nil || g.Count != c.want):
+			t.Errorf("%s: group %+v, want %d pods", c.name, g, c.want)
+		}
 	}
 }

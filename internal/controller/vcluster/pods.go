@@ -109,21 +109,9 @@ func (s *syncer) hostPod(ctx context.Context, v *corev1.Pod) (*corev1.Pod, error
 		if err := s.virtual.Get(ctx, client.ObjectKey{Namespace: v.Namespace, Name: ref.Name}, &job); err != nil {
 			return nil, fmt.Errorf("job %s/%s of pod %s: %w", v.Namespace, ref.Name, v.Name, err)
 		}
-		group = vcluster.JobGroup(job.Name, job.Namespace, s.opts.VCluster, jobSize(&job))
+		group = vcluster.JobGroup(&job, s.opts.VCluster)
 	}
 	return vcluster.HostPod(v, s.opts, group)
-}
-
-// jobSize is how many Pods of a Job run at once: its gang.
-func jobSize(j *batchv1.Job) int32 {
-	n := int32(1)
-	if j.Spec.Parallelism != nil {
-		n = *j.Spec.Parallelism
-	}
-	if c := j.Spec.Completions; c != nil && *c < n {
-		n = *c
-	}
-	return n
 }
 
 func (s *syncer) createHost(ctx context.Context, v *corev1.Pod) (reconcile.Result, error) {
