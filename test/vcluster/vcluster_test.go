@@ -290,6 +290,8 @@ func TestTenantsCannotReachBeyondTheirNamespace(t *testing.T) {
 		uids[h.Name] = p.tn.ns + "/" + p.name
 	}
 
+	// A Pod placed by hand is refused, not deleted.
+	tn.create(t, MakePod("placed", "").Node(env.Name("n1")).Obj())
 	// Host access is refused, and said so, naming the field.
 	tn.create(t, MakePod("root", "").Toleration(env.Toleration()).Volume(corev1.Volume{Name: "root",
 		VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/"}}}).Obj())
@@ -304,13 +306,17 @@ func TestTenantsCannotReachBeyondTheirNamespace(t *testing.T) {
 		VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "steal"}}}).Obj())
 	testenv.Eventually(t, wait, func() error {
 		errs := strings.Join(tn.syncErrors(t), "\n")
-		if !strings.Contains(errs, "spec.volumes[0].hostPath") || !strings.Contains(errs, "secret "+tn.ns+"/steal") {
-			return fmt.Errorf("sync errors %q: want the hostPath pod and the token secret refused", errs)
+		if !strings.Contains(errs, "spec.volumes[0].hostPath") || !strings.Contains(errs, "secret "+tn.ns+"/steal") ||
+			!strings.Contains(errs, "placed: pod "+tn.ns+"/placed: spec.nodeName") {
+			return fmt.Errorf("sync errors %q: want the placed pod, the hostPath pod and the token secret refused", errs)
 		}
 		return nil
 	})
 	if h := tn.hostPod(t, env, "root"); h != nil {
 		t.Errorf("host pod %s made with a hostPath volume", h.Name)
+	}
+	if _, err := tn.kube.CoreV1().Pods(tn.ns).Get(ctx, "placed", metav1.GetOptions{}); err != nil {
+		t.Errorf("the pod placed by hand: %v; want it kept, and refused", err)
 	}
 	_, err := env.Kube.CoreV1().Secrets(sharedNS).Get(ctx, vcluster.HostName("steal", tn.ns, va), metav1.GetOptions{})
 	if !apierrors.IsNotFound(err) {

@@ -96,9 +96,10 @@ func (s *syncer) pod(ctx context.Context, req reconcile.Request) (reconcile.Resu
 	return reconcile.Result{}, nil
 }
 
-// synced reports whether v has had a host Pod: only the syncer binds
-// virtual Pods or gives them conditions (nothing schedules there).
-func synced(v *corev1.Pod) bool { return v.Spec.NodeName != "" || len(v.Status.Conditions) > 0 }
+// synced reports whether v has had a host Pod: only the syncer gives
+// virtual Pods conditions (nothing schedules or runs them there). Not its
+// node: a tenant may set that, and the Pod is refused, not deleted.
+func synced(v *corev1.Pod) bool { return len(v.Status.Conditions) > 0 }
 
 // hostPod is the host Pod for v, in the pod group of its Job if it has one
 // that is queued.
