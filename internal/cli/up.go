@@ -120,6 +120,45 @@ the control plane keeps running afterwards. It implies --nodes 4 unless
 	return cmd
 }
 
+// interrupts is how a foreground supervisor hears Ctrl-C and SIGTERM: the
+// first cancels ctx (start-up is abandoned, or an orderly stop begins), and
+// sigs delivers the second (kill everything at once; see stopWhenAsked).
+func interrupts() (ctx context.Context, sigs <-chan os.Signal, release func()) {
+	ch := make(chan os.Signal, 2)
+	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		select {
+		case <-ch:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, ch, func() {
+		signal.Stop(ch)
+		cancel()
+	}
+}
+
+// stopWhenAsked stops inst in order once ctx ends (after saying so with
+// say), and kills it at once on a second signal; it returns when inst has
+// stopped, whichever way.
+func stopWhenAsked(ctx context.Context, sigs <-chan os.Signal, inst *controlplane.Instance, say func()) {
+	select {
+	case <-ctx.Done():
+		say()
+		go func() {
+			select {
+			case <-sigs:
+				inst.Kill()
+			case <-inst.Done():
+			}
+		}()
+		inst.Stop()
+	case <-inst.Done():
+	}
+}
+
 // notice is one line of the start-up protocol between `berth up --detach` and
 // the background supervisor it starts.
 type notice struct {
@@ -167,16 +206,8 @@ func upForeground(cmd *cobra.Command, o *upOptions, dir string) error {
 		progress.notify = os.NewFile(uintptr(o.notifyFD), "notify")
 	}
 
-	// First signal: orderly stop. Second: kill everything at once.
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-	defer signal.Stop(sigs)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		<-sigs
-		cancel()
-	}()
+	ctx, sigs, release := interrupts()
+	defer release()
 
 	began := time.Now()
 	inst, err := controlplane.Start(ctx, localcluster.Options(localcluster.Config{
@@ -205,18 +236,7 @@ func upForeground(cmd *cobra.Command, o *upOptions, dir string) error {
 	fmt.Fprintln(stdout, inst.Kubeconfig())
 	progress.finish(notice{Ready: inst.Kubeconfig()})
 
-	go func() {
-		select {
-		case <-ctx.Done():
-			fmt.Fprintln(stderr, "stopping (Ctrl-C again to kill at once)")
-			go func() {
-				<-sigs
-				inst.Kill()
-			}()
-			inst.Stop()
-		case <-inst.Done():
-		}
-	}()
+	go stopWhenAsked(ctx, sigs, inst, func() { fmt.Fprintln(stderr, "stopping (Ctrl-C again to kill at once)") })
 	if o.demo && !detached {
 		demoCtx, stopDemo := context.WithCancel(ctx)
 		go func() {

@@ -8,11 +8,9 @@ import (
 	"io"
 	"maps"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -474,15 +472,8 @@ func serveVCluster(cmd *cobra.Command, c localcluster.VirtualConfig, notifyFD in
 		progress.notify = os.NewFile(uintptr(notifyFD), "notify")
 	}
 	c.Progress = progress
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-	defer signal.Stop(sigs)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		<-sigs
-		cancel()
-	}()
+	ctx, sigs, release := interrupts()
+	defer release()
 	inst, err := controlplane.Start(ctx, localcluster.VirtualOptions(c))
 	if err != nil {
 		progress.finish(notice{Error: err.Error()})
@@ -491,15 +482,7 @@ func serveVCluster(cmd *cobra.Command, c localcluster.VirtualConfig, notifyFD in
 	fmt.Fprintf(cmd.OutOrStdout(), "virtual cluster %s is up: kube-apiserver at https://127.0.0.1:%d\n", c.Name, inst.State().Ports.APIServer)
 	fmt.Fprintln(cmd.OutOrStdout(), inst.Kubeconfig())
 	progress.finish(notice{Ready: inst.Kubeconfig()})
-	select {
-	case <-ctx.Done():
-		go func() {
-			<-sigs
-			inst.Kill()
-		}()
-		inst.Stop()
-	case <-inst.Done():
-	}
+	stopWhenAsked(ctx, sigs, inst, func() {})
 	return inst.Err()
 }
 

@@ -14,16 +14,12 @@ import (
 // node keeps the virtual Node named by req while its host node runs a
 // tenant Pod, up to date with it, and deletes it after.
 func (s *syncer) node(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	h := &corev1.Node{}
-	if err := s.host.Get(ctx, req.NamespacedName, h); apierrors.IsNotFound(err) {
-		h = nil
-	} else if err != nil {
+	h, err := getOrNil(ctx, s.host, req.NamespacedName, &corev1.Node{})
+	if err != nil {
 		return reconcile.Result{}, err
 	}
-	v := &corev1.Node{}
-	if err := s.virtual.Get(ctx, req.NamespacedName, v); apierrors.IsNotFound(err) {
-		v = nil
-	} else if err != nil {
+	v, err := getOrNil(ctx, s.virtual, req.NamespacedName, &corev1.Node{})
+	if err != nil {
 		return reconcile.Result{}, err
 	}
 	if v != nil && v.Labels[vcluster.NodeLabel] != "true" {

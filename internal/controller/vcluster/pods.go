@@ -26,17 +26,13 @@ type syncer struct {
 
 // pod syncs one virtual Pod, named by req, with its host Pod.
 func (s *syncer) pod(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	v := &corev1.Pod{}
-	if err := s.virtual.Get(ctx, req.NamespacedName, v); apierrors.IsNotFound(err) {
-		v = nil
-	} else if err != nil {
+	v, err := getOrNil(ctx, s.virtual, req.NamespacedName, &corev1.Pod{})
+	if err != nil {
 		return reconcile.Result{}, err
 	}
 	hostKey := client.ObjectKey{Namespace: s.opts.HostNamespace, Name: vcluster.HostName(req.Name, req.Namespace, s.opts.VCluster)}
-	h := &corev1.Pod{}
-	if err := s.host.Get(ctx, hostKey, h); apierrors.IsNotFound(err) {
-		h = nil
-	} else if err != nil {
+	h, err := getOrNil(ctx, s.host, hostKey, &corev1.Pod{})
+	if err != nil {
 		return reconcile.Result{}, err
 	}
 	// The host cache holds only this virtual cluster's Pods, so h is ours

@@ -14,19 +14,13 @@ import (
 // service keeps the host Service of the virtual Service named by req: made
 // and updated while it exists, deleted after.
 func (s *syncer) service(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	v := &corev1.Service{}
-	if err := s.virtual.Get(ctx, req.NamespacedName, v); apierrors.IsNotFound(err) {
-		v = nil
-	} else if err != nil {
+	v, err := getOrNil(ctx, s.virtual, req.NamespacedName, &corev1.Service{})
+	if err != nil || (v != nil && !vcluster.Synced(v)) {
 		return reconcile.Result{}, err
-	} else if !vcluster.Synced(v) {
-		return reconcile.Result{}, nil
 	}
-	h := &corev1.Service{}
 	key := client.ObjectKey{Namespace: s.opts.HostNamespace, Name: vcluster.HostName(req.Name, req.Namespace, s.opts.VCluster)}
-	if err := s.host.Get(ctx, key, h); apierrors.IsNotFound(err) {
-		h = nil
-	} else if err != nil {
+	h, err := getOrNil(ctx, s.host, key, &corev1.Service{})
+	if err != nil {
 		return reconcile.Result{}, err
 	}
 	uid := ""

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
@@ -187,3 +188,16 @@ func Run(ctx context.Context, o Options) error {
 // retry is how soon a Pod waiting for something the syncer does not watch
 // for is looked at again.
 const retry = 2 * time.Second
+
+// getOrNil reads key into obj, and gives nil (and no error) when there is
+// no such object: the syncer's decisions take "gone" as an input.
+func getOrNil[T client.Object](ctx context.Context, c client.Reader, key client.ObjectKey, obj T) (T, error) {
+	var none T
+	if err := c.Get(ctx, key, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			err = nil
+		}
+		return none, err
+	}
+	return obj, nil
+}
