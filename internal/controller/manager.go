@@ -17,9 +17,14 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/uuid"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -31,6 +36,7 @@ import (
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
 	"github.com/berth-dev/berth/internal/controller/admission"
 	checksctrl "github.com/berth-dev/berth/internal/controller/admissioncheck"
+	"github.com/berth-dev/berth/internal/controller/fence"
 	mcctrl "github.com/berth-dev/berth/internal/controller/multicluster"
 	"github.com/berth-dev/berth/internal/controller/queues"
 	topoctrl "github.com/berth-dev/berth/internal/controller/topology"
@@ -150,19 +156,37 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		return err
 	}
 
+	// With leader election, a replica that lost its lease writes nothing
+	// more (package fence): writes go through the fence from here on; the
+	// start-up writes above and the lease's own do not.
+	var lock resourcelock.Interface
+	var wrap func(http.RoundTripper) http.RoundTripper
+	if o.LeaderElect {
+		f := fence.New(clock.RealClock{}, renewDeadline)
+		if lock, err = leaseLock(cfg, o.Namespace); err != nil {
+			return err
+		}
+		lock, wrap = f.Lock(lock), f.Wrap
+		cfg.Wrap(wrap)
+	}
+
 	// The Pods berth queues: its webhook labels every one.
 	podsQueued, err := labels.Parse(berthv1.QueueNameLabel)
 	if err != nil {
 		return err
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                  scheme,
-		Metrics:                 metricsserver.Options{BindAddress: o.MetricsAddr},
-		HealthProbeBindAddress:  o.HealthAddr,
-		PprofBindAddress:        o.PprofAddr,
-		LeaderElection:          o.LeaderElect,
-		LeaderElectionID:        "berth-controller",
-		LeaderElectionNamespace: o.Namespace,
+		Scheme:                              scheme,
+		Metrics:                             metricsserver.Options{BindAddress: o.MetricsAddr},
+		HealthProbeBindAddress:              o.HealthAddr,
+		PprofBindAddress:                    o.PprofAddr,
+		LeaderElection:                      o.LeaderElect,
+		LeaderElectionID:                    "berth-controller",
+		LeaderElectionNamespace:             o.Namespace,
+		LeaderElectionResourceLockInterface: lock,
+		LeaseDuration:                       ptr.To(leaseDuration),
+		RenewDeadline:                       ptr.To(renewDeadline),
+		RetryPeriod:                         ptr.To(retryPeriod),
 		WebhookServer: crwebhook.NewServer(crwebhook.Options{
 			Host: o.WebhookHost, Port: o.WebhookPort, CertDir: filepath.Clean(o.WebhookCertDir)}),
 		// Managed fields are most of a small object's size and berth never
@@ -214,7 +238,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	if err := workerctrl.Setup(mgr, o.Namespace); err != nil {
 		return err
 	}
-	if err := mcctrl.Setup(mgr, mcctrl.Options{Namespace: o.Namespace, Origin: o.Origin, LostTimeout: o.WorkerLostTimeout}); err != nil {
+	if err := mcctrl.Setup(mgr, mcctrl.Options{Namespace: o.Namespace, Origin: o.Origin, LostTimeout: o.WorkerLostTimeout, Wrap: wrap}); err != nil {
 		return err
 	}
 	mgr.GetWebhookServer().Register(placement.WebhookPath, &crwebhook.Admission{Handler: placement.NewGater(scheme)})
@@ -240,4 +264,35 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		return err
 	}
 	return mgr.Start(ctx)
+}
+
+// The leader's lease: another replica may take it leaseDuration after it
+// last saw it renewed; the leader gives it up, and its fence stops its
+// writes, renewDeadline after its last renewal.
+const (
+	leaseDuration = 15 * time.Second
+	renewDeadline = 10 * time.Second
+	retryPeriod   = 2 * time.Second
+)
+
+// leaseLock is the leader-election lock, the Lease berth-controller in
+// namespace, written by its own clients: the fence does not guard them.
+func leaseLock(cfg *rest.Config, namespace string) (resourcelock.Interface, error) {
+	host, err := os.Hostname()
+	if err != nil {
+		return nil, err
+	}
+	cfg = rest.AddUserAgent(rest.CopyConfig(cfg), "leader-election")
+	// One hung request must not cost the lease.
+	cfg.Timeout = renewDeadline / 2
+	core, err := corev1client.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	coord, err := coordinationv1client.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return resourcelock.New(resourcelock.LeasesResourceLock, namespace, "berth-controller", core, coord,
+		resourcelock.ResourceLockConfig{Identity: host + "_" + string(uuid.NewUUID())})
 }

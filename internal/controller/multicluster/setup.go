@@ -2,6 +2,7 @@ package multicluster
 
 import (
 	"context"
+	"net/http"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -44,6 +45,9 @@ type Options struct {
 	// LostTimeout: how long a worker may be unreachable before its
 	// workloads are queued again; default multicluster.DefaultLostTimeout.
 	LostTimeout time.Duration
+	// Wrap, when set, guards the transport to every worker (the leader's
+	// fence: a replica that lost its lease writes to no worker either).
+	Wrap func(http.RoundTripper) http.RoundTripper
 }
 
 // Setup registers the workers' connections, the checks' Active condition
@@ -54,6 +58,7 @@ func Setup(mgr ctrl.Manager, o Options) error {
 	}
 	c := mgr.GetClient()
 	workers := newWorkers(mgr, o.Namespace, o.Origin)
+	workers.wrap = o.Wrap
 	d := &Dispatcher{client: c, rec: mgr.GetEventRecorder("berth-multicluster"), clock: clock.RealClock{},
 		workers: workers, origin: o.Origin, lostTimeout: o.LostTimeout}
 	checks := &Checks{client: c, clock: clock.RealClock{}}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"net/http"
 	"sort"
 	"sync"
 	"time"
@@ -62,6 +63,8 @@ type Workers struct {
 	events    chan event.GenericEvent
 	// changed is called after a worker comes or goes.
 	changed func()
+	// wrap, when set, guards the transport to each worker.
+	wrap func(http.RoundTripper) http.RoundTripper
 
 	mu     sync.Mutex
 	byName map[string]*worker
@@ -126,6 +129,9 @@ func (w *Workers) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 		next.conn = conn
 		w.set(wc.Name, next)
 		return reconcile.Result{}, nil
+	}
+	if w.wrap != nil {
+		cfg.Wrap(w.wrap)
 	}
 	conn, err := w.connect(ctx, wc.Name, cfg, key)
 	if err != nil {
