@@ -101,9 +101,6 @@ func HostPod(v *corev1.Pod, o Options, group *Group) (*corev1.Pod, error) {
 	var errs field.ErrorList
 	spec := field.NewPath("spec")
 	s := &h.Spec
-	if v.Spec.NodeName != "" {
-		errs = append(errs, field.Forbidden(spec.Child("nodeName"), "the host's scheduler places tenant Pods"))
-	}
 	if len(v.Spec.SchedulingGates) > 0 {
 		errs = append(errs, field.Forbidden(spec.Child("schedulingGates"), "not supported in virtual clusters yet"))
 	}
@@ -334,6 +331,18 @@ func RefsOf(v *corev1.Pod) Refs {
 		r.ServiceAccount = "default"
 	}
 	return r
+}
+
+// CheckNew refuses a new virtual Pod that was placed on a node by hand: the
+// host's scheduler places tenant Pods (the syncer binds the virtual Pod
+// after). Checked before its host Pod is made, not after, when the syncer's
+// own binding has set the node.
+func CheckNew(v *corev1.Pod) error {
+	if v.Spec.NodeName != "" {
+		return fmt.Errorf("pod %s/%s: %w", v.Namespace, v.Name,
+			field.Forbidden(field.NewPath("spec", "nodeName"), "the host's scheduler places tenant Pods"))
+	}
+	return nil
 }
 
 // HostUpdate carries what may change in a running virtual Pod to its host

@@ -191,10 +191,13 @@ func TestHostPodRefusesHostAccessUnlessAllowed(t *testing.T) {
 func TestHostPodRefusesWhatItCannotRun(t *testing.T) {
 	v := makePod("p", "ns").Volume(corev1.Volume{Name: "data", VolumeSource: corev1.VolumeSource{
 		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}}).Obj()
-	v.Spec.NodeName = "node-1"
 	_, err := HostPod(v, opts, nil)
-	if err == nil || !strings.Contains(err.Error(), "spec.volumes[0]") || !strings.Contains(err.Error(), "spec.nodeName") {
-		t.Fatalf("HostPod = %v, want spec.volumes[0] and spec.nodeName refused", err)
+	if err == nil || !strings.Contains(err.Error(), "spec.volumes[0]") {
+		t.Fatalf("HostPod = %v, want spec.volumes[0] refused", err)
+	}
+	v.Spec.NodeName = "node-1"
+	if err := CheckNew(v); err == nil || !strings.Contains(err.Error(), "spec.nodeName") {
+		t.Fatalf("CheckNew = %v, want spec.nodeName refused", err)
 	}
 }
 

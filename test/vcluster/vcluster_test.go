@@ -506,3 +506,28 @@ func TestDeleteLeavesNothingOnTheHost(t *testing.T) {
 		t.Fatalf("after deleting virtual cluster vd the host still has %q (%v)", left, err)
 	}
 }
+
+// What may change in a running Pod (labels, images) reaches its host Pod;
+// what the host added (berth's labels, its finalizer) stays.
+func TestRunningPodChangesReachTheHost(t *testing.T) {
+	env := testenv.New(t)
+	env.CreateSimNode(t, env.Name("n1"), nil)
+	tn := inVirtual(t, va, env.Namespace)
+	tn.create(t, MakePod("web", "").Label("app", "web").Toleration(env.Toleration()).Obj())
+	v := tn.running(t, "web")
+	v.Labels["tier"] = "front"
+	v.Spec.Containers[0].Image = "busybox:2"
+	if _, err := tn.kube.CoreV1().Pods(tn.ns).Update(ctx, v, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, wait, func() error {
+		h := tn.hostPod(t, env, "web")
+		if h == nil || h.Labels["tier"] != "front" || h.Labels["app"] != "web" || h.Spec.Containers[0].Image != "busybox:2" {
+			return fmt.Errorf("host pod %v: want the new label and image", h)
+		}
+		if h.Labels[vcluster.Label] != va {
+			return fmt.Errorf("host pod lost the syncer's label: %v", h.Labels)
+		}
+		return nil
+	})
+}

@@ -69,11 +69,12 @@ func (s *syncer) pod(ctx context.Context, req reconcile.Request) (reconcile.Resu
 		return s.createHost(ctx, v)
 	}
 	if h.DeletionTimestamp == nil {
-		if want, err := s.hostPod(ctx, v); err == nil {
-			if updated, changed := vcluster.HostUpdate(want, h); changed {
-				if err := s.host.Update(ctx, updated); err != nil {
-					return reconcile.Result{}, err
-				}
+		want, err := s.hostPod(ctx, v)
+		if err != nil {
+			s.recorder.Event(v, corev1.EventTypeWarning, "SyncError", err.Error())
+		} else if updated, changed := vcluster.HostUpdate(want, h); changed {
+			if err := s.host.Update(ctx, updated); err != nil {
+				return reconcile.Result{}, err
 			}
 		}
 	}
@@ -112,7 +113,11 @@ func (s *syncer) hostPod(ctx context.Context, v *corev1.Pod) (*corev1.Pod, error
 }
 
 func (s *syncer) createHost(ctx context.Context, v *corev1.Pod) (reconcile.Result, error) {
-	h, err := s.hostPod(ctx, v)
+	err := vcluster.CheckNew(v)
+	var h *corev1.Pod
+	if err == nil {
+		h, err = s.hostPod(ctx, v)
+	}
 	if err != nil {
 		s.recorder.Event(v, corev1.EventTypeWarning, "SyncError", err.Error())
 		return reconcile.Result{}, nil // nothing changes until the Pod does
