@@ -155,8 +155,12 @@ func Markdown(r Results) string {
 	controllerMemoryRows(&b, r.ControllerPeakRSSMiB, r.ControllerPeakAnonMiB)
 	auditRow(&b, r.Audit)
 	for _, f := range r.Recovery {
-		fmt.Fprintf(&b, "| %s killed | %d (%d not back); recovered in median %.1f s, at most %.1f s |\n",
-			f.Component, f.Faults, f.Failed, f.Median.Seconds(), f.Max.Seconds())
+		what := f.Component + " killed"
+		if f.Component == chaos.LeaderPause {
+			what = "leader paused past its lease"
+		}
+		fmt.Fprintf(&b, "| %s | %d (%d not back); recovered in median %.1f s, at most %.1f s |\n",
+			what, f.Faults, f.Failed, f.Median.Seconds(), f.Max.Seconds())
 	}
 	fmt.Fprintf(&b, "\n| class | admitted | average time to admission | longest |\n|---|---|---|---|\n")
 	for _, c := range r.Classes {

@@ -72,7 +72,7 @@ func (in *Injector) Run(ctx context.Context, start time.Time) []Result {
 		if d := time.Until(start.Add(f.At)); d > 0 && !wait(d) {
 			return out
 		}
-		restarts, _, err := in.Up(f.Component)
+		restarts, err := in.healthy(ctx, f.Component, poll, backTimeout)
 		r := Result{Fault: f}
 		if err == nil {
 			before := in.Progress()
@@ -80,7 +80,11 @@ func (in *Injector) Run(ctx context.Context, start time.Time) []Result {
 			r.KilledAt = killed.Sub(start)
 			err = in.Kill(f.Component)
 			if err == nil {
-				fmt.Fprintf(log, "chaos: killed %s at %.1fs\n", f.Component, r.KilledAt.Seconds())
+				what := "killed " + f.Component
+				if f.Component == LeaderPause {
+					what = "paused the leading controller replica"
+				}
+				fmt.Fprintf(log, "chaos: %s at %.1fs\n", what, r.KilledAt.Seconds())
 				err = in.follow(ctx, &r, killed, restarts, before, poll, backTimeout)
 			}
 		}
@@ -97,6 +101,29 @@ func (in *Injector) Run(ctx context.Context, start time.Time) []Result {
 		}
 	}
 	return out
+}
+
+// healthy waits until a victim is up (a paused leader's process may be
+// starting again, say) and gives its restart count then.
+func (in *Injector) healthy(ctx context.Context, component string, poll, timeout time.Duration) (int, error) {
+	began := time.Now()
+	for {
+		n, ok, err := in.Up(component)
+		if err == nil && ok {
+			return n, nil
+		}
+		if time.Since(began) > timeout {
+			if err == nil {
+				err = fmt.Errorf("not healthy within %s, so not hit again", timeout)
+			}
+			return 0, err
+		}
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(poll):
+		}
+	}
 }
 
 // follow waits until the killed component is back (restarted and healthy),
@@ -140,11 +167,11 @@ type Summary struct {
 	Max       time.Duration `json:"maxRecovery"`
 }
 
-// Summarize gives each component's count and recovery times, in the order
-// of Components.
+// Summarize gives each kind's count and recovery times, in the order of
+// Kinds.
 func Summarize(results []Result) []Summary {
 	var out []Summary
-	for _, c := range Components {
+	for _, c := range Kinds(true) {
 		s := Summary{Component: c}
 		var rec []time.Duration
 		for _, r := range results {

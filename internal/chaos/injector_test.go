@@ -71,9 +71,10 @@ func TestInjectorKillsInOrderAndMeasuresRecovery(t *testing.T) {
 }
 
 func TestInjectorReportsAComponentThatDoesNotComeBack(t *testing.T) {
+	killed := false
 	in := chaos.Injector{Plan: []chaos.Fault{{Component: "etcd"}},
-		Kill:        func(string) error { return nil },
-		Up:          func(string) (int, bool, error) { return 0, false, nil },
+		Kill:        func(string) error { killed = true; return nil },
+		Up:          func(string) (int, bool, error) { return 0, !killed, nil },
 		Progress:    func() chaos.Progress { return chaos.Progress{} },
 		Poll:        time.Millisecond,
 		BackTimeout: 20 * time.Millisecond}
@@ -83,5 +84,24 @@ func TestInjectorReportsAComponentThatDoesNotComeBack(t *testing.T) {
 	}
 	if s := chaos.Summarize(r); s[0].Failed != 1 {
 		t.Errorf("summary %+v", s)
+	}
+}
+
+// A victim that is not up (a paused leader starting again, say) is waited
+// for, not hit while it is down.
+func TestInjectorWaitsForItsVictimToBeUp(t *testing.T) {
+	up, kills := false, 0
+	in := chaos.Injector{Plan: []chaos.Fault{{Component: "etcd"}},
+		Kill: func(string) error { kills++; return nil },
+		Up: func(string) (int, bool, error) {
+			was := up
+			up = true // up from the second look on
+			return kills, was, nil
+		},
+		Progress: func() chaos.Progress { return chaos.Progress{} },
+		Poll:     time.Millisecond, BackTimeout: time.Second}
+	r := in.Run(context.Background(), time.Now())
+	if len(r) != 1 || r[0].Error != "" || kills != 1 {
+		t.Fatalf("results %+v after %d kills", r, kills)
 	}
 }

@@ -10,6 +10,33 @@ import (
 // Components berth's chaos runs kill, in the names `berth status` gives them.
 var Components = []string{"berth-controller", "kube-apiserver", "etcd", "berth-sim"}
 
+// LeaderPause is the fault of pausing (SIGSTOP) whichever of two controller
+// replicas leads, past its lease, then letting it go on (SIGCONT).
+const LeaderPause = "leader-pause"
+
+// Kinds are the faults of a run: the components' kills, and leader pauses
+// when the controller runs with leader election beside a second replica.
+func Kinds(pause bool) []string {
+	if pause {
+		return append(slices.Clone(Components), LeaderPause)
+	}
+	return Components
+}
+
+// ControllerExits counts the faults of a plan that end the controller
+// component's process: its kills, and the pauses (a paused leader exits
+// when it resumes, and either replica may be the one paused). They share the
+// crash-loop limit of `berth up`.
+func ControllerExits(plan []Fault) int {
+	n := 0
+	for _, f := range plan {
+		if f.Component == Components[0] || f.Component == LeaderPause {
+			n++
+		}
+	}
+	return n
+}
+
 // Fault is one kill: of Component, At after the run's submissions began.
 type Fault struct {
 	At        time.Duration `json:"at"`

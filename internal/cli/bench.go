@@ -22,7 +22,6 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/berth-dev/berth/internal/bench"
-	"github.com/berth-dev/berth/internal/chaos"
 	"github.com/berth-dev/berth/internal/controlplane"
 	"github.com/berth-dev/berth/internal/localcluster"
 )
@@ -88,8 +87,11 @@ creation to admission on a worker. chaos runs baseline with the auditor
 on while it kills (SIGKILL) berth's controller, kube-apiserver, etcd and the
 simulator of the instance, --faults of them, in turn, at moments drawn from
 --seed (printed, so a failing run can be replayed with it), each once the
-last victim is back; it reports each kind's recovery (until the component is
-back and admissions go on) and fails on any broken promise. vcluster creates
+last victim is back; when the instance's controller runs with leader
+election (berth up --controller-flag=--leader-elect) it also starts a second
+replica and pauses whichever leads (SIGSTOP) past its lease, then resumes it.
+It reports each kind's recovery (until the component is back, or another
+replica leads, and admissions go on) and fails on any broken promise. vcluster creates
 virtual cluster "bench" on the instance, 1,000 Pods in it at once, reports
 the time until all run inside, the syncer's API writes per Pod and its peak
 memory, and deletes the virtual cluster (the host needs room for the Pods:
@@ -188,18 +190,16 @@ workload and the controller's peak RSS. See docs/benchmarks.md.`,
 				// Faults spread over most of the run the quota allows at best,
 				// so that the last come while there is still work to do.
 				span := sc.LowerBound(sc.Plan()) * 3 / 4
-				perKind := controlplane.DefaultRestartPolicy().Limit - 1
-				plan, planErr := chaos.Plan(seed, chaos.Components, faults, span, perKind)
-				if planErr != nil {
-					return fmt.Errorf("--faults %d: %w (berth up gives up on a component after %d exits in %s)", faults, planErr,
-						perKind+1, controlplane.DefaultRestartPolicy().Window)
-				}
 				if err := chaosReady(ctx, instanceDir, time.Now()); err != nil {
 					return err
 				}
-				fmt.Fprintf(cmd.ErrOrStderr(), "chaos: seed %d (replay with --seed %d), %d faults over %.0fs\n", seed, seed, len(plan), span.Seconds())
+				faultsFn, plan, stopChaos, err := setUpChaos(ctx, cmd.ErrOrStderr(), instanceDir, cfg, seed, faults, span)
+				if err != nil {
+					return err
+				}
+				defer stopChaos()
 				o.Audit = true
-				o.Chaos = instanceChaos(instanceDir, plan, cmd.ErrOrStderr())
+				o.Chaos = faultsFn
 				res, runErr := bench.Run(ctx, cfg, sc, o)
 				if err = runErr; res != nil {
 					summary = bench.Markdown(*res)
@@ -280,85 +280,6 @@ func reachable(cfg *rest.Config, instanceDir string) (func(context.Context) erro
 		}
 		return nil
 	}, nil
-}
-
-// instanceChaos injects the plan's faults into the instance in dir.
-func instanceChaos(dir string, plan []chaos.Fault, log io.Writer) func(context.Context, time.Time, func() chaos.Progress) []chaos.Result {
-	component := func(name string) (*controlplane.ComponentStatus, error) {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		st, err := controlplane.ReadStatus(ctx, dir)
-		if err != nil {
-			return nil, err
-		}
-		for i := range st.Components {
-			if st.Components[i].Name == name {
-				return &st.Components[i], nil
-			}
-		}
-		return nil, fmt.Errorf("the instance has no component %s", name)
-	}
-	return func(ctx context.Context, start time.Time, progress func() chaos.Progress) []chaos.Result {
-		in := chaos.Injector{Plan: plan, Progress: progress, Log: log,
-			Kill: func(name string) error {
-				c, err := component(name)
-				if err != nil {
-					return err
-				}
-				if !c.Running || c.PID == 0 {
-					return fmt.Errorf("%s is not running", name)
-				}
-				return syscall.Kill(c.PID, syscall.SIGKILL)
-			},
-			Up: func(name string) (int, bool, error) {
-				c, err := component(name)
-				if err != nil {
-					return 0, false, err
-				}
-				return c.Restarts, c.Running && c.Health == "ok", nil
-			}}
-		return in.Run(ctx, start)
-	}
-}
-
-// chaosVerdict fails a chaos run that broke a promise, or that ended
-// before every fault was injected and recovered from.
-func chaosVerdict(r *bench.Results, planned int) error {
-	if r.Audit != nil && r.Audit.Violations > 0 {
-		return fmt.Errorf("the auditor found %d broken promises: %v", r.Audit.Violations, r.Audit.First)
-	}
-	if len(r.Faults) < planned {
-		return fmt.Errorf("the run ended after %d of %d faults; give it more work (--scale) or fewer faults", len(r.Faults), planned)
-	}
-	for _, f := range r.Faults {
-		if f.Error != "" {
-			return fmt.Errorf("%s killed at %.1fs: %s", f.Component, f.KilledAt.Seconds(), f.Error)
-		}
-	}
-	return nil
-}
-
-// chaosReady refuses a run on an instance that is not healthy, or whose
-// components exited within the supervisor's crash-loop window: their exits
-// count towards giving up, and this run's kills could stop the instance.
-func chaosReady(ctx context.Context, dir string, now time.Time) error {
-	st, err := controlplane.ReadStatus(ctx, dir)
-	if err != nil {
-		return err
-	}
-	if !st.Healthy() {
-		return fmt.Errorf("the instance is not healthy (see berth status); chaos needs every component up to begin")
-	}
-	window := controlplane.DefaultRestartPolicy().Window
-	for _, c := range st.Components {
-		if c.LastExit != nil && now.Sub(c.LastExit.At) < window {
-			return fmt.Errorf("%s exited %s ago: berth up gives up on a component that exits %d times in %s, so this run's kills "+
-				"could stop the instance; wait until %s, or start a fresh instance",
-				c.Name, now.Sub(c.LastExit.At).Round(time.Second), controlplane.DefaultRestartPolicy().Limit, window,
-				c.LastExit.At.Add(window).Format(time.TimeOnly))
-		}
-	}
-	return nil
 }
 
 // benchVCluster makes virtual cluster "bench" on the instance in dir, runs
