@@ -38,7 +38,10 @@ func setUpChaos(ctx context.Context, log io.Writer, dir string, cfg *rest.Config
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	pause := leaderElected(ctx, kube)
+	pause, err := leaderElected(ctx, dir, kube)
+	if err != nil {
+		return nil, nil, nil, err
+	}
 	policy := controlplane.DefaultRestartPolicy()
 	perKind := policy.Limit - 1
 	plan, err = chaos.Plan(seed, chaos.Kinds(pause), faults, span, perKind)
@@ -60,12 +63,47 @@ func setUpChaos(ctx context.Context, log io.Writer, dir string, cfg *rest.Config
 	return instanceChaos(dir, plan, log, &leaders{kube: kube, dir: dir, second: r}), plan, r.stop, nil
 }
 
-// leaderElected reports whether the controller holds a fresh lease: it runs
-// with leader election.
-func leaderElected(ctx context.Context, kube kubernetes.Interface) bool {
-	l, err := kube.CoordinationV1().Leases("berth-system").Get(ctx, "berth-controller", metav1.GetOptions{})
-	return err == nil && l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != "" &&
-		l.Spec.RenewTime != nil && time.Since(l.Spec.RenewTime.Time) < 15*time.Second
+// leaderElected reports whether the instance's controller runs with leader
+// election (its command line says so: the last --leader-elect wins), and
+// then waits until it holds the lease: it may still be electing itself.
+func leaderElected(ctx context.Context, dir string, kube kubernetes.Interface) (bool, error) {
+	st, err := controlplane.ReadState(controlplane.Layout{Dir: dir})
+	if err != nil || st == nil {
+		return false, fmt.Errorf("the instance's state: %v", err)
+	}
+	on := false
+	for _, c := range st.Components {
+		if c.Name != chaos.Components[0] {
+			continue
+		}
+		cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", c.Process.PID))
+		if err != nil {
+			return false, fmt.Errorf("the controller's command line: %w", err)
+		}
+		for _, arg := range strings.Split(string(cmdline), "\x00") {
+			switch arg {
+			case "--leader-elect", "--leader-elect=true":
+				on = true
+			case "--leader-elect=false":
+				on = false
+			}
+		}
+	}
+	for deadline := time.Now().Add(time.Minute); on; {
+		l, err := kube.CoordinationV1().Leases("berth-system").Get(ctx, "berth-controller", metav1.GetOptions{})
+		if err == nil && l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			return false, fmt.Errorf("the controller runs with leader election but holds no lease after a minute (%v)", err)
+		}
+		select {
+		case <-ctx.Done():
+			return false, ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	return on, nil
 }
 
 // replica is a second controller replica a chaos run keeps running (it is
@@ -174,36 +212,49 @@ type leaders struct {
 	second *replica
 }
 
-// leads reports whether the replica serving metricsURL leads now; a paused
-// or starting replica does not answer, and does not lead.
-func leads(metricsURL string) bool {
-	c := http.Client{Timeout: 3 * time.Second}
+// leads reports whether the replica serving metricsURL leads now (its
+// leader-election metric says so); a paused or starting replica does not
+// answer, and does not lead.
+func leads(metricsURL string) error {
+	c := http.Client{Timeout: 5 * time.Second}
 	resp, err := c.Get(metricsURL)
 	if err != nil {
-		return false
+		return err
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
-	return err == nil && strings.Contains(string(b), `leader_election_master_status{name="berth-controller"} 1`)
+	if err != nil {
+		return err
+	}
+	if !strings.Contains(string(b), `leader_election_master_status{name="berth-controller"} 1`) {
+		return fmt.Errorf("does not lead")
+	}
+	return nil
 }
 
 // pause stops the leader (SIGSTOP) and lets it go on (SIGCONT) after
 // pauseFor.
 func (l *leaders) pause(instanceController func() (*controlplane.ComponentStatus, error)) error {
 	pid := 0
-	// A busy replica may be slow to answer: look again for a while.
-	for deadline := time.Now().Add(15 * time.Second); pid == 0; {
+	// A busy replica may be slow to answer, and the lease may be changing
+	// hands: look again for a while.
+	for deadline := time.Now().Add(time.Minute); pid == 0; {
 		c, err := instanceController()
-		switch {
-		case err == nil && c.Running && leads(fmt.Sprintf("http://127.0.0.1:%d/metrics", c.Port)):
-			pid = c.PID
-		case leads(l.second.metrics):
-			pid = l.second.currentPID()
-		case time.Now().After(deadline):
-			return fmt.Errorf("neither controller replica says it leads")
-		default:
-			time.Sleep(200 * time.Millisecond)
+		if err == nil {
+			if err = leads(fmt.Sprintf("http://127.0.0.1:%d/metrics", c.Port)); err == nil {
+				pid = c.PID
+				break
+			}
 		}
+		errSecond := leads(l.second.metrics)
+		if errSecond == nil {
+			pid = l.second.currentPID()
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("no controller replica says it leads (the instance's: %v; the second: %v)", err, errSecond)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
 		return err
