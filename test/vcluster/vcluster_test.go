@@ -266,6 +266,9 @@ func TestTenantsCannotReachBeyondTheirNamespace(t *testing.T) {
 		h.Annotations[vcluster.NamespaceAnnotation] != tn.ns || h.Annotations[vcluster.UIDAnnotation] == "victim" {
 		t.Errorf("host pod carries what the tenant forged: labels %v annotations %v", h.Labels, h.Annotations)
 	}
+	if ref := metav1.GetControllerOf(h); ref == nil || ref.Kind != "ServiceAccount" || ref.Name != "berth-vcluster-"+va {
+		t.Errorf("host pod's controller %+v: want the syncer's ServiceAccount, so no host controller adopts it", ref)
+	}
 
 	// Names built so that naive joining would make two Pods one host Pod.
 	other := inVirtual(t, va, "b-x-"+tn.ns)

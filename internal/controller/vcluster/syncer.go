@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -78,7 +79,9 @@ func Run(ctx context.Context, o Options) error {
 		return fmt.Errorf("host ServiceAccount %s/%s, the owner of every host object of virtual cluster %s: %w",
 			o.HostNamespace, o.OwnerServiceAccount, o.VCluster, err)
 	}
-	o.Owner = &metav1.OwnerReference{APIVersion: "v1", Kind: "ServiceAccount", Name: sa.Name, UID: sa.UID}
+	// As their controller: no host controller adopts a tenant's Pod, whatever
+	// its labels.
+	o.Owner = &metav1.OwnerReference{APIVersion: "v1", Kind: "ServiceAccount", Name: sa.Name, UID: sa.UID, Controller: ptr.To(true)}
 
 	if o.MetricsAddr == "" {
 		o.MetricsAddr = "0"
