@@ -7,8 +7,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -118,13 +116,13 @@ type replica struct {
 
 func startReplica(dir string, log io.Writer) (*replica, error) {
 	l := controlplane.Layout{Dir: dir}
-	ports := make([]string, 3)
+	ports := make([]int, 3)
 	for i := range ports {
 		p, err := controlplane.FreePort()
 		if err != nil {
 			return nil, err
 		}
-		ports[i] = strconv.Itoa(p)
+		ports[i] = p
 	}
 	health, metrics, webhook := ports[0], ports[1], ports[2]
 	logf, err := os.OpenFile(l.LogFile("berth-controller-2"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
@@ -135,12 +133,8 @@ func startReplica(dir string, log io.Writer) (*replica, error) {
 	if err != nil {
 		return nil, err
 	}
-	args := []string{"controller", "--leader-elect",
-		"--kubeconfig=" + l.ComponentKubeconfig(localcluster.ControllerIdentity.Name),
-		"--health-probe-bind-address=127.0.0.1:" + health, "--metrics-bind-address=127.0.0.1:" + metrics,
-		"--webhook-host=127.0.0.1", "--webhook-port=" + webhook, "--webhook-url=https://127.0.0.1:" + webhook,
-		"--webhook-cert-dir=" + filepath.Join(dir, "controller", "webhook-certs-2")}
-	r := &replica{metrics: "http://127.0.0.1:" + metrics + "/metrics", done: make(chan struct{}), stopped: make(chan struct{})}
+	args := append(localcluster.ControllerArgs(l, health, metrics, webhook, "webhook-certs-2"), "--leader-elect")
+	r := &replica{metrics: fmt.Sprintf("http://127.0.0.1:%d/metrics", metrics), done: make(chan struct{}), stopped: make(chan struct{})}
 	start := func() (*exec.Cmd, error) {
 		cmd := exec.Command(self, args...)
 		cmd.Stdout, cmd.Stderr = logf, logf

@@ -24,6 +24,22 @@ var ControllerIdentity = controlplane.Identity{Name: "berth-controller", User: "
 // SimIdentity is the user the simulator authenticates as locally.
 var SimIdentity = controlplane.Identity{Name: "berth-sim", User: "berth-sim"}
 
+// ControllerArgs run `berth controller` against the instance in l, as its
+// own identity, on loopback ports: health, metrics and webhook. Its webhook
+// certificate goes in controller/<certDir>. A second replica (a chaos run's,
+// a test's) runs with other ports and certDir, and --leader-elect.
+func ControllerArgs(l controlplane.Layout, health, metrics, webhook int, certDir string) []string {
+	return []string{"controller",
+		"--kubeconfig=" + l.ComponentKubeconfig(ControllerIdentity.Name),
+		"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(health),
+		"--metrics-bind-address=127.0.0.1:" + strconv.Itoa(metrics),
+		"--webhook-host=127.0.0.1",
+		"--webhook-port=" + strconv.Itoa(webhook),
+		"--webhook-url=https://127.0.0.1:" + strconv.Itoa(webhook),
+		"--webhook-cert-dir=" + filepath.Join(l.Dir, "controller", certDir),
+	}
+}
+
 // Config is what differs between one `berth up` and another.
 type Config struct {
 	Name    string
@@ -74,16 +90,8 @@ func Options(c Config) controlplane.Options {
 				ports[i] = p
 			}
 			health, metrics, webhook, simHealth := ports[0], ports[1], ports[2], ports[3]
-			args := append([]string{"controller",
-				"--kubeconfig=" + l.ComponentKubeconfig(ControllerIdentity.Name),
-				"--leader-elect=false",
-				"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(health),
-				"--metrics-bind-address=127.0.0.1:" + strconv.Itoa(metrics),
-				"--webhook-host=127.0.0.1",
-				"--webhook-port=" + strconv.Itoa(webhook),
-				"--webhook-url=https://127.0.0.1:" + strconv.Itoa(webhook),
-				"--webhook-cert-dir=" + filepath.Join(l.Dir, "controller", "webhook-certs"),
-			}, c.ControllerArgs...)
+			args := append(ControllerArgs(l, health, metrics, webhook, "webhook-certs"), "--leader-elect=false")
+			args = append(args, c.ControllerArgs...)
 			simArgs := append([]string{"sim",
 				"--kubeconfig=" + l.ComponentKubeconfig(SimIdentity.Name),
 				"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(simHealth),

@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -64,23 +63,19 @@ func TestPausedLeaderHandsOver(t *testing.T) {
 
 	// The second replica, as a Deployment's second Pod would run.
 	l := controlplane.Layout{Dir: inst.dir}
-	port := func() string {
+	port := func() int {
 		p, err := controlplane.FreePort()
 		if err != nil {
 			t.Fatal(err)
 		}
-		return strconv.Itoa(p)
+		return p
 	}
 	health, metrics, webhook := port(), port(), port()
 	logf, err := os.Create(filepath.Join(t.TempDir(), "replica2.log"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	second := exec.Command(inst.bin, "controller", "--leader-elect",
-		"--kubeconfig="+l.ComponentKubeconfig(localcluster.ControllerIdentity.Name),
-		"--health-probe-bind-address=127.0.0.1:"+health, "--metrics-bind-address=127.0.0.1:"+metrics,
-		"--webhook-host=127.0.0.1", "--webhook-port="+webhook, "--webhook-url=https://127.0.0.1:"+webhook,
-		"--webhook-cert-dir="+t.TempDir())
+	second := exec.Command(inst.bin, append(localcluster.ControllerArgs(l, health, metrics, webhook, "webhook-certs-test"), "--leader-elect")...)
 	second.Stdout, second.Stderr = logf, logf
 	if err := second.Start(); err != nil {
 		t.Fatal(err)
@@ -90,7 +85,7 @@ func TestPausedLeaderHandsOver(t *testing.T) {
 		_ = second.Wait()
 	})
 	testenv.Eventually(t, time.Minute, func() error {
-		resp, err := http.Get("http://127.0.0.1:" + health + "/healthz")
+		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/healthz", health))
 		if err != nil {
 			return err
 		}
