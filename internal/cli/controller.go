@@ -47,7 +47,7 @@ throughput long before the API server is busy.`,
 	f.StringVar(&o.MetricsAddr, "metrics-bind-address", o.MetricsAddr, "address for /metrics (0 disables)")
 	f.StringVar(&o.HealthAddr, "health-probe-bind-address", o.HealthAddr, "address for /healthz and /readyz")
 	f.StringVar(&o.PprofAddr, "pprof-bind-address", o.PprofAddr, "address for Go's /debug/pprof profiles (default off)")
-	f.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "elect a leader, so replicas can run for availability")
+	f.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "elect a leader, so replicas can run for availability; a replica that lost its lease (paused past it, say) writes nothing more")
 	f.StringVar(&o.WebhookHost, "webhook-host", o.WebhookHost, "address the webhook server listens on (default all)")
 	f.IntVar(&o.WebhookPort, "webhook-port", o.WebhookPort, "port the webhook server listens on")
 	f.StringVar(&o.WebhookCertDir, "webhook-cert-dir", o.WebhookCertDir, "directory for the webhook's serving certificate (default: a temporary one)")
