@@ -169,6 +169,9 @@ func createVCluster(ctx context.Context, progress io.Writer, dir string, s *vclu
 	if s.AdminKubeconfig, err = filepath.Abs(s.AdminKubeconfig); err != nil {
 		return "", err
 	}
+	if _, err := os.Stat(s.AdminKubeconfig); err != nil {
+		return "", fmt.Errorf("no host kubeconfig at %s: start the instance with 'berth up' (with the same --name and --data-dir), or pass --host-kubeconfig", s.AdminKubeconfig)
+	}
 	vdir := filepath.Join(vclustersDir(dir), s.Name)
 	if old, err := readSettings(vdir); err == nil {
 		return "", fmt.Errorf("virtual cluster %s exists already (host namespace %s, data in %s); it starts with 'berth up', or delete it with 'berth vcluster delete %s'",
@@ -182,6 +185,7 @@ func createVCluster(ctx context.Context, progress io.Writer, dir string, s *vclu
 	fmt.Fprintf(progress, "making the syncer's account in host namespace %s\n", s.HostNamespace)
 	if err := prepareHost(pctx, s, vdir); err != nil {
 		os.RemoveAll(vdir)
+		_ = os.Remove(vclustersDir(dir)) // only if this was the first
 		return "", err
 	}
 	if err := writeSettings(vdir, s); err != nil {
