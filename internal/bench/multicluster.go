@@ -168,27 +168,17 @@ func RunMultiCluster(ctx context.Context, cfg *rest.Config, sc MultiCluster, sca
 
 	fmt.Fprintf(o.Progress, "creating %d Jobs on the manager\n", sc.Jobs)
 	began := time.Now()
-	var createErr error
-	var once sync.Once
-	sem := make(chan struct{}, 32)
-	var wg sync.WaitGroup
-	for i := 0; i < sc.Jobs; i++ {
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			job := mcJob("job-"+strconv.Itoa(i), sc.Duration)
-			at := time.Now()
-			if err := m.Create(ctx, job); err != nil {
-				once.Do(func() { createErr = fmt.Errorf("creating Job %s: %w", job.Name, err) })
-				return
-			}
-			mu.Lock()
-			created[jobs.WorkloadName(job)] = at
-			mu.Unlock()
-		}()
-	}
-	wg.Wait()
+	createErr := parallel(sc.Jobs, 32, func(i int) error {
+		job := mcJob("job-"+strconv.Itoa(i), sc.Duration)
+		at := time.Now()
+		if err := m.Create(ctx, job); err != nil {
+			return fmt.Errorf("creating Job %s: %w", job.Name, err)
+		}
+		mu.Lock()
+		created[jobs.WorkloadName(job)] = at
+		mu.Unlock()
+		return nil
+	})
 	createSeconds := time.Since(began).Seconds()
 	if createErr != nil {
 		return nil, createErr

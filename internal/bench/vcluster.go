@@ -31,7 +31,6 @@ func VClusterAt(scale float64) VCluster { return VCluster{Pods: max(1, int(math.
 
 // VClusterTarget is the virtual cluster a run measures.
 type VClusterTarget struct {
-	Name string
 	// Virtual reaches the virtual cluster, Host the host.
 	Virtual, Host *rest.Config
 	// SyncerMetrics is the syncer's /metrics URL; SyncerPID its process.
@@ -145,32 +144,17 @@ func RunVCluster(ctx context.Context, t VClusterTarget, sc VCluster, scale float
 	})
 
 	began := time.Now()
-	names := make(chan string)
-	var wg sync.WaitGroup
-	var createErr error
-	for range 32 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for name := range names {
-				p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name},
-					Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "busybox"}}}}
-				mu.Lock()
-				created[name] = time.Now()
-				mu.Unlock()
-				if _, err := virtual.CoreV1().Pods(vclusterBenchNamespace).Create(ctx, p, metav1.CreateOptions{}); err != nil {
-					mu.Lock()
-					createErr = fmt.Errorf("creating pod %s: %w", name, err)
-					mu.Unlock()
-				}
-			}
-		}()
-	}
-	for i := range sc.Pods {
-		names <- fmt.Sprintf("pod-%05d", i)
-	}
-	close(names)
-	wg.Wait()
+	createErr := parallel(sc.Pods, 32, func(i int) error {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("pod-%05d", i)},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "busybox"}}}}
+		mu.Lock()
+		created[p.Name] = time.Now()
+		mu.Unlock()
+		if _, err := virtual.CoreV1().Pods(vclusterBenchNamespace).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("creating pod %s: %w", p.Name, err)
+		}
+		return nil
+	})
 	createSeconds := time.Since(began).Seconds()
 	if createErr != nil {
 		return nil, createErr

@@ -299,7 +299,7 @@ func benchVCluster(ctx context.Context, progress io.Writer, dir string, host *re
 	if err != nil {
 		return nil, err
 	}
-	t := bench.VClusterTarget{Name: s.Name, Virtual: virtual, Host: host}
+	t := bench.VClusterTarget{Virtual: virtual, Host: host}
 	st, err := controlplane.ReadState(controlplane.Layout{Dir: filepath.Join(vclustersDir(dir), s.Name)})
 	if err != nil || st == nil {
 		return nil, fmt.Errorf("virtual cluster %s: no state (%v)", s.Name, err)

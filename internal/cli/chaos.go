@@ -58,7 +58,7 @@ func setUpChaos(ctx context.Context, log io.Writer, dir string, cfg *rest.Config
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	return instanceChaos(dir, plan, log, &leaders{kube: kube, dir: dir, second: r}), plan, r.stop, nil
+	return instanceChaos(dir, plan, log, &leaders{kube: kube, second: r}), plan, r.stop, nil
 }
 
 // leaderElected reports whether the instance's controller runs with leader
@@ -202,7 +202,6 @@ func (r *replica) currentPID() int {
 // leaders finds which controller replica leads, and pauses it.
 type leaders struct {
 	kube   kubernetes.Interface
-	dir    string
 	second *replica
 }
 

@@ -15,8 +15,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -211,11 +209,10 @@ func deleteVCluster(ctx context.Context, progress io.Writer, dir, name string, t
 	}
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	admin, err := clientcmd.BuildConfigFromFlags("", s.AdminKubeconfig)
+	host, err := s.host()
 	if err != nil {
-		return nil, fmt.Errorf("host kubeconfig: %w", err)
+		return nil, err
 	}
-	host := vcsyncer.Host{Admin: admin, VCluster: s.Name, Namespace: s.HostNamespace}
 	if err := host.Clean(cctx, s.CreatedNamespace, progress); err != nil {
 		return nil, fmt.Errorf("%w (run 'berth vcluster delete %s' again to finish)", err, s.Name)
 	}
@@ -298,23 +295,22 @@ func stopVClusters(dir string, out io.Writer) error {
 	return errors.Join(errs...)
 }
 
-func hostClient(kubeconfig string) (*rest.Config, kubernetes.Interface, error) {
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+// host is where the virtual cluster runs, as its creator reaches it.
+func (s *vclusterSettings) host() (vcsyncer.Host, error) {
+	admin, err := clientcmd.BuildConfigFromFlags("", s.AdminKubeconfig)
 	if err != nil {
-		return nil, nil, fmt.Errorf("host kubeconfig: %w", err)
+		return vcsyncer.Host{}, fmt.Errorf("host kubeconfig: %w", err)
 	}
-	kc, err := kubernetes.NewForConfig(cfg)
-	return cfg, kc, err
+	return vcsyncer.Host{Admin: admin, VCluster: s.Name, Namespace: s.HostNamespace}, nil
 }
 
 // prepareHost sets the host up for a new virtual cluster and writes the
 // syncer's host kubeconfig.
 func prepareHost(ctx context.Context, s *vclusterSettings, vdir string) error {
-	admin, err := clientcmd.BuildConfigFromFlags("", s.AdminKubeconfig)
+	host, err := s.host()
 	if err != nil {
-		return fmt.Errorf("host kubeconfig: %w", err)
+		return err
 	}
-	host := vcsyncer.Host{Admin: admin, VCluster: s.Name, Namespace: s.HostNamespace}
 	kubeconfig, created, err := host.Prepare(ctx)
 	if err != nil {
 		// Nothing half made is left behind.
@@ -362,9 +358,9 @@ func newVClusterListCommand() *cobra.Command {
 					ready = "yes"
 				}
 				pods := "?"
-				if _, kc, err := hostClient(s.AdminKubeconfig); err == nil {
-					if list, err := kc.CoreV1().Pods(s.HostNamespace).List(ctx, metav1.ListOptions{LabelSelector: vcluster.Label + "=" + s.Name}); err == nil {
-						pods = fmt.Sprint(len(list.Items))
+				if h, err := s.host(); err == nil {
+					if n, err := h.Pods(ctx); err == nil {
+						pods = fmt.Sprint(n)
 					}
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", name, s.HostNamespace, ready, pods)

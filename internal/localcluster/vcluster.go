@@ -30,10 +30,6 @@ type VirtualConfig struct {
 // SyncerComponent is the syncer's component name in the virtual cluster's instance.
 const SyncerComponent = "berth-vcluster-syncer"
 
-// InstanceName is the control-plane instance name of virtual cluster name
-// (its kubeconfig context is berth-vc-<name>).
-func InstanceName(name string) string { return "vc-" + name }
-
 // VirtualOptions turns a VirtualConfig into the control plane's options:
 // etcd, kube-apiserver and kube-controller-manager (no scheduler: the host
 // schedules), then the syncer, supervised like every component.
@@ -44,7 +40,7 @@ func VirtualOptions(c VirtualConfig) controlplane.Options {
 	}
 	plan.Virtual = true
 	return controlplane.Options{
-		Name: InstanceName(c.Name), DataDir: c.DataDir, Binary: c.Binary, Port: c.Port, Plan: plan, Progress: c.Progress,
+		Name: "vc-" + c.Name, // its kubeconfig context is berth-vc-<name> DataDir: c.DataDir, Binary: c.Binary, Port: c.Port, Plan: plan, Progress: c.Progress,
 		Extra: func(l controlplane.Layout, _ controlplane.Ports) ([]controlplane.Component, error) {
 			health, err := controlplane.FreePort()
 			if err != nil {

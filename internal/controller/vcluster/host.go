@@ -192,6 +192,19 @@ func (h Host) Clean(ctx context.Context, deleteNamespace bool, progress io.Write
 	}
 }
 
+// Pods is how many host Pods the virtual cluster has.
+func (h Host) Pods(ctx context.Context) (int, error) {
+	kc, err := kubernetes.NewForConfig(h.Admin)
+	if err != nil {
+		return 0, err
+	}
+	list, err := kc.CoreV1().Pods(h.Namespace).List(ctx, h.selector())
+	if err != nil {
+		return 0, err
+	}
+	return len(list.Items), nil
+}
+
 // Left names what is left on the host of the virtual cluster (its labelled
 // objects, its RBAC, and its namespace if withNamespace); "" when nothing is.
 func (h Host) Left(ctx context.Context, withNamespace bool) (string, error) {
