@@ -40,7 +40,8 @@ func VirtualOptions(c VirtualConfig) controlplane.Options {
 	}
 	plan.Virtual = true
 	return controlplane.Options{
-		Name: "vc-" + c.Name, // its kubeconfig context is berth-vc-<name> DataDir: c.DataDir, Binary: c.Binary, Port: c.Port, Plan: plan, Progress: c.Progress,
+		// Its kubeconfig context is berth-vc-<name>.
+		Name: "vc-" + c.Name, DataDir: c.DataDir, Binary: c.Binary, Port: c.Port, Plan: plan, Progress: c.Progress,
 		Extra: func(l controlplane.Layout, _ controlplane.Ports) ([]controlplane.Component, error) {
 			health, err := controlplane.FreePort()
 			if err != nil {
