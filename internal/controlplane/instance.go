@@ -215,7 +215,7 @@ func (i *Instance) startStages(ctx context.Context, comps []Component) error {
 			i.update(func(s *State) {
 				s.Components = append(s.Components, ComponentState{
 					Name: c.Name, Process: ProcessRef{PID: p.pid(), StartTime: p.startTime},
-					Port: c.Port, HealthURL: c.HealthURL, Log: p.logPath,
+					Port: c.Port, HealthURL: c.HealthURL, Log: p.logPath, Started: p.started.UTC(),
 				})
 			})
 			batch = append(batch, p)
@@ -280,7 +280,7 @@ func (i *Instance) supervise() {
 	for k, p := range i.procs {
 		watch(k, p)
 	}
-	exits := make([][]time.Time, len(i.procs))
+	crashes := make([][]time.Time, len(i.procs))
 	for {
 		select {
 		case <-i.stopReq:
@@ -291,12 +291,14 @@ func (i *Instance) supervise() {
 			return
 		case k := <-exited:
 			p, now := i.procs[k], time.Now()
-			delay, ok := i.opts.Restart.next(exits[k], now)
-			exits[k] = append(exits[k], now)
+			delay, ok, crash := i.opts.Restart.next(crashes[k], now, now.Sub(p.started))
+			if crash {
+				crashes[k] = append(crashes[k], now)
+			}
 			if !ok {
 				ce := &ComponentError{Component: p.name, Log: p.logPath, LogTail: p.logTail(20),
-					Problem: fmt.Sprintf("exited unexpectedly %d times within %s, the last time with %s; not restarted again",
-						i.opts.Restart.recent(exits[k], now), i.opts.Restart.Window, p.exitReason())}
+					Problem: fmt.Sprintf("exited unexpectedly %d times within %s, each less than %s after it started, the last time with %s; not restarted again",
+						i.opts.Restart.recent(crashes[k], now), i.opts.Restart.Window, i.opts.Restart.Stable, p.exitReason())}
 				fmt.Fprintf(i.progress, "error: %v\n", ce)
 				i.shutdown(ce)
 				return
@@ -321,6 +323,7 @@ func (i *Instance) supervise() {
 			i.procs[k] = p
 			i.update(func(s *State) {
 				s.Components[k].Process = ProcessRef{PID: p.pid(), StartTime: p.startTime}
+				s.Components[k].Started = p.started.UTC()
 				s.Components[k].Restarts++
 			})
 			fmt.Fprintf(i.progress, "%s restarted (pid %d)\n", c.Name, p.pid())

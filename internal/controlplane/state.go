@@ -51,6 +51,8 @@ type ComponentState struct {
 	Port      int        `json:"port"`
 	HealthURL string     `json:"healthURL"`
 	Log       string     `json:"log"`
+	// Started is when its process was started.
+	Started time.Time `json:"started"`
 	// Restarts counts the times it was restarted after exiting on its own.
 	Restarts int `json:"restarts,omitempty"`
 	// LastExit is how it ended the last time it exited on its own.

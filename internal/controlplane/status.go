@@ -1,6 +1,8 @@
 package controlplane
 
 import (
+	"time"
+
 	"context"
 	"fmt"
 	"path/filepath"
@@ -28,6 +30,8 @@ type ComponentStatus struct {
 	// Health is "ok", the failing check's error, or "-" when not running.
 	Health string `json:"health"`
 	Log    string `json:"log"`
+	// Started is when its process was started.
+	Started time.Time `json:"started"`
 	// Restarts after exiting on its own, and how it ended the last time.
 	Restarts int   `json:"restarts"`
 	LastExit *Exit `json:"lastExit,omitempty"`
@@ -84,7 +88,7 @@ func ReadStatus(ctx context.Context, dataDir string) (*Status, error) {
 	s.Components = make([]ComponentStatus, len(st.Components))
 	var wg sync.WaitGroup
 	for k, c := range st.Components {
-		cs := ComponentStatus{Name: c.Name, PID: c.Process.PID, Port: c.Port, Log: c.Log,
+		cs := ComponentStatus{Name: c.Name, PID: c.Process.PID, Port: c.Port, Log: c.Log, Started: c.Started,
 			Running: c.Process.Alive(), Health: "-", Restarts: c.Restarts, LastExit: c.LastExit}
 		s.Components[k] = cs
 		if cs.Running {
