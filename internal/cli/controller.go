@@ -38,7 +38,14 @@ throughput long before the API server is busy.`,
 			if err != nil {
 				return fmt.Errorf("loading a kubeconfig (--kubeconfig, $KUBECONFIG or in-cluster): %w", err)
 			}
-			return controller.Run(ctrl.SetupSignalHandler(), cfg, o)
+			if err := o.Lease.Validate(); err != nil {
+				return err
+			}
+			ctx := ctrl.SetupSignalHandler()
+			if err := awaitAPIServer(ctx, cfg, cmd.ErrOrStderr()); err != nil {
+				return err
+			}
+			return controller.Run(ctx, cfg, o)
 		},
 	}
 	f := cmd.Flags()
@@ -48,6 +55,12 @@ throughput long before the API server is busy.`,
 	f.StringVar(&o.HealthAddr, "health-probe-bind-address", o.HealthAddr, "address for /healthz and /readyz")
 	f.StringVar(&o.PprofAddr, "pprof-bind-address", o.PprofAddr, "address for Go's /debug/pprof profiles (default off)")
 	f.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "elect a leader, so replicas can run for availability; a replica that lost its lease (paused past it, say) writes nothing more")
+	f.DurationVar(&o.Lease.Duration, "leader-elect-lease-duration", o.Lease.Duration,
+		"with --leader-elect: how long after the leader last renewed its lease another replica may take it")
+	f.DurationVar(&o.Lease.RenewDeadline, "leader-elect-renew-deadline", o.Lease.RenewDeadline,
+		"with --leader-elect: how long after its last renewal the leader gives up (and writes nothing more); shorter than the lease duration")
+	f.DurationVar(&o.Lease.RetryPeriod, "leader-elect-retry-period", o.Lease.RetryPeriod,
+		"with --leader-elect: how often replicas try to take or renew the lease")
 	f.StringVar(&o.WebhookHost, "webhook-host", o.WebhookHost, "address the webhook server listens on (default all)")
 	f.IntVar(&o.WebhookPort, "webhook-port", o.WebhookPort, "port the webhook server listens on")
 	f.StringVar(&o.WebhookCertDir, "webhook-cert-dir", o.WebhookCertDir, "directory for the webhook's serving certificate (default: a temporary one)")

@@ -71,6 +71,8 @@ type Options struct {
 	// PprofAddr serves Go's /debug/pprof ("" or "0" disables it).
 	PprofAddr   string
 	LeaderElect bool
+	// Lease times the leader election; zero is DefaultLease.
+	Lease Lease
 	// WebhookHost and WebhookPort are where the webhook server listens.
 	WebhookHost string
 	WebhookPort int
@@ -103,7 +105,7 @@ type Options struct {
 // DefaultOptions are the defaults of `berth controller`.
 func DefaultOptions() Options {
 	return Options{
-		Namespace: "berth-system", MetricsAddr: ":8080", HealthAddr: ":8081", LeaderElect: true,
+		Namespace: "berth-system", MetricsAddr: ":8080", HealthAddr: ":8081", LeaderElect: true, Lease: DefaultLease(),
 		WebhookPort: 9443, WebhookService: "berth-webhook",
 		// Admission throughput is bounded by the API server's write rate, not
 		// by the client: a low client-side limit (Kueue's is 50/s) would be
@@ -133,6 +135,12 @@ func outlineWorkloads(obj any) (any, error) {
 
 // Run runs the controller until ctx ends.
 func Run(ctx context.Context, cfg *rest.Config, o Options) error {
+	if o.Lease == (Lease{}) {
+		o.Lease = DefaultLease()
+	}
+	if err := o.Lease.Validate(); err != nil {
+		return err
+	}
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = o.QPS, o.Burst
 	scheme := Scheme()
@@ -162,8 +170,8 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	var lock resourcelock.Interface
 	var wrap func(http.RoundTripper) http.RoundTripper
 	if o.LeaderElect {
-		f := fence.New(clock.RealClock{}, renewDeadline)
-		if lock, err = leaseLock(cfg, o.Namespace); err != nil {
+		f := fence.New(clock.RealClock{}, o.Lease.RenewDeadline)
+		if lock, err = leaseLock(cfg, o.Namespace, o.Lease.RenewDeadline); err != nil {
 			return err
 		}
 		lock, wrap = f.Lock(lock), f.Wrap
@@ -184,9 +192,9 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		LeaderElectionID:                    "berth-controller",
 		LeaderElectionNamespace:             o.Namespace,
 		LeaderElectionResourceLockInterface: lock,
-		LeaseDuration:                       ptr.To(leaseDuration),
-		RenewDeadline:                       ptr.To(renewDeadline),
-		RetryPeriod:                         ptr.To(retryPeriod),
+		LeaseDuration:                       ptr.To(o.Lease.Duration),
+		RenewDeadline:                       ptr.To(o.Lease.RenewDeadline),
+		RetryPeriod:                         ptr.To(o.Lease.RetryPeriod),
 		WebhookServer: crwebhook.NewServer(crwebhook.Options{
 			Host: o.WebhookHost, Port: o.WebhookPort, CertDir: filepath.Clean(o.WebhookCertDir)}),
 		// Managed fields are most of a small object's size and berth never
@@ -266,18 +274,37 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	return mgr.Start(ctx)
 }
 
-// The leader's lease: another replica may take it leaseDuration after it
-// last saw it renewed; the leader gives it up, and its fence stops its
-// writes, renewDeadline after its last renewal.
-const (
-	leaseDuration = 15 * time.Second
-	renewDeadline = 10 * time.Second
-	retryPeriod   = 2 * time.Second
-)
+// Lease times leader election: another replica may take the lease Duration
+// after it last saw it renewed; the leader tries to renew every RetryPeriod,
+// and gives it up, its fence stopping its writes, RenewDeadline after its
+// last renewal.
+type Lease struct {
+	Duration, RenewDeadline, RetryPeriod time.Duration
+}
+
+// DefaultLease is kube-controller-manager's timing.
+func DefaultLease() Lease {
+	return Lease{Duration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second}
+}
+
+// Validate refuses timings under which two replicas could lead at once, or
+// a leader could not renew in time.
+func (l Lease) Validate() error {
+	switch {
+	case l.RetryPeriod <= 0:
+		return fmt.Errorf("--leader-elect-retry-period %s: must be positive", l.RetryPeriod)
+	case l.RenewDeadline <= l.RetryPeriod:
+		return fmt.Errorf("--leader-elect-renew-deadline %s: must be longer than --leader-elect-retry-period %s", l.RenewDeadline, l.RetryPeriod)
+	case l.Duration <= l.RenewDeadline:
+		return fmt.Errorf("--leader-elect-lease-duration %s: must be longer than --leader-elect-renew-deadline %s, or a replica that lost the lease could still write while another leads",
+			l.Duration, l.RenewDeadline)
+	}
+	return nil
+}
 
 // leaseLock is the leader-election lock, the Lease berth-controller in
 // namespace, written by its own clients: the fence does not guard them.
-func leaseLock(cfg *rest.Config, namespace string) (resourcelock.Interface, error) {
+func leaseLock(cfg *rest.Config, namespace string, renewDeadline time.Duration) (resourcelock.Interface, error) {
 	host, err := os.Hostname()
 	if err != nil {
 		return nil, err
