@@ -215,11 +215,15 @@ with berth.dev/sim-exit-code when that is not 0, and deleted pods go.`,
 			}
 			rc.QPS, rc.Burst = qps, burst
 			rc.UserAgent = "berth-sim"
+			ctx := ctrl.SetupSignalHandler()
+			if err := awaitAPIServer(ctx, rc, cmd.ErrOrStderr()); err != nil {
+				return err
+			}
 			s, err := sim.New(cfg, rc)
 			if err != nil {
 				return err
 			}
-			return s.Run(ctrl.SetupSignalHandler())
+			return s.Run(ctx)
 		},
 	}
 	f := cmd.Flags()

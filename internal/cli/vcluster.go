@@ -509,7 +509,13 @@ func newVClusterSyncerCommand() *cobra.Command {
 			for _, c := range []*rest.Config{o.Virtual, o.Host} {
 				c.QPS, c.Burst = 200, 400
 			}
-			return vcsyncer.Run(ctrl.SetupSignalHandler(), o)
+			ctx := ctrl.SetupSignalHandler()
+			for _, c := range []*rest.Config{o.Virtual, o.Host} {
+				if err := awaitAPIServer(ctx, c, cmd.ErrOrStderr()); err != nil {
+					return err
+				}
+			}
+			return vcsyncer.Run(ctx, o)
 		},
 	}
 	f := cmd.Flags()
