@@ -274,22 +274,46 @@ func SetEvicted(w *berthv1.Workload, reason, message string, now time.Time, back
 	}
 }
 
-// StopsByDeletion reports whether the workload's pods cannot be held back
-// again once they run, only deleted: a plain Pod's, or a pod group's (owned
-// by its Pods). Such a workload keeps its quota while it is stopping
-// (SetStopping), until its pods are gone.
-func StopsByDeletion(w *berthv1.Workload) bool {
+// KeepsQuotaWhileStopping reports whether an evicted workload keeps its
+// quota until its pods have stopped: a plain Pod's or a pod group's (owned
+// by its Pods, which can only be deleted), or a batch/v1 Job's (suspended,
+// its pods then deleted by the Job controller). Its integration gives the
+// quota back (ReleaseStopped) once they are gone, so the quota is never
+// admitted to another workload while these pods still run, however long
+// stopping them takes (an API server down, say).
+func KeepsQuotaWhileStopping(w *berthv1.Workload) bool {
 	return slices.ContainsFunc(w.OwnerReferences, func(r metav1.OwnerReference) bool {
-		return r.Kind == "Pod" && r.APIVersion == "v1"
+		return (r.Kind == "Pod" && r.APIVersion == "v1") || (r.Kind == "Job" && r.APIVersion == "batch/v1")
 	})
 }
 
-// SetStopping records that a workload that StopsByDeletion must give its
-// quota back: Evicted becomes True, with reason and message, while it keeps
-// its admission, so its quota is counted until its pods are gone and its
-// owner finishes it. Until then nothing else can take that quota.
-func SetStopping(w *berthv1.Workload, reason, message string, now time.Time) {
+// SetStopping records that a workload that KeepsQuotaWhileStopping must
+// give its quota back: Evicted becomes True, with reason and message, while
+// it keeps its admission, so its quota is counted until its pods are gone.
+// Whether it then waits before it may be admitted again (backoff, as in
+// SetEvicted) is decided now and kept in its requeue state.
+func SetStopping(w *berthv1.Workload, reason, message string, now time.Time, backoff bool) {
 	setCondition(w, berthv1.WorkloadEvicted, metav1.ConditionTrue, reason, message, now)
+	switch {
+	case backoff:
+		if w.Status.RequeueState == nil {
+			w.Status.RequeueState = &berthv1.RequeueState{}
+		}
+		at := metav1.NewTime(now)
+		w.Status.RequeueState.RequeueAt = &at
+	case w.Status.RequeueState != nil:
+		w.Status.RequeueState.RequeueAt = nil
+	}
+}
+
+// ReleaseStopped gives back the quota of a stopping workload whose pods are
+// gone: it is evicted as SetStopping recorded, and queues again.
+func ReleaseStopped(w *berthv1.Workload, now time.Time) {
+	reason, message := "Evicted", "evicted"
+	if c := meta.FindStatusCondition(w.Status.Conditions, berthv1.WorkloadEvicted); c != nil {
+		reason, message = c.Reason, c.Message
+	}
+	SetEvicted(w, reason, message, now, w.Status.RequeueState != nil && w.Status.RequeueState.RequeueAt != nil)
 }
 
 // IsStopping reports a workload that holds quota while its pods are being

@@ -101,6 +101,50 @@ func TestPreemptionBackoffDoubles(t *testing.T) {
 	}
 }
 
+// A Job's or a Pod's workload keeps its quota while it stops, and gets the
+// backoff decided at its eviction once it gives the quota back; a
+// Workload of its own (nothing runs for it) is evicted at once.
+func TestStoppingKeepsQuotaUntilReleased(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	owned := func(apiVersion, kind string) *berthv1.Workload {
+		w := &berthv1.Workload{ObjectMeta: metav1.ObjectMeta{OwnerReferences: []metav1.OwnerReference{{APIVersion: apiVersion, Kind: kind, Name: "x"}}}}
+		SetAdmitted(w, &berthv1.Admission{ClusterQueue: "cq"}, nil, now)
+		return w
+	}
+	for _, tc := range []struct {
+		w    *berthv1.Workload
+		keep bool
+	}{
+		{owned("batch/v1", "Job"), true}, {owned("v1", "Pod"), true},
+		{owned("example.com/v1", "Job"), false}, {&berthv1.Workload{}, false},
+	} {
+		if got := KeepsQuotaWhileStopping(tc.w); got != tc.keep {
+			t.Errorf("%v: keeps quota while stopping %v, want %v", tc.w.OwnerReferences, got, tc.keep)
+		}
+	}
+	for _, backoff := range []bool{true, false} {
+		w := owned("batch/v1", "Job")
+		SetEvicted(w, "Preempted", "an earlier preemption", now, true) // leaves a RequeueAt behind
+		SetAdmitted(w, &berthv1.Admission{ClusterQueue: "cq"}, nil, now)
+		SetStopping(w, "Preempted", "preempted by ns/big", now, backoff)
+		if !HasQuota(w) || !IsStopping(w) {
+			t.Fatalf("stopping: has quota %v, stopping %v; want both", HasQuota(w), IsStopping(w))
+		}
+		later := now.Add(time.Minute)
+		ReleaseStopped(w, later)
+		ev := meta.FindStatusCondition(w.Status.Conditions, berthv1.WorkloadEvicted)
+		if HasQuota(w) || IsStopping(w) || ev == nil || ev.Message != "preempted by ns/big" {
+			t.Fatalf("released: has quota %v, stopping %v, Evicted %+v", HasQuota(w), IsStopping(w), ev)
+		}
+		if got := w.Status.RequeueState.RequeueAt != nil; got != backoff {
+			t.Errorf("backoff decided %v, applied %v (%+v)", backoff, got, w.Status.RequeueState)
+		}
+		if backoff && !w.Status.RequeueState.RequeueAt.Time.Equal(later.Add(BackoffFor(2))) {
+			t.Errorf("requeue at %v, want the second eviction's backoff from the release", w.Status.RequeueState.RequeueAt)
+		}
+	}
+}
+
 // A finished workload keeps what berth reads of it, and is still seen as
 // finished and no longer holding quota; others are untouched.
 func TestOutlineKeepsWhatBerthReadsOfFinishedWorkloads(t *testing.T) {

@@ -588,10 +588,10 @@ func (c *Controller) evict(ctx context.Context, req evictReq) error {
 	}
 	orig := wl.DeepCopy()
 	now := c.clock.Now()
-	if workload.StopsByDeletion(wl) {
-		// Its pods can only be deleted: it keeps its quota until they are
-		// gone, when its owner finishes it.
-		workload.SetStopping(wl, req.reason, req.message, now)
+	if workload.KeepsQuotaWhileStopping(wl) {
+		// It keeps its quota until its pods are gone; its integration then
+		// gives it back.
+		workload.SetStopping(wl, req.reason, req.message, now, req.rule != "" || req.backoff)
 	} else {
 		workload.SetEvicted(wl, req.reason, req.message, now, req.rule != "" || req.backoff)
 	}

@@ -61,6 +61,17 @@ func WorkloadNameFor(name string, uid types.UID) string {
 // Suspended reports spec.suspend.
 func Suspended(job *batchv1.Job) bool { return job.Spec.Suspend != nil && *job.Spec.Suspend }
 
+// Stopped reports whether a suspended Job's pods are gone: none active or
+// terminating, as the Job controller counts them. A Job run elsewhere (its
+// spec.managedBy names another controller, a worker cluster's copy runs
+// it) has no pods here: it is stopped once suspended.
+func Stopped(job *batchv1.Job) bool {
+	if job.Spec.ManagedBy != nil && *job.Spec.ManagedBy != batchv1.JobControllerName {
+		return true
+	}
+	return job.Status.Active == 0 && (job.Status.Terminating == nil || *job.Status.Terminating == 0)
+}
+
 // Finished reports whether the Job ended, and whether it failed.
 func Finished(job *batchv1.Job) (finished, failed bool) {
 	for _, c := range job.Status.Conditions {
@@ -95,11 +106,14 @@ func PodSets(job *batchv1.Job) []berthv1.PodSet {
 	return []berthv1.PodSet{ps}
 }
 
+// NameLabel on a Job's Workload names the Job (cut to 63 characters).
+const NameLabel = "berth.dev/job-name"
+
 // NewWorkload makes a Job's Workload, owned by the Job so that it goes when the
 // Job goes.
 func NewWorkload(job *batchv1.Job, queue string, priority *int32, priorityClass string) *berthv1.Workload {
 	return integration.NewWorkload(job, batchv1.SchemeGroupVersion.WithKind("Job"), WorkloadName(job),
-		map[string]string{"berth.dev/job-name": truncate(job.Name, 63), "berth.dev/job-uid": string(job.UID)},
+		map[string]string{NameLabel: truncate(job.Name, 63), "berth.dev/job-uid": string(job.UID)},
 		berthv1.WorkloadSpec{PodSets: PodSets(job), QueueName: queue, Priority: priority, PriorityClassName: priorityClass})
 }
 

@@ -120,3 +120,32 @@ func TestResized(t *testing.T) {
 		}
 	}
 }
+
+// A suspended Job has stopped once the Job controller counts none of its
+// pods active or terminating; one run on a worker cluster, once suspended.
+func TestStoppedWhenItsPodsAreGone(t *testing.T) {
+	job := func(active int32, terminating *int32, managedBy string) *batchv1.Job {
+		j := &batchv1.Job{Status: batchv1.JobStatus{Active: active, Terminating: terminating}}
+		if managedBy != "" {
+			j.Spec.ManagedBy = &managedBy
+		}
+		return j
+	}
+	zero, one := int32(0), int32(1)
+	for _, tc := range []struct {
+		name string
+		job  *batchv1.Job
+		want bool
+	}{
+		{"pods active", job(2, nil, ""), false},
+		{"pods terminating", job(0, &one, ""), false},
+		{"none", job(0, &zero, ""), true},
+		{"none, terminating not counted", job(0, nil, ""), true},
+		{"the Job controller's, pods active", job(1, nil, batchv1.JobControllerName), false},
+		{"run on a worker cluster", job(1, nil, ManagedBy), true},
+	} {
+		if got := Stopped(tc.job); got != tc.want {
+			t.Errorf("%s: stopped %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

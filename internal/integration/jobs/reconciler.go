@@ -126,6 +126,22 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, nil
 	}
 
+	if workload.IsStopping(&wl) {
+		// Evicted: its quota is given back once the Job is suspended and
+		// its pods are gone, so that no other workload is admitted to it
+		// while they run.
+		if !Suspended(&job) {
+			return reconcile.Result{}, r.suspend(ctx, &job, "its Workload "+wl.Name+" is evicted")
+		}
+		if !Stopped(&job) {
+			return reconcile.Result{}, nil // its status changes as its pods go
+		}
+		orig := wl.DeepCopy()
+		workload.ReleaseStopped(&wl, r.clock.Now())
+		return reconcile.Result{}, client.IgnoreNotFound(r.client.Status().Patch(ctx, &wl,
+			client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})))
+	}
+
 	if workload.IsAdmitted(&wl) {
 		if !Suspended(&job) {
 			if why := Resized(&wl, &job); why != "" {

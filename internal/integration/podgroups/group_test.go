@@ -85,7 +85,7 @@ func admitted(wl *berthv1.Workload) *berthv1.Workload {
 }
 
 func stopping(wl *berthv1.Workload) *berthv1.Workload {
-	workload.SetStopping(admitted(wl), "Preempted", "preempted by ns/big", now)
+	workload.SetStopping(admitted(wl), "Preempted", "preempted by ns/big", now, true)
 	return wl
 }
 

@@ -9,7 +9,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -200,8 +199,7 @@ func (r *Reconciler) carryOut(ctx context.Context, g *Group, p Plan) error {
 		return client.IgnoreNotFound(r.client.Delete(ctx, wl, client.Preconditions{UID: &wl.UID, ResourceVersion: &wl.ResourceVersion}))
 	case p.Release:
 		orig := wl.DeepCopy()
-		c := meta.FindStatusCondition(wl.Status.Conditions, berthv1.WorkloadEvicted)
-		workload.SetEvicted(wl, c.Reason, c.Message, now, false)
+		workload.ReleaseStopped(wl, now)
 		return r.patchStatus(ctx, wl, orig)
 	case p.Finish:
 		orig := wl.DeepCopy()

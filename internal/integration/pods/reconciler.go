@@ -7,7 +7,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
@@ -116,8 +115,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if Gated(&pod) {
 			// It never started: give the quota back, and it queues again.
 			orig := wl.DeepCopy()
-			c := meta.FindStatusCondition(wl.Status.Conditions, berthv1.WorkloadEvicted)
-			workload.SetEvicted(&wl, c.Reason, c.Message, r.clock.Now(), false)
+			workload.ReleaseStopped(&wl, r.clock.Now())
 			return reconcile.Result{}, client.IgnoreNotFound(r.client.Status().Patch(ctx, &wl,
 				client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})))
 		}
