@@ -61,15 +61,25 @@ func WorkloadNameFor(name string, uid types.UID) string {
 // Suspended reports spec.suspend.
 func Suspended(job *batchv1.Job) bool { return job.Spec.Suspend != nil && *job.Spec.Suspend }
 
-// Stopped reports whether a suspended Job's pods are gone: none active or
-// terminating, as the Job controller counts them. A Job run elsewhere (its
+// Stopped reports whether a suspended Job's pods are gone: the Job
+// controller has taken in the suspension (its Suspended condition) and
+// counts none active or terminating. A Job run elsewhere (its
 // spec.managedBy names another controller, a worker cluster's copy runs
 // it) has no pods here: it is stopped once suspended.
 func Stopped(job *batchv1.Job) bool {
+	if !Suspended(job) {
+		return false
+	}
 	if job.Spec.ManagedBy != nil && *job.Spec.ManagedBy != batchv1.JobControllerName {
 		return true
 	}
-	return job.Status.Active == 0 && (job.Status.Terminating == nil || *job.Status.Terminating == 0)
+	suspended := false
+	for _, c := range job.Status.Conditions {
+		if c.Type == batchv1.JobSuspended && c.Status == corev1.ConditionTrue {
+			suspended = true
+		}
+	}
+	return suspended && job.Status.Active == 0 && (job.Status.Terminating == nil || *job.Status.Terminating == 0)
 }
 
 // Finished reports whether the Job ended, and whether it failed.

@@ -121,11 +121,14 @@ func TestResized(t *testing.T) {
 	}
 }
 
-// A suspended Job has stopped once the Job controller counts none of its
-// pods active or terminating; one run on a worker cluster, once suspended.
+// A suspended Job has stopped once the Job controller has taken in the
+// suspension and counts none of its pods active or terminating; one run on
+// a worker cluster, once suspended.
 func TestStoppedWhenItsPodsAreGone(t *testing.T) {
-	job := func(active int32, terminating *int32, managedBy string) *batchv1.Job {
-		j := &batchv1.Job{Status: batchv1.JobStatus{Active: active, Terminating: terminating}}
+	yes, no := true, false
+	taken := []batchv1.JobCondition{{Type: batchv1.JobSuspended, Status: corev1.ConditionTrue}}
+	job := func(suspend *bool, conds []batchv1.JobCondition, active int32, terminating *int32, managedBy string) *batchv1.Job {
+		j := &batchv1.Job{Spec: batchv1.JobSpec{Suspend: suspend}, Status: batchv1.JobStatus{Conditions: conds, Active: active, Terminating: terminating}}
 		if managedBy != "" {
 			j.Spec.ManagedBy = &managedBy
 		}
@@ -137,12 +140,15 @@ func TestStoppedWhenItsPodsAreGone(t *testing.T) {
 		job  *batchv1.Job
 		want bool
 	}{
-		{"pods active", job(2, nil, ""), false},
-		{"pods terminating", job(0, &one, ""), false},
-		{"none", job(0, &zero, ""), true},
-		{"none, terminating not counted", job(0, nil, ""), true},
-		{"the Job controller's, pods active", job(1, nil, batchv1.JobControllerName), false},
-		{"run on a worker cluster", job(1, nil, ManagedBy), true},
+		{"running", job(&no, nil, 2, nil, ""), false},
+		{"suspended, not yet taken in by the Job controller", job(&yes, nil, 0, nil, ""), false},
+		{"pods active", job(&yes, taken, 2, nil, ""), false},
+		{"pods terminating", job(&yes, taken, 0, &one, ""), false},
+		{"none", job(&yes, taken, 0, &zero, ""), true},
+		{"none, terminating not counted", job(&yes, taken, 0, nil, ""), true},
+		{"the Job controller's, pods active", job(&yes, taken, 1, nil, batchv1.JobControllerName), false},
+		{"run on a worker cluster, suspended", job(&yes, nil, 1, nil, ManagedBy), true},
+		{"run on a worker cluster, running", job(&no, nil, 1, nil, ManagedBy), false},
 	} {
 		if got := Stopped(tc.job); got != tc.want {
 			t.Errorf("%s: stopped %v, want %v", tc.name, got, tc.want)

@@ -33,7 +33,9 @@ import (
 
 // Reconciler keeps each queued Job and its Workload in step.
 type Reconciler struct {
-	client    client.Client
+	client client.Client
+	// live reads from the API server, not the cache.
+	live      client.Reader
 	rec       events.EventRecorder
 	clock     clock.Clock
 	manageAll bool
@@ -42,7 +44,7 @@ type Reconciler struct {
 // Setup registers the Job reconciler with mgr; manageAll queues Jobs without a
 // queue label in their namespace's LocalQueue "default".
 func Setup(mgr ctrl.Manager, manageAll bool) error {
-	r := &Reconciler{client: mgr.GetClient(), rec: mgr.GetEventRecorder("berth-jobs"), clock: clock.RealClock{},
+	r := &Reconciler{client: mgr.GetClient(), live: mgr.GetAPIReader(), rec: mgr.GetEventRecorder("berth-jobs"), clock: clock.RealClock{},
 		manageAll: manageAll}
 	queued := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		job, ok := o.(*batchv1.Job)
@@ -135,6 +137,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		if !Stopped(&job) {
 			return reconcile.Result{}, nil // its status changes as its pods go
+		}
+		// The cache may lag a write that started the Job a moment ago (this
+		// Workload's own admission): the API server itself must say its
+		// pods are gone before the quota is.
+		var live batchv1.Job
+		if err := r.live.Get(ctx, req.NamespacedName, &live); err != nil {
+			return reconcile.Result{}, client.IgnoreNotFound(err)
+		}
+		if live.UID != job.UID || !Stopped(&live) {
+			return reconcile.Result{RequeueAfter: time.Second}, nil
 		}
 		orig := wl.DeepCopy()
 		workload.ReleaseStopped(&wl, r.clock.Now())

@@ -3,6 +3,7 @@ package pods
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -31,14 +32,16 @@ import (
 // Reconciler keeps each queued Pod and its Workload in step.
 type Reconciler struct {
 	client client.Client
-	rec    events.EventRecorder
-	clock  clock.Clock
+	// live reads from the API server, not the cache.
+	live  client.Reader
+	rec   events.EventRecorder
+	clock clock.Clock
 }
 
 // Setup registers the Pod reconciler with mgr. It sees only Pods that carry
 // berth's queue label: the webhook puts it on every Pod it holds.
 func Setup(mgr ctrl.Manager) error {
-	r := &Reconciler{client: mgr.GetClient(), rec: mgr.GetEventRecorder("berth-pods"), clock: clock.RealClock{}}
+	r := &Reconciler{client: mgr.GetClient(), live: mgr.GetAPIReader(), rec: mgr.GetEventRecorder("berth-pods"), clock: clock.RealClock{}}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("pod").
 		For(&corev1.Pod{}).
@@ -113,7 +116,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	if workload.IsStopping(&wl) {
 		if Gated(&pod) {
-			// It never started: give the quota back, and it queues again.
+			// It never started: give the quota back, and it queues again;
+			// unless the cache lags berth's own start of it, so the API
+			// server says.
+			var live corev1.Pod
+			if err := r.live.Get(ctx, req.NamespacedName, &live); err != nil {
+				return reconcile.Result{}, client.IgnoreNotFound(err)
+			}
+			if live.UID != pod.UID || !Gated(&live) {
+				return reconcile.Result{RequeueAfter: time.Second}, nil
+			}
 			orig := wl.DeepCopy()
 			workload.ReleaseStopped(&wl, r.clock.Now())
 			return reconcile.Result{}, client.IgnoreNotFound(r.client.Status().Patch(ctx, &wl,
