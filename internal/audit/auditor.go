@@ -10,6 +10,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -38,8 +39,8 @@ type Auditor struct {
 	track  *Tracker
 	seen   map[string]bool
 	found  []Violation
-	// dismissed counts quota violations a cache showed and a consistent
-	// read did not (confirm).
+	// dismissed counts violations a cache showed and a consistent read
+	// did not (confirm, confirmJobs).
 	dismissed int
 }
 
@@ -100,7 +101,11 @@ func Start(ctx context.Context, cfg *rest.Config, interval time.Duration, scope 
 					a.mu.Lock()
 					a.dismissed += len(seen) - len(over)
 					a.record(over...)
-					a.record(a.track.Jobs(s)...)
+					jobs := a.track.Jobs(s)
+					a.mu.Unlock()
+					kept := a.confirmJobs(ctx, jobs)
+					a.mu.Lock()
+					a.record(kept...)
 					a.mu.Unlock()
 				}
 			}
@@ -180,8 +185,42 @@ func (a *Auditor) confirm(ctx context.Context, found []Violation) []Violation {
 	return out
 }
 
-// Dismissed counts the quota violations seen in the cache that a
-// consistent read a moment later did not show.
+// confirmJobs keeps the Jobs found running unadmitted that a consistent
+// read shows so too. The caches of Jobs and of Workloads are not in step
+// with each other: after the API server restarted, one may be relisted
+// while the other's watch still waits to reconnect, showing a Job started
+// beside its Workload from before its admission. A dismissed Job's grace
+// starts again, so one that really runs unadmitted is reported later.
+func (a *Auditor) confirmJobs(ctx context.Context, found []Violation) []Violation {
+	var out []Violation
+	for _, v := range found {
+		ns, name, _ := strings.Cut(strings.TrimPrefix(v.Objects[0], "Job "), "/")
+		var job batchv1.Job
+		var wls berthv1.WorkloadList
+		err := a.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &job)
+		if err == nil {
+			err = a.client.List(ctx, &wls, client.InNamespace(ns))
+		}
+		switch {
+		case apierrors.IsNotFound(err):
+			// Gone: it runs no more.
+		case err != nil:
+			out = append(out, v) // cannot tell: keep it
+			continue
+		case runsUnadmitted(&job, admittedJobs(ptrs(wls.Items))):
+			out = append(out, v)
+			continue
+		}
+		a.mu.Lock()
+		a.dismissed++
+		a.track.Unreport(v.Objects[0][len("Job "):], time.Now())
+		a.mu.Unlock()
+	}
+	return out
+}
+
+// Dismissed counts the violations (quota, Jobs running unadmitted) seen in
+// the cache that a consistent read a moment later did not show.
 func (a *Auditor) Dismissed() int {
 	a.mu.Lock()
 	defer a.mu.Unlock()

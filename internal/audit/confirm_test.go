@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
@@ -35,6 +36,39 @@ func TestConfirmKeepsOnlyWhatAConsistentReadShows(t *testing.T) {
 		a := &Auditor{client: c, scope: Scope{NamespacePrefix: "ns"}}
 		if got := a.confirm(context.Background(), seen); len(got) != tc.want {
 			t.Errorf("%s: kept %s; want %d", tc.name, rules(got), tc.want)
+		}
+	}
+}
+
+// A Job the cache shows running unadmitted counts only if a consistent read
+// shows it so too; a dismissed one is looked at again after a new grace.
+func TestConfirmJobsKeepsOnlyWhatAConsistentReadShows(t *testing.T) {
+	job := MakeJob("j", "ns").Queue("q").Obj()
+	job.UID = "job-uid"
+	job.Spec.Suspend = new(bool)
+	wl := admitted("w", "cq", "1", now)
+	yes := true
+	wl.OwnerReferences = []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: "j", UID: "job-uid", Controller: &yes}}
+	pending := wl.DeepCopy()
+	pending.Status = berthv1.WorkloadStatus{}
+	found := []Violation{{At: now, Rule: RunsWithoutQuota, Objects: []string{"Job ns/j"}}}
+	for _, tc := range []struct {
+		name   string
+		stored []client.Object
+		want   int
+	}{
+		{"the API server holds its admitted Workload", []client.Object{job, wl}, 0},
+		{"the API server holds it unadmitted", []client.Object{job, pending}, 1},
+		{"the Job is gone", []client.Object{wl}, 0},
+	} {
+		c := fake.NewClientBuilder().WithScheme(controller.Scheme()).WithObjects(tc.stored...).WithStatusSubresource().Build()
+		a := &Auditor{client: c, track: NewTracker(0), scope: Scope{NamespacePrefix: "ns"}}
+		a.track.reported["ns/j"] = true
+		if got := a.confirmJobs(context.Background(), found); len(got) != tc.want {
+			t.Errorf("%s: kept %s; want %d", tc.name, rules(got), tc.want)
+		}
+		if again := !a.track.reported["ns/j"]; again != (tc.want == 0) {
+			t.Errorf("%s: looked at again %v", tc.name, again)
 		}
 	}
 }

@@ -76,19 +76,12 @@ func (t *Tracker) Forget(namespace, name string) { delete(t.admittedAt, key(name
 // longer than Grace while its Workload was not admitted: it held no quota,
 // or still waited for an admission check.
 func (t *Tracker) Jobs(s Snapshot) []Violation {
-	quota := map[types.UID]bool{} // Jobs whose Workload is admitted
-	for _, w := range s.Workloads {
-		for _, o := range w.OwnerReferences {
-			if o.Kind == "Job" && holdsQuota(w) && meta.IsStatusConditionTrue(w.Status.Conditions, berthv1.WorkloadAdmitted) {
-				quota[o.UID] = true
-			}
-		}
-	}
+	quota := admittedJobs(s.Workloads)
 	var out []Violation
 	seen := map[string]bool{}
 	for _, j := range s.Jobs {
 		k := key(j.Namespace, j.Name)
-		if !queued(j) || suspended(j) || finished(j) || quota[j.UID] {
+		if !runsUnadmitted(j, quota) {
 			continue
 		}
 		seen[k] = true
@@ -109,6 +102,35 @@ func (t *Tracker) Jobs(s Snapshot) []Violation {
 		}
 	}
 	return out
+}
+
+// Unreport forgets that Job k was reported, and starts its grace again: the
+// report was not confirmed.
+func (t *Tracker) Unreport(k string, now time.Time) {
+	if t.reported[k] {
+		delete(t.reported, k)
+		t.since[k] = now
+	}
+}
+
+// admittedJobs are the Jobs whose Workload is admitted (quota and every
+// check), by UID.
+func admittedJobs(workloads []*berthv1.Workload) map[types.UID]bool {
+	quota := map[types.UID]bool{}
+	for _, w := range workloads {
+		for _, o := range w.OwnerReferences {
+			if o.Kind == "Job" && holdsQuota(w) && meta.IsStatusConditionTrue(w.Status.Conditions, berthv1.WorkloadAdmitted) {
+				quota[o.UID] = true
+			}
+		}
+	}
+	return quota
+}
+
+// runsUnadmitted: a queued Job that runs (not suspended, not finished)
+// while its Workload is not admitted.
+func runsUnadmitted(j *batchv1.Job, admitted map[types.UID]bool) bool {
+	return queued(j) && !suspended(j) && !finished(j) && !admitted[j.UID]
 }
 
 func queued(j *batchv1.Job) bool {

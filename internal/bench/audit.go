@@ -16,7 +16,7 @@ import (
 type AuditResult struct {
 	Violations int      `json:"violations"`
 	First      []string `json:"first,omitempty"` // the first ten, in words
-	// Dismissed: quota violations the auditor's cache showed for a moment
+	// Dismissed: violations the auditor's cache showed for a moment
 	// that a consistent read of the API server did not (audit.Auditor.Dismissed).
 	Dismissed int `json:"dismissed,omitempty"`
 }
@@ -37,7 +37,9 @@ func startAudit(ctx context.Context, cfg *rest.Config, on bool) (*audit.Auditor,
 
 // endAudit adds the end-state checks to what the auditor saw; running says
 // whether workloads may still hold quota at the end. Queue status trails
-// the workloads by up to a second or so, hence a few tries.
+// the workloads by up to a second or so, and after a fault (a chaos run's
+// last) by as long as a new leader takes to win its lease and fill its
+// caches, hence tries for up to a minute.
 func endAudit(a *audit.Auditor, running bool) *AuditResult {
 	if a == nil {
 		return nil
@@ -45,7 +47,7 @@ func endAudit(a *audit.Auditor, running bool) *AuditResult {
 	vs := a.Violations()
 	var end []audit.Violation
 	var err error
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(500 * time.Millisecond) {
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(500 * time.Millisecond) {
 		end, err = a.Settle(context.Background(), running)
 		if (err == nil && len(end) == 0) || time.Now().After(deadline) {
 			break
