@@ -98,7 +98,11 @@ func RunE2EJobs(ctx context.Context, cfg *rest.Config, kubeconfig, bin string, e
 	}
 	st, runErr := runOnSim(ctx, cfg, kubeconfig, bin, simRun{Scenario: "e2e-jobs", What: fmt.Sprintf("%d Jobs of %d pods", e.Jobs, e.Parallelism), Nodes: e.Nodes, QuotaCPU: e.QuotaCPU,
 		UnitLabel: batchv1.JobNameLabel, Units: units,
-		Create: func(ctx context.Context, c client.Client, u unit) error { return c.Create(ctx, benchJob(u.Name, e)) },
+		Create: func(ctx context.Context, c client.Client, u unit) error {
+			job := benchJob(u.Name, jobsQueue, int32(e.Parallelism), e.Duration)
+			job.Labels[berthv1.QueueNameLabel] = "bench"
+			return c.Create(ctx, job)
+		},
 	}, scale, o)
 	if st == nil {
 		return nil, runErr
@@ -148,15 +152,13 @@ func setUpBenchQueue(ctx context.Context, c client.Client, flavor string, quota 
 	return nil
 }
 
-// benchJob is one of the scenario's Jobs: on berth's queue, its pods on the
-// bench's own fake nodes for the scenario's duration.
-func benchJob(name string, e E2EJobs) *batchv1.Job {
-	n := int32(e.Parallelism)
+// benchJob is a Job of the bench's: pods of 1 cpu that run for d on the
+// bench's fake nodes, labelled as the bench's; the caller adds its queue.
+func benchJob(name, namespace string, pods int32, d time.Duration) *batchv1.Job {
 	return &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: jobsQueue,
-			Labels: map[string]string{Label: "true", berthv1.QueueNameLabel: "bench"}},
-		Spec: batchv1.JobSpec{Parallelism: &n, Completions: &n, Template: corev1.PodTemplateSpec{
-			ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{"berth.dev/sim-duration": e.Duration.String()}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: map[string]string{Label: "true"}},
+		Spec: batchv1.JobSpec{Parallelism: &pods, Completions: &pods, Template: corev1.PodTemplateSpec{
+			ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{"berth.dev/sim-duration": d.String()}},
 			Spec: corev1.PodSpec{
 				RestartPolicy: corev1.RestartPolicyNever,
 				NodeSelector:  map[string]string{simNodeLabel: "true"},

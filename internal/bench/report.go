@@ -159,7 +159,7 @@ func Markdown(r Results) string {
 		if f.Component == chaos.LeaderPause {
 			what = "leader paused past its lease"
 		}
-		fmt.Fprintf(&b, "| %s | %d (%d not back); recovered in median %.1f s, at most %.1f s |\n",
+		fmt.Fprintf(&b, "| %s | %d (%d failed); recovered in median %.1f s, at most %.1f s |\n",
 			what, f.Faults, f.Failed, f.Median.Seconds(), f.Max.Seconds())
 	}
 	fmt.Fprintf(&b, "\n| class | admitted | average time to admission | longest |\n|---|---|---|---|\n")

@@ -115,12 +115,24 @@ func Run(ctx context.Context, cfg *rest.Config, s Scenario, o Options) (*Results
 	if err := setUp(ctx, c, &s); err != nil {
 		return nil, err
 	}
+	if s.hasJobs() {
+		fmt.Fprintf(o.Progress, "making %d fake nodes for the Jobs\n", s.Nodes)
+		if err := setUpJobs(ctx, c, &s); err != nil {
+			return nil, err
+		}
+	}
 
 	plan := s.Plan()
 	t := newTracker(plan)
 	t.endAtAdmission = s.Held
+	// The bench labels the Workloads it makes; its Jobs' Workloads are
+	// berth's, unlabelled, and the tracker tells them by namespace and Job.
+	watched := labels.SelectorFromSet(labels.Set{Label: "true"})
+	if s.hasJobs() {
+		watched = labels.Everything()
+	}
 	wlCache, err := cache.New(api.cfg, cache.Options{Scheme: controller.Scheme(),
-		ByObject: map[client.Object]cache.ByObject{&berthv1.Workload{}: {Label: labels.SelectorFromSet(labels.Set{Label: "true"})}}})
+		ByObject: map[client.Object]cache.ByObject{&berthv1.Workload{}: {Label: watched}}})
 	if err != nil {
 		return nil, err
 	}
@@ -265,16 +277,10 @@ func submit(ctx context.Context, c client.Client, plan []Planned, t *tracker, pr
 		go func() {
 			defer wg.Done()
 			for p := range work {
-				prio := p.Class.Priority
-				wl := &berthv1.Workload{
-					ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: queueName(p.Queue), Labels: map[string]string{Label: "true"}},
-					Spec: berthv1.WorkloadSpec{QueueName: "bench", Priority: &prio, PodSets: []berthv1.PodSet{{
-						Name: "main", Count: 1,
-						Requests: corev1.ResourceList{corev1.ResourceCPU: *resource.NewQuantity(p.Class.CPU, resource.DecimalSI)}}}},
-				}
+				obj := planned(p)
 				t.created(p.Name)
-				if err := create(ctx, c, wl); err != nil && ctx.Err() == nil {
-					fmt.Fprintf(progress, "creating workload %s/%s: %v\n", wl.Namespace, wl.Name, err)
+				if err := create(ctx, c, obj); err != nil && ctx.Err() == nil {
+					fmt.Fprintf(progress, "creating %T %s/%s: %v\n", obj, obj.GetNamespace(), obj.GetName(), err)
 				}
 			}
 		}()
@@ -294,6 +300,26 @@ func submit(ctx context.Context, c client.Client, plan []Planned, t *tracker, pr
 			return
 		case work <- p:
 		}
+	}
+}
+
+// planned is what the bench creates for p: a Workload, or a Job of its
+// class's cpu in pods of 1 cpu on the scenario's nodes, in its queue's
+// namespace, at its class's priority.
+func planned(p Planned) client.Object {
+	ns, lbl := queueName(p.Queue), map[string]string{Label: "true"}
+	if p.Class.Job {
+		job := benchJob(p.Name, ns, int32(p.Class.CPU), p.Class.Runtime)
+		job.Labels[berthv1.QueueNameLabel] = "bench"
+		job.Labels[berthv1.PriorityClassLabel] = priorityClassOf(p.Class)
+		return job
+	}
+	prio := p.Class.Priority
+	return &berthv1.Workload{
+		ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: ns, Labels: lbl},
+		Spec: berthv1.WorkloadSpec{QueueName: "bench", Priority: &prio, PodSets: []berthv1.PodSet{{
+			Name: "main", Count: 1,
+			Requests: corev1.ResourceList{corev1.ResourceCPU: *resource.NewQuantity(p.Class.CPU, resource.DecimalSI)}}}},
 	}
 }
 
@@ -354,13 +380,13 @@ func markFinished(ctx context.Context, cached client.Reader, c client.Client, t 
 	}
 }
 
-// create creates a workload of the run, trying again while the API server
-// is restarting or overloaded: a workload the tracker counts as created but
-// that never was would hold the run open. An earlier try that did create
-// it, its answer lost, shows as AlreadyExists.
-func create(ctx context.Context, c client.Client, wl *berthv1.Workload) error {
+// create creates a workload (or Job) of the run, trying again while the
+// API server is restarting or overloaded: a workload the tracker counts as
+// created but that never was would hold the run open. An earlier try that
+// did create it, its answer lost, shows as AlreadyExists.
+func create(ctx context.Context, c client.Client, obj client.Object) error {
 	for failures := 1; ; failures++ {
-		err := c.Create(ctx, wl.DeepCopy())
+		err := c.Create(ctx, obj.DeepCopyObject().(client.Object))
 		switch {
 		case err == nil || (apierrors.IsAlreadyExists(err) && failures > 1):
 			return nil

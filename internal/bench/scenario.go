@@ -15,6 +15,10 @@ type Class struct {
 	Priority int32
 	Interval time.Duration // one arrives per queue every Interval
 	PerQueue int           // how many arrive per queue
+	// Job: each is a batch/v1 Job of CPU pods of 1 cpu that run for
+	// Runtime on the scenario's Nodes, rather than a Workload the bench
+	// marks finished.
+	Job bool
 }
 
 // Scenario is queues under cohorts and the workloads that arrive at them.
@@ -30,6 +34,9 @@ type Scenario struct {
 	// then are all released at once; the run ends when all are admitted,
 	// and nothing is marked finished.
 	Held bool
+	// Nodes are fake nodes the run makes for its Jobs' pods; the cluster's
+	// own simulator (berth up's) plays their kubelets.
+	Nodes int
 }
 
 // Scenarios are the scenarios Run knows, by name.
@@ -56,6 +63,31 @@ func Baseline(scale float64) Scenario {
 	}
 }
 
+// Chaos is the scenario of `berth bench chaos`: Baseline's queues and
+// classes, each class arriving ten times as rarely and running eight times
+// as long (the same mix, asking for about 95 % of the quota's cpu), plus
+// Jobs of 2 pods running 5 s, one every 6 s at each queue, on 20 fake
+// nodes: about 103 % in all, in bursts, so queues fill, borrow and preempt.
+// Work arrives for d: a run lasts as long as its faults need. Scale
+// multiplies how often each class arrives (and so the cpu asked for).
+func Chaos(d time.Duration, scale float64) Scenario {
+	s := Baseline(1)
+	s.Name, s.Nodes = "chaos", 20
+	for i := range s.Classes {
+		c := &s.Classes[i]
+		c.Interval *= 10
+		c.Runtime *= 8
+	}
+	s.Classes = append(s.Classes, Class{Name: "job", CPU: 2, Runtime: 5 * time.Second, Priority: 100,
+		Interval: 6 * time.Second, Job: true})
+	for i := range s.Classes {
+		c := &s.Classes[i]
+		c.Interval = time.Duration(float64(c.Interval) / scale)
+		c.PerQueue = max(1, int(d/c.Interval))
+	}
+	return s
+}
+
 // LargeScale is Kueue's large-scale shape: 10 cohorts of 100 ClusterQueues,
 // 50 workloads arriving at each (35 small, 11 medium, 4 large, as in
 // Baseline): 50,000 at scale 1. Here scale multiplies the queues per cohort
@@ -79,6 +111,11 @@ func Throughput(scale float64) Scenario {
 		Name: "throughput", Cohorts: 1, QueuesPerCohort: 10, NominalCPU: 1_000_000, Held: true,
 		Classes: []Class{{Name: "tiny", CPU: 1, Priority: 100, PerQueue: max(1, int(math.Round(1000*scale)))}},
 	}
+}
+
+// hasJobs says whether any class is of Jobs.
+func (s Scenario) hasJobs() bool {
+	return slices.ContainsFunc(s.Classes, func(c Class) bool { return c.Job })
 }
 
 // Planned is one workload of a scenario: which queue it goes to, its class,

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
+	"github.com/berth-dev/berth/internal/sim/nodepool"
 )
 
 const flavor = "bench"
@@ -35,6 +36,12 @@ func Clear(ctx context.Context, c client.Client) error {
 	if err := c.DeleteAllOf(ctx, &berthv1.ClusterQueue{}, sel); err != nil {
 		return fmt.Errorf("deleting ClusterQueues: %w", err)
 	}
+	if err := c.DeleteAllOf(ctx, &berthv1.WorkloadPriorityClass{}, sel); err != nil {
+		return fmt.Errorf("deleting WorkloadPriorityClasses: %w", err)
+	}
+	if err := c.DeleteAllOf(ctx, &corev1.Node{}, sel); err != nil {
+		return fmt.Errorf("deleting the last run's nodes: %w", err)
+	}
 	var left int
 	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
 		var cqs berthv1.ClusterQueueList
@@ -54,6 +61,53 @@ func Clear(ctx context.Context, c client.Client) error {
 }
 
 func queueName(q int) string { return fmt.Sprintf("bench-q%d", q) }
+
+// priorityClassOf names the WorkloadPriorityClass of a class of Jobs.
+func priorityClassOf(c *Class) string { return "bench-" + c.Name }
+
+// setUpJobs makes what a scenario's Jobs need: a WorkloadPriorityClass for
+// each class of them, and the fake nodes for their pods, which the
+// cluster's own simulator brings up.
+func setUpJobs(ctx context.Context, c client.Client, s *Scenario) error {
+	lbl := map[string]string{Label: "true"}
+	for i := range s.Classes {
+		if cl := &s.Classes[i]; cl.Job {
+			pc := &berthv1.WorkloadPriorityClass{ObjectMeta: metav1.ObjectMeta{Name: priorityClassOf(cl), Labels: lbl}, Value: cl.Priority}
+			if err := c.Create(ctx, pc); err != nil {
+				return fmt.Errorf("creating WorkloadPriorityClass %s: %w", pc.Name, err)
+			}
+		}
+	}
+	pool := nodepool.Pool{Count: s.Nodes, Prefix: "bench-node-", Capacity: nodepool.DefaultCapacity(),
+		Labels: map[string]string{Label: "true", nodepool.OwnerLabel: "true", simNodeLabel: "true"},
+		Taints: []corev1.Taint{{Key: simNodeLabel, Value: "true", Effect: corev1.TaintEffectNoSchedule}}}
+	for i := range s.Nodes {
+		if err := c.Create(ctx, pool.Node(i)); err != nil {
+			return fmt.Errorf("creating node %s: %w", pool.Name(i), err)
+		}
+	}
+	ready := 0
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		var nodes corev1.NodeList
+		if err := c.List(ctx, &nodes, client.MatchingLabels(lbl)); err != nil {
+			return false, err
+		}
+		ready = 0
+		for _, n := range nodes.Items {
+			for _, cond := range n.Status.Conditions {
+				if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {
+					ready++
+				}
+			}
+		}
+		return ready == s.Nodes, nil
+	})
+	if err != nil {
+		return fmt.Errorf("%d of the run's %d fake nodes are Ready (%w): its Jobs need the cluster's simulator (berth up runs one) "+
+			"to manage nodes labelled %s=true", ready, s.Nodes, err, nodepool.OwnerLabel)
+	}
+	return nil
+}
 
 // setUp makes the scenario's flavor, namespaces, ClusterQueues and
 // LocalQueues, and waits until every ClusterQueue is active.

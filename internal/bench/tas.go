@@ -132,7 +132,8 @@ func RunTAS(ctx context.Context, cfg *rest.Config, kubeconfig, bin string, s TAS
 			"--node-capacity", fmt.Sprintf("cpu=%d,memory=64Gi,pods=110", s.NodeCPU)},
 		SetUp: func(ctx context.Context, c client.Client) error { return setUpTASQueue(ctx, c, s.QuotaCPU) },
 		Create: func(ctx context.Context, c client.Client, u unit) error {
-			job := benchJob(u.Name, E2EJobs{Parallelism: u.Pods, Duration: s.Duration})
+			job := benchJob(u.Name, jobsQueue, int32(u.Pods), s.Duration)
+			job.Labels[berthv1.QueueNameLabel] = "bench"
 			job.Spec.Template.Annotations[integration.PreferredTopologyAnnotation] = nodepool.RackLabel
 			return c.Create(ctx, job)
 		},

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
+	"github.com/berth-dev/berth/internal/integration/jobs"
 )
 
 // The chart's counts follow a workload through admission, eviction,
@@ -24,7 +25,7 @@ func TestTrackerCountsByClass(t *testing.T) {
 	tr.stopped = stopped
 	finish := make(chan finishing, 8)
 	wl := func(name string, conds ...string) *berthv1.Workload {
-		w := &berthv1.Workload{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		w := &berthv1.Workload{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: queueName(0)}}
 		for _, c := range conds {
 			meta.SetStatusCondition(&w.Status.Conditions, metav1.Condition{Type: c, Status: metav1.ConditionTrue, Reason: "Test"})
 		}
@@ -65,6 +66,42 @@ func TestTrackerCountsByClass(t *testing.T) {
 	}
 	if a := tr.state["a"]; a.rec.Evictions != 1 {
 		t.Errorf("a: %d evictions, want 1", a.rec.Evictions)
+	}
+}
+
+// A Job of the plan is followed through its Workload, which berth names
+// and labels with the Job's name; a workload of that name in another
+// namespace, or one the bench made itself, is not taken for it.
+func TestTrackerFollowsJobsThroughTheirWorkloads(t *testing.T) {
+	plan := []Planned{{Name: "j", Queue: 1, Class: &Class{Name: "job", Job: true, Runtime: time.Millisecond}}}
+	tr := newTracker(plan)
+	tr.start = time.Now()
+	stopped := make(chan struct{})
+	defer close(stopped)
+	tr.stopped = stopped
+	finish := make(chan finishing, 8)
+	wl := func(name, namespace string, labels map[string]string, conds ...string) *berthv1.Workload {
+		w := &berthv1.Workload{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: labels}}
+		for _, c := range conds {
+			meta.SetStatusCondition(&w.Status.Conditions, metav1.Condition{Type: c, Status: metav1.ConditionTrue, Reason: "Test"})
+		}
+		return w
+	}
+	ofJob := map[string]string{jobs.NameLabel: "j"}
+	tr.observe(wl("job-j-1a2b3", queueName(0), ofJob, berthv1.WorkloadAdmitted), finish)
+	tr.observe(wl("j", queueName(1), nil, berthv1.WorkloadAdmitted), finish)
+	if tr.nAdmitted != 0 {
+		t.Fatalf("admitted %d: another namespace's Workload, or one not of the Job, was taken for the Job", tr.nAdmitted)
+	}
+	tr.observe(wl("job-j-1a2b3", queueName(1), ofJob, berthv1.WorkloadAdmitted), finish)
+	if tr.nAdmitted != 1 {
+		t.Fatalf("the Job's Workload was not followed")
+	}
+	tr.observe(wl("job-j-1a2b3", queueName(1), ofJob, berthv1.WorkloadAdmitted, berthv1.WorkloadFinished), finish)
+	select {
+	case <-tr.done:
+	default:
+		t.Error("the run is not done once its only Job finished")
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
 	"github.com/berth-dev/berth/internal/chaos"
+	"github.com/berth-dev/berth/internal/integration/jobs"
 )
 
 // tracker holds what the run saw of each workload.
@@ -31,7 +32,11 @@ type tracker struct {
 type classCounts struct{ admitted, running, finished int }
 
 type tracked struct {
-	rec      Record
+	rec       Record
+	namespace string
+	// job: a Job's Workload, which the Job controller and berth finish,
+	// not the bench.
+	job      bool
 	runtime  time.Duration
 	admitted bool
 	epoch    int
@@ -51,7 +56,8 @@ func requeues(wl *berthv1.Workload) int32 {
 func newTracker(plan []Planned) *tracker {
 	t := &tracker{state: map[string]*tracked{}, byClass: map[string]*classCounts{}, done: make(chan struct{})}
 	for _, p := range plan {
-		t.state[p.Name] = &tracked{rec: Record{Name: p.Name, Class: p.Class.Name}, runtime: p.Class.Runtime}
+		t.state[p.Name] = &tracked{rec: Record{Name: p.Name, Class: p.Class.Name}, namespace: queueName(p.Queue),
+			job: p.Class.Job, runtime: p.Class.Runtime}
 		t.order = append(t.order, p.Name)
 		if t.byClass[p.Class.Name] == nil {
 			t.byClass[p.Class.Name] = &classCounts{}
@@ -75,8 +81,12 @@ func (t *tracker) observe(wl *berthv1.Workload, finish chan<- finishing) {
 	finished := meta.IsStatusConditionTrue(wl.Status.Conditions, berthv1.WorkloadFinished)
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	st, ok := t.state[wl.Name]
-	if !ok || st.rec.WasFinished {
+	name := wl.Name
+	if job := wl.Labels[jobs.NameLabel]; job != "" {
+		name = job // a Job's Workload; the plan names the Job
+	}
+	st, ok := t.state[name]
+	if !ok || st.rec.WasFinished || st.namespace != wl.Namespace || st.job != (name != wl.Name) {
 		return
 	}
 	counts := t.byClass[st.rec.Class]
@@ -114,6 +124,9 @@ func (t *tracker) observe(wl *berthv1.Workload, finish chan<- finishing) {
 				close(t.done)
 			}
 			return
+		}
+		if st.job {
+			return // its pods run for the runtime, and the Job ends
 		}
 		f := finishing{name: wl.Name, namespace: wl.Namespace, epoch: st.epoch, requeues: st.requeues}
 		time.AfterFunc(st.runtime, func() {

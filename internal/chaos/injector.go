@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"sync"
 	"time"
 )
 
@@ -27,135 +28,213 @@ type Progress struct {
 	Waiting  int // workloads created and waiting for quota
 }
 
+// Victim is what Up reports of a fault's victim.
+type Victim struct {
+	// Restarts counts how often it came back (for a leader pause: how
+	// often the lease changed hands).
+	Restarts int
+	// Healthy: it answers its health check (a replica leads).
+	Healthy bool
+	// Settled: it may be hit now. `berth up` counts a component that exits
+	// soon after it started as crashing, and gives up on it after a few
+	// such crashes; a process that has not run that long yet is not
+	// settled.
+	Settled bool
+}
+
 // Injector carries out a plan against an instance, through the functions it
-// is given.
+// is given. Faults of different kinds run side by side, each kind in its
+// own lane: a kind's next fault waits for its moment, and for its victim
+// to be healthy and settled; faults of other kinds may come meanwhile, as
+// they would in production.
 type Injector struct {
 	Plan []Fault
-	// Kill kills a component (SIGKILL); Up reports how often it was
-	// restarted and whether it answers its health check.
+	// Kill kills a component (SIGKILL), or pauses the leader; Up reports on
+	// the victim.
 	Kill func(component string) error
-	Up   func(component string) (restarts int, healthy bool, err error)
+	Up   func(component string) (Victim, error)
 	// Progress reads the run's progress.
 	Progress func() Progress
 	Log      io.Writer
 	// Poll is how often it looks (default 100ms); BackTimeout bounds the
-	// wait for a component to come back (default 2 minutes).
+	// wait for a victim to come back, and to settle (default 2 minutes).
 	Poll, BackTimeout time.Duration
 }
 
-// Run kills each planned component at its moment (after start), once the
-// previous victim is back, and follows its recovery. It returns the
-// results so far when ctx ends (the run is over).
+// Run carries out the plan from start, each kind's faults in turn, and
+// follows each recovery. It returns the results, in the order of the faults,
+// once every fault was injected and recovered from, or when ctx ends (the
+// run is over).
 func (in *Injector) Run(ctx context.Context, start time.Time) []Result {
-	poll := in.Poll
-	if poll == 0 {
-		poll = 100 * time.Millisecond
+	if in.Poll == 0 {
+		in.Poll = 100 * time.Millisecond
 	}
-	backTimeout := in.BackTimeout
-	if backTimeout == 0 {
-		backTimeout = 2 * time.Minute
+	if in.BackTimeout == 0 {
+		in.BackTimeout = 2 * time.Minute
 	}
-	log := in.Log
-	if log == nil {
-		log = io.Discard
+	log := &lockedWriter{w: in.Log}
+	if in.Log == nil {
+		log.w = io.Discard
 	}
-	var out []Result
-	wait := func(d time.Duration) bool {
-		select {
-		case <-ctx.Done():
-			return false
-		case <-time.After(d):
-			return true
-		}
-	}
+	lanes := map[string][]Fault{}
 	for _, f := range in.Plan {
-		if d := time.Until(start.Add(f.At)); d > 0 && !wait(d) {
-			return out
-		}
-		restarts, err := in.healthy(ctx, f.Component, poll, backTimeout)
-		r := Result{Fault: f}
-		if err == nil {
-			before := in.Progress()
-			killed := time.Now()
-			r.KilledAt = killed.Sub(start)
-			err = in.Kill(f.Component)
-			if err == nil {
-				what := "killed " + f.Component
-				if f.Component == LeaderPause {
-					what = "paused the leading controller replica"
-				}
-				fmt.Fprintf(log, "chaos: %s at %.1fs\n", what, r.KilledAt.Seconds())
-				err = in.follow(ctx, &r, killed, restarts, before, poll, backTimeout)
-			}
-		}
-		if err != nil {
-			r.Error = err.Error()
-			fmt.Fprintf(log, "chaos: %s: %v\n", f.Component, err)
-		} else if r.Recovered > 0 {
-			fmt.Fprintf(log, "chaos: %s back after %.1fs, admitting again after %.1fs\n", f.Component,
-				r.Back.Seconds(), r.Recovered.Seconds())
-		}
-		out = append(out, r)
-		if ctx.Err() != nil {
-			return out
-		}
+		lanes[f.Component] = append(lanes[f.Component], f)
 	}
-	return out
+	var (
+		mu  sync.Mutex
+		out []*Result
+		wg  sync.WaitGroup
+	)
+	for _, faults := range lanes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for _, f := range faults {
+				r := &Result{Fault: f}
+				recovered, ok := in.one(ctx, start, r, log)
+				if !ok {
+					return
+				}
+				mu.Lock()
+				out = append(out, r)
+				mu.Unlock()
+				if recovered != nil {
+					wg.Add(1)
+					go func() { defer wg.Done(); recovered() }()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	results := make([]Result, len(out))
+	for i, r := range out {
+		results[i] = *r
+	}
+	slices.SortFunc(results, func(a, b Result) int { return int(a.KilledAt - b.KilledAt) })
+	return results
 }
 
-// healthy waits until a victim is up (a paused leader's process may be
-// starting again, say) and gives its restart count then.
-func (in *Injector) healthy(ctx context.Context, component string, poll, timeout time.Duration) (int, error) {
+// one injects f (into r) at its moment, once its victim is up and settled,
+// and waits until the victim is back; false when the run ended before f was
+// injected. What it returns, when not nil, follows the recovery until
+// admissions go on, while the lane's next fault may come meanwhile.
+func (in *Injector) one(ctx context.Context, start time.Time, r *Result, log io.Writer) (recovered func(), ok bool) {
+	if !sleep(ctx, time.Until(start.Add(r.At))) {
+		return nil, false
+	}
+	v, err := in.settled(ctx, r.Component)
+	if ctx.Err() != nil {
+		return nil, false
+	}
+	var before Progress
+	var killed time.Time
+	if err == nil {
+		before = in.Progress()
+		killed = time.Now()
+		r.KilledAt = killed.Sub(start)
+		if err = in.Kill(r.Component); err == nil {
+			what := "killed " + r.Component
+			if r.Component == LeaderPause {
+				what = "paused the leading controller replica"
+			}
+			fmt.Fprintf(log, "chaos: %s at %.1fs\n", what, r.KilledAt.Seconds())
+			err = in.back(ctx, r, killed, v.Restarts)
+		}
+	}
+	if err != nil {
+		r.Error = err.Error()
+		fmt.Fprintf(log, "chaos: %s: %v\n", r.Component, err)
+		return nil, true
+	}
+	if r.Back == 0 {
+		return nil, true // the run ended first
+	}
+	return func() {
+		if in.recovered(ctx, r, killed, before) {
+			fmt.Fprintf(log, "chaos: %s at %.1fs: back after %.1fs, admitting again after %.1fs\n", r.Component,
+				r.KilledAt.Seconds(), r.Back.Seconds(), r.Recovered.Seconds())
+		}
+	}, true
+}
+
+// settled waits until a victim is healthy (a paused leader's process may
+// be starting again, say) and settled, and reports on it then.
+func (in *Injector) settled(ctx context.Context, component string) (Victim, error) {
 	began := time.Now()
 	for {
-		n, ok, err := in.Up(component)
-		if err == nil && ok {
-			return n, nil
+		v, err := in.Up(component)
+		if err == nil && v.Healthy && v.Settled {
+			return v, nil
 		}
-		if time.Since(began) > timeout {
+		if time.Since(began) > in.BackTimeout {
 			if err == nil {
-				err = fmt.Errorf("not healthy within %s, so not hit again", timeout)
+				err = fmt.Errorf("not healthy and settled within %s, so not hit again", in.BackTimeout)
 			}
-			return 0, err
+			return v, err
 		}
-		select {
-		case <-ctx.Done():
-			return 0, ctx.Err()
-		case <-time.After(poll):
+		if !sleep(ctx, in.Poll) {
+			return v, ctx.Err()
 		}
 	}
 }
 
-// follow waits until the killed component is back (restarted and healthy),
-// then until admissions go on.
-func (in *Injector) follow(ctx context.Context, r *Result, killed time.Time, restarts int, before Progress, poll, backTimeout time.Duration) error {
-	for r.Back == 0 {
-		n, healthy, err := in.Up(r.Component)
-		if err == nil && n > restarts && healthy {
+// back waits until the victim is back (restarted and healthy).
+func (in *Injector) back(ctx context.Context, r *Result, killed time.Time, restarts int) error {
+	for {
+		v, err := in.Up(r.Component)
+		if err == nil && v.Restarts > restarts && v.Healthy {
 			r.Back = time.Since(killed)
-			break
+			return nil
 		}
-		if time.Since(killed) > backTimeout {
-			return fmt.Errorf("not back %s after it was killed", backTimeout)
+		if time.Since(killed) > in.BackTimeout {
+			return fmt.Errorf("not back %s after it was hit", in.BackTimeout)
 		}
-		select {
-		case <-ctx.Done():
+		if !sleep(ctx, in.Poll) {
 			return nil // the run ended first
-		case <-time.After(poll):
 		}
 	}
+}
+
+// recovered waits until admissions go on after the fault; false when the
+// run ended first.
+func (in *Injector) recovered(ctx context.Context, r *Result, killed time.Time, before Progress) bool {
 	for {
 		p := in.Progress()
 		if p.Admitted > before.Admitted || p.Waiting == 0 {
 			r.Recovered = time.Since(killed)
-			return nil
+			return true
 		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(poll):
+		if !sleep(ctx, in.Poll) {
+			return false
 		}
 	}
+}
+
+// sleep waits d, or less if ctx ends first; false then.
+func sleep(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// lockedWriter lets the lanes log side by side.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 // Summary is the recovery of one kind of fault.

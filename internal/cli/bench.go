@@ -44,6 +44,7 @@ func newBenchCommand() *cobra.Command {
 		o          bench.Options
 		seed       uint64
 		faults     int
+		duration   time.Duration
 	)
 	var names []string
 	for n := range bench.Scenarios {
@@ -83,15 +84,20 @@ reports their start times and how many racks each gang spans. multicluster
 sends 2,000 Jobs of one short pod through a manager to its Active worker
 clusters ('berth up --workers 2') with quotas that never bind, and reports
 dispatch throughput (Jobs admitted on a worker per second) and the time from
-creation to admission on a worker. chaos runs baseline with the auditor
-on while it kills (SIGKILL) berth's controller, kube-apiserver, etcd and the
-simulator of the instance, --faults of them, in turn, at moments drawn from
---seed (printed, so a failing run can be replayed with it), each once the
-last victim is back; when the instance's controller runs with leader
-election (berth up --controller-flag=--leader-elect) it also starts a second
-replica and pauses whichever leads (SIGSTOP) past its lease, then resumes it.
-It reports each kind's recovery (until the component is back, or another
-replica leads, and admissions go on) and fails on any broken promise. vcluster creates
+creation to admission on a worker. chaos runs baseline's queues for
+--duration, its workloads arriving ten times as rarely and running eight
+times as long (--scale multiplies how often they arrive), with Jobs of 2
+pods on 20 fake nodes of the instance's simulator, and the auditor on, while it kills (SIGKILL) berth's controller,
+kube-apiserver, etcd and the simulator of the instance: --faults of them,
+the kinds in turn, at moments drawn from --seed (printed, so a failing run
+can be replayed with it). Kinds run side by side; a component is hit again
+once it is back and has run 10s (so that berth up never takes the kills for
+a crash loop). When the instance's controller runs with leader election
+(berth up --controller-flag=--leader-elect) it also starts a second replica
+and pauses whichever leads (SIGSTOP) past its lease, then resumes it. It
+reports each kind's recovery (until the component is back, or another
+replica leads, and admissions go on) and fails on any broken promise, or if
+the work ended before every fault was injected. vcluster creates
 virtual cluster "bench" on the instance, 1,000 Pods in it at once, reports
 the time until all run inside, the syncer's API writes per Pod and its peak
 memory, and deletes the virtual cluster (the host needs room for the Pods:
@@ -185,17 +191,20 @@ workload and the controller's peak RSS. See docs/benchmarks.md.`,
 				if !cmd.Flags().Changed("seed") {
 					seed = uint64(time.Now().UnixNano())
 				}
-				sc := bench.Scenarios["baseline"](o.Scale)
-				sc.Name = chaosRun
-				// Faults spread over most of the run the quota allows at best,
-				// so that the last come while there is still work to do.
-				span := sc.LowerBound(sc.Plan()) * 3 / 4
-				if err := chaosReady(ctx, instanceDir, time.Now()); err != nil {
+				if duration <= 0 || faults < 0 || o.Scale <= 0 {
+					return fmt.Errorf("chaos: --duration %s, --scale %g and --faults %d: want a positive duration and scale, and no fewer than 0 faults",
+						duration, o.Scale, faults)
+				}
+				sc := bench.Chaos(duration, o.Scale)
+				// Faults spread over most of the arrivals, so that the last
+				// come while there is still work to do.
+				span := duration * 3 / 4
+				if err := chaosReady(ctx, instanceDir); err != nil {
 					return err
 				}
-				faultsFn, plan, stopChaos, err := setUpChaos(ctx, cmd.ErrOrStderr(), instanceDir, cfg, seed, faults, span)
-				if err != nil {
-					return err
+				faultsFn, plan, stopChaos, setUpErr := setUpChaos(ctx, cmd.ErrOrStderr(), instanceDir, cfg, seed, faults, span)
+				if setUpErr != nil {
+					return setUpErr
 				}
 				defer stopChaos()
 				o.Audit = true
@@ -246,7 +255,8 @@ workload and the controller's peak RSS. See docs/benchmarks.md.`,
 	f.StringVar(&o.Output, "output", "", "directory for the results and the chart (default berth-bench/<scenario>-<time>)")
 	f.DurationVar(&o.Timeout, "timeout", time.Hour, "give up if the workloads have not all finished by then")
 	f.Uint64Var(&seed, "seed", 0, "chaos: the seed of the faults' order and moments (default: from the clock, printed)")
-	f.IntVar(&faults, "faults", 8, "chaos: how many faults to inject, the components in turn (at most 4 of each)")
+	f.IntVar(&faults, "faults", 10, "chaos: how many faults to inject, the kinds in turn")
+	f.DurationVar(&duration, "duration", 2*time.Minute, "chaos: how long work arrives (the run lasts a little longer)")
 	f.BoolVar(&o.Audit, "audit", false, "check berth's promises during the run and report what breaks (its watch adds load to the API server)")
 	return cmd
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -18,13 +19,10 @@ import (
 
 	"github.com/berth-dev/berth/internal/bench"
 	"github.com/berth-dev/berth/internal/chaos"
+	"github.com/berth-dev/berth/internal/controller"
 	"github.com/berth-dev/berth/internal/controlplane"
 	"github.com/berth-dev/berth/internal/localcluster"
 )
-
-// pauseFor is how long a paused leader stays paused: past its lease
-// (15 s), so that the other replica takes over.
-const pauseFor = 20 * time.Second
 
 // setUpChaos plans a chaos run's faults and returns what injects them. When
 // the instance's controller runs with leader election, the plan pauses the
@@ -36,72 +34,113 @@ func setUpChaos(ctx context.Context, log io.Writer, dir string, cfg *rest.Config
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	pause, err := leaderElected(ctx, dir, kube)
+	el, err := leaderElected(ctx, dir, kube)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	policy := controlplane.DefaultRestartPolicy()
-	perKind := policy.Limit - 1
-	plan, err = chaos.Plan(seed, chaos.Kinds(pause), faults, span, perKind)
-	if err == nil && chaos.ControllerExits(plan) > perKind {
-		err = fmt.Errorf("%d of them would end the controller's process (kills and leader pauses), at most %d in one run", chaos.ControllerExits(plan), perKind)
-	}
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("--faults %d: %w (berth up gives up on a component after %d exits in %s)", faults, err, policy.Limit, policy.Window)
-	}
+	plan = chaos.Plan(seed, chaos.Kinds(el.on), faults, span)
 	fmt.Fprintf(log, "chaos: seed %d (replay with --seed %d), %d faults over %.0fs\n", seed, seed, len(plan), span.Seconds())
-	if !pause {
+	if !el.on {
 		fmt.Fprintln(log, "chaos: the controller runs without leader election, so no leader pauses (berth up --controller-flag=--leader-elect adds them)")
 		return instanceChaos(dir, plan, log, nil), plan, func() {}, nil
 	}
-	r, err := startReplica(dir, log)
+	r, err := startReplica(dir, log, el.flags)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	return instanceChaos(dir, plan, log, &leaders{kube: kube, second: r}), plan, r.stop, nil
+	l := &leaders{kube: kube, second: r, lease: el.lease, pauseFor: pauseFor(el.lease)}
+	fmt.Fprintf(log, "chaos: leader pauses last %s (the lease is %s)\n", l.pauseFor, el.lease)
+	return instanceChaos(dir, plan, log, l), plan, r.stop, nil
 }
 
-// leaderElected reports whether the instance's controller runs with leader
-// election (its command line says so: the last --leader-elect wins), and
-// then waits until it holds the lease: it may still be electing itself.
-func leaderElected(ctx context.Context, dir string, kube kubernetes.Interface) (bool, error) {
+// pauseFor is how long a paused leader stays paused: past its lease, so
+// that the other replica takes over, and long enough that its exit when it
+// resumes is not taken for a crash (controlplane.RestartPolicy).
+func pauseFor(lease time.Duration) time.Duration {
+	return max(lease+5*time.Second, controlplane.DefaultRestartPolicy().Stable+time.Second)
+}
+
+// election is how the instance's controller elects its leader, as its
+// command line says.
+type election struct {
+	on    bool
+	lease time.Duration
+	// flags are its lease timing flags, for the second replica.
+	flags []string
+}
+
+// electionOf reads a controller's command line: the last --leader-elect
+// wins, and the lease timings are kept for a second replica.
+func electionOf(args []string) (election, error) {
+	el := election{lease: controller.DefaultLease().Duration}
+	for i := 0; i < len(args); i++ {
+		arg := args[i]
+		switch arg {
+		case "--leader-elect", "--leader-elect=true":
+			el.on = true
+			continue
+		case "--leader-elect=false":
+			el.on = false
+			continue
+		}
+		for _, timing := range []string{"--leader-elect-lease-duration", "--leader-elect-renew-deadline", "--leader-elect-retry-period"} {
+			value, ok := strings.CutPrefix(arg, timing+"=")
+			if arg == timing && i+1 < len(args) {
+				value, ok = args[i+1], true
+				i++
+			}
+			if !ok {
+				continue
+			}
+			el.flags = append(el.flags, timing+"="+value)
+			if timing == "--leader-elect-lease-duration" {
+				d, err := time.ParseDuration(value)
+				if err != nil {
+					return el, fmt.Errorf("the controller's %s: %w", timing, err)
+				}
+				el.lease = d
+			}
+		}
+	}
+	return el, nil
+}
+
+// leaderElected reads how the instance's controller elects its leader and,
+// when it does, waits until a replica holds the lease: it may still be
+// electing itself.
+func leaderElected(ctx context.Context, dir string, kube kubernetes.Interface) (election, error) {
 	st, err := controlplane.ReadState(controlplane.Layout{Dir: dir})
 	if err != nil || st == nil {
-		return false, fmt.Errorf("the instance's state: %v", err)
+		return election{}, fmt.Errorf("the instance's state: %v", err)
 	}
-	on := false
+	var el election
 	for _, c := range st.Components {
 		if c.Name != chaos.Components[0] {
 			continue
 		}
 		cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", c.Process.PID))
 		if err != nil {
-			return false, fmt.Errorf("the controller's command line: %w", err)
+			return el, fmt.Errorf("the controller's command line: %w", err)
 		}
-		for _, arg := range strings.Split(string(cmdline), "\x00") {
-			switch arg {
-			case "--leader-elect", "--leader-elect=true":
-				on = true
-			case "--leader-elect=false":
-				on = false
-			}
+		if el, err = electionOf(strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00")); err != nil {
+			return el, err
 		}
 	}
-	for deadline := time.Now().Add(time.Minute); on; {
+	for deadline := time.Now().Add(time.Minute); el.on; {
 		l, err := kube.CoordinationV1().Leases("berth-system").Get(ctx, "berth-controller", metav1.GetOptions{})
 		if err == nil && l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != "" {
 			break
 		}
 		if time.Now().After(deadline) {
-			return false, fmt.Errorf("the controller runs with leader election but holds no lease after a minute (%v)", err)
+			return el, fmt.Errorf("the controller runs with leader election but holds no lease after a minute (%v)", err)
 		}
 		select {
 		case <-ctx.Done():
-			return false, ctx.Err()
+			return el, ctx.Err()
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
-	return on, nil
+	return el, nil
 }
 
 // replica is a second controller replica a chaos run keeps running (it is
@@ -114,7 +153,7 @@ type replica struct {
 	stopped chan struct{}
 }
 
-func startReplica(dir string, log io.Writer) (*replica, error) {
+func startReplica(dir string, log io.Writer, leaseFlags []string) (*replica, error) {
 	l := controlplane.Layout{Dir: dir}
 	ports := make([]int, 3)
 	for i := range ports {
@@ -134,6 +173,7 @@ func startReplica(dir string, log io.Writer) (*replica, error) {
 		return nil, err
 	}
 	args := append(localcluster.ControllerArgs(l, health, metrics, webhook, "webhook-certs-2"), "--leader-elect")
+	args = append(args, leaseFlags...)
 	r := &replica{metrics: fmt.Sprintf("http://127.0.0.1:%d/metrics", metrics), done: make(chan struct{}), stopped: make(chan struct{})}
 	start := func() (*exec.Cmd, error) {
 		cmd := exec.Command(self, args...)
@@ -201,8 +241,13 @@ func (r *replica) currentPID() int {
 
 // leaders finds which controller replica leads, and pauses it.
 type leaders struct {
-	kube   kubernetes.Interface
-	second *replica
+	kube            kubernetes.Interface
+	second          *replica
+	lease, pauseFor time.Duration
+
+	mu sync.Mutex
+	// resumed: when each pause ended.
+	resumed []time.Time
 }
 
 // leads reports whether the replica serving metricsURL leads now (its
@@ -226,52 +271,76 @@ func leads(metricsURL string) error {
 }
 
 // pause stops the leader (SIGSTOP) and lets it go on (SIGCONT) after
-// pauseFor.
+// l.pauseFor.
 func (l *leaders) pause(instanceController func() (*controlplane.ComponentStatus, error)) error {
 	pid := 0
 	// A busy replica may be slow to answer, and the lease may be changing
-	// hands: look again for a while.
+	// hands: look again for a while. A replica that lost the lease (it
+	// resumed from the last pause, say) says it leads until it finds out
+	// and exits; while both say so, which leads is not known.
+	// The one found may exit before the signal reaches it (killed, or
+	// gone to start again): then look again.
 	for deadline := time.Now().Add(time.Minute); pid == 0; {
 		c, err := instanceController()
 		if err == nil {
-			if err = leads(fmt.Sprintf("http://127.0.0.1:%d/metrics", c.Port)); err == nil {
-				pid = c.PID
-				break
-			}
+			err = leads(fmt.Sprintf("http://127.0.0.1:%d/metrics", c.Port))
 		}
 		errSecond := leads(l.second.metrics)
-		if errSecond == nil {
+		switch {
+		case err == nil && errSecond != nil:
+			pid = c.PID
+		case err != nil && errSecond == nil:
 			pid = l.second.currentPID()
-			break
+		case time.Now().After(deadline):
+			return fmt.Errorf("not one controller replica alone says it leads (the instance's: %v; the second: %v)", err, errSecond)
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("no controller replica says it leads (the instance's: %v; the second: %v)", err, errSecond)
+		if pid != 0 {
+			if err := syscall.Kill(pid, syscall.SIGSTOP); errors.Is(err, syscall.ESRCH) {
+				pid = 0
+			} else if err != nil {
+				return err
+			}
 		}
-		time.Sleep(200 * time.Millisecond)
+		if pid == 0 {
+			time.Sleep(200 * time.Millisecond)
+		}
 	}
-	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
-		return err
-	}
-	time.AfterFunc(pauseFor, func() { _ = syscall.Kill(pid, syscall.SIGCONT) })
+	time.AfterFunc(l.pauseFor, func() {
+		_ = syscall.Kill(pid, syscall.SIGCONT)
+		l.mu.Lock()
+		l.resumed = append(l.resumed, time.Now())
+		l.mu.Unlock()
+	})
 	return nil
 }
 
-// transitions is how often the lease changed hands, and whether a replica
-// holds it now (its renewal is fresh).
-func (l *leaders) transitions() (int, bool, error) {
+// leader reports on the lease: whether a replica holds it now (its renewal
+// is fresh), and as restarts, how often it changed hands plus how many
+// pauses were followed by a renewal after they ended (when no replica took
+// the lease meanwhile, the paused leader goes on). A leader may always be
+// paused: the pause outlasts controlplane.RestartPolicy's Stable, so its
+// exit when it resumes is never taken for a crash.
+func (l *leaders) leader() (chaos.Victim, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	lease, err := l.kube.CoordinationV1().Leases("berth-system").Get(ctx, "berth-controller", metav1.GetOptions{})
 	if err != nil {
-		return 0, false, err
+		return chaos.Victim{}, err
 	}
-	n := 0
+	v := chaos.Victim{Settled: true}
 	if lease.Spec.LeaseTransitions != nil {
-		n = int(*lease.Spec.LeaseTransitions)
+		v.Restarts = int(*lease.Spec.LeaseTransitions)
 	}
-	held := lease.Spec.HolderIdentity != nil && *lease.Spec.HolderIdentity != "" &&
-		lease.Spec.RenewTime != nil && time.Since(lease.Spec.RenewTime.Time) < 10*time.Second
-	return n, held, nil
+	v.Healthy = lease.Spec.HolderIdentity != nil && *lease.Spec.HolderIdentity != "" &&
+		lease.Spec.RenewTime != nil && time.Since(lease.Spec.RenewTime.Time) < l.lease
+	l.mu.Lock()
+	for _, at := range l.resumed {
+		if lease.Spec.RenewTime != nil && lease.Spec.RenewTime.After(at) {
+			v.Restarts++
+		}
+	}
+	l.mu.Unlock()
+	return v, nil
 }
 
 // instanceChaos injects the plan's faults into the instance in dir; leader
@@ -306,15 +375,16 @@ func instanceChaos(dir string, plan []chaos.Fault, log io.Writer, l *leaders) fu
 				}
 				return syscall.Kill(c.PID, syscall.SIGKILL)
 			},
-			Up: func(name string) (int, bool, error) {
+			Up: func(name string) (chaos.Victim, error) {
 				if name == chaos.LeaderPause {
-					return l.transitions()
+					return l.leader()
 				}
 				c, err := component(name)
 				if err != nil {
-					return 0, false, err
+					return chaos.Victim{}, err
 				}
-				return c.Restarts, c.Running && c.Health == "ok", nil
+				return chaos.Victim{Restarts: c.Restarts, Healthy: c.Running && c.Health == "ok",
+					Settled: time.Since(c.Started) >= controlplane.DefaultRestartPolicy().Stable}, nil
 			}}
 		return in.Run(ctx, start)
 	}
@@ -337,25 +407,16 @@ func chaosVerdict(r *bench.Results, planned int) error {
 	return nil
 }
 
-// chaosReady refuses a run on an instance that is not healthy, or whose
-// components exited within the supervisor's crash-loop window: their exits
-// count towards giving up, and this run's kills could stop the instance.
-func chaosReady(ctx context.Context, dir string, now time.Time) error {
+// chaosReady refuses a run on an instance that is not healthy. The run
+// hits only settled victims, so its kills never count towards berth up's
+// crash-loop limit, whatever exits came before.
+func chaosReady(ctx context.Context, dir string) error {
 	st, err := controlplane.ReadStatus(ctx, dir)
 	if err != nil {
 		return err
 	}
 	if !st.Healthy() {
 		return fmt.Errorf("the instance is not healthy (see berth status); chaos needs every component up to begin")
-	}
-	window := controlplane.DefaultRestartPolicy().Window
-	for _, c := range st.Components {
-		if c.LastExit != nil && now.Sub(c.LastExit.At) < window {
-			return fmt.Errorf("%s exited %s ago: berth up gives up on a component that exits %d times in %s, so this run's kills "+
-				"could stop the instance; wait until %s, or start a fresh instance",
-				c.Name, now.Sub(c.LastExit.At).Round(time.Second), controlplane.DefaultRestartPolicy().Limit, window,
-				c.LastExit.At.Add(window).Format(time.TimeOnly))
-		}
 	}
 	return nil
 }
