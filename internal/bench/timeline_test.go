@@ -18,18 +18,9 @@ import (
 func TestTrackerCountsByClass(t *testing.T) {
 	plan := []Planned{{Name: "a", Class: &Class{Name: "small", Runtime: time.Hour}},
 		{Name: "b", Class: &Class{Name: "large", Runtime: time.Hour}}}
-	tr := newTracker(plan)
-	tr.start = time.Now()
-	stopped := make(chan struct{})
-	defer close(stopped)
-	tr.stopped = stopped
-	finish := make(chan finishing, 8)
+	tr, finish := startedTracker(t, plan)
 	wl := func(name string, conds ...string) *berthv1.Workload {
-		w := &berthv1.Workload{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: queueName(0)}}
-		for _, c := range conds {
-			meta.SetStatusCondition(&w.Status.Conditions, metav1.Condition{Type: c, Status: metav1.ConditionTrue, Reason: "Test"})
-		}
-		return w
+		return workloadIn(name, queueName(0), nil, conds...)
 	}
 	readmitted := func(w *berthv1.Workload, count int32) *berthv1.Workload {
 		w.Status.RequeueState = &berthv1.RequeueState{Count: &count}
@@ -74,19 +65,8 @@ func TestTrackerCountsByClass(t *testing.T) {
 // namespace, or one the bench made itself, is not taken for it.
 func TestTrackerFollowsJobsThroughTheirWorkloads(t *testing.T) {
 	plan := []Planned{{Name: "j", Queue: 1, Class: &Class{Name: "job", Job: true, Runtime: time.Millisecond}}}
-	tr := newTracker(plan)
-	tr.start = time.Now()
-	stopped := make(chan struct{})
-	defer close(stopped)
-	tr.stopped = stopped
-	finish := make(chan finishing, 8)
-	wl := func(name, namespace string, labels map[string]string, conds ...string) *berthv1.Workload {
-		w := &berthv1.Workload{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: labels}}
-		for _, c := range conds {
-			meta.SetStatusCondition(&w.Status.Conditions, metav1.Condition{Type: c, Status: metav1.ConditionTrue, Reason: "Test"})
-		}
-		return w
-	}
+	tr, finish := startedTracker(t, plan)
+	wl := workloadIn
 	ofJob := map[string]string{jobs.NameLabel: "j"}
 	tr.observe(wl("job-j-1a2b3", queueName(0), ofJob, berthv1.WorkloadAdmitted), finish)
 	tr.observe(wl("j", queueName(1), nil, berthv1.WorkloadAdmitted), finish)
@@ -103,6 +83,26 @@ func TestTrackerFollowsJobsThroughTheirWorkloads(t *testing.T) {
 	default:
 		t.Error("the run is not done once its only Job finished")
 	}
+}
+
+// startedTracker is a tracker of plan whose run began now and ends with the
+// test.
+func startedTracker(t *testing.T, plan []Planned) (*tracker, chan finishing) {
+	tr := newTracker(plan)
+	tr.start = time.Now()
+	stopped := make(chan struct{})
+	t.Cleanup(func() { close(stopped) })
+	tr.stopped = stopped
+	return tr, make(chan finishing, 8)
+}
+
+// workloadIn is a Workload with the conditions conds True.
+func workloadIn(name, namespace string, labels map[string]string, conds ...string) *berthv1.Workload {
+	w := &berthv1.Workload{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: labels}}
+	for _, c := range conds {
+		meta.SetStatusCondition(&w.Status.Conditions, metav1.Condition{Type: c, Status: metav1.ConditionTrue, Reason: "Test"})
+	}
+	return w
 }
 
 func TestTimelineSamplesUntilStopped(t *testing.T) {

@@ -31,7 +31,7 @@ type Progress struct {
 // Victim is what Up reports of a fault's victim.
 type Victim struct {
 	// Restarts counts how often it came back (for a leader pause: how
-	// often the lease changed hands).
+	// often a replica led again).
 	Restarts int
 	// Healthy: it answers its health check (a replica leads).
 	Healthy bool
@@ -64,7 +64,7 @@ type Injector struct {
 // Run carries out the plan from start, each kind's faults in turn, and
 // follows each recovery. It returns the results, in the order of the faults,
 // once every fault was injected and recovered from, or when ctx ends (the
-// run is over).
+// run is over) and every victim hit is back.
 func (in *Injector) Run(ctx context.Context, start time.Time) []Result {
 	if in.Poll == 0 {
 		in.Poll = 100 * time.Millisecond
@@ -138,16 +138,15 @@ func (in *Injector) one(ctx context.Context, start time.Time, r *Result, log io.
 				what = "paused the leading controller replica"
 			}
 			fmt.Fprintf(log, "chaos: %s at %.1fs\n", what, r.KilledAt.Seconds())
-			err = in.back(ctx, r, killed, v.Restarts)
+			// Once hit, a victim must come back, even if the work ends
+			// meanwhile: BackTimeout bounds the wait.
+			err = in.back(context.WithoutCancel(ctx), r, killed, v.Restarts)
 		}
 	}
 	if err != nil {
 		r.Error = err.Error()
 		fmt.Fprintf(log, "chaos: %s: %v\n", r.Component, err)
 		return nil, true
-	}
-	if r.Back == 0 {
-		return nil, true // the run ended first
 	}
 	return func() {
 		if in.recovered(ctx, r, killed, before) {
@@ -189,9 +188,7 @@ func (in *Injector) back(ctx context.Context, r *Result, killed time.Time, resta
 		if time.Since(killed) > in.BackTimeout {
 			return fmt.Errorf("not back %s after it was hit", in.BackTimeout)
 		}
-		if !sleep(ctx, in.Poll) {
-			return nil // the run ended first
-		}
+		sleep(ctx, in.Poll)
 	}
 }
 

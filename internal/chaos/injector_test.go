@@ -159,3 +159,17 @@ func TestInjectorRunsKindsSideBySideAndLetsVictimsSettle(t *testing.T) {
 		t.Errorf("etcd hit again %v after the first kill; want at least its downtime and %v", gap, settle)
 	}
 }
+
+// A victim hit just before the run ends is still followed until it is
+// back: a run never ends with a component down that it took down.
+func TestInjectorFollowsItsLastVictimBackAfterTheRunEnds(t *testing.T) {
+	f := newFake()
+	ctx, cancel := context.WithCancel(context.Background())
+	in := chaos.Injector{Plan: []chaos.Fault{{Component: "etcd"}},
+		Kill: func(c string) error { cancel(); return f.kill(c) },
+		Up:   f.up, Progress: f.progress, Poll: 2 * time.Millisecond}
+	r := in.Run(ctx, time.Now())
+	if len(r) != 1 || r[0].Error != "" || r[0].Back < 30*time.Millisecond {
+		t.Fatalf("results %+v: want etcd followed back after its 30ms down, though the run ended", r)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
+	"github.com/berth-dev/berth/internal/workload"
 )
 
 // WorkloadName is the name of an object's Workload: prefix (its kind), its
@@ -54,6 +56,14 @@ func AdmittedFlavors(ctx context.Context, r client.Reader, wl *berthv1.Workload,
 		out = append(out, &rf)
 	}
 	return out, nil
+}
+
+// Release gives back the quota of a stopping workload whose pods are gone
+// (workload.ReleaseStopped), with one status patch onto the version read.
+func Release(ctx context.Context, c client.Client, wl *berthv1.Workload, now time.Time) error {
+	orig := wl.DeepCopy()
+	workload.ReleaseStopped(wl, now)
+	return client.IgnoreNotFound(c.Status().Patch(ctx, wl, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})))
 }
 
 // Start lets obj run with wl's admission: the kind's Start with the flavors

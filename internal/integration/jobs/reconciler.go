@@ -148,10 +148,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if live.UID != job.UID || !Stopped(&live) {
 			return reconcile.Result{RequeueAfter: time.Second}, nil
 		}
-		orig := wl.DeepCopy()
-		workload.ReleaseStopped(&wl, r.clock.Now())
-		return reconcile.Result{}, client.IgnoreNotFound(r.client.Status().Patch(ctx, &wl,
-			client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})))
+		return reconcile.Result{}, integration.Release(ctx, r.client, &wl, r.clock.Now())
 	}
 
 	if workload.IsAdmitted(&wl) {

@@ -126,10 +126,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			if live.UID != pod.UID || !Gated(&live) {
 				return reconcile.Result{RequeueAfter: time.Second}, nil
 			}
-			orig := wl.DeepCopy()
-			workload.ReleaseStopped(&wl, r.clock.Now())
-			return reconcile.Result{}, client.IgnoreNotFound(r.client.Status().Patch(ctx, &wl,
-				client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})))
+			return reconcile.Result{}, integration.Release(ctx, r.client, &wl, r.clock.Now())
 		}
 		// It runs: it goes, and its quota with it once it has stopped.
 		return reconcile.Result{}, r.stop(ctx, &pod, "its Workload "+wl.Name+" is evicted")
