@@ -19,21 +19,21 @@ import (
 // Jobs, with cohorts and preemption, goes on for two minutes and a bit,
 // berth's controller, the kube-apiserver, etcd and the simulator are each
 // killed ten times with SIGKILL, and the leader of two controller replicas
-// (the instance's runs with leader election, on an 8s lease; the bench
-// starts a second) is paused past its lease ten times: the kinds side by
+// (the instance's runs with leader election, on a 5s lease so that pauses
+// hand over quickly; the bench starts a second) is paused past its lease ten times: the kinds side by
 // side, at moments drawn from a fixed seed. Each is restarted or replaced, never
 // taken for a crash loop, the run ends with every workload and Job
 // finished, and the auditor, watching throughout, saw no over-admission, no
 // double admission, no pod running unadmitted and nothing left unsettled.
 func TestChaosBenchKeepsPromises(t *testing.T) {
 	inst := newInstance(t, "chaos")
-	inst.up(t, "--controller-flag=--leader-elect", "--controller-flag=--leader-elect-lease-duration=8s",
-		"--controller-flag=--leader-elect-renew-deadline=6s", "--controller-flag=--leader-elect-retry-period=1s")
+	inst.up(t, "--controller-flag=--leader-elect", "--controller-flag=--leader-elect-lease-duration=5s",
+		"--controller-flag=--leader-elect-renew-deadline=4s", "--controller-flag=--leader-elect-retry-period=1s")
 	out := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 9*time.Minute)
 	defer cancel()
 	const each = 10
-	cmd := exec.CommandContext(ctx, inst.bin, "bench", "chaos", "--duration", "120s", "--scale", "0.1", "--seed", "11",
+	cmd := exec.CommandContext(ctx, inst.bin, "bench", "chaos", "--duration", "130s", "--scale", "0.1", "--seed", "11",
 		"--faults", strconv.Itoa(each*len(chaos.Kinds(true))), "--timeout", "7m", "--output", out, "--name", inst.name, "--data-dir", inst.dir)
 	log, err := cmd.CombinedOutput()
 	if err != nil {
