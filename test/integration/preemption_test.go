@@ -2,10 +2,12 @@ package integration
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -13,6 +15,7 @@ import (
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
 	"github.com/berth-dev/berth/internal/integration/jobs"
 	"github.com/berth-dev/berth/internal/testenv"
+	"github.com/berth-dev/berth/internal/workload"
 	. "github.com/berth-dev/berth/test/fixtures"
 )
 
@@ -111,6 +114,90 @@ func TestPriorityPreemptionWithinAQueue(t *testing.T) {
 	wl := jobWorkload(t, env, low)
 	if c := meta.FindStatusCondition(wl.Status.Conditions, berthv1.WorkloadPreempted); c == nil || c.Reason != "InClusterQueue" {
 		t.Errorf("Preempted condition of the low-priority workload: %+v", c)
+	}
+}
+
+// A preempted Job keeps its quota until its pods are gone: with a pod held
+// in Terminating (a finalizer stands in for a slow kubelet, or an API server
+// that is down), the Job is suspended and its Workload says Evicted, but the
+// preemptor is not admitted to that quota; once the pod is gone, it is.
+func TestPreemptedJobKeepsQuotaUntilItsPodsAreGone(t *testing.T) {
+	env := testenv.New(t)
+	rf, cqName, high := env.Name("rf"), env.Name("cq"), env.Name("high")
+	env.Create(t, MakeResourceFlavor(rf).Obj())
+	cq := MakeClusterQueue(cqName).ResourceGroup(MakeFlavorQuotas(rf).Resource("cpu", "1").Obj()).Obj()
+	cq.Spec.Preemption = &berthv1.ClusterQueuePreemption{WithinClusterQueue: berthv1.PreemptionLowerPriority}
+	env.Create(t, cq)
+	env.Create(t, MakeLocalQueue("main", env.Namespace, cqName).Obj())
+	env.Create(t, &berthv1.WorkloadPriorityClass{ObjectMeta: metav1.ObjectMeta{Name: high}, Value: 100})
+
+	low := MakeJob("low", env.Namespace).Queue("main").Request("cpu", "1").Obj()
+	env.Create(t, low)
+	lowWL := jobWorkload(t, env, low).Name
+	waitAdmitted(t, env, env.Namespace, lowWL)
+	const hold = "test.berth.dev/hold"
+	var pod corev1.Pod
+	testenv.Eventually(t, wait, func() error {
+		var pods corev1.PodList
+		if err := env.Client.List(ctx, &pods, client.InNamespace(env.Namespace), client.MatchingLabels{batchv1.JobNameLabel: "low"}); err != nil {
+			return err
+		}
+		if len(pods.Items) != 1 {
+			return fmt.Errorf("%d pods of Job low, want 1", len(pods.Items))
+		}
+		pod = pods.Items[0]
+		return nil
+	})
+	orig := pod.DeepCopy()
+	pod.Finalizers = append(pod.Finalizers, hold)
+	if err := env.Client.Patch(ctx, &pod, client.MergeFrom(orig)); err != nil {
+		t.Fatal(err)
+	}
+
+	urgent := MakeJob("urgent", env.Namespace).Queue("main").Label(berthv1.PriorityClassLabel, high).Request("cpu", "1").Obj()
+	env.Create(t, urgent)
+	urgentWL := jobWorkload(t, env, urgent).Name
+	// berth has acted on the preemption: the victim is Evicted, its Job
+	// suspended, and the Job controller counts its pod terminating.
+	testenv.Eventually(t, wait, func() error {
+		wl, err := getWorkload(env, env.Namespace, lowWL)
+		if err != nil {
+			return err
+		}
+		j, err := getJob(env, env.Namespace, "low")
+		if err != nil {
+			return err
+		}
+		if !meta.IsStatusConditionTrue(wl.Status.Conditions, berthv1.WorkloadEvicted) || !jobs.Suspended(j) ||
+			j.Status.Terminating == nil || *j.Status.Terminating != 1 {
+			return fmt.Errorf("victim: %s; Job suspended %v, terminating %v", describe(wl), jobs.Suspended(j), j.Status.Terminating)
+		}
+		return nil
+	})
+	wl, err := getWorkload(env, env.Namespace, lowWL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !workload.HasQuota(wl) {
+		t.Fatalf("the victim gave its quota back while its pod still terminates: %s", describe(wl))
+	}
+	if u, err := getWorkload(env, env.Namespace, urgentWL); err != nil || workload.HasQuota(u) {
+		t.Fatalf("the preemptor was admitted to quota a terminating pod still holds (%v): %s", err, describe(u))
+	}
+
+	// The Job controller drops its own finalizer meanwhile: edit the pod as
+	// it is now.
+	testenv.Eventually(t, wait, func() error {
+		var now corev1.Pod
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(&pod), &now); err != nil {
+			return err
+		}
+		now.Finalizers = slices.DeleteFunc(now.Finalizers, func(f string) bool { return f == hold })
+		return env.Client.Update(ctx, &now)
+	})
+	waitAdmitted(t, env, env.Namespace, urgentWL)
+	if wl, err := getWorkload(env, env.Namespace, lowWL); err != nil || workload.HasQuota(wl) {
+		t.Errorf("the victim still holds quota after its pod went (%v): %s", err, describe(wl))
 	}
 }
 
