@@ -183,13 +183,7 @@ func RunMultiCluster(ctx context.Context, cfg *rest.Config, sc MultiCluster, sca
 	if createErr != nil {
 		return nil, createErr
 	}
-	waitCtx, cancel := context.WithTimeout(ctx, o.Timeout)
-	defer cancel()
-	runErr := await(waitCtx, done, func() string {
-		mu.Lock()
-		defer mu.Unlock()
-		return fmt.Sprintf("%6.1fs  %d of %d Jobs admitted on a worker", time.Since(began).Seconds(), len(seen), sc.Jobs)
-	}, o)
+	runErr := awaitAll(ctx, done, began, &mu, func() int { return len(seen) }, sc.Jobs, "Jobs admitted on a worker", o)
 	stopWatch()
 
 	mu.Lock()

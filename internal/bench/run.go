@@ -97,6 +97,18 @@ func await(ctx context.Context, done <-chan struct{}, progress func() string, o 
 	}
 }
 
+// awaitAll is await for up to o.Timeout, its progress how many of total
+// are what so far (count, read under mu).
+func awaitAll(ctx context.Context, done <-chan struct{}, began time.Time, mu *sync.Mutex, count func() int, total int, what string, o Options) error {
+	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	defer cancel()
+	return await(ctx, done, func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		return fmt.Sprintf("%6.1fs  %d of %d %s", time.Since(began).Seconds(), count(), total, what)
+	}, o)
+}
+
 // Run runs a scenario against the cluster and writes its results.
 func Run(ctx context.Context, cfg *rest.Config, s Scenario, o Options) (*Results, error) {
 	if err := o.prepare(); err != nil {

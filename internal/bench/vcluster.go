@@ -159,13 +159,7 @@ func RunVCluster(ctx context.Context, t VClusterTarget, sc VCluster, scale float
 	if createErr != nil {
 		return nil, createErr
 	}
-	waitCtx, cancel := context.WithTimeout(ctx, o.Timeout)
-	defer cancel()
-	runErr := await(waitCtx, done, func() string {
-		mu.Lock()
-		defer mu.Unlock()
-		return fmt.Sprintf("%6.1fs  %d of %d virtual Pods Running", time.Since(began).Seconds(), len(running), sc.Pods)
-	}, o)
+	runErr := awaitAll(ctx, done, began, &mu, func() int { return len(running) }, sc.Pods, "virtual Pods Running", o)
 	stopWatch()
 	after, err := syncerWrites(ctx, t)
 	if err != nil && runErr == nil {

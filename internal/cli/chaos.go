@@ -155,13 +155,9 @@ type replica struct {
 
 func startReplica(dir string, log io.Writer, leaseFlags []string) (*replica, error) {
 	l := controlplane.Layout{Dir: dir}
-	ports := make([]int, 3)
-	for i := range ports {
-		p, err := controlplane.FreePort()
-		if err != nil {
-			return nil, err
-		}
-		ports[i] = p
+	ports, err := controlplane.FreePorts(3)
+	if err != nil {
+		return nil, err
 	}
 	health, metrics, webhook := ports[0], ports[1], ports[2]
 	logf, err := os.OpenFile(l.LogFile("berth-controller-2"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)

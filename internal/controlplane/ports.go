@@ -10,8 +10,18 @@ import (
 	"sync"
 )
 
-// FreePort returns a free loopback port for an extra component.
-func FreePort() (int, error) { return freePort(nil) }
+// FreePorts returns n free loopback ports for extra components.
+func FreePorts(n int) ([]int, error) {
+	ports := make([]int, n)
+	for i := range ports {
+		p, err := freePort(nil)
+		if err != nil {
+			return nil, err
+		}
+		ports[i] = p
+	}
+	return ports, nil
+}
 
 // freePort returns a loopback port that is free now and lies below the
 // kernel's ephemeral range. Ports from ":0" would come from that range, where

@@ -81,13 +81,9 @@ func Options(c Config) controlplane.Options {
 			return nil
 		},
 		Extra: func(l controlplane.Layout, _ controlplane.Ports) ([]controlplane.Component, error) {
-			ports := make([]int, 4)
-			for i := range ports {
-				p, err := controlplane.FreePort()
-				if err != nil {
-					return nil, err
-				}
-				ports[i] = p
+			ports, err := controlplane.FreePorts(4)
+			if err != nil {
+				return nil, err
 			}
 			health, metrics, webhook, simHealth := ports[0], ports[1], ports[2], ports[3]
 			args := append(ControllerArgs(l, health, metrics, webhook, "webhook-certs"), "--leader-elect=false")

@@ -43,14 +43,11 @@ func VirtualOptions(c VirtualConfig) controlplane.Options {
 		// Its kubeconfig context is berth-vc-<name>.
 		Name: "vc-" + c.Name, DataDir: c.DataDir, Binary: c.Binary, Port: c.Port, Plan: plan, Progress: c.Progress,
 		Extra: func(l controlplane.Layout, _ controlplane.Ports) ([]controlplane.Component, error) {
-			health, err := controlplane.FreePort()
+			ports, err := controlplane.FreePorts(2)
 			if err != nil {
 				return nil, err
 			}
-			metrics, err := controlplane.FreePort()
-			if err != nil {
-				return nil, err
-			}
+			health, metrics := ports[0], ports[1]
 			args := []string{"vcluster", "syncer", c.Name,
 				"--virtual-kubeconfig=" + l.Kubeconfig(),
 				"--host-kubeconfig=" + c.HostKubeconfig,

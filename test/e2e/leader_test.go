@@ -63,14 +63,11 @@ func TestPausedLeaderHandsOver(t *testing.T) {
 
 	// The second replica, as a Deployment's second Pod would run.
 	l := controlplane.Layout{Dir: inst.dir}
-	port := func() int {
-		p, err := controlplane.FreePort()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return p
+	ports, err := controlplane.FreePorts(3)
+	if err != nil {
+		t.Fatal(err)
 	}
-	health, metrics, webhook := port(), port(), port()
+	health, metrics, webhook := ports[0], ports[1], ports[2]
 	logf, err := os.Create(filepath.Join(t.TempDir(), "replica2.log"))
 	if err != nil {
 		t.Fatal(err)

@@ -372,10 +372,11 @@ func TestSimRunsKWOKStageFiles(t *testing.T) {
 	prefix := env.Namespace + "-"
 	owner := "berth.dev/sim-test=" + env.Namespace
 	run := func(nodes int) func() {
-		port, err := controlplane.FreePort()
+		ports, err := controlplane.FreePorts(1)
 		if err != nil {
 			t.Fatal(err)
 		}
+		port := ports[0]
 		cmd := exec.Command(bin, "sim", "--kubeconfig", env.Kubeconfig,
 			"--stages", "../../examples/stages/kwok", "--default-stages=false", "--cluster-stages=false",
 			"--node-selector", owner, "--nodes", strconv.Itoa(nodes), "--node-name-prefix", prefix,
