@@ -166,7 +166,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			// template may only change once it is.
 			return reconcile.Result{RequeueAfter: 200 * time.Millisecond}, nil
 		}
-		return reconcile.Result{}, integration.Start(ctx, r.client, r.rec, Kind{}, &job, &wl)
+		return reconcile.Result{}, integration.Start(ctx, r.client, r.live, r.rec, Kind{}, &job, &wl)
 	}
 
 	// Not admitted: the Job must be suspended, with its own template.

@@ -133,7 +133,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	if workload.IsAdmitted(&wl) {
 		if Gated(&pod) {
-			return reconcile.Result{}, integration.Start(ctx, r.client, r.rec, Kind{}, &pod, &wl)
+			return reconcile.Result{}, integration.Start(ctx, r.client, r.live, r.rec, Kind{}, &pod, &wl)
 		}
 		return reconcile.Result{}, nil // running
 	}
