@@ -33,7 +33,7 @@ func TestChaosBenchKeepsPromises(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 9*time.Minute)
 	defer cancel()
 	const each = 10
-	cmd := exec.CommandContext(ctx, inst.bin, "bench", "chaos", "--duration", "130s", "--scale", "0.1", "--seed", "11",
+	cmd := exec.CommandContext(ctx, inst.bin, "bench", "chaos", "--duration", "160s", "--scale", "0.1", "--seed", "11",
 		"--faults", strconv.Itoa(each*len(chaos.Kinds(true))), "--timeout", "7m", "--output", out, "--name", inst.name, "--data-dir", inst.dir)
 	log, err := cmd.CombinedOutput()
 	if err != nil {
