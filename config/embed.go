@@ -10,7 +10,7 @@ import (
 	"sort"
 )
 
-//go:embed crd/bases/*.yaml rbac/role.yaml local/*.yaml sim/crd/*.yaml sim/rbac/role.yaml
+//go:embed crd/bases/*.yaml rbac/role.yaml rbac/users.yaml local/*.yaml sim/crd/*.yaml sim/rbac/role.yaml
 var manifests embed.FS
 
 // CRDs returns the CustomResourceDefinition manifests, sorted by file name:
@@ -27,7 +27,7 @@ func CRDs() ([][]byte, error) {
 // LocalRBAC returns what the controller and the simulator of a local control
 // plane need: the controller's namespace, their roles (generated from the
 // code's RBAC markers) and bindings to the users their client certificates
-// name.
+// name; and the roles for berth's users (rbac/users.yaml).
 func LocalRBAC() ([][]byte, error) {
 	ns, err := readAll(manifests, "local")
 	if err != nil {

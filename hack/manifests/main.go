@@ -57,5 +57,5 @@ func run() error {
 	if err := os.WriteFile("config/crd/kustomization.yaml", []byte(b.String()), 0o644); err != nil {
 		return err
 	}
-	return os.WriteFile("config/rbac/kustomization.yaml", []byte(header+"resources:\n- role.yaml\n"), 0o644)
+	return os.WriteFile("config/rbac/kustomization.yaml", []byte(header+"resources:\n- role.yaml\n- users.yaml\n"), 0o644)
 }

@@ -5,6 +5,7 @@ package controller
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net/http"
@@ -23,6 +24,7 @@ import (
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -40,6 +42,7 @@ import (
 	mcctrl "github.com/berth-dev/berth/internal/controller/multicluster"
 	"github.com/berth-dev/berth/internal/controller/queues"
 	topoctrl "github.com/berth-dev/berth/internal/controller/topology"
+	visctrl "github.com/berth-dev/berth/internal/controller/visibility"
 	"github.com/berth-dev/berth/internal/controller/webhook"
 	workerctrl "github.com/berth-dev/berth/internal/controller/workercluster"
 	"github.com/berth-dev/berth/internal/integration"
@@ -50,6 +53,7 @@ import (
 	"github.com/berth-dev/berth/internal/metrics"
 	"github.com/berth-dev/berth/internal/multicluster"
 	"github.com/berth-dev/berth/internal/scheduler"
+	"github.com/berth-dev/berth/internal/visibility"
 	"github.com/berth-dev/berth/internal/workload"
 )
 
@@ -83,6 +87,10 @@ type Options struct {
 	// called through WebhookService on port 443.
 	WebhookURL     string
 	WebhookService string
+	// PodIP is this replica's address in a cluster: the leader serves the
+	// visibility API there. With neither it nor WebhookURL, the visibility
+	// API is not registered.
+	PodIP string
 	// ManageJobsWithoutQueueName queues every Job; those without a queue label
 	// go to the LocalQueue named "default" in their namespace.
 	ManageJobsWithoutQueueName bool
@@ -120,6 +128,7 @@ func Scheme() *runtime.Scheme {
 	s := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(s)
 	_ = berthv1.AddToScheme(s)
+	_ = apiregistrationv1.AddToScheme(s)
 	return s
 }
 
@@ -156,12 +165,21 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	if err != nil {
 		return fmt.Errorf("connecting to the API server: %w", err)
 	}
-	if err := webhook.Prepare(ctx, direct, webhook.Options{
+	caBundle, err := webhook.Prepare(ctx, direct, webhook.Options{
 		Namespace: o.Namespace, SecretName: "berth-webhook-tls", ConfigName: "berth", CertDir: o.WebhookCertDir,
 		URL: o.WebhookURL, Service: types.NamespacedName{Namespace: o.Namespace, Name: o.WebhookService},
 		ServicePort: 443, ManageAll: o.ManageJobsWithoutQueueName,
-	}, time.Now()); err != nil {
+		AlsoServes: []types.NamespacedName{{Namespace: o.Namespace, Name: visctrl.ServiceName}},
+	}, time.Now())
+	if err != nil {
 		return err
+	}
+	proxy, visErr := frontProxy(ctx, direct)
+	if visErr == nil && o.WebhookURL == "" && o.PodIP == "" {
+		visErr = errors.New("neither --webhook-url nor --pod-ip is set, so the API server could not reach it")
+	}
+	if visErr != nil {
+		ctrl.Log.Error(visErr, "the visibility API (visibility.berth.dev) is off")
 	}
 
 	// With leader election, a replica that lost its lease writes nothing
@@ -196,7 +214,10 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		RenewDeadline:                       ptr.To(o.Lease.RenewDeadline),
 		RetryPeriod:                         ptr.To(o.Lease.RetryPeriod),
 		WebhookServer: crwebhook.NewServer(crwebhook.Options{
-			Host: o.WebhookHost, Port: o.WebhookPort, CertDir: filepath.Clean(o.WebhookCertDir)}),
+			Host: o.WebhookHost, Port: o.WebhookPort, CertDir: filepath.Clean(o.WebhookCertDir),
+			// The visibility API checks that its caller is the API server's
+			// front proxy; webhook calls bring no certificate.
+			TLSOpts: []func(*tls.Config){func(c *tls.Config) { c.ClientAuth = tls.RequestClientCert }}}),
 		// Managed fields are most of a small object's size and berth never
 		// reads them; of finished workloads it keeps only an outline.
 		Cache: cache.Options{DefaultTransform: cache.TransformStripManagedFields(),
@@ -227,6 +248,13 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	}
 	if q, err = queues.Setup(ctx, mgr, sched, adm.Evict); err != nil {
 		return err
+	}
+	if visErr == nil {
+		synced := func() bool { return adm.HasSynced() && q.HasSynced() && checksSynced() }
+		if err := visctrl.Setup(mgr, sched, synced, proxy, visctrl.Options{Namespace: o.Namespace, URL: o.WebhookURL,
+			PodIP: o.PodIP, Port: o.WebhookPort, CABundle: caBundle}); err != nil {
+			return err
+		}
 	}
 	if err := jobs.Setup(mgr, o.ManageJobsWithoutQueueName); err != nil {
 		return err
@@ -272,6 +300,16 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		return err
 	}
 	return mgr.Start(ctx)
+}
+
+// frontProxy reads who may call the visibility API: the API server's front
+// proxy, as the API server publishes it.
+func frontProxy(ctx context.Context, c client.Client) (visibility.FrontProxy, error) {
+	var cm corev1.ConfigMap
+	if err := c.Get(ctx, types.NamespacedName{Namespace: "kube-system", Name: visibility.AuthenticationConfigMap}, &cm); err != nil {
+		return visibility.FrontProxy{}, fmt.Errorf("reading ConfigMap kube-system/%s: %w", visibility.AuthenticationConfigMap, err)
+	}
+	return visibility.ParseFrontProxy(cm.Data)
 }
 
 // Lease times leader election: another replica may take the lease Duration

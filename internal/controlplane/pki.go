@@ -79,8 +79,20 @@ func ensurePKI(dir string, now time.Time, identities []Identity) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	ca, err := ensureCA(dir, now)
+	ca, err := ensureCA(dir, "ca", "berth-ca", now)
 	if err != nil {
+		return err
+	}
+	// The API server proves itself to aggregated API servers (berth's
+	// visibility API) with a client certificate of a CA of its own: one the
+	// ordinary CA signed would let any client certificate holder with the
+	// right name speak for any user.
+	frontProxyCA, err := ensureCA(dir, "front-proxy-ca", "berth-front-proxy-ca", now)
+	if err != nil {
+		return err
+	}
+	if err := ensureLeaf(dir, certSpec{file: "front-proxy-client", commonName: FrontProxyClientName,
+		usages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}, frontProxyCA, now); err != nil {
 		return err
 	}
 	if err := ensureKeyPair(filepath.Join(dir, "sa.key"), filepath.Join(dir, "sa.pub")); err != nil {
@@ -94,13 +106,17 @@ func ensurePKI(dir string, now time.Time, identities []Identity) error {
 	return nil
 }
 
-func ensureCA(dir string, now time.Time) (*pki.KeyPair, error) {
-	certPath, keyPath := filepath.Join(dir, "ca.crt"), filepath.Join(dir, "ca.key")
+// FrontProxyClientName is the common name of the API server's certificate
+// towards aggregated API servers, the one name they accept.
+const FrontProxyClientName = "front-proxy-client"
+
+func ensureCA(dir, file, commonName string, now time.Time) (*pki.KeyPair, error) {
+	certPath, keyPath := filepath.Join(dir, file+".crt"), filepath.Join(dir, file+".key")
 	ca, err := loadPair(certPath, keyPath)
 	if err == nil || !errors.Is(err, os.ErrNotExist) {
 		return ca, err
 	}
-	if ca, err = pki.NewCA("berth-ca", now, caValidity); err != nil {
+	if ca, err = pki.NewCA(commonName, now, caValidity); err != nil {
 		return nil, err
 	}
 	return ca, writePair(certPath, keyPath, ca)

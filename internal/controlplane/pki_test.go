@@ -114,3 +114,30 @@ func TestEnsurePKIRefusesCorruptFiles(t *testing.T) {
 		t.Fatalf("ensurePKI with a corrupt key = %v, want an error naming %s", err, key)
 	}
 }
+
+// Aggregated API servers trust the front-proxy CA alone: the API server's
+// certificate towards them must come from it, and no other certificate may.
+func TestFrontProxyClientHasACAOfItsOwn(t *testing.T) {
+	dir := t.TempDir()
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	if err := ensurePKI(dir, now, nil); err != nil {
+		t.Fatal(err)
+	}
+	pool := func(file string) *x509.CertPool {
+		p := x509.NewCertPool()
+		p.AddCert(readCert(t, filepath.Join(dir, file)))
+		return p
+	}
+	client := []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
+	proxy := readCert(t, filepath.Join(dir, "front-proxy-client.crt"))
+	if proxy.Subject.CommonName != FrontProxyClientName {
+		t.Errorf("front-proxy certificate is for %q, want %q", proxy.Subject.CommonName, FrontProxyClientName)
+	}
+	if _, err := proxy.Verify(x509.VerifyOptions{Roots: pool("front-proxy-ca.crt"), CurrentTime: now, KeyUsages: client}); err != nil {
+		t.Errorf("front-proxy certificate is not a client certificate of the front-proxy CA: %v", err)
+	}
+	admin := readCert(t, filepath.Join(dir, "admin.crt"))
+	if _, err := admin.Verify(x509.VerifyOptions{Roots: pool("front-proxy-ca.crt"), CurrentTime: now, KeyUsages: client}); err == nil {
+		t.Error("the admin certificate verifies against the front-proxy CA; it could speak for any user")
+	}
+}

@@ -60,11 +60,12 @@ func Plan(l Layout, p Ports, o PlanOptions) []Component {
 		"--tls-cert-file=" + l.PKI("apiserver.crt"),
 		"--tls-private-key-file=" + l.PKI("apiserver.key"),
 		"--client-ca-file=" + l.PKI("ca.crt"),
-		// Request-header authentication is configured only so that the
-		// controller-manager and scheduler find the CA bundle they expect; no
-		// certificate with the allowed name is ever issued.
-		"--requestheader-client-ca-file=" + l.PKI("ca.crt"),
-		"--requestheader-allowed-names=front-proxy-client",
+		// The API server forwards requests for aggregated APIs (berth's
+		// visibility API) with this certificate, naming the user in headers.
+		"--proxy-client-cert-file=" + l.PKI("front-proxy-client.crt"),
+		"--proxy-client-key-file=" + l.PKI("front-proxy-client.key"),
+		"--requestheader-client-ca-file=" + l.PKI("front-proxy-ca.crt"),
+		"--requestheader-allowed-names=" + FrontProxyClientName,
 		"--requestheader-username-headers=X-Remote-User",
 		"--requestheader-group-headers=X-Remote-Group",
 		"--requestheader-extra-headers-prefix=X-Remote-Extra-",

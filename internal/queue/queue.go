@@ -18,6 +18,7 @@ package queue
 import (
 	"container/heap"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -66,7 +67,7 @@ type cqQueue struct {
 	nextAging    time.Time // when aged priorities are next brought up to date
 	heap         entryHeap[queueOrder]
 	inadmissible map[string]*entry
-	inFlight     int
+	inFlight     map[string]*entry
 	// blocked: a StrictFIFO head did not fit; nothing is handed out until
 	// something changes.
 	blocked bool
@@ -126,7 +127,7 @@ func (m *Manager) unindex(e *entry) {
 func (m *Manager) SetClusterQueue(name string, strategy core.QueueingStrategy, aging *core.Aging) {
 	q, ok := m.cqs[name]
 	if !ok {
-		q = &cqQueue{name: name, inadmissible: map[string]*entry{}}
+		q = &cqQueue{name: name, inadmissible: map[string]*entry{}, inFlight: map[string]*entry{}}
 		m.cqs[name] = q
 	}
 	if q.strategy != strategy {
@@ -245,7 +246,7 @@ func (m *Manager) Heads() []*core.Workload {
 		}
 		e := heap.Pop(&q.heap).(*entry)
 		e.place = inFlight
-		q.inFlight++
+		q.inFlight[e.w.Key] = e
 		out = append(out, e.w)
 	}
 	// A stable order keeps cycles reproducible.
@@ -271,7 +272,7 @@ func (m *Manager) Done(d core.Decision) {
 	if !ok || e.place != inFlight || e.w != d.Workload {
 		return
 	}
-	e.cq.inFlight--
+	delete(e.cq.inFlight, e.w.Key)
 	switch {
 	case e.deleted, d.Admit != nil && e.replaced == nil:
 		m.drop(e)
@@ -340,12 +341,70 @@ func (m *Manager) Counts(cq string) (active, inadmissibleCount int) {
 	if !ok {
 		return 0, 0
 	}
-	active = len(q.heap) + q.inFlight
+	active = len(q.heap) + len(q.inFlight)
 	if q.blocked && active > 0 {
 		active--
 		inadmissibleCount++
 	}
 	return active, inadmissibleCount + len(q.inadmissible)
+}
+
+// Waiting is a workload in a ClusterQueue's line, as Line copies it out.
+type Waiting struct {
+	// Workload holds what orders the line: Key, Priority, Aged, Timestamp
+	// and Nominated (PodSets and NamespaceLabels are left out).
+	Workload   core.Workload
+	LocalQueue string
+	// Pending is why it waits, as last decided; nil before its first look.
+	Pending *core.Pending
+}
+
+// Line copies out the workloads waiting in a ClusterQueue: those waiting
+// their turn, being decided on, or set aside until something changes. It
+// leaves out those held back by an eviction's backoff or parked for want of
+// a queue: they are not in line yet. SortLine puts them in order.
+func (m *Manager) Line(cq string) ([]Waiting, bool) {
+	q, ok := m.cqs[cq]
+	if !ok {
+		return nil, false
+	}
+	out := make([]Waiting, 0, len(q.heap)+len(q.inadmissible)+len(q.inFlight))
+	add := func(e *entry) {
+		w := *e.w
+		w.PodSets, w.NamespaceLabels = nil, nil
+		out = append(out, Waiting{Workload: w, LocalQueue: e.localQueue, Pending: e.pending})
+	}
+	for _, e := range q.heap {
+		add(e)
+	}
+	for _, e := range q.inadmissible {
+		add(e)
+	}
+	for _, e := range q.inFlight {
+		add(e)
+	}
+	return out, true
+}
+
+// SortLine orders a line as the queue hands it out: a nominated preemptor
+// first, then by priority (aging included), age and name.
+func SortLine(line []Waiting) {
+	slices.SortFunc(line, func(a, b Waiting) int {
+		switch {
+		case first(&a.Workload, &b.Workload):
+			return -1
+		case first(&b.Workload, &a.Workload):
+			return 1
+		}
+		return 0
+	})
+}
+
+// ClusterQueueOf returns the ClusterQueue a LocalQueue (namespace/name)
+// points at, if the LocalQueue exists.
+func (m *Manager) ClusterQueueOf(localQueue string) (string, bool) {
+	lq, ok := m.lqs[localQueue]
+	return lq.ClusterQueue, ok
 }
 
 // PendingInLocalQueue counts the pending workloads submitted through a LocalQueue.
@@ -527,11 +586,13 @@ type entryHeap[O interface{ less(a, b *entry) bool }] []*entry
 // queueOrder puts a nominated preemptor first, then orders by core.Before.
 type queueOrder struct{}
 
-func (queueOrder) less(a, b *entry) bool {
-	if a.w.Nominated != b.w.Nominated {
-		return a.w.Nominated
+func (queueOrder) less(a, b *entry) bool { return first(a.w, b.w) }
+
+func first(a, b *core.Workload) bool {
+	if a.Nominated != b.Nominated {
+		return a.Nominated
 	}
-	return core.Before(a.w, b.w)
+	return core.Before(a, b)
 }
 
 // backoffOrder orders held-back entries by the end of their backoff.

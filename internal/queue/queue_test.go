@@ -346,3 +346,64 @@ func TestBackoffHoldsEvictedWorkloads(t *testing.T) {
 		t.Fatalf("after its backoff, heads %v", keys(hs))
 	}
 }
+
+func lineKeys(line []Waiting) []string {
+	var out []string
+	for _, w := range line {
+		out = append(out, w.Workload.Key)
+	}
+	return out
+}
+
+// The line a visibility snapshot shows is the order the queue hands
+// workloads out in, whatever the strategy.
+func TestLineIsTheOrderOfAdmission(t *testing.T) {
+	for _, s := range []core.QueueingStrategy{core.BestEffortFIFO, core.StrictFIFO} {
+		m := setup(s)
+		for i, p := range []int32{3, 1, 3, 7, 1, 0, 7, 2} {
+			m.AddOrUpdate(MakeWorkload(string(rune('a'+i)), "").Priority(p).Created(time.Duration(i%3)*time.Minute).Obj(), "default/lq")
+		}
+		line, ok := m.Line("cq")
+		if !ok {
+			t.Fatal("no line for cq")
+		}
+		SortLine(line)
+		if got, want := lineKeys(line), popAll(m); !slices.Equal(got, want) {
+			t.Errorf("%s: line %v, admitted in %v", s, got, want)
+		}
+	}
+}
+
+// Set aside and in flight still count as waiting in line; parked and held
+// back by a backoff do not.
+func TestLineHoldsEveryoneWaitingInTheQueue(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	m := NewManager(clk)
+	m.SetClusterQueue("cq", core.BestEffortFIFO, nil)
+	m.SetLocalQueue(LocalQueue{Key: "default/lq", ClusterQueue: "cq"})
+	aside := MakeWorkload("aside", "").Priority(9).Obj()
+	m.AddOrUpdate(aside, "default/lq")
+	m.Done(noFit(m.Heads()[0]))
+	m.AddOrUpdate(MakeWorkload("deciding", "").Priority(5).Obj(), "default/lq")
+	m.AddOrUpdate(MakeWorkload("next", "").Priority(1).Obj(), "default/lq")
+	deciding := m.Heads()
+	if !slices.Equal(keys(deciding), []string{"default/deciding"}) {
+		t.Fatalf("heads %v", keys(deciding))
+	}
+	m.AddOrUpdate(MakeWorkload("parked", "").Obj(), "default/missing")
+	held := MakeWorkload("held", "").Obj()
+	held.NotBefore = clk.Now().Add(time.Minute)
+	m.AddOrUpdate(held, "default/lq")
+
+	line, _ := m.Line("cq")
+	SortLine(line)
+	if got, want := lineKeys(line), []string{"default/aside", "default/deciding", "default/next"}; !slices.Equal(got, want) {
+		t.Errorf("line %v, want %v", got, want)
+	}
+	if line[0].Pending == nil || line[0].Pending.Reason != core.NoFit {
+		t.Errorf("the set-aside workload's reason is %+v, want %s", line[0].Pending, core.NoFit)
+	}
+	if _, ok := m.Line("nope"); ok {
+		t.Error("a line for a ClusterQueue that does not exist")
+	}
+}

@@ -514,6 +514,29 @@ func (s *Scheduler) FlavorUsers(flavor string) []string {
 	return out
 }
 
+// Line copies out the workloads waiting in a ClusterQueue, unordered
+// (queue.SortLine orders them); false when it does not exist. The copy is
+// made under the lock and sorted outside it, so a large line costs the
+// scheduling loop only the copy.
+func (s *Scheduler) Line(cq string) ([]queue.Waiting, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.queues.Line(cq)
+}
+
+// LocalQueueLine returns the ClusterQueue a LocalQueue (namespace/name)
+// points at and that queue's line, unordered; false when the LocalQueue
+// does not exist. The line is empty while the ClusterQueue does not exist.
+func (s *Scheduler) LocalQueueLine(key string) (cq string, line []queue.Waiting, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if cq, ok = s.queues.ClusterQueueOf(key); !ok {
+		return "", nil, false
+	}
+	line, _ = s.queues.Line(cq)
+	return cq, line, true
+}
+
 // Pending returns why a workload waits, if it does.
 func (s *Scheduler) Pending(key string) *core.Pending {
 	s.mu.Lock()

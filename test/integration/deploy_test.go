@@ -21,6 +21,11 @@ func TestDeployManifestsAreValid(t *testing.T) {
 	if err != nil {
 		t.Fatalf("kubectl kustomize config/deploy: %v", err)
 	}
+	// Kustomize sets no namespace: the controller's Role for reading the
+	// API server's front-proxy CA must stay in kube-system.
+	if !strings.Contains(string(rendered), "  name: berth-controller\n  namespace: kube-system\n") {
+		t.Errorf("config/deploy lost the controller's Role and RoleBinding in kube-system:\n%s", rendered)
+	}
 	// This cluster already has a webhook configuration named berth (the
 	// local controller's, by URL); validate the manifest as a new object.
 	manifest := strings.Replace(string(rendered), "  name: berth\nwebhooks:", "  name: "+env.Name("berth")+"\nwebhooks:", 1)
@@ -38,6 +43,8 @@ func TestDeployManifestsAreValid(t *testing.T) {
 		"serviceaccount/berth-controller",
 		"deployment.apps/berth-controller",
 		"service/berth-webhook",
+		"clusterrole.rbac.authorization.k8s.io/berth-visibility-viewer",
+		"clusterrole.rbac.authorization.k8s.io/berth-namespace-viewer",
 		"mutatingwebhookconfiguration.admissionregistration.k8s.io/" + env.Name("berth"),
 	} {
 		if !strings.Contains(string(out), want) {

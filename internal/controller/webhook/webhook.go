@@ -48,6 +48,9 @@ type Options struct {
 	ServicePort int32
 	// ManageAll adds a webhook for Jobs without a queue label.
 	ManageAll bool
+	// AlsoServes names other Services the API server reaches the same
+	// server through (the visibility API's): the certificate covers them.
+	AlsoServes []types.NamespacedName
 }
 
 const (
@@ -56,20 +59,21 @@ const (
 )
 
 // Prepare makes sure the certificate exists and is fresh, writes it for the
-// server, and points the webhook configuration at the controller.
-func Prepare(ctx context.Context, c client.Client, o Options, now time.Time) error {
+// server, and points the webhook configuration at the controller. It returns
+// the CA bundle that verifies the server.
+func Prepare(ctx context.Context, c client.Client, o Options, now time.Time) ([]byte, error) {
 	caPEM, certPEM, keyPEM, err := ensureSecret(ctx, c, o, now)
 	if err != nil {
-		return fmt.Errorf("webhook certificate (Secret %s/%s): %w", o.Namespace, o.SecretName, err)
+		return nil, fmt.Errorf("webhook certificate (Secret %s/%s): %w", o.Namespace, o.SecretName, err)
 	}
 	if err := os.MkdirAll(o.CertDir, 0o700); err != nil {
-		return err
+		return nil, err
 	}
 	if err := os.WriteFile(filepath.Join(o.CertDir, "tls.crt"), certPEM, 0o600); err != nil {
-		return err
+		return nil, err
 	}
 	if err := os.WriteFile(filepath.Join(o.CertDir, "tls.key"), keyPEM, 0o600); err != nil {
-		return err
+		return nil, err
 	}
 	want := Configuration(o, caPEM)
 	var have admissionregistrationv1.MutatingWebhookConfiguration
@@ -83,9 +87,9 @@ func Prepare(ctx context.Context, c client.Client, o Options, now time.Time) err
 		err = c.Update(ctx, &have)
 	}
 	if err != nil {
-		return fmt.Errorf("MutatingWebhookConfiguration %s: %w", o.ConfigName, err)
+		return nil, fmt.Errorf("MutatingWebhookConfiguration %s: %w", o.ConfigName, err)
 	}
-	return nil
+	return caPEM, nil
 }
 
 // ensureSecret returns the CA and serving certificate from the Secret,
@@ -98,7 +102,7 @@ func ensureSecret(ctx context.Context, c client.Client, o Options, now time.Time
 			return nil, nil, nil, err
 		}
 		exists := err == nil
-		if exists && usable(s.Data, now) {
+		if exists && usable(s.Data, dnsNames(o), now) {
 			return s.Data["ca.crt"], s.Data["tls.crt"], s.Data["tls.key"], nil
 		}
 		ca, err := pki.NewCA("berth-webhook-ca", now, 10*certValidity)
@@ -129,10 +133,18 @@ func ensureSecret(ctx context.Context, c client.Client, o Options, now time.Time
 	return nil, nil, nil, fmt.Errorf("kept conflicting with other writers")
 }
 
-func usable(data map[string][]byte, now time.Time) bool {
+// usable reports whether a Secret's certificate is fresh, signed by its CA,
+// and covers every name the server is reached by (a new name, after an
+// upgrade, renews it).
+func usable(data map[string][]byte, names []string, now time.Time) bool {
 	kp, err := pki.Parse(data["tls.crt"], data["tls.key"])
 	if err != nil || !pki.Fresh(kp.Cert, now, renewBefore) {
 		return false
+	}
+	for _, n := range names {
+		if kp.Cert.VerifyHostname(n) != nil {
+			return false
+		}
 	}
 	ca, err := pki.ParseCert(data["ca.crt"])
 	return err == nil && kp.Cert.CheckSignatureFrom(ca) == nil
@@ -140,9 +152,11 @@ func usable(data map[string][]byte, now time.Time) bool {
 
 func dnsNames(o Options) []string {
 	names := []string{"localhost"}
-	if o.Service.Name != "" {
-		svc := o.Service.Name + "." + o.Service.Namespace + ".svc"
-		names = append(names, svc, svc+".cluster.local")
+	for _, s := range append([]types.NamespacedName{o.Service}, o.AlsoServes...) {
+		if s.Name != "" {
+			svc := s.Name + "." + s.Namespace + ".svc"
+			names = append(names, svc, svc+".cluster.local")
+		}
 	}
 	return names
 }

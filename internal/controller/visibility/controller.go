@@ -1,0 +1,193 @@
+package visibility
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/wait"
+	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	visibilityv1 "github.com/berth-dev/berth/api/visibility/v1beta1"
+	"github.com/berth-dev/berth/internal/visibility"
+)
+
+// +kubebuilder:rbac:groups=apiregistration.k8s.io,resources=apiservices,verbs=create
+// +kubebuilder:rbac:groups=apiregistration.k8s.io,resources=apiservices,resourceNames=v1beta1.visibility.berth.dev,verbs=get;update
+// +kubebuilder:rbac:groups="",namespace=berth-system,resources=services,verbs=get;create;update
+// +kubebuilder:rbac:groups=discovery.k8s.io,namespace=berth-system,resources=endpointslices,verbs=get;create;update
+// +kubebuilder:rbac:groups="",namespace=kube-system,resources=configmaps,resourceNames=extension-apiserver-authentication,verbs=get
+
+const (
+	// ServiceName is the Service the APIService names.
+	ServiceName = "berth-visibility"
+	// APIServiceName registers the API group and version.
+	APIServiceName = visibilityv1.Version + "." + visibilityv1.GroupName
+)
+
+// Options say where the API server reaches the controller.
+type Options struct {
+	// Namespace holds the Service.
+	Namespace string
+	// URL, on a local control plane, is the webhook server's base URL
+	// (https://127.0.0.1:9443): the Service is an ExternalName for its host,
+	// and the APIService names its port.
+	URL string
+	// PodIP, in a cluster, is this replica's address; Port is the webhook
+	// server's. The leader writes them as the Service's only endpoint.
+	PodIP string
+	Port  int
+	// CABundle verifies the webhook server's certificate.
+	CABundle []byte
+}
+
+// Objects are what registers the API: the APIService, its Service and, in
+// a cluster, the leader's endpoint. Pure.
+func Objects(o Options) (*apiregistrationv1.APIService, *corev1.Service, *discoveryv1.EndpointSlice, error) {
+	meta := func(name, ns string) metav1.ObjectMeta {
+		return metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{"app.kubernetes.io/managed-by": "berth"}}
+	}
+	svc := &corev1.Service{ObjectMeta: meta(ServiceName, o.Namespace)}
+	var port int32 = 443
+	var slice *discoveryv1.EndpointSlice
+	switch {
+	case o.URL != "":
+		u, err := url.Parse(o.URL)
+		if err != nil || u.Hostname() == "" {
+			return nil, nil, nil, fmt.Errorf("webhook URL %q: not an https://host:port URL", o.URL)
+		}
+		p, err := strconv.Atoi(u.Port())
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("webhook URL %q: names no port", o.URL)
+		}
+		port = int32(p)
+		svc.Spec = corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName, ExternalName: u.Hostname()}
+	case o.PodIP != "":
+		ip := net.ParseIP(o.PodIP)
+		if ip == nil {
+			return nil, nil, nil, fmt.Errorf("pod IP %q: not an IP address", o.PodIP)
+		}
+		family := discoveryv1.AddressTypeIPv4
+		if ip.To4() == nil {
+			family = discoveryv1.AddressTypeIPv6
+		}
+		svc.Spec = corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP,
+			Ports: []corev1.ServicePort{{Name: "https", Port: port, TargetPort: intstr.FromInt(o.Port)}}}
+		slice = &discoveryv1.EndpointSlice{ObjectMeta: meta(ServiceName+"-leader", o.Namespace), AddressType: family,
+			Endpoints: []discoveryv1.Endpoint{{Addresses: []string{o.PodIP}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}}},
+			Ports:     []discoveryv1.EndpointPort{{Name: ptr.To("https"), Port: ptr.To(int32(o.Port)), Protocol: ptr.To(corev1.ProtocolTCP)}}}
+		slice.Labels[discoveryv1.LabelServiceName] = ServiceName
+		slice.Labels[discoveryv1.LabelManagedBy] = "berth.dev"
+	default:
+		return nil, nil, nil, fmt.Errorf("neither a webhook URL nor a pod IP: the API server would have no way to reach the visibility API")
+	}
+	api := &apiregistrationv1.APIService{ObjectMeta: meta(APIServiceName, ""), Spec: apiregistrationv1.APIServiceSpec{
+		Group: visibilityv1.GroupName, Version: visibilityv1.Version,
+		Service:              &apiregistrationv1.ServiceReference{Namespace: o.Namespace, Name: ServiceName, Port: ptr.To(port)},
+		CABundle:             o.CABundle,
+		GroupPriorityMinimum: 100, VersionPriority: 100,
+	}}
+	return api, svc, slice, nil
+}
+
+// Setup serves the API on the manager's webhook server and, once this
+// replica leads, registers it. lines are the scheduler's queues; synced
+// says when they hold the cluster's workloads.
+func Setup(mgr ctrl.Manager, lines visibility.Lines, synced func() bool, proxy visibility.FrontProxy, o Options) error {
+	api, svc, slice, err := Objects(o)
+	if err != nil {
+		return fmt.Errorf("visibility API: %w", err)
+	}
+	objs := []client.Object{svc, api}
+	if slice != nil {
+		objs = append(objs, slice)
+	}
+	elected := mgr.Elected()
+	srv := &visibility.Server{Lines: lines, Proxy: proxy, Clock: clock.RealClock{}, Ready: func() error {
+		select {
+		case <-elected:
+		default:
+			return visibility.ErrNotLeading
+		}
+		if !synced() {
+			return visibility.ErrNotSynced
+		}
+		return nil
+	}}
+	mgr.GetWebhookServer().Register(visibility.Path, srv)
+	mgr.GetWebhookServer().Register(visibility.Path+"/", srv)
+	mgr.GetWebhookServer().Register(visibility.OpenAPIPath, srv)
+	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		log := ctrl.LoggerFrom(ctx).WithName("visibility")
+		// Retried until it takes: the API is unreachable until registered.
+		_ = wait.ExponentialBackoffWithContext(ctx, wait.Backoff{Duration: time.Second, Factor: 2, Cap: time.Minute, Steps: 1 << 30},
+			func(ctx context.Context) (bool, error) {
+				if err := register(ctx, mgr.GetClient(), mgr.GetAPIReader(), objs); err != nil {
+					log.Error(err, "registering the visibility API; trying again")
+					return false, nil
+				}
+				return true, nil
+			})
+		<-ctx.Done()
+		return nil
+	}))
+}
+
+// register writes each object, creating it or bringing it to what is wanted.
+func register(ctx context.Context, c client.Client, r client.Reader, objs []client.Object) error {
+	for _, want := range objs {
+		if err := ensure(ctx, c, r, want); err != nil {
+			return fmt.Errorf("%T %s: %w", want, want.GetName(), err)
+		}
+	}
+	return nil
+}
+
+func ensure(ctx context.Context, c client.Client, r client.Reader, want client.Object) error {
+	have := want.DeepCopyObject().(client.Object)
+	err := r.Get(ctx, client.ObjectKeyFromObject(want), have)
+	if apierrors.IsNotFound(err) {
+		return c.Create(ctx, want.DeepCopyObject().(client.Object))
+	}
+	if err != nil {
+		return err
+	}
+	changed := false
+	switch h := have.(type) {
+	case *apiregistrationv1.APIService:
+		w := want.(*apiregistrationv1.APIService)
+		changed = !equality.Semantic.DeepEqual(h.Spec, w.Spec)
+		h.Spec = w.Spec
+	case *corev1.Service:
+		w := want.(*corev1.Service)
+		changed = h.Spec.Type != w.Spec.Type || h.Spec.ExternalName != w.Spec.ExternalName ||
+			!equality.Semantic.DeepEqual(h.Spec.Ports, w.Spec.Ports)
+		if h.Spec.Type != w.Spec.Type {
+			return fmt.Errorf("is of type %s, want %s: delete it and berth will make it anew", h.Spec.Type, w.Spec.Type)
+		}
+		h.Spec.ExternalName, h.Spec.Ports = w.Spec.ExternalName, w.Spec.Ports
+	case *discoveryv1.EndpointSlice:
+		w := want.(*discoveryv1.EndpointSlice)
+		changed = !equality.Semantic.DeepEqual(h.Endpoints, w.Endpoints) || !equality.Semantic.DeepEqual(h.Ports, w.Ports) ||
+			h.AddressType != w.AddressType
+		h.Endpoints, h.Ports, h.AddressType = w.Endpoints, w.Ports, w.AddressType
+	}
+	if !changed {
+		return nil
+	}
+	return c.Update(ctx, have)
+}

@@ -1,0 +1,66 @@
+package visibility
+
+import (
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+)
+
+// On a local control plane the API server reaches the controller by an
+// ExternalName for its loopback address; the APIService names the port.
+func TestObjectsForALocalControlPlane(t *testing.T) {
+	api, svc, slice, err := Objects(Options{Namespace: "berth-system", URL: "https://127.0.0.1:20232", CABundle: []byte("ca")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if svc.Spec.Type != corev1.ServiceTypeExternalName || svc.Spec.ExternalName != "127.0.0.1" || svc.Name != ServiceName {
+		t.Errorf("Service %s: %+v", svc.Name, svc.Spec)
+	}
+	s := api.Spec.Service
+	if api.Name != "v1beta1.visibility.berth.dev" || s.Name != ServiceName || s.Namespace != "berth-system" || *s.Port != 20232 ||
+		string(api.Spec.CABundle) != "ca" || api.Spec.InsecureSkipTLSVerify {
+		t.Errorf("APIService %s: %+v", api.Name, api.Spec)
+	}
+	if slice != nil {
+		t.Errorf("an EndpointSlice for an ExternalName Service: %+v", slice)
+	}
+}
+
+// In a cluster the Service has no selector: its one endpoint is the leader.
+func TestObjectsInACluster(t *testing.T) {
+	api, svc, slice, err := Objects(Options{Namespace: "berth-system", PodIP: "10.1.2.3", Port: 9443})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if svc.Spec.Type != corev1.ServiceTypeClusterIP || len(svc.Spec.Selector) != 0 || svc.Spec.Ports[0].Port != 443 {
+		t.Errorf("Service: %+v", svc.Spec)
+	}
+	if *api.Spec.Service.Port != 443 {
+		t.Errorf("APIService port %d, want the Service's 443", *api.Spec.Service.Port)
+	}
+	if slice.Labels[discoveryv1.LabelServiceName] != ServiceName || slice.AddressType != discoveryv1.AddressTypeIPv4 ||
+		slice.Endpoints[0].Addresses[0] != "10.1.2.3" || *slice.Ports[0].Port != 9443 || *slice.Ports[0].Name != svc.Spec.Ports[0].Name {
+		t.Errorf("EndpointSlice: %+v", slice)
+	}
+	if _, _, slice, _ := Objects(Options{Namespace: "n", PodIP: "fd00::1", Port: 9443}); slice.AddressType != discoveryv1.AddressTypeIPv6 {
+		t.Errorf("an IPv6 pod address gives an %s slice", slice.AddressType)
+	}
+}
+
+func TestObjectsRefuseWhatCannotBeReached(t *testing.T) {
+	for _, c := range []struct {
+		o    Options
+		says string
+	}{
+		{Options{}, "neither a webhook URL nor a pod IP"},
+		{Options{URL: "https://127.0.0.1"}, "names no port"},
+		{Options{URL: "::"}, "not an https://host:port URL"},
+		{Options{PodIP: "pod-1"}, `pod IP "pod-1"`},
+	} {
+		if _, _, _, err := Objects(c.o); err == nil || !strings.Contains(err.Error(), c.says) {
+			t.Errorf("Objects(%+v) = %v, want an error saying %q", c.o, err, c.says)
+		}
+	}
+}

@@ -1,0 +1,168 @@
+package visibility
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
+
+	visibilityv1 "github.com/berth-dev/berth/api/visibility/v1beta1"
+	"github.com/berth-dev/berth/internal/queue"
+)
+
+// Lines is where the queues are: the scheduler.
+type Lines interface {
+	// Line copies out a ClusterQueue's waiting workloads, unordered.
+	Line(cq string) ([]queue.Waiting, bool)
+	// LocalQueueLine gives a LocalQueue's ClusterQueue and its line.
+	LocalQueueLine(key string) (cq string, line []queue.Waiting, ok bool)
+}
+
+// Why a replica cannot answer yet; Server says so with 503.
+var (
+	ErrNotLeading = errors.New("this berth controller replica does not lead: only the leader has the queues; ask again")
+	ErrNotSynced  = errors.New("the berth controller is still reading the cluster's queues and workloads; ask again")
+)
+
+// Path is the API's root; the server answers everything under it.
+const Path = "/apis/" + visibilityv1.GroupName + "/" + visibilityv1.Version
+
+// OpenAPIPath is where the API server fetches the API's OpenAPI document.
+// It describes no schema (the answers are plain JSON documents described in
+// api/visibility/v1beta1); without it the API server would retry forever.
+const OpenAPIPath = "/openapi/v2"
+
+// Server answers the visibility API.
+type Server struct {
+	Lines Lines
+	Proxy FrontProxy
+	// Ready says why the queues cannot be shown yet (not leading, caches
+	// not synced), or nil.
+	Ready func() error
+	Clock clock.PassiveClock
+}
+
+// ServeHTTP answers discovery and the two pendingworkloads views.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if err := s.Proxy.Verify(r.TLS, s.Clock.Now()); err != nil {
+		writeStatus(w, http.StatusUnauthorized, metav1.StatusReasonUnauthorized, err.Error())
+		return
+	}
+	if r.Method != http.MethodGet {
+		writeStatus(w, http.StatusMethodNotAllowed, metav1.StatusReasonMethodNotAllowed,
+			fmt.Sprintf("%s: the visibility API is read-only (GET)", r.Method))
+		return
+	}
+	if r.URL.Path == OpenAPIPath {
+		writeJSON(w, http.StatusOK, map[string]any{"swagger": "2.0",
+			"info": map[string]string{"title": "berth visibility API", "version": visibilityv1.Version}, "paths": map[string]any{}})
+		return
+	}
+	rest, ok := strings.CutPrefix(r.URL.Path, Path)
+	if !ok {
+		writeStatus(w, http.StatusNotFound, metav1.StatusReasonNotFound, r.URL.Path+": not found")
+		return
+	}
+	parts := strings.Split(strings.Trim(rest, "/"), "/")
+	switch {
+	case rest == "" || rest == "/":
+		writeJSON(w, http.StatusOK, discovery())
+	case len(parts) == 3 && parts[0] == "clusterqueues" && parts[2] == visibilityv1.PendingWorkloads:
+		s.answer(w, r, parts[1], "")
+	case len(parts) == 5 && parts[0] == "namespaces" && parts[2] == "localqueues" && parts[4] == visibilityv1.PendingWorkloads:
+		s.answer(w, r, "", parts[1]+"/"+parts[3])
+	default:
+		writeStatus(w, http.StatusNotFound, metav1.StatusReasonNotFound, r.URL.Path+": not found")
+	}
+}
+
+// answer pages the line of ClusterQueue cq, or of LocalQueue lq's
+// ClusterQueue filtered to lq.
+func (s *Server) answer(w http.ResponseWriter, r *http.Request, cq, lq string) {
+	offset, err := intParam(r, "offset", 0, 0)
+	if err != nil {
+		writeStatus(w, http.StatusBadRequest, metav1.StatusReasonBadRequest, err.Error())
+		return
+	}
+	limit, err := intParam(r, "limit", visibilityv1.DefaultLimit, 1)
+	if err != nil {
+		writeStatus(w, http.StatusBadRequest, metav1.StatusReasonBadRequest, err.Error())
+		return
+	}
+	if err := s.Ready(); err != nil {
+		writeStatus(w, http.StatusServiceUnavailable, metav1.StatusReasonServiceUnavailable, err.Error())
+		return
+	}
+	var line []queue.Waiting
+	name := cq
+	if lq == "" {
+		if line, err = s.clusterQueue(cq); err != nil {
+			writeStatus(w, http.StatusNotFound, metav1.StatusReasonNotFound, err.Error())
+			return
+		}
+	} else {
+		var ok bool
+		if cq, line, ok = s.Lines.LocalQueueLine(lq); !ok {
+			writeStatus(w, http.StatusNotFound, metav1.StatusReasonNotFound, "LocalQueue "+lq+" not found")
+			return
+		}
+		name = lq
+	}
+	queue.SortLine(line)
+	sum := Summarize(cq, line, lq, offset, limit)
+	sum.Namespace, sum.Name, _ = strings.Cut(name, "/")
+	if sum.Name == "" {
+		sum.Namespace, sum.Name = "", name
+	}
+	writeJSON(w, http.StatusOK, sum)
+}
+
+func (s *Server) clusterQueue(name string) ([]queue.Waiting, error) {
+	line, ok := s.Lines.Line(name)
+	if !ok {
+		return nil, fmt.Errorf("ClusterQueue %s not found", name)
+	}
+	return line, nil
+}
+
+func intParam(r *http.Request, name string, def, least int) (int, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < least {
+		return 0, fmt.Errorf("%s=%q: must be an integer of at least %d", name, v, least)
+	}
+	return n, nil
+}
+
+// discovery lists the API's resources, as the API server asks before it
+// routes to it and kubectl does.
+func discovery() *metav1.APIResourceList {
+	sub := func(parent string, namespaced bool) metav1.APIResource {
+		return metav1.APIResource{Name: parent + "/" + visibilityv1.PendingWorkloads, Namespaced: namespaced,
+			Kind: "PendingWorkloadsSummary", Verbs: metav1.Verbs{"get"}}
+	}
+	return &metav1.APIResourceList{
+		TypeMeta:     metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"},
+		GroupVersion: visibilityv1.GroupName + "/" + visibilityv1.Version,
+		APIResources: []metav1.APIResource{sub("clusterqueues", false), sub("localqueues", true)},
+	}
+}
+
+func writeStatus(w http.ResponseWriter, code int, reason metav1.StatusReason, msg string) {
+	writeJSON(w, code, &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
+		Status: metav1.StatusFailure, Code: int32(code), Reason: reason, Message: msg})
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}
