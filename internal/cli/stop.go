@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -219,13 +220,23 @@ func mustJSON(v any) []byte {
 // cluster of the usual kubeconfig, else to the selected berth instance,
 // saying how to start it when it does not run.
 func clusterClient(inst *instanceFlags, kubeconfig string) (client.Client, error) {
+	cfg, err := clusterConfig(inst, kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	return client.New(cfg, client.Options{Scheme: controller.Scheme()})
+}
+
+// clusterConfig connects to the cluster a command acts on: kubectl's as a
+// plugin, else --kubeconfig, else the --name/--data-dir instance.
+func clusterConfig(inst *instanceFlags, kubeconfig string) (*rest.Config, error) {
 	if kubeconfig == "" && kubectlPlugin {
 		cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(clientcmd.NewDefaultClientConfigLoadingRules(),
 			&clientcmd.ConfigOverrides{}).ClientConfig()
 		if err != nil {
 			return nil, fmt.Errorf("the kubeconfig kubectl would use: %w", err)
 		}
-		return client.New(cfg, client.Options{Scheme: controller.Scheme()})
+		return cfg, nil
 	}
 	if kubeconfig == "" {
 		dir, err := inst.resolve()
@@ -242,5 +253,5 @@ func clusterClient(inst *instanceFlags, kubeconfig string) (client.Client, error
 	if err != nil {
 		return nil, fmt.Errorf("--kubeconfig: %w", err)
 	}
-	return client.New(cfg, client.Options{Scheme: controller.Scheme()})
+	return cfg, nil
 }

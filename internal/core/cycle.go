@@ -153,11 +153,18 @@ func (c *Cluster) fits(a *Assignment) bool {
 // Before orders workloads in a queue: higher (aged) priority first, then
 // older, then by key so the order is total.
 func Before(a, b *Workload) bool {
-	if pa, pb := a.OrderPriority(), b.OrderPriority(); pa != pb {
+	return OrderBefore(a.OrderPriority(), b.OrderPriority(), a.Timestamp, b.Timestamp, a.Key, b.Key)
+}
+
+// OrderBefore is Before on the fields that order: (aged) priority, timestamp
+// and key of a and of b. Copies of a queue's order (the visibility API's)
+// use it, so the two can never disagree.
+func OrderBefore(pa, pb int32, ta, tb time.Time, ka, kb string) bool {
+	if pa != pb {
 		return pa > pb
 	}
-	if !a.Timestamp.Equal(b.Timestamp) {
-		return a.Timestamp.Before(b.Timestamp)
+	if !ta.Equal(tb) {
+		return ta.Before(tb)
 	}
-	return a.Key < b.Key
+	return ka < kb
 }

@@ -1,6 +1,8 @@
 package queue
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -350,7 +352,7 @@ func TestBackoffHoldsEvictedWorkloads(t *testing.T) {
 func lineKeys(line []Waiting) []string {
 	var out []string
 	for _, w := range line {
-		out = append(out, w.Workload.Key)
+		out = append(out, w.Key)
 	}
 	return out
 }
@@ -370,6 +372,20 @@ func TestLineIsTheOrderOfAdmission(t *testing.T) {
 		SortLine(line)
 		if got, want := lineKeys(line), popAll(m); !slices.Equal(got, want) {
 			t.Errorf("%s: line %v, admitted in %v", s, got, want)
+		}
+	}
+	// Many ties of priority and age: the key decides, the same way.
+	rng := rand.New(rand.NewPCG(1, 2))
+	for round := range 20 {
+		m := setup(core.BestEffortFIFO)
+		for i := range 200 {
+			m.AddOrUpdate(MakeWorkload(fmt.Sprintf("w%d", i), "").Priority(rng.Int32N(4)).
+				Created(time.Duration(rng.IntN(5))*time.Second).Obj(), "default/lq")
+		}
+		line, _ := m.Line("cq")
+		SortLine(line)
+		if got, want := lineKeys(line), popAll(m); !slices.Equal(got, want) {
+			t.Fatalf("round %d: line %v, admitted in %v", round, got, want)
 		}
 	}
 }

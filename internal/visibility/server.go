@@ -19,7 +19,8 @@ import (
 type Lines interface {
 	// Line copies out a ClusterQueue's waiting workloads, unordered.
 	Line(cq string) ([]queue.Waiting, bool)
-	// LocalQueueLine gives a LocalQueue's ClusterQueue and its line.
+	// LocalQueueLine gives a LocalQueue's ClusterQueue and its line,
+	// unordered.
 	LocalQueueLine(key string) (cq string, line []queue.Waiting, ok bool)
 }
 
@@ -113,7 +114,6 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, cq, lq string) {
 		}
 		name = lq
 	}
-	queue.SortLine(line)
 	sum := Summarize(cq, line, lq, offset, limit)
 	sum.Namespace, sum.Name, _ = strings.Cut(name, "/")
 	if sum.Name == "" {

@@ -21,7 +21,7 @@ var now = time.Date(2026, 11, 24, 0, 0, 0, 0, time.UTC)
 
 // certs makes a front-proxy CA, its client certificate named name, and a
 // client certificate of another CA with the same name.
-func certs(t *testing.T, name string) (ca *pki.KeyPair, proxy, stranger *x509.Certificate) {
+func certs(t testing.TB, name string) (ca *pki.KeyPair, proxy, stranger *x509.Certificate) {
 	t.Helper()
 	client := []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
 	ca, err := pki.NewCA("front-proxy-ca", now, time.Hour)

@@ -2,6 +2,8 @@ package visibility
 
 import (
 	"fmt"
+	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -12,9 +14,7 @@ import (
 
 // waiting is a line entry: key namespace/name, from LocalQueue lq.
 func waiting(key, lq string, priority int32, created time.Duration) queue.Waiting {
-	w := MakeWorkload("", "cq").Priority(priority).Created(created).Obj()
-	w.Key = key
-	return queue.Waiting{Workload: *w, LocalQueue: lq}
+	return queue.Waiting{Key: key, LocalQueue: lq, Priority: priority, Timestamp: Epoch.Add(created)}
 }
 
 func TestSummarizeCountsPositionsInTheWholeLine(t *testing.T) {
@@ -64,5 +64,57 @@ func TestSummarizePages(t *testing.T) {
 	}
 	if p := Summarize("cq", nil, "", 0, 5); p.Items == nil {
 		t.Error("an empty line gives null items; clients expect a list")
+	}
+}
+
+// reference is Summarize the plain way: the whole line sorted, counted
+// from the front.
+func reference(line []queue.Waiting, localQueue string, offset, limit int) []string {
+	sorted := slices.Clone(line)
+	queue.SortLine(sorted)
+	perLQ := map[string]int{}
+	var out []string
+	n := 0
+	for i, w := range sorted {
+		perLQ[w.LocalQueue]++
+		if localQueue != "" && w.LocalQueue != localQueue {
+			continue
+		}
+		if n >= offset && n < offset+limit {
+			out = append(out, fmt.Sprintf("%s %d %d", w.Key, i+1, perLQ[w.LocalQueue]))
+		}
+		n++
+	}
+	return out
+}
+
+// Summarize orders only what a page needs; its answers are those of
+// sorting the whole line, for any line, queue, offset and limit.
+func TestSummarizeAgreesWithSortingEverything(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 11))
+	for round := range 300 {
+		n := rng.IntN(300)
+		var line []queue.Waiting
+		for i := range n {
+			w := waiting(fmt.Sprintf("ns/w%03d", i), fmt.Sprintf("ns/lq%d", rng.IntN(4)), rng.Int32N(3),
+				time.Duration(rng.IntN(4))*time.Second)
+			w.Aged = rng.Int32N(2)
+			w.Nominated = rng.IntN(40) == 0
+			line = append(line, w)
+		}
+		lq := ""
+		if rng.IntN(2) == 0 {
+			lq = fmt.Sprintf("ns/lq%d", rng.IntN(4))
+		}
+		offset, limit := rng.IntN(n+5), 1+rng.IntN(n+5)
+		want := reference(line, lq, offset, limit)
+		got := Summarize("cq", slices.Clone(line), lq, offset, limit)
+		var have []string
+		for _, it := range got.Items {
+			have = append(have, fmt.Sprintf("%s/%s %d %d", it.Namespace, it.Name, it.PositionInClusterQueue, it.PositionInLocalQueue))
+		}
+		if !slices.Equal(have, want) {
+			t.Fatalf("round %d (n=%d lq=%q offset=%d limit=%d):\n got %v\nwant %v", round, n, lq, offset, limit, have, want)
+		}
 	}
 }

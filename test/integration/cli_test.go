@@ -443,3 +443,68 @@ func TestWhyPositionsAreAdmissionOrder(t *testing.T) {
 }
 
 type whyReport = why.Report
+
+// berth pending lists a queue's line from the visibility API: positions,
+// the LocalQueue's own count, and why each waits.
+func TestPending(t *testing.T) {
+	env := testenv.New(t)
+	bin, err := testenv.Binary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	berth := func(args ...string) (string, error) {
+		out, err := exec.Command(bin, append(args, "--kubeconfig", env.Kubeconfig, "-n", env.Namespace)...).CombinedOutput()
+		return string(out), err
+	}
+	rf, cq := env.Name("rf"), env.Name("cq")
+	env.Create(t, MakeResourceFlavor(rf).Obj())
+	env.Create(t, MakeClusterQueue(cq).ResourceGroup(MakeFlavorQuotas(rf).Resource("cpu", "2").Obj()).Obj())
+	env.Create(t, MakeLocalQueue("a", env.Namespace, cq).Obj())
+	env.Create(t, MakeLocalQueue("b", env.Namespace, cq).Obj())
+	env.Create(t, MakeWorkload("holder", env.Namespace).Queue("a").Request("cpu", "2").Obj())
+	waitAdmitted(t, env, env.Namespace, "holder")
+	env.Create(t, MakeWorkload("low", env.Namespace).Queue("a").Request("cpu", "1").Obj())
+	env.Create(t, MakeWorkload("high", env.Namespace).Queue("b").Priority(9).Request("cpu", "1").Obj())
+	waitPending(t, env, env.Namespace, "low", "needs 1 cpu")
+	waitPending(t, env, env.Namespace, "high", "needs 1 cpu")
+
+	out, err := berth("pending", "cq", cq)
+	var rows []string
+	for _, l := range strings.Split(out, "\n") {
+		if f := strings.Fields(l); len(f) > 5 && f[0] != "POSITION" && f[0] != "ClusterQueue" {
+			rows = append(rows, strings.Join(f, " "))
+		}
+	}
+	want := []string{
+		"1 1 " + env.Namespace + "/high b 9 needs 1 cpu in flavor " + rf + ", 0 free",
+		"2 1 " + env.Namespace + "/low a 0 needs 1 cpu in flavor " + rf + ", 0 free",
+	}
+	if err != nil || !slices.Equal(rows, want) || !strings.Contains(out, "ClusterQueue "+cq+": 1-2 of 2 waiting") {
+		t.Errorf("berth pending cq: %v\n%s\nwant rows %q", err, out, want)
+	}
+	out, err = berth("pending", "lq", "a", "-o", "json")
+	var s struct {
+		Total int32
+		Items []struct {
+			Metadata                                     metav1.ObjectMeta
+			PositionInClusterQueue, PositionInLocalQueue int32
+		}
+	}
+	if err != nil || json.Unmarshal([]byte(out), &s) != nil || s.Total != 1 || s.Items[0].Metadata.Name != "low" ||
+		s.Items[0].PositionInClusterQueue != 2 || s.Items[0].PositionInLocalQueue != 1 {
+		t.Errorf("berth pending lq a -o json: %v\n%s", err, out)
+	}
+	if out, err := berth("pending", "cq", cq, "--offset", "5"); err != nil || !strings.Contains(out, "2 waiting, none from position 6 on") {
+		t.Errorf("berth pending past the end: %v\n%s", err, out)
+	}
+	for args, says := range map[string]string{
+		"pending cq nosuch":      "ClusterQueue nosuch not found",
+		"pending lq nosuch":      "LocalQueue " + env.Namespace + "/nosuch not found",
+		"pending job x":          `"job": pending takes clusterqueue (cq) or localqueue (lq)`,
+		"pending cq x --limit 0": "the limit must be at least 1",
+	} {
+		if out, err := berth(strings.Fields(args)...); err == nil || !strings.Contains(out, says) {
+			t.Errorf("berth %s: %v, want an error saying %q:\n%s", args, err, says, out)
+		}
+	}
+}

@@ -5,12 +5,15 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -27,9 +30,18 @@ import (
 
 const visibilityRoot = "/apis/visibility.berth.dev/v1beta1"
 
-// pendingWorkloads asks the visibility API, through the API server, as kube.
-func pendingWorkloads(kube kubernetes.Interface, path string) (*visibilityv1.PendingWorkloadsSummary, error) {
-	data, err := kube.Discovery().RESTClient().Get().AbsPath(visibilityRoot + path).DoRaw(ctx)
+// pendingWorkloads asks the visibility API, through the API server, as
+// kube; params are name, value pairs (limit, offset).
+func pendingWorkloads(kube kubernetes.Interface, path string, params ...string) (*visibilityv1.PendingWorkloadsSummary, error) {
+	req := kube.Discovery().RESTClient().Get().AbsPath(visibilityRoot + path)
+	for i := 0; i+1 < len(params); i += 2 {
+		req = req.Param(params[i], params[i+1])
+	}
+	res := req.Do(ctx)
+	if err := res.Error(); err != nil {
+		return nil, err
+	}
+	data, err := res.Raw()
 	if err != nil {
 		return nil, err
 	}
@@ -208,5 +220,93 @@ func TestPendingPositionsAreVisibleOnlyToWhoMayReadTheNamespace(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusUnauthorized {
 		t.Errorf("a direct call with the admin's certificate got %s, want 401", resp.Status)
+	}
+}
+
+// BenchmarkPendingWorkloads50k measures the visibility API end to end,
+// through the API server: the first page (1,000) of a ClusterQueue with
+// 50,000 pending workloads in 50 LocalQueues. Creating them takes a few
+// minutes; run it alone:
+//
+//	go test ./test/integration -run '^$' -bench PendingWorkloads50k -benchtime 50x
+func BenchmarkPendingWorkloads50k(b *testing.B) {
+	const pending, localQueues = 50_000, 50
+	env := testenv.New(b)
+	rf, cq := env.Name("rf"), env.Name("cq")
+	env.Create(b, MakeResourceFlavor(rf).Obj())
+	env.Create(b, MakeClusterQueue(cq).ResourceGroup(MakeFlavorQuotas(rf).Resource("cpu", "0").Obj()).Obj())
+	for i := range localQueues {
+		env.Create(b, MakeLocalQueue(fmt.Sprintf("lq%d", i), env.Namespace, cq).Obj())
+	}
+	cfg := rest.CopyConfig(env.Config)
+	cfg.QPS, cfg.Burst = 5000, 5000
+	c, err := client.New(cfg, client.Options{Scheme: env.Client.Scheme()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	began := time.Now()
+	errs := make(chan error, 16)
+	for g := range 16 {
+		go func() {
+			for i := g; i < pending; i += 16 {
+				wl := MakeWorkload(fmt.Sprintf("w%d", i), env.Namespace).Queue(fmt.Sprintf("lq%d", i%localQueues)).
+					Priority(int32(i%7)).Request("cpu", "1").Obj()
+				if err := c.Create(ctx, wl); err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 16 {
+		if err := <-errs; err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.Logf("created %d workloads in %s", pending, time.Since(began).Round(time.Second))
+	testenv.Eventually(b, 10*time.Minute, func() error {
+		s, err := pendingWorkloads(env.Kube, cqPath(cq), "limit", "1")
+		if err != nil {
+			return err
+		}
+		if s.Total != pending {
+			return fmt.Errorf("%d in line, want %d", s.Total, pending)
+		}
+		return nil
+	})
+	b.Logf("all in line after %s", time.Since(began).Round(time.Second))
+	// Measure a settled controller: every workload looked at (the last in
+	// line has a reason) and its reason written to the API server.
+	testenv.Eventually(b, 20*time.Minute, func() error {
+		s, err := pendingWorkloads(env.Kube, cqPath(cq), "offset", fmt.Sprint(pending-1), "limit", "1")
+		if err != nil {
+			return err
+		}
+		if len(s.Items) != 1 || s.Items[0].Reason == "" {
+			return fmt.Errorf("the last in line has not been looked at yet: %+v", s.Items)
+		}
+		wl, err := getWorkload(env, env.Namespace, s.Items[0].Name)
+		if err != nil {
+			return err
+		}
+		if c := meta.FindStatusCondition(wl.Status.Conditions, berthv1.WorkloadQuotaReserved); c == nil {
+			return fmt.Errorf("%s has no QuotaReserved condition yet", wl.Name)
+		}
+		return nil
+	})
+	b.Logf("settled after %s", time.Since(began).Round(time.Second))
+	for _, path := range []string{cqPath(cq), lqPath(env.Namespace, "lq7")} {
+		b.Run(strings.Split(path, "/")[1], func(b *testing.B) {
+			for b.Loop() {
+				s, err := pendingWorkloads(env.Kube, path)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if len(s.Items) != 1000 {
+					b.Fatalf("%d items, want a page of 1000", len(s.Items))
+				}
+			}
+		})
 	}
 }
