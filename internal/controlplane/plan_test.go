@@ -127,7 +127,7 @@ func TestVirtualPlanHasNoSchedulerNorNodeLifecycle(t *testing.T) {
 		if c.Name == "kube-scheduler" {
 			t.Fatal("a virtual control plane runs a scheduler: its Pods would be placed on virtual nodes, not by the host")
 		}
-		if c.Name == "kube-controller-manager" && !slices.Contains(c.Args, "--controllers=*,-ttl-controller,-nodelifecycle") {
+		if c.Name == "kube-controller-manager" && !slices.Contains(c.Args, "--controllers=*,-ttl-controller,-csrsigning,-nodelifecycle") {
 			t.Errorf("kube-controller-manager args %v: want the node lifecycle controller off", c.Args)
 		}
 	}
