@@ -233,6 +233,20 @@ func Run(ctx context.Context, cfg *rest.Config, s Scenario, o Options) (*Results
 
 	waitCtx, stopWaiting := context.WithTimeout(ctx, o.Timeout)
 	runErr := await(waitCtx, t.done, t.progress, o)
+	if o.Chaos != nil && runErr == nil {
+		// A run ends when its work and its faults both have: faults still
+		// to come hit the cluster the work left, and the auditor keeps
+		// watching, rather than going uninjected.
+		select {
+		case <-chaosDone:
+		default:
+			fmt.Fprintf(o.Progress, "the work is done; the faults still planned follow\n")
+			select {
+			case <-chaosDone:
+			case <-waitCtx.Done():
+			}
+		}
+	}
 	stopWaiting()
 	stopChaos()
 	<-chaosDone

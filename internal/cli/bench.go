@@ -260,7 +260,7 @@ workload and the controller's peak RSS. See docs/benchmarks.md.`,
 	f.DurationVar(&o.Timeout, "timeout", time.Hour, "give up if the workloads have not all finished by then")
 	f.Uint64Var(&seed, "seed", 0, "chaos: the seed of the faults' order and moments (default: from the clock, printed)")
 	f.IntVar(&faults, "faults", 10, "chaos: how many faults to inject, the kinds in turn")
-	f.DurationVar(&duration, "duration", 2*time.Minute, "chaos: how long work arrives (the run lasts a little longer)")
+	f.DurationVar(&duration, "duration", 2*time.Minute, "chaos: how long work arrives (the run lasts until the work is done and every fault injected)")
 	f.BoolVar(&o.Audit, "audit", false, "check berth's promises during the run and report what breaks (its watch adds load to the API server)")
 	return cmd
 }

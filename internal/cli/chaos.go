@@ -393,7 +393,7 @@ func chaosVerdict(r *bench.Results, planned int) error {
 		return fmt.Errorf("the auditor found %d broken promises: %v", r.Audit.Violations, r.Audit.First)
 	}
 	if len(r.Faults) < planned {
-		return fmt.Errorf("the run ended after %d of %d faults; give it more work (--scale) or fewer faults", len(r.Faults), planned)
+		return fmt.Errorf("the run ended after %d of %d faults: it timed out, failed or was interrupted first", len(r.Faults), planned)
 	}
 	for _, f := range r.Faults {
 		if f.Error != "" {
