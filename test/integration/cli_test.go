@@ -23,18 +23,25 @@ import (
 	. "github.com/berth-dev/berth/test/fixtures"
 )
 
-// berth stop and resume set a queue's stopPolicy, which the controller acts
-// on: a stopped ClusterQueue admits nothing new, a resumed one admits again.
-func TestStopAndResumeQueues(t *testing.T) {
-	env := testenv.New(t)
+// berthCLI runs the berth binary on env's cluster, flags after the
+// arguments, and returns its output (stdout and stderr) trimmed.
+func berthCLI(t *testing.T, env *testenv.Env, flags ...string) func(args ...string) (string, error) {
+	t.Helper()
 	bin, err := testenv.Binary()
 	if err != nil {
 		t.Fatal(err)
 	}
-	berth := func(args ...string) (string, error) {
-		out, err := exec.Command(bin, append(args, "--kubeconfig", env.Kubeconfig)...).CombinedOutput()
+	return func(args ...string) (string, error) {
+		out, err := exec.Command(bin, append(append(args, "--kubeconfig", env.Kubeconfig), flags...)...).CombinedOutput()
 		return strings.TrimSpace(string(out)), err
 	}
+}
+
+// berth stop and resume set a queue's stopPolicy, which the controller acts
+// on: a stopped ClusterQueue admits nothing new, a resumed one admits again.
+func TestStopAndResumeQueues(t *testing.T) {
+	env := testenv.New(t)
+	berth := berthCLI(t, env)
 	rf, cq := env.Name("rf"), env.Name("cq")
 	env.Create(t, MakeResourceFlavor(rf).Obj())
 	env.Create(t, MakeClusterQueue(cq).ResourceGroup(MakeFlavorQuotas(rf).Resource("cpu", "4").Obj()).Obj())
@@ -80,14 +87,7 @@ func TestStopAndResumeQueues(t *testing.T) {
 // Bad flags are named, and create nothing.
 func TestCreateQueues(t *testing.T) {
 	env := testenv.New(t)
-	bin, err := testenv.Binary()
-	if err != nil {
-		t.Fatal(err)
-	}
-	berth := func(args ...string) (string, error) {
-		out, err := exec.Command(bin, append(args, "--kubeconfig", env.Kubeconfig)...).CombinedOutput()
-		return strings.TrimSpace(string(out)), err
-	}
+	berth := berthCLI(t, env)
 	rf, cq := env.Name("rf"), env.Name("cq")
 	for _, args := range [][]string{
 		{"create", "resourceflavor", rf, "--node-labels", "example.com/pool=a"},
@@ -170,14 +170,7 @@ func TestKubectlPlugin(t *testing.T) {
 // takes the quota; berth resume queues it again.
 func TestStopAndResumeAJob(t *testing.T) {
 	env := testenv.New(t)
-	bin, err := testenv.Binary()
-	if err != nil {
-		t.Fatal(err)
-	}
-	berth := func(args ...string) (string, error) {
-		out, err := exec.Command(bin, append(args, "--kubeconfig", env.Kubeconfig)...).CombinedOutput()
-		return strings.TrimSpace(string(out)), err
-	}
+	berth := berthCLI(t, env)
 	_, cq, _ := podQueue(t, env, "2")
 	job := func(name string) *batchv1.Job {
 		j := MakeJob(name, env.Namespace).Queue("main").Parallelism(1).Request("cpu", "2").
@@ -326,14 +319,7 @@ func TestCompletion(t *testing.T) {
 // controller's state; a Job is found by its name.
 func TestWhy(t *testing.T) {
 	env := testenv.New(t)
-	bin, err := testenv.Binary()
-	if err != nil {
-		t.Fatal(err)
-	}
-	berth := func(args ...string) (string, error) {
-		out, err := exec.Command(bin, append(args, "--kubeconfig", env.Kubeconfig, "-n", env.Namespace)...).CombinedOutput()
-		return string(out), err
-	}
+	berth := berthCLI(t, env, "-n", env.Namespace)
 	rf, cq := env.Name("rf"), env.Name("cq")
 	env.Create(t, MakeResourceFlavor(rf).Obj())
 	env.Create(t, MakeClusterQueue(cq).ResourceGroup(MakeFlavorQuotas(rf).Resource("cpu", "2").Obj()).Obj())
@@ -448,14 +434,7 @@ type whyReport = why.Report
 // the LocalQueue's own count, and why each waits.
 func TestPending(t *testing.T) {
 	env := testenv.New(t)
-	bin, err := testenv.Binary()
-	if err != nil {
-		t.Fatal(err)
-	}
-	berth := func(args ...string) (string, error) {
-		out, err := exec.Command(bin, append(args, "--kubeconfig", env.Kubeconfig, "-n", env.Namespace)...).CombinedOutput()
-		return string(out), err
-	}
+	berth := berthCLI(t, env, "-n", env.Namespace)
 	rf, cq := env.Name("rf"), env.Name("cq")
 	env.Create(t, MakeResourceFlavor(rf).Obj())
 	env.Create(t, MakeClusterQueue(cq).ResourceGroup(MakeFlavorQuotas(rf).Resource("cpu", "2").Obj()).Obj())
