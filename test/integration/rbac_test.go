@@ -76,7 +76,8 @@ func TestIdentitiesMayDoOnlyWhatIsReviewed(t *testing.T) {
 }
 
 // rulesOf lists what user may do, cluster-wide (as seen from namespace
-// default) and in berth-system, one sorted line a rule and resource.
+// default) and in berth-system and kube-system, one sorted line a rule and
+// resource (and the names it is limited to, if any).
 func rulesOf(t *testing.T, env *testenv.Env, user string) []string {
 	t.Helper()
 	cfg := rest.CopyConfig(env.Config)
@@ -86,7 +87,7 @@ func rulesOf(t *testing.T, env *testenv.Env, user string) []string {
 		t.Fatal(err)
 	}
 	rules := map[string]map[string]bool{} // scope group resource -> verbs
-	for _, ns := range []string{"default", "berth-system"} {
+	for _, ns := range []string{"default", "berth-system", "kube-system"} {
 		review, err := kube.AuthorizationV1().SelfSubjectRulesReviews().Create(ctx,
 			&authorizationv1.SelfSubjectRulesReview{Spec: authorizationv1.SelfSubjectRulesReviewSpec{Namespace: ns}}, metav1.CreateOptions{})
 		if err != nil {
@@ -95,6 +96,10 @@ func rulesOf(t *testing.T, env *testenv.Env, user string) []string {
 		for _, r := range review.Status.ResourceRules {
 			for _, g := range r.APIGroups {
 				for _, res := range r.Resources {
+					if len(r.ResourceNames) > 0 {
+						// A rule limited to named objects says so.
+						res += "[" + strings.Join(r.ResourceNames, ",") + "]"
+					}
 					key := fmt.Sprintf("%s %s %s", ns, groupName(g), res)
 					if rules[key] == nil {
 						rules[key] = map[string]bool{}
@@ -109,9 +114,9 @@ func rulesOf(t *testing.T, env *testenv.Env, user string) []string {
 	var out []string
 	for key, verbs := range rules {
 		ns, rest, _ := strings.Cut(key, " ")
-		if ns == "berth-system" {
+		if ns != "default" {
 			// Cluster-wide rules show in every namespace: list only what
-			// berth-system adds.
+			// berth-system and kube-system add.
 			if d := rules["default "+rest]; d != nil {
 				for v := range d {
 					delete(verbs, v)
