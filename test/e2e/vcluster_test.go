@@ -73,7 +73,11 @@ func TestVClusterLifecycle(t *testing.T) {
 	if st.Supervisor.Alive() {
 		t.Fatalf("the virtual cluster's supervisor (pid %d) outlived berth down", st.Supervisor.PID)
 	}
-	inst.up(t, "--nodes", "1")
+	// berth up starts the virtual cluster again before it returns; a start
+	// that failed is only a warning there, so look for it, with its logs.
+	if all, _, code := inst.runSplit(t, "up", "--detach", "--nodes", "1"); code != 0 || strings.Contains(all, "did not start") {
+		t.Fatalf("berth up: exit %d\n%s\n%s", code, all, logTails(t, filepath.Join(vdir, "logs")))
+	}
 	virtual = clientFor(t, vkc)
 	testenv.Eventually(t, time.Minute, func() error {
 		if _, err := virtual.CoreV1().ConfigMaps("default").Get(ctx, "keep", metav1.GetOptions{}); err != nil {
@@ -95,4 +99,19 @@ func TestVClusterLifecycle(t *testing.T) {
 	if _, err := os.Stat(vdir); !os.IsNotExist(err) {
 		t.Errorf("data directory %s after delete: %v", vdir, err)
 	}
+}
+
+// logTails is the last lines of each log in dir, for a failure's message.
+func logTails(t *testing.T, dir string) string {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(dir, "*.log"))
+	var b strings.Builder
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		fmt.Fprintf(&b, "--- %s (last lines)\n%s\n", f, tail(string(data), 15))
+	}
+	return b.String()
 }
