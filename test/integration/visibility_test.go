@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -206,6 +207,15 @@ func TestPendingPositionsAreVisibleOnlyToWhoMayReadTheNamespace(t *testing.T) {
 	var api apiregistrationv1.APIService
 	if err := env.Client.Get(ctx, types.NamespacedName{Name: "v1beta1.visibility.berth.dev"}, &api); err != nil {
 		t.Fatal(err)
+	}
+	// Removing berth's CRDs removes the APIService too (owned by one).
+	crd := &metav1.PartialObjectMetadata{}
+	crd.SetGroupVersionKind(schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"})
+	if err := env.Client.Get(ctx, types.NamespacedName{Name: "workloads.berth.dev"}, crd); err != nil {
+		t.Fatal(err)
+	}
+	if o := api.OwnerReferences; len(o) != 1 || o[0].Kind != "CustomResourceDefinition" || o[0].UID != crd.UID {
+		t.Errorf("APIService owners %+v, want the CRD workloads.berth.dev (uid %s)", o, crd.UID)
 	}
 	tlsCfg, err := rest.TLSConfigFor(env.Config)
 	if err != nil {

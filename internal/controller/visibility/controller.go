@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -31,6 +32,7 @@ import (
 // +kubebuilder:rbac:groups="",namespace=berth-system,resources=services,verbs=get;create;update
 // +kubebuilder:rbac:groups=discovery.k8s.io,namespace=berth-system,resources=endpointslices,verbs=get;create;update
 // +kubebuilder:rbac:groups="",namespace=kube-system,resources=configmaps,resourceNames=extension-apiserver-authentication,verbs=get
+// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,resourceNames=workloads.berth.dev,verbs=get
 
 const (
 	// ServiceName is the Service the APIService names.
@@ -53,7 +55,14 @@ type Options struct {
 	Port  int
 	// CABundle verifies the webhook server's certificate.
 	CABundle []byte
+	// Owner, when set, owns the APIService: berth's Workload CRD, so that
+	// removing berth's CRDs removes the APIService too, rather than leave
+	// one no server answers (which stalls every namespace deletion).
+	Owner *metav1.OwnerReference
 }
+
+// OwnerCRD is the CustomResourceDefinition the APIService belongs to.
+const OwnerCRD = "workloads.berth.dev"
 
 // Objects are what registers the API: the APIService, its Service and, in
 // a cluster, the leader's endpoint. Pure.
@@ -101,6 +110,9 @@ func Objects(o Options) (*apiregistrationv1.APIService, *corev1.Service, *discov
 		CABundle:             o.CABundle,
 		GroupPriorityMinimum: 100, VersionPriority: 100,
 	}}
+	if o.Owner != nil {
+		api.OwnerReferences = []metav1.OwnerReference{*o.Owner}
+	}
 	return api, svc, slice, nil
 }
 
@@ -108,13 +120,8 @@ func Objects(o Options) (*apiregistrationv1.APIService, *corev1.Service, *discov
 // replica leads, registers it. lines are the scheduler's queues; synced
 // says when they hold the cluster's workloads.
 func Setup(mgr ctrl.Manager, lines visibility.Lines, synced func() bool, proxy visibility.FrontProxy, o Options) error {
-	api, svc, slice, err := Objects(o)
-	if err != nil {
+	if _, _, _, err := Objects(o); err != nil {
 		return fmt.Errorf("visibility API: %w", err)
-	}
-	objs := []client.Object{svc, api}
-	if slice != nil {
-		objs = append(objs, slice)
 	}
 	elected := mgr.Elected()
 	srv := &visibility.Server{Lines: lines, Proxy: proxy, Clock: clock.RealClock{}, Ready: func() error {
@@ -136,7 +143,7 @@ func Setup(mgr ctrl.Manager, lines visibility.Lines, synced func() bool, proxy v
 		// Retried until it takes: the API is unreachable until registered.
 		_ = wait.ExponentialBackoffWithContext(ctx, wait.Backoff{Duration: time.Second, Factor: 2, Cap: time.Minute, Steps: 1 << 30},
 			func(ctx context.Context) (bool, error) {
-				if err := register(ctx, mgr.GetClient(), mgr.GetAPIReader(), objs); err != nil {
+				if err := register(ctx, mgr.GetClient(), mgr.GetAPIReader(), o); err != nil {
 					log.Error(err, "registering the visibility API; trying again")
 					return false, nil
 				}
@@ -147,8 +154,24 @@ func Setup(mgr ctrl.Manager, lines visibility.Lines, synced func() bool, proxy v
 	}))
 }
 
-// register writes each object, creating it or bringing it to what is wanted.
-func register(ctx context.Context, c client.Client, r client.Reader, objs []client.Object) error {
+// register writes each object, creating it or bringing it to what is
+// wanted, the APIService owned by berth's Workload CRD.
+func register(ctx context.Context, c client.Client, r client.Reader, o Options) error {
+	crd := &metav1.PartialObjectMetadata{}
+	crd.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
+	if err := r.Get(ctx, client.ObjectKey{Name: OwnerCRD}, crd); err != nil {
+		return fmt.Errorf("CustomResourceDefinition %s: %w", OwnerCRD, err)
+	}
+	o.Owner = &metav1.OwnerReference{APIVersion: apiextensionsv1.SchemeGroupVersion.String(), Kind: "CustomResourceDefinition",
+		Name: crd.Name, UID: crd.UID}
+	api, svc, slice, err := Objects(o)
+	if err != nil {
+		return err
+	}
+	objs := []client.Object{svc, api}
+	if slice != nil {
+		objs = append(objs, slice)
+	}
 	for _, want := range objs {
 		if err := ensure(ctx, c, r, want); err != nil {
 			return fmt.Errorf("%T %s: %w", want, want.GetName(), err)
@@ -170,8 +193,8 @@ func ensure(ctx context.Context, c client.Client, r client.Reader, want client.O
 	switch h := have.(type) {
 	case *apiregistrationv1.APIService:
 		w := want.(*apiregistrationv1.APIService)
-		changed = !equality.Semantic.DeepEqual(h.Spec, w.Spec)
-		h.Spec = w.Spec
+		changed = !equality.Semantic.DeepEqual(h.Spec, w.Spec) || !equality.Semantic.DeepEqual(h.OwnerReferences, w.OwnerReferences)
+		h.Spec, h.OwnerReferences = w.Spec, w.OwnerReferences
 	case *corev1.Service:
 		w := want.(*corev1.Service)
 		changed = h.Spec.Type != w.Spec.Type || h.Spec.ExternalName != w.Spec.ExternalName ||

@@ -6,12 +6,14 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // On a local control plane the API server reaches the controller by an
 // ExternalName for its loopback address; the APIService names the port.
 func TestObjectsForALocalControlPlane(t *testing.T) {
-	api, svc, slice, err := Objects(Options{Namespace: "berth-system", URL: "https://127.0.0.1:20232", CABundle: []byte("ca")})
+	owner := &metav1.OwnerReference{APIVersion: "apiextensions.k8s.io/v1", Kind: "CustomResourceDefinition", Name: OwnerCRD, UID: "u1"}
+	api, svc, slice, err := Objects(Options{Namespace: "berth-system", URL: "https://127.0.0.1:20232", CABundle: []byte("ca"), Owner: owner})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,6 +27,9 @@ func TestObjectsForALocalControlPlane(t *testing.T) {
 	}
 	if slice != nil {
 		t.Errorf("an EndpointSlice for an ExternalName Service: %+v", slice)
+	}
+	if len(api.OwnerReferences) != 1 || api.OwnerReferences[0].UID != "u1" {
+		t.Errorf("APIService owners %+v, want the CRD", api.OwnerReferences)
 	}
 }
 
