@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	visibilityv1 "github.com/berth-dev/berth/api/visibility/v1beta1"
+	"github.com/berth-dev/berth/internal/visibility"
 )
 
 func newPendingCommand() *cobra.Command {
@@ -63,11 +64,10 @@ ClusterQueue's whole line needs the berth-visibility-viewer role.`,
 			if err != nil {
 				return err
 			}
-			path := "/apis/" + visibilityv1.GroupName + "/" + visibilityv1.Version + "/clusterqueues/" + args[1] + "/" + visibilityv1.PendingWorkloads
+			path := visibility.Path + "/clusterqueues/" + args[1] + "/" + visibilityv1.PendingWorkloads
 			what := "ClusterQueue " + args[1]
 			if kind == "LocalQueue" {
-				path = "/apis/" + visibilityv1.GroupName + "/" + visibilityv1.Version + "/namespaces/" + namespace + "/localqueues/" + args[1] +
-					"/" + visibilityv1.PendingWorkloads
+				path = visibility.Path + "/namespaces/" + namespace + "/localqueues/" + args[1] + "/" + visibilityv1.PendingWorkloads
 				what = "LocalQueue " + namespace + "/" + args[1]
 			}
 			ctx, cancel := contextWithTimeout(cmd)

@@ -73,9 +73,9 @@ func Release(ctx context.Context, c client.Client, wl *berthv1.Workload, now tim
 // The cache's Workload may lag the API server's while the cache of obj does
 // not (after the API server restarted, one relists while the other's watch
 // waits to reconnect): it may still show an admission already taken back.
-// So wl is read again from live, the API server itself, and obj starts only
-// if that read says it is admitted (and not stopping); otherwise the change still on its way
-// to the cache brings obj back here.
+// So wl is read again from live, the API server itself, and obj starts
+// only if that read says it is admitted (and not stopping); otherwise the
+// change still on its way to the cache brings obj back here.
 func Start(ctx context.Context, c client.Client, live client.Reader, rec events.EventRecorder, kind Kind, obj client.Object, wl *berthv1.Workload) error {
 	var now berthv1.Workload
 	if err := live.Get(ctx, client.ObjectKeyFromObject(wl), &now); err != nil {

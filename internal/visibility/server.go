@@ -74,17 +74,17 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case rest == "" || rest == "/":
 		writeJSON(w, http.StatusOK, discovery())
 	case len(parts) == 3 && parts[0] == "clusterqueues" && parts[2] == visibilityv1.PendingWorkloads:
-		s.answer(w, r, parts[1], "")
+		s.answer(w, r, parts[1], "", "")
 	case len(parts) == 5 && parts[0] == "namespaces" && parts[2] == "localqueues" && parts[4] == visibilityv1.PendingWorkloads:
-		s.answer(w, r, "", parts[1]+"/"+parts[3])
+		s.answer(w, r, "", parts[1], parts[3])
 	default:
 		writeStatus(w, http.StatusNotFound, metav1.StatusReasonNotFound, r.URL.Path+": not found")
 	}
 }
 
-// answer pages the line of ClusterQueue cq, or of LocalQueue lq's
-// ClusterQueue filtered to lq.
-func (s *Server) answer(w http.ResponseWriter, r *http.Request, cq, lq string) {
+// answer pages the line of ClusterQueue cq, or, with lq, of LocalQueue
+// ns/lq's ClusterQueue filtered to ns/lq.
+func (s *Server) answer(w http.ResponseWriter, r *http.Request, cq, ns, lq string) {
 	offset, err := intParam(r, "offset", 0, 0)
 	if err != nil {
 		writeStatus(w, http.StatusBadRequest, metav1.StatusReasonBadRequest, err.Error())
@@ -99,35 +99,27 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, cq, lq string) {
 		writeStatus(w, http.StatusServiceUnavailable, metav1.StatusReasonServiceUnavailable, err.Error())
 		return
 	}
-	var line []queue.Waiting
-	name := cq
+	// The page is named for the queue asked about.
+	var (
+		line  []queue.Waiting
+		found bool
+		key   string // the LocalQueue's namespace/name, if one was asked about
+		meta  = metav1.ObjectMeta{Name: cq}
+		what  = "ClusterQueue " + cq
+	)
 	if lq == "" {
-		if line, err = s.clusterQueue(cq); err != nil {
-			writeStatus(w, http.StatusNotFound, metav1.StatusReasonNotFound, err.Error())
-			return
-		}
+		line, found = s.Lines.Line(cq)
 	} else {
-		var ok bool
-		if cq, line, ok = s.Lines.LocalQueueLine(lq); !ok {
-			writeStatus(w, http.StatusNotFound, metav1.StatusReasonNotFound, "LocalQueue "+lq+" not found")
-			return
-		}
-		name = lq
+		key, meta, what = ns+"/"+lq, metav1.ObjectMeta{Namespace: ns, Name: lq}, "LocalQueue "+ns+"/"+lq
+		cq, line, found = s.Lines.LocalQueueLine(key)
 	}
-	sum := Summarize(cq, line, lq, offset, limit)
-	sum.Namespace, sum.Name, _ = strings.Cut(name, "/")
-	if sum.Name == "" {
-		sum.Namespace, sum.Name = "", name
+	if !found {
+		writeStatus(w, http.StatusNotFound, metav1.StatusReasonNotFound, what+" not found")
+		return
 	}
+	sum := Summarize(cq, line, key, offset, limit)
+	sum.ObjectMeta = meta
 	writeJSON(w, http.StatusOK, sum)
-}
-
-func (s *Server) clusterQueue(name string) ([]queue.Waiting, error) {
-	line, ok := s.Lines.Line(name)
-	if !ok {
-		return nil, fmt.Errorf("ClusterQueue %s not found", name)
-	}
-	return line, nil
 }
 
 func intParam(r *http.Request, name string, def, least int) (int, error) {

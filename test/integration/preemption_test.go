@@ -93,16 +93,22 @@ func TestReclaimPreemptsBorrowingJobs(t *testing.T) {
 	}
 }
 
+// oneCPUQueuePreemptingLowerPriority makes LocalQueue main in env's
+// namespace, for a ClusterQueue of 1 cpu that preempts lower priorities,
+// and returns a WorkloadPriorityClass of 100.
+func oneCPUQueuePreemptingLowerPriority(t *testing.T, env *testenv.Env) string {
+	t.Helper()
+	rf, cq := env.Name("rf"), env.Name("cq")
+	env.Create(t, MakeResourceFlavor(rf).Obj())
+	env.Create(t, MakeClusterQueue(cq).ResourceGroup(MakeFlavorQuotas(rf).Resource("cpu", "1").Obj()).Obj())
+	env.Create(t, MakeLocalQueue("main", env.Namespace, cq).Obj())
+	return preemptLowerPriority(t, env, cq)
+}
+
 // Within a ClusterQueue, a higher-priority Job preempts a lower-priority one.
 func TestPriorityPreemptionWithinAQueue(t *testing.T) {
 	env := testenv.New(t)
-	rf, cqName, high := env.Name("rf"), env.Name("cq"), env.Name("high")
-	env.Create(t, MakeResourceFlavor(rf).Obj())
-	cq := MakeClusterQueue(cqName).ResourceGroup(MakeFlavorQuotas(rf).Resource("cpu", "1").Obj()).Obj()
-	cq.Spec.Preemption = &berthv1.ClusterQueuePreemption{WithinClusterQueue: berthv1.PreemptionLowerPriority}
-	env.Create(t, cq)
-	env.Create(t, MakeLocalQueue("main", env.Namespace, cqName).Obj())
-	env.Create(t, &berthv1.WorkloadPriorityClass{ObjectMeta: metav1.ObjectMeta{Name: high}, Value: 100})
+	high := oneCPUQueuePreemptingLowerPriority(t, env)
 
 	low := MakeJob("low", env.Namespace).Queue("main").Request("cpu", "1").Obj()
 	env.Create(t, low)
@@ -123,13 +129,7 @@ func TestPriorityPreemptionWithinAQueue(t *testing.T) {
 // preemptor is not admitted to that quota; once the pod is gone, it is.
 func TestPreemptedJobKeepsQuotaUntilItsPodsAreGone(t *testing.T) {
 	env := testenv.New(t)
-	rf, cqName, high := env.Name("rf"), env.Name("cq"), env.Name("high")
-	env.Create(t, MakeResourceFlavor(rf).Obj())
-	cq := MakeClusterQueue(cqName).ResourceGroup(MakeFlavorQuotas(rf).Resource("cpu", "1").Obj()).Obj()
-	cq.Spec.Preemption = &berthv1.ClusterQueuePreemption{WithinClusterQueue: berthv1.PreemptionLowerPriority}
-	env.Create(t, cq)
-	env.Create(t, MakeLocalQueue("main", env.Namespace, cqName).Obj())
-	env.Create(t, &berthv1.WorkloadPriorityClass{ObjectMeta: metav1.ObjectMeta{Name: high}, Value: 100})
+	high := oneCPUQueuePreemptingLowerPriority(t, env)
 
 	low := MakeJob("low", env.Namespace).Queue("main").Request("cpu", "1").Obj()
 	env.Create(t, low)

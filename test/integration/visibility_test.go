@@ -25,16 +25,15 @@ import (
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
 	visibilityv1 "github.com/berth-dev/berth/api/visibility/v1beta1"
 	"github.com/berth-dev/berth/internal/testenv"
+	"github.com/berth-dev/berth/internal/visibility"
 	"github.com/berth-dev/berth/internal/workload"
 	. "github.com/berth-dev/berth/test/fixtures"
 )
 
-const visibilityRoot = "/apis/visibility.berth.dev/v1beta1"
-
 // pendingWorkloads asks the visibility API, through the API server, as
 // kube; params are name, value pairs (limit, offset).
 func pendingWorkloads(kube kubernetes.Interface, path string, params ...string) (*visibilityv1.PendingWorkloadsSummary, error) {
-	req := kube.Discovery().RESTClient().Get().AbsPath(visibilityRoot + path)
+	req := kube.Discovery().RESTClient().Get().AbsPath(visibility.Path + path)
 	for i := 0; i+1 < len(params); i += 2 {
 		req = req.Param(params[i], params[i+1])
 	}
@@ -198,10 +197,16 @@ func TestPendingPositionsAreVisibleOnlyToWhoMayReadTheNamespace(t *testing.T) {
 		}
 	}
 	// The admin sees both namespaces in the ClusterQueue's line.
-	s, err := pendingWorkloads(env.Kube, cqPath(cq))
-	if err != nil || s.Total != 2 {
-		t.Errorf("admin: %+v, %v; want both workloads", s, err)
-	}
+	testenv.Eventually(t, wait, func() error {
+		s, err := pendingWorkloads(env.Kube, cqPath(cq))
+		if err != nil {
+			return err
+		}
+		if s.Total != 2 {
+			return fmt.Errorf("admin sees %v in the line, want both namespaces' workloads", itemNames(s))
+		}
+		return nil
+	})
 
 	// Straight to the controller, even with the admin's certificate: refused.
 	var api apiregistrationv1.APIService
@@ -223,7 +228,7 @@ func TestPendingPositionsAreVisibleOnlyToWhoMayReadTheNamespace(t *testing.T) {
 	}
 	tlsCfg.InsecureSkipVerify, tlsCfg.ServerName = true, ""
 	direct := &http.Client{Transport: &http.Transport{TLSClientConfig: tlsCfg}}
-	resp, err := direct.Get(fmt.Sprintf("https://127.0.0.1:%d%s%s", *api.Spec.Service.Port, visibilityRoot, cqPath(cq)))
+	resp, err := direct.Get(fmt.Sprintf("https://127.0.0.1:%d%s%s", *api.Spec.Service.Port, visibility.Path, cqPath(cq)))
 	if err != nil {
 		t.Fatal(err)
 	}
