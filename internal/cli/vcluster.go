@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -34,11 +35,10 @@ type vclusterSettings struct {
 	HostNamespace string `json:"hostNamespace"`
 	// AdminKubeconfig reaches the host with the rights to make (and delete)
 	// the syncer's account; the syncer itself uses host.kubeconfig.
-	AdminKubeconfig  string `json:"adminKubeconfig"`
-	Queue            string `json:"queue,omitempty"`
-	AllowHostAccess  bool   `json:"allowHostAccess,omitempty"`
-	CreatedNamespace bool   `json:"createdNamespace,omitempty"`
-	NoFsync          bool   `json:"etcdUnsafeNoFsync,omitempty"`
+	AdminKubeconfig string `json:"adminKubeconfig"`
+	vcluster.Policy
+	CreatedNamespace bool `json:"createdNamespace,omitempty"`
+	NoFsync          bool `json:"etcdUnsafeNoFsync,omitempty"`
 }
 
 // vclustersDir holds the virtual clusters of the instance in dir, one data
@@ -116,17 +116,29 @@ instance's data directory, in vclusters/NAME), and start it in the background.
 On the host it makes the namespace (--host-namespace, default vcluster-NAME)
 unless it exists, and in it the syncer's ServiceAccount berth-vcluster-NAME,
 with a Role that reaches only that namespace, and read access to nodes. Every
-host object the syncer makes is owned by that account.
+host object the syncer makes is owned by that account. The namespace is this
+virtual cluster's alone: default, berth-system and kube-* are refused, and so
+is one where another virtual cluster runs or that holds other Secrets.
+
+Tenant Pods meet Pod Security's baseline level (or --pod-security
+restricted): the host namespace is labelled to enforce it, and the syncer
+refuses what it forbids on the tenant's Pod, with an event and its
+PodScheduled condition naming the field. Queue and priority are the host's to
+give (--queue, --priority-class): tenants' own labels for them are ignored.
 
 The virtual cluster stops with 'berth down' and starts again with 'berth up'.`,
 		Example: `  berth up --detach --nodes 4
   berth vcluster create team-a
   kubectl --kubeconfig $(berth vcluster kubeconfig team-a) run web --image nginx
-  berth vcluster create team-b --queue tenants   # every Pod queued in host LocalQueue tenants`,
+  berth vcluster create team-b --queue tenants   # every Pod queued in host LocalQueue tenants
+  berth vcluster create team-c --pod-security restricted --runtime-class gvisor`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			s.Name = args[0]
 			if err := vcluster.ValidateName(s.Name); err != nil {
+				return err
+			}
+			if err := s.Policy.Validate(); err != nil {
 				return err
 			}
 			dir, err := f.resolve()
@@ -148,8 +160,7 @@ The virtual cluster stops with 'berth down' and starts again with 'berth up'.`,
 	fl := cmd.Flags()
 	fl.StringVar(&s.HostNamespace, "host-namespace", "", "host namespace its Pods run in (default vcluster-NAME; made if missing)")
 	fl.StringVar(&s.AdminKubeconfig, "host-kubeconfig", "", "kubeconfig of the host cluster (default: the instance's admin kubeconfig)")
-	fl.StringVar(&s.Queue, "queue", "", "host LocalQueue (in the host namespace) every tenant Pod is queued in, whatever its labels say")
-	fl.BoolVar(&s.AllowHostAccess, "allow-host-access", false, "let tenant Pods use hostPath, host ports, the host's network, PID or IPC namespaces, and privileged containers")
+	addPolicyFlags(fl, &s.Policy)
 	fl.BoolVar(&s.NoFsync, "etcd-unsafe-no-fsync", false, "run its etcd without fsync: faster, but a machine crash may lose recent writes")
 	return cmd
 }
@@ -224,17 +235,22 @@ func deleteVCluster(ctx context.Context, progress io.Writer, dir, name string, t
 func startVCluster(progress io.Writer, vdir string, s *vclusterSettings) (string, error) {
 	args := []string{"vcluster", "serve", s.Name, "--data-dir", vdir, "--host-kubeconfig", hostKubeconfigFile(vdir),
 		"--host-namespace", s.HostNamespace}
-	if s.Queue != "" {
-		args = append(args, "--queue", s.Queue)
-	}
-	if s.AllowHostAccess {
-		args = append(args, "--allow-host-access")
-	}
+	args = append(args, s.Policy.Args()...)
 	if s.NoFsync {
 		args = append(args, "--etcd-unsafe-no-fsync")
 	}
 	kubeconfig, _, err := detach(prefixed(progress, "["+s.Name+"] "), vdir, args)
 	return kubeconfig, err
+}
+
+// addPolicyFlags adds the flags of a virtual cluster's Policy: the same for
+// create, serve and the syncer, which pass them on (Policy.Args).
+func addPolicyFlags(f *pflag.FlagSet, p *vcluster.Policy) {
+	f.StringVar(&p.Queue, "queue", "", "host LocalQueue (in the host namespace) every tenant Pod is queued in; tenants' own queue labels are ignored, and without it no tenant Pod is queued")
+	f.StringVar(&p.PriorityClass, "priority-class", "", "host WorkloadPriorityClass of every queued tenant Pod; tenants' own priority labels and classes are ignored (needs --queue)")
+	f.StringVar(&p.PodSecurity, "pod-security", "", "Pod Security level tenant Pods must meet, checked by the syncer and enforced on the host namespace: baseline (default) or restricted")
+	f.StringSliceVar(&p.RuntimeClasses, "runtime-class", nil, "runtime classes tenant Pods may name (repeat or comma-separate; default none)")
+	f.BoolVar(&p.AllowHostAccess, "allow-host-access", false, "let tenant Pods do what Pod Security baseline forbids (hostPath, host ports and namespaces, privileged, added capabilities, unconfined seccomp or AppArmor, ...) and name any runtime class")
 }
 
 type prefixWriter struct {
@@ -301,7 +317,7 @@ func (s *vclusterSettings) host() (vcsyncer.Host, error) {
 	if err != nil {
 		return vcsyncer.Host{}, fmt.Errorf("host kubeconfig: %w", err)
 	}
-	return vcsyncer.Host{Admin: admin, VCluster: s.Name, Namespace: s.HostNamespace}, nil
+	return vcsyncer.Host{Admin: admin, VCluster: s.Name, Namespace: s.HostNamespace, Policy: s.Policy}, nil
 }
 
 // prepareHost sets the host up for a new virtual cluster and writes the
@@ -448,6 +464,9 @@ exist in --host-namespace: it owns every host object the syncer makes.`,
 			if c.HostNamespace == "" {
 				return fmt.Errorf("--host-namespace is required (or POD_NAMESPACE in a Pod)")
 			}
+			if err := c.Policy.Validate(); err != nil {
+				return err
+			}
 			c.Plan = controlplane.DefaultPlanOptions()
 			c.Plan.EtcdUnsafeNoFsync = noFsync
 			return serveVCluster(cmd, c, notifyFD)
@@ -458,8 +477,7 @@ exist in --host-namespace: it owns every host object the syncer makes.`,
 	f.StringVar(&c.HostKubeconfig, "host-kubeconfig", "", "kubeconfig the syncer reaches the host with (default in-cluster)")
 	f.IntVar(&c.Port, "port", 0, "virtual kube-apiserver port on 127.0.0.1 (0: the previous run's port if free, else any free port)")
 	f.StringVar(&c.HostNamespace, "host-namespace", os.Getenv("POD_NAMESPACE"), "host namespace tenant Pods run in (default $POD_NAMESPACE)")
-	f.StringVar(&c.Queue, "queue", "", "host LocalQueue every tenant Pod is queued in")
-	f.BoolVar(&c.AllowHostAccess, "allow-host-access", false, "let tenant Pods reach the host (hostPath, host ports and namespaces, privileged)")
+	addPolicyFlags(f, &c.Policy)
 	f.BoolVar(&noFsync, "etcd-unsafe-no-fsync", false, "run etcd without fsync")
 	f.IntVar(&notifyFD, "notify-fd", 0, "internal: file descriptor on which to report start-up to a detaching parent")
 	_ = f.MarkHidden("notify-fd")
@@ -497,6 +515,9 @@ func newVClusterSyncerCommand() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctrl.SetLogger(zap.New())
 			o.VCluster = args[0]
+			if err := o.Policy.Validate(); err != nil {
+				return err
+			}
 			var err error
 			if o.Virtual, err = clientcmd.BuildConfigFromFlags("", virtualKC); err != nil {
 				return fmt.Errorf("virtual kubeconfig: %w", err)
@@ -522,8 +543,7 @@ func newVClusterSyncerCommand() *cobra.Command {
 	f.StringVar(&virtualKC, "virtual-kubeconfig", "", "admin kubeconfig of the virtual cluster")
 	f.StringVar(&hostKC, "host-kubeconfig", "", "kubeconfig of the host (default in-cluster)")
 	f.StringVar(&o.HostNamespace, "host-namespace", "", "host namespace tenant Pods run in")
-	f.StringVar(&o.Queue, "queue", "", "host LocalQueue every tenant Pod is queued in")
-	f.BoolVar(&o.AllowHostAccess, "allow-host-access", false, "let tenant Pods reach the host")
+	addPolicyFlags(f, &o.Policy)
 	f.StringVar(&o.HealthAddr, "health-probe-bind-address", "127.0.0.1:0", "address for /healthz and /readyz")
 	f.StringVar(&o.MetricsAddr, "metrics-bind-address", "", "address for /metrics (default none)")
 	f.StringVar(&o.OwnerServiceAccount, "owner-service-account", "", "host ServiceAccount that owns the host objects (default berth-vcluster-NAME)")

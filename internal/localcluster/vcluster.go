@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/berth-dev/berth/internal/controlplane"
+	"github.com/berth-dev/berth/internal/vcluster"
 )
 
 // VirtualConfig is what `berth vcluster serve` runs: a virtual cluster's
@@ -21,10 +22,9 @@ type VirtualConfig struct {
 	// HostKubeconfig reaches the host ("" for the in-cluster configuration),
 	// HostNamespace is where tenant Pods run there.
 	HostKubeconfig, HostNamespace string
-	// Queue and AllowHostAccess: see `berth vcluster create`.
-	Queue           string
-	AllowHostAccess bool
-	Progress        io.Writer
+	// Policy: see `berth vcluster create`.
+	Policy   vcluster.Policy
+	Progress io.Writer
 }
 
 // SyncerComponent is the syncer's component name in the virtual cluster's instance.
@@ -55,12 +55,7 @@ func VirtualOptions(c VirtualConfig) controlplane.Options {
 				"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(health),
 				"--metrics-bind-address=127.0.0.1:" + strconv.Itoa(metrics),
 			}
-			if c.Queue != "" {
-				args = append(args, "--queue="+c.Queue)
-			}
-			if c.AllowHostAccess {
-				args = append(args, "--allow-host-access")
-			}
+			args = append(args, c.Policy.Args()...)
 			return []controlplane.Component{{
 				// Its port is the metrics port: berth bench vcluster counts its writes there.
 				Name: SyncerComponent, Stage: 5, Args: args, Port: metrics,

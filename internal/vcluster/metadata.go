@@ -4,13 +4,11 @@ import (
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	berthv1 "github.com/berth-dev/berth/api/v1beta1"
 )
 
 // Labels and annotations the syncer puts on host objects. Tenants cannot set
-// them: every key of berth's (and Kueue's) domains is dropped from what a
-// tenant wrote (see tenantKey) before these are added.
+// them: every key of a domain a host controller acts on is dropped from what
+// a tenant wrote (see tenantKey) before these are added.
 const (
 	// Label names the virtual cluster a host object belongs to; the syncer
 	// watches and deletes by it.
@@ -27,21 +25,23 @@ const (
 	NodeLabel = "berth.dev/vcluster-node"
 )
 
-// passThrough are the keys of berth's domain a tenant may set: they ask the
-// host's berth to queue a Pod, and the simulator to end it; the host's own
-// rules (its LocalQueues, its quotas) still apply. Pod group names are
-// rewritten, not passed (see HostPod).
+// passThrough are the keys of a host controller's domain a tenant may set:
+// the simulator's, which says how long a Pod runs. Queue and priority are the
+// host's to give (Options.Queue, Options.PriorityClass), and pod group names
+// are rewritten into the virtual cluster (see HostPod).
 var passThrough = map[string]bool{
-	berthv1.QueueNameLabel:          true,
-	berthv1.KueueQueueNameLabel:     true,
-	berthv1.PriorityClassLabel:      true,
-	berthv1.KueuePriorityClassLabel: true,
-	"berth.dev/sim-duration":        true,
+	"berth.dev/sim-duration": true,
 }
 
+// hostDomains are the label and annotation domains (and their subdomains)
+// that host controllers act on: berth's and Kueue's steer queueing and the
+// syncer itself; Kubernetes' own (kubernetes.io, k8s.io) steer the API
+// server, the kubelet and the controllers (Pod Security, AppArmor, seccomp,
+// mirror pods, deletion costs, and those yet to come).
+var hostDomains = []string{"berth.dev", "kueue.x-k8s.io", "kubernetes.io", "k8s.io"}
+
 // tenantKey reports whether a tenant's label or annotation key is carried to
-// the host as it is: not one of berth's or Kueue's (which steer the host's
-// berth, or the syncer itself), unless passThrough says so.
+// the host as it is: none of hostDomains, unless passThrough says so.
 func tenantKey(key string) bool {
 	if passThrough[key] {
 		return true
@@ -50,7 +50,7 @@ func tenantKey(key string) bool {
 	if !found {
 		return true
 	}
-	for _, d := range []string{"berth.dev", "kueue.x-k8s.io"} {
+	for _, d := range hostDomains {
 		if domain == d || strings.HasSuffix(domain, "."+d) {
 			return false
 		}

@@ -78,3 +78,47 @@ func noSep(s string) string {
 	}
 	return s
 }
+
+// BerthNamespace is where berth's controller keeps its own Secrets (webhook
+// certificates, worker clusters' kubeconfigs).
+const BerthNamespace = "berth-system"
+
+// ValidateHostNamespace refuses a host namespace no virtual cluster may run
+// in: its syncer reads and writes every Secret of its host namespace, so it
+// must not be Kubernetes' own, berth's, or default.
+func ValidateHostNamespace(ns string) error {
+	if ns == "default" || ns == BerthNamespace || strings.HasPrefix(ns, "kube-") {
+		return fmt.Errorf("host namespace %s: a virtual cluster's syncer may read and write every Secret of its host namespace, so it may not be default, %s or kube-*; give it a namespace of its own (--host-namespace)",
+			ns, BerthNamespace)
+	}
+	return nil
+}
+
+// HostNamespaceInUse says why an existing host namespace cannot be given to
+// virtual cluster vc, from what is in it ("" when it can): the virtual
+// clusters whose syncer accounts are there (named by their Label), and the
+// Secrets that are not vc's own (by their Label too). A syncer could read
+// either tenant's, or someone else's, Secrets there.
+func HostNamespaceInUse(ns, vc string, syncersOf, secretsOf []string) string {
+	var why []string
+	for _, other := range syncersOf {
+		if other != vc {
+			why = append(why, fmt.Sprintf("virtual cluster %s runs there", other))
+			break
+		}
+	}
+	foreign := 0
+	for _, owner := range secretsOf {
+		if owner != vc {
+			foreign++
+		}
+	}
+	if foreign > 0 {
+		why = append(why, fmt.Sprintf("it holds %d Secrets that are not virtual cluster %s's", foreign, vc))
+	}
+	if len(why) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("host namespace %s: %s, and a virtual cluster's syncer may read and write every Secret of its host namespace; give virtual cluster %s a namespace of its own (--host-namespace)",
+		ns, strings.Join(why, "; "), vc)
+}

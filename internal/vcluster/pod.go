@@ -20,14 +20,65 @@ type Options struct {
 	VCluster string
 	// HostNamespace is where every host object goes.
 	HostNamespace string
-	// Queue, when set, is the host LocalQueue every tenant Pod is queued in,
-	// whatever queue label the tenant gave it.
-	Queue string
-	// AllowHostAccess lets tenant Pods have hostPath volumes, host ports,
-	// the host's network, PID or IPC namespace, and privileged containers.
-	AllowHostAccess bool
+	Policy
 	// Owner is put on every host object: deleting it deletes them all.
 	Owner *metav1.OwnerReference
+}
+
+// Policy is what the host's admin decides for a virtual cluster's Pods;
+// nothing a tenant writes changes it.
+type Policy struct {
+	// Queue, when set, is the host LocalQueue every tenant Pod is queued in;
+	// without it no tenant Pod is queued. A tenant's own queue labels never
+	// reach the host.
+	Queue string `json:"queue,omitempty"`
+	// PriorityClass, when set, is the host WorkloadPriorityClass every
+	// queued tenant Pod has; a tenant's own priority labels and
+	// priorityClassName never reach the host.
+	PriorityClass string `json:"priorityClass,omitempty"`
+	// PodSecurity is the Pod Security level tenant Pods must meet:
+	// PodSecurityBaseline ("" too) or PodSecurityRestricted.
+	PodSecurity string `json:"podSecurity,omitempty"`
+	// RuntimeClasses are the runtime classes tenant Pods may name; none
+	// when empty.
+	RuntimeClasses []string `json:"runtimeClasses,omitempty"`
+	// AllowHostAccess lets tenant Pods do all that Pod Security's baseline
+	// level forbids: hostPath volumes, host ports, the host's network, PID
+	// or IPC namespace, privileged containers, added capabilities, and the
+	// rest; and any runtime class.
+	AllowHostAccess bool `json:"allowHostAccess,omitempty"`
+}
+
+// Validate refuses a policy that cannot be carried out, naming the flag.
+func (p Policy) Validate() error {
+	if err := ValidatePodSecurity(p.PodSecurity); err != nil {
+		return fmt.Errorf("--pod-security: %w", err)
+	}
+	if p.PriorityClass != "" && p.Queue == "" {
+		return fmt.Errorf("--priority-class %s: only queued Pods have a WorkloadPriorityClass; give --queue too", p.PriorityClass)
+	}
+	if p.AllowHostAccess && p.PodSecurity != "" {
+		return fmt.Errorf("--pod-security %s with --allow-host-access: host access is Pod Security level privileged; give one or the other", p.PodSecurity)
+	}
+	return nil
+}
+
+// Args are the command-line flags that carry p to `berth vcluster serve`
+// and the syncer.
+func (p Policy) Args() []string {
+	var args []string
+	for _, f := range []struct{ flag, value string }{
+		{"queue", p.Queue}, {"priority-class", p.PriorityClass}, {"pod-security", p.PodSecurity},
+		{"runtime-class", strings.Join(p.RuntimeClasses, ",")},
+	} {
+		if f.value != "" {
+			args = append(args, "--"+f.flag+"="+f.value)
+		}
+	}
+	if p.AllowHostAccess {
+		args = append(args, "--allow-host-access")
+	}
+	return args
 }
 
 // Group is the pod group a host Pod joins: Name on the host, and how many
@@ -70,15 +121,18 @@ const apiAccessPrefix = "kube-api-access-"
 // a member of that pod group, else a tenant's pod group label is kept,
 // renamed into this virtual cluster.
 //
-// A Pod asking for what berth cannot give it on the host, or for access to
-// the host itself without Options.AllowHostAccess, is refused with every
-// field at fault named.
+// A Pod asking for what berth cannot give it on the host, for what Pod
+// Security at the virtual cluster's level forbids (access to the host
+// among it) without Options.AllowHostAccess, or for a runtime class the
+// host did not allow, is refused with every field at fault named.
 func HostPod(v *corev1.Pod, o Options, group *Group) (*corev1.Pod, error) {
 	h := &corev1.Pod{ObjectMeta: hostMeta(v.ObjectMeta, o), Spec: *v.Spec.DeepCopy()}
 	h.Labels[NamespaceLabel] = v.Namespace
 	if o.Queue != "" {
-		delete(h.Labels, berthv1.KueueQueueNameLabel)
 		h.Labels[berthv1.QueueNameLabel] = o.Queue
+		if o.PriorityClass != "" {
+			h.Labels[berthv1.PriorityClassLabel] = o.PriorityClass
+		}
 	}
 	if group == nil {
 		if name := firstOf(v.Labels, berthv1.PodGroupNameLabel, berthv1.KueuePodGroupNameLabel); name != "" {
@@ -98,7 +152,10 @@ func HostPod(v *corev1.Pod, o Options, group *Group) (*corev1.Pod, error) {
 		}
 	}
 
-	var errs field.ErrorList
+	errs := podSecurity(v, o)
+	if err := runtimeClass(v, o); err != nil {
+		errs = append(errs, err)
+	}
 	spec := field.NewPath("spec")
 	s := &h.Spec
 	if len(v.Spec.SchedulingGates) > 0 {
@@ -395,7 +452,7 @@ func mergeOwned(current, desired map[string]string) map[string]string {
 func syncerKey(k string) bool {
 	switch k {
 	case Label, NamespaceLabel, NameAnnotation, NamespaceAnnotation, UIDAnnotation,
-		berthv1.PodGroupNameLabel, berthv1.PodGroupTotalCountAnnotation, berthv1.QueueNameLabel:
+		berthv1.PodGroupNameLabel, berthv1.PodGroupTotalCountAnnotation, berthv1.QueueNameLabel, berthv1.PriorityClassLabel:
 		return true
 	}
 	return false

@@ -131,7 +131,7 @@ func TestHostPodDropsKeysThatMimicBerthsOwn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]string{Label: "vc", NamespaceLabel: "ns", berthv1.QueueNameLabel: "team-a", "app": "web",
+	want := map[string]string{Label: "vc", NamespaceLabel: "ns", "app": "web",
 		berthv1.PodGroupNameLabel: HostName("g", "ns", "vc")}
 	if len(h.Labels) != len(want) {
 		t.Errorf("labels %v, want %v", h.Labels, want)

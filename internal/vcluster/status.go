@@ -43,3 +43,40 @@ func containerStatuses(in []corev1.ContainerStatus) []corev1.ContainerStatus {
 	}
 	return out
 }
+
+// RefusedReason is the reason of the PodScheduled condition of a tenant's
+// Pod that the host will not run: the condition's message says which field,
+// and why.
+const RefusedReason = "RefusedByHost"
+
+// Refused is the virtual Pod's status once it says why the host will not run
+// it; changed is false when it says so already.
+func Refused(virtual corev1.PodStatus, why string) (out corev1.PodStatus, changed bool) {
+	out = *virtual.DeepCopy()
+	c := corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: RefusedReason, Message: why}
+	for i, have := range out.Conditions {
+		if have.Type == corev1.PodScheduled {
+			if have.Status == c.Status && have.Reason == c.Reason && have.Message == c.Message {
+				return out, false
+			}
+			c.LastTransitionTime = have.LastTransitionTime
+			out.Conditions[i] = c
+			return out, true
+		}
+	}
+	out.Conditions = append(out.Conditions, c)
+	return out, true
+}
+
+// HadHostPod reports whether the virtual Pod has had a host Pod: only the
+// syncer gives virtual Pods conditions (nothing schedules or runs them
+// there), and a refusal is not a host Pod. Not its node: a tenant may set
+// that, and the Pod is refused, not deleted.
+func HadHostPod(v *corev1.Pod) bool {
+	for _, c := range v.Status.Conditions {
+		if c.Reason != RefusedReason {
+			return true
+		}
+	}
+	return false
+}

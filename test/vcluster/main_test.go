@@ -20,25 +20,36 @@ import (
 	"github.com/berth-dev/berth/internal/controlplane"
 	"github.com/berth-dev/berth/internal/localcluster"
 	"github.com/berth-dev/berth/internal/testenv"
+	"github.com/berth-dev/berth/internal/vcluster"
 )
 
 var ctx = context.Background()
 
 const wait = 60 * time.Second
 
-// The virtual clusters the tests share: va and vb share one host
-// namespace; vq queues every Pod in host LocalQueue "tenants".
+// The virtual clusters the tests share, each in a host namespace of its
+// own: vq queues every Pod in host LocalQueue "tenants", at priority class
+// "tenants-low"; vr runs Pods at Pod Security level restricted, and may
+// name runtime class "allowed".
 const (
-	va, vb, vq       = "va", "vb", "vq"
-	sharedNS         = "tenants"
+	va, vb, vq, vr   = "va", "vb", "vq", "vr"
+	nsA, nsB         = "tenants-a", "tenants-b"
 	queuedNS         = "queued"
+	restrictedNS     = "restricted"
 	tenantsQueue     = "tenants"
+	tenantsPriority  = "tenants-low"
+	allowedRuntime   = "allowed"
 	virtualStartWait = 3 * time.Minute
 )
 
-var specs = []vspec{{name: va, hostNS: sharedNS}, {name: vb, hostNS: sharedNS}, {name: vq, hostNS: queuedNS, queue: tenantsQueue}}
+var specs = []vspec{{name: va, hostNS: nsA}, {name: vb, hostNS: nsB},
+	{name: vq, hostNS: queuedNS, policy: vcluster.Policy{Queue: tenantsQueue, PriorityClass: tenantsPriority}},
+	{name: vr, hostNS: restrictedNS, policy: vcluster.Policy{PodSecurity: vcluster.PodSecurityRestricted, RuntimeClasses: []string{allowedRuntime}}}}
 
-type vspec struct{ name, hostNS, queue string }
+type vspec struct {
+	name, hostNS string
+	policy       vcluster.Policy
+}
 
 // running virtual clusters, by name.
 var running = map[string]*virtual{}
@@ -100,7 +111,7 @@ func startVirtual(s vspec, dir string) (*virtual, error) {
 	}
 	c, cancel := context.WithTimeout(ctx, virtualStartWait)
 	defer cancel()
-	v := &virtual{spec: s, host: vcsyncer.Host{Admin: admin, VCluster: s.name, Namespace: s.hostNS}}
+	v := &virtual{spec: s, host: vcsyncer.Host{Admin: admin, VCluster: s.name, Namespace: s.hostNS, Policy: s.policy}}
 	if v.hostKC, v.createdN, err = v.host.Prepare(c); err != nil {
 		return nil, fmt.Errorf("%s: %w", s.name, err)
 	}
@@ -119,7 +130,7 @@ func startVirtual(s vspec, dir string) (*virtual, error) {
 	plan.EtcdUnsafeNoFsync = true
 	v.inst, err = controlplane.Start(c, localcluster.VirtualOptions(localcluster.VirtualConfig{
 		Name: s.name, DataDir: filepath.Join(dir, "data"), Binary: bin, Plan: plan,
-		HostKubeconfig: hostKC, HostNamespace: s.hostNS, Queue: s.queue,
+		HostKubeconfig: hostKC, HostNamespace: s.hostNS, Policy: s.policy,
 	}))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", s.name, err)

@@ -149,7 +149,7 @@ func TestDeploymentAndJobRunOnHostNodes(t *testing.T) {
 	// host's endpoint controller finds both.
 	hostSvc := vcluster.HostName("web", tn.ns, va)
 	testenv.Eventually(t, wait, func() error {
-		slices, err := env.Kube.DiscoveryV1().EndpointSlices(sharedNS).List(ctx, metav1.ListOptions{LabelSelector: "kubernetes.io/service-name=" + hostSvc})
+		slices, err := env.Kube.DiscoveryV1().EndpointSlices(nsA).List(ctx, metav1.ListOptions{LabelSelector: "kubernetes.io/service-name=" + hostSvc})
 		if err != nil {
 			return err
 		}
@@ -187,14 +187,14 @@ func TestVirtualPodKeepsItsOwnQoSClass(t *testing.T) {
 	env := testenv.New(t)
 	env.CreateSimNode(t, env.Name("n1"), nil)
 	tn := inVirtual(t, va, env.Namespace)
-	lr := &corev1.LimitRange{ObjectMeta: metav1.ObjectMeta{Name: env.Namespace, Namespace: sharedNS},
+	lr := &corev1.LimitRange{ObjectMeta: metav1.ObjectMeta{Name: env.Namespace, Namespace: nsA},
 		Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{{Type: corev1.LimitTypeContainer,
 			Default:        corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("64Mi")},
 			DefaultRequest: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("64Mi")}}}}}
-	if _, err := env.Kube.CoreV1().LimitRanges(sharedNS).Create(ctx, lr, metav1.CreateOptions{}); err != nil {
+	if _, err := env.Kube.CoreV1().LimitRanges(nsA).Create(ctx, lr, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = env.Kube.CoreV1().LimitRanges(sharedNS).Delete(ctx, lr.Name, metav1.DeleteOptions{}) })
+	t.Cleanup(func() { _ = env.Kube.CoreV1().LimitRanges(nsA).Delete(ctx, lr.Name, metav1.DeleteOptions{}) })
 
 	tn.create(t, MakePod("qos", "").Toleration(env.Toleration()).Obj())
 	v := tn.running(t, "qos")
@@ -239,7 +239,7 @@ func TestDeletingOnEitherSideDeletesOnTheOther(t *testing.T) {
 	})
 	tn.gone(t, "a")
 
-	if err := env.Kube.CoreV1().Pods(sharedNS).Delete(ctx, vcluster.HostName("b", tn.ns, va), metav1.DeleteOptions{}); err != nil {
+	if err := env.Kube.CoreV1().Pods(nsA).Delete(ctx, vcluster.HostName("b", tn.ns, va), metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	tn.gone(t, "b")
@@ -321,7 +321,7 @@ func TestTenantsCannotReachBeyondTheirNamespace(t *testing.T) {
 	if _, err := tn.kube.CoreV1().Pods(tn.ns).Get(ctx, "placed", metav1.GetOptions{}); err != nil {
 		t.Errorf("the pod placed by hand: %v; want it kept, and refused", err)
 	}
-	_, err := env.Kube.CoreV1().Secrets(sharedNS).Get(ctx, vcluster.HostName("steal", tn.ns, va), metav1.GetOptions{})
+	_, err := env.Kube.CoreV1().Secrets(nsA).Get(ctx, vcluster.HostName("steal", tn.ns, va), metav1.GetOptions{})
 	if !apierrors.IsNotFound(err) {
 		t.Errorf("token secret synced to the host: %v", err)
 	}
@@ -375,11 +375,14 @@ func TestTenantJobIsAdmittedWholeAgainstHostQuota(t *testing.T) {
 	lq := MakeLocalQueue(tenantsQueue, queuedNS, cq).Obj()
 	env.Create(t, lq)
 	t.Cleanup(func() { _ = env.Client.Delete(ctx, lq) })
+	env.Create(t, &berthv1.WorkloadPriorityClass{ObjectMeta: metav1.ObjectMeta{Name: tenantsPriority}, Value: 5})
 
-	// No queue label: the virtual cluster queues every Pod in "tenants".
+	// The virtual cluster queues every Pod in "tenants", at its priority,
+	// whatever the tenant asks for.
 	for _, name := range []string{"first", "second"} {
 		j := MakeJob(name, tn.ns).Parallelism(4).Request("cpu", "1").Toleration(env.Toleration()).
 			PodAnnotation("berth.dev/sim-duration", "3s").Obj()
+		j.Spec.Template.Labels = map[string]string{berthv1.QueueNameLabel: "vip", berthv1.PriorityClassLabel: "highest"}
 		if _, err := tn.kube.BatchV1().Jobs(tn.ns).Create(ctx, j, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -447,6 +450,9 @@ func TestTenantJobIsAdmittedWholeAgainstHostQuota(t *testing.T) {
 		}
 		if n == 4 && w.Spec.QueueName == tenantsQueue {
 			whole++
+		}
+		if w.Spec.PriorityClassName != tenantsPriority || w.Spec.Priority == nil || *w.Spec.Priority != 5 {
+			t.Errorf("host Workload %s: priority class %q (%v), want the virtual cluster's %s (5)", w.Name, w.Spec.PriorityClassName, w.Spec.Priority, tenantsPriority)
 		}
 	}
 	if whole != 2 {

@@ -2,6 +2,8 @@ package vcluster
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -12,6 +14,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -27,6 +30,9 @@ type Host struct {
 	Admin *rest.Config
 	// VCluster is the virtual cluster's name, Namespace the host namespace.
 	VCluster, Namespace string
+	// Policy is what the host allows the virtual cluster's Pods: its Pod
+	// Security level goes on the host namespace.
+	Policy vcluster.Policy
 }
 
 // nodesRBACName names the cluster-wide objects that let the syncer read nodes.
@@ -55,14 +61,21 @@ func (h Host) Prepare(ctx context.Context) (kubeconfig []byte, createdNamespace 
 		}
 		return nil
 	}
+	if err := vcluster.ValidateHostNamespace(h.Namespace); err != nil {
+		return nil, false, err
+	}
+	nsLabels := vcluster.NamespaceLabels(h.Policy)
 	if _, err := kc.CoreV1().Namespaces().Get(ctx, h.Namespace, metav1.GetOptions{}); apierrors.IsNotFound(err) {
-		_, err = kc.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: h.Namespace, Labels: labels}}, metav1.CreateOptions{})
+		nsLabels[vcluster.Label] = h.VCluster
+		_, err = kc.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: h.Namespace, Labels: nsLabels}}, metav1.CreateOptions{})
 		if err := created("namespace "+h.Namespace, err); err != nil {
 			return nil, false, err
 		}
 		createdNamespace = true
 	} else if err != nil {
 		return nil, false, fmt.Errorf("host namespace %s: %w", h.Namespace, err)
+	} else if err := h.adopt(ctx, kc, nsLabels); err != nil {
+		return nil, false, err
 	}
 	all := []string{"get", "list", "watch", "create", "update", "patch", "delete"}
 	subject := []rbacv1.Subject{{Kind: "ServiceAccount", Name: name, Namespace: h.Namespace}}
@@ -139,6 +152,38 @@ func (h Host) Prepare(ctx context.Context) (kubeconfig []byte, createdNamespace 
 	cfg.CurrentContext = "host"
 	kubeconfig, err = clientcmd.Write(*cfg)
 	return kubeconfig, createdNamespace, err
+}
+
+// adopt makes an existing namespace the virtual cluster's host namespace:
+// refused while another virtual cluster runs there or it holds Secrets that
+// are not this one's; otherwise it gets the Pod Security labels.
+func (h Host) adopt(ctx context.Context, kc kubernetes.Interface, nsLabels map[string]string) error {
+	sas, err := kc.CoreV1().ServiceAccounts(h.Namespace).List(ctx, metav1.ListOptions{LabelSelector: vcluster.Label})
+	if err != nil {
+		return fmt.Errorf("host namespace %s: %w", h.Namespace, err)
+	}
+	secrets, err := kc.CoreV1().Secrets(h.Namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("host namespace %s: %w", h.Namespace, err)
+	}
+	var syncers, owners []string
+	for _, sa := range sas.Items {
+		syncers = append(syncers, sa.Labels[vcluster.Label])
+	}
+	for _, s := range secrets.Items {
+		owners = append(owners, s.Labels[vcluster.Label])
+	}
+	if why := vcluster.HostNamespaceInUse(h.Namespace, h.VCluster, syncers, owners); why != "" {
+		return errors.New(why)
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": nsLabels}})
+	if err != nil {
+		return err
+	}
+	if _, err := kc.CoreV1().Namespaces().Patch(ctx, h.Namespace, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		return fmt.Errorf("labelling host namespace %s for Pod Security: %w", h.Namespace, err)
+	}
+	return nil
 }
 
 // Clean deletes every host object of the virtual cluster and waits until

@@ -13,7 +13,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/berth-dev/berth/internal/integration"
 	"github.com/berth-dev/berth/internal/vcluster"
 )
 
@@ -62,7 +61,7 @@ func (s *syncer) pod(ctx context.Context, req reconcile.Request) (reconcile.Resu
 	case h != nil && uid != string(v.UID):
 		// Left over from an earlier Pod of the same name.
 		return reconcile.Result{}, s.deleteHost(ctx, h)
-	case h == nil && synced(v):
+	case h == nil && vcluster.HadHostPod(v):
 		// Deleted on the host: the virtual Pod goes too.
 		return reconcile.Result{}, s.forceDelete(ctx, v)
 	case h == nil:
@@ -93,16 +92,11 @@ func (s *syncer) pod(ctx context.Context, req reconcile.Request) (reconcile.Resu
 	return reconcile.Result{}, nil
 }
 
-// synced reports whether v has had a host Pod: only the syncer gives
-// virtual Pods conditions (nothing schedules or runs them there). Not its
-// node: a tenant may set that, and the Pod is refused, not deleted.
-func synced(v *corev1.Pod) bool { return len(v.Status.Conditions) > 0 }
-
-// hostPod is the host Pod for v, in the pod group of its Job if it has one
-// that is queued.
+// hostPod is the host Pod for v, in the pod group of its Job if the virtual
+// cluster's Pods are queued.
 func (s *syncer) hostPod(ctx context.Context, v *corev1.Pod) (*corev1.Pod, error) {
 	var group *vcluster.Group
-	if ref := metav1.GetControllerOf(v); ref != nil && ref.Kind == "Job" && (s.opts.Queue != "" || integration.QueueName(v.Labels) != "") {
+	if ref := metav1.GetControllerOf(v); ref != nil && ref.Kind == "Job" && s.opts.Queue != "" {
 		var job batchv1.Job
 		if err := s.virtual.Get(ctx, client.ObjectKey{Namespace: v.Namespace, Name: ref.Name}, &job); err != nil {
 			return nil, fmt.Errorf("job %s/%s of pod %s: %w", v.Namespace, ref.Name, v.Name, err)
@@ -119,8 +113,8 @@ func (s *syncer) createHost(ctx context.Context, v *corev1.Pod) (reconcile.Resul
 		h, err = s.hostPod(ctx, v)
 	}
 	if err != nil {
-		s.recorder.Event(v, corev1.EventTypeWarning, "SyncError", err.Error())
-		return reconcile.Result{}, nil // nothing changes until the Pod does
+		// Nothing changes until the Pod does.
+		return reconcile.Result{}, s.refuse(ctx, v, err.Error())
 	}
 	refs := vcluster.RefsOf(v)
 	missing, err := s.syncRefs(ctx, v, refs)
@@ -136,12 +130,27 @@ func (s *syncer) createHost(ctx context.Context, v *corev1.Pod) (reconcile.Resul
 			return reconcile.Result{RequeueAfter: retry}, nil
 		}
 		if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
-			s.recorder.Eventf(v, corev1.EventTypeWarning, "SyncError", "the host refused pod %s/%s: %v", h.Namespace, h.Name, err)
-			return reconcile.Result{RequeueAfter: 10 * retry}, nil
+			return reconcile.Result{RequeueAfter: 10 * retry}, s.refuse(ctx, v, fmt.Sprintf("the host refused pod %s/%s: %v", h.Namespace, h.Name, err))
 		}
 		return reconcile.Result{}, err
 	}
 	return reconcile.Result{}, nil
+}
+
+// refuse says on the tenant's Pod why the host will not run it: in an
+// event, and in its PodScheduled condition, where kubectl shows it.
+func (s *syncer) refuse(ctx context.Context, v *corev1.Pod, why string) error {
+	s.recorder.Event(v, corev1.EventTypeWarning, "SyncError", why)
+	status, changed := vcluster.Refused(v.Status, why)
+	if !changed {
+		return nil
+	}
+	patched := v.DeepCopy()
+	patched.Status = status
+	if err := s.virtual.Status().Patch(ctx, patched, client.MergeFrom(v)); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("status of virtual pod %s/%s: %w", v.Namespace, v.Name, err)
+	}
+	return nil
 }
 
 // deleteHost deletes a host Pod, only the one seen (a UID precondition).
