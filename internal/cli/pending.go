@@ -53,8 +53,9 @@ ClusterQueue's whole line needs the berth-visibility-viewer role.`,
 			default:
 				return fmt.Errorf("-o %q: unknown output format (use table, json or yaml)", output)
 			}
-			if offset < 0 || limit < 1 {
-				return fmt.Errorf("--offset %d --limit %d: the offset may not be negative, and the limit must be at least 1", offset, limit)
+			if offset < 0 || offset > visibilityv1.MaxOffset || limit < 1 || limit > visibilityv1.MaxLimit {
+				return fmt.Errorf("--offset %d --limit %d: the offset must be from 0 to %d, and the limit from 1 to %d",
+					offset, limit, visibilityv1.MaxOffset, visibilityv1.MaxLimit)
 			}
 			cfg, err := clusterConfig(&inst, kubeconfig)
 			if err != nil {

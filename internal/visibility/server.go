@@ -85,12 +85,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // answer pages the line of ClusterQueue cq, or, with lq, of LocalQueue
 // ns/lq's ClusterQueue filtered to ns/lq.
 func (s *Server) answer(w http.ResponseWriter, r *http.Request, cq, ns, lq string) {
-	offset, err := intParam(r, "offset", 0, 0)
+	offset, err := intParam(r, "offset", 0, 0, visibilityv1.MaxOffset)
 	if err != nil {
 		writeStatus(w, http.StatusBadRequest, metav1.StatusReasonBadRequest, err.Error())
 		return
 	}
-	limit, err := intParam(r, "limit", visibilityv1.DefaultLimit, 1)
+	limit, err := intParam(r, "limit", visibilityv1.DefaultLimit, 1, visibilityv1.MaxLimit)
 	if err != nil {
 		writeStatus(w, http.StatusBadRequest, metav1.StatusReasonBadRequest, err.Error())
 		return
@@ -122,14 +122,16 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, cq, ns, lq strin
 	writeJSON(w, http.StatusOK, sum)
 }
 
-func intParam(r *http.Request, name string, def, least int) (int, error) {
+// intParam reads query parameter name, def when absent; bounded, so that
+// offset+limit never overflows.
+func intParam(r *http.Request, name string, def, least, most int) (int, error) {
 	v := r.URL.Query().Get(name)
 	if v == "" {
 		return def, nil
 	}
 	n, err := strconv.Atoi(v)
-	if err != nil || n < least {
-		return 0, fmt.Errorf("%s=%q: must be an integer of at least %d", name, v, least)
+	if err != nil || n < least || n > most {
+		return 0, fmt.Errorf("%s=%q: must be an integer from %d to %d", name, v, least, most)
 	}
 	return n, nil
 }

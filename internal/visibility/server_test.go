@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -176,6 +177,8 @@ func TestServer(t *testing.T) {
 		{"GET", Path + "/namespaces/c/localqueues/lq/pendingworkloads", proxy, 404, "LocalQueue c/lq not found"},
 		{"GET", Path + "/clusterqueues/cq/pendingworkloads?limit=0", proxy, 400, `limit="0"`},
 		{"GET", Path + "/clusterqueues/cq/pendingworkloads?offset=-1", proxy, 400, `offset="-1"`},
+		{"GET", Path + "/clusterqueues/cq/pendingworkloads?offset=9223372036854775807", proxy, 400, "from 0 to 100000000"},
+		{"GET", Path + "/clusterqueues/cq/pendingworkloads?limit=10001", proxy, 400, "from 1 to 10000"},
 		{"GET", Path + "/clusterqueues/cq", proxy, 404, "not found"},
 	} {
 		code, body := serve(t, s, c.method, c.path, c.cert)
@@ -189,4 +192,45 @@ func TestServer(t *testing.T) {
 	if code, body := serve(t, s, "GET", Path+"/clusterqueues/cq/pendingworkloads", proxy); code != 503 || !strings.Contains(string(body), "lead") {
 		t.Errorf("not ready: %d %s", code, body)
 	}
+}
+
+// Whatever the query, the handler answers with a status, never a panic, and
+// a page never holds more than the line.
+func FuzzServer(f *testing.F) {
+	ca, proxy, _ := certs(f, "front-proxy-client")
+	pool := x509.NewCertPool()
+	pool.AddCert(ca.Cert)
+	s := &Server{
+		Lines: lines{
+			cqs: map[string][]queue.Waiting{"cq": {waiting("b/late", "b/lq", 0, time.Hour), waiting("a/early", "a/lq", 0, 0),
+				waiting("a/mid", "a/lq", 5, time.Minute)}},
+			lqs: map[string]string{"a/lq": "cq", "b/lq": "cq"},
+		},
+		Proxy: FrontProxy{CAs: pool}, Ready: func() error { return nil }, Clock: clocktesting.NewFakePassiveClock(now),
+	}
+	for _, seed := range []string{"clusterqueues/cq/pendingworkloads?offset=1&limit=1", "namespaces/a/localqueues/lq/pendingworkloads?offset=9223372036854775807",
+		"clusterqueues/cq/pendingworkloads?limit=-9223372036854775808", "namespaces/a/localqueues/lq/pendingworkloads?offset=2147483647&limit=10000"} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, tail string) {
+		r := httptest.NewRequest("GET", "/", nil)
+		u, err := url.Parse(Path + "/" + tail)
+		if err != nil {
+			return
+		}
+		r.URL = u
+		r.TLS = &tls.ConnectionState{PeerCertificates: []*x509.Certificate{proxy}}
+		w := httptest.NewRecorder()
+		s.ServeHTTP(w, r)
+		switch w.Code {
+		case 200:
+			var sum visibilityv1.PendingWorkloadsSummary
+			if json.Unmarshal(w.Body.Bytes(), &sum) == nil && len(sum.Items) > 3 {
+				t.Errorf("%s: %d items from a line of 3", tail, len(sum.Items))
+			}
+		case 400, 404:
+		default:
+			t.Errorf("%s: status %d %s", tail, w.Code, w.Body)
+		}
+	})
 }

@@ -17,6 +17,9 @@ import (
 // ClusterQueue. Only what the page needs is put in order: the first
 // offset+limit of a ClusterQueue, a LocalQueue's own workloads.
 func Summarize(cq string, line []queue.Waiting, localQueue string, offset, limit int) visibilityv1.PendingWorkloadsSummary {
+	// No page reaches past the line, so neither offset+limit nor a position
+	// can overflow, whatever a caller passes.
+	offset, limit = min(max(offset, 0), len(line)), min(max(limit, 0), len(line))
 	out := visibilityv1.PendingWorkloadsSummary{
 		TypeMeta: metav1.TypeMeta{APIVersion: visibilityv1.GroupName + "/" + visibilityv1.Version, Kind: "PendingWorkloadsSummary"},
 		Items:    []visibilityv1.PendingWorkload{},

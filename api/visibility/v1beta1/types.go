@@ -21,6 +21,10 @@ const (
 	PendingWorkloads = "pendingworkloads"
 	// DefaultLimit is how many workloads a page holds unless limit says.
 	DefaultLimit = 1000
+	// MaxLimit and MaxOffset bound limit and offset: larger ones are
+	// refused with 400 Bad Request.
+	MaxLimit  = 10_000
+	MaxOffset = 100_000_000
 )
 
 // PendingWorkloadsSummary is one page of a queue's waiting workloads, in the
