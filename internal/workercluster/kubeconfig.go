@@ -25,9 +25,11 @@ const (
 )
 
 // Problems lists what makes a kubeconfig unsafe to take from a Secret, each
-// naming the field: a program to run (exec), an auth-provider plugin, or a
-// path on the controller's file system. Every user and cluster in the file
-// counts, not only the current context's.
+// naming the field: a program to run (exec), an auth-provider plugin, a
+// path on the controller's file system, a proxy (berth's credentials and
+// traffic would pass through someone else's server), or a server whose
+// certificate is not checked. Every user and cluster in the file counts,
+// not only the current context's.
 func Problems(cfg *clientcmdapi.Config) []string {
 	var out []string
 	for _, name := range sortedKeys(cfg.AuthInfos) {
@@ -45,8 +47,15 @@ func Problems(cfg *clientcmdapi.Config) []string {
 		}
 	}
 	for _, name := range sortedKeys(cfg.Clusters) {
-		if p := cfg.Clusters[name].CertificateAuthority; p != "" {
+		c := cfg.Clusters[name]
+		if p := c.CertificateAuthority; p != "" {
 			out = append(out, fmt.Sprintf("clusters[%s].certificate-authority: names the file %s; a kubeconfig from a Secret may not read the controller's files (inline it as data)", name, p))
+		}
+		if c.ProxyURL != "" {
+			out = append(out, fmt.Sprintf("clusters[%s].proxy-url: sends berth's traffic and credentials through %s; a kubeconfig from a Secret may not name a proxy (reach the server directly)", name, c.ProxyURL))
+		}
+		if c.InsecureSkipTLSVerify {
+			out = append(out, fmt.Sprintf("clusters[%s].insecure-skip-tls-verify: the server's certificate would not be checked, so anyone between could read berth's credentials; give its CA as certificate-authority-data", name))
 		}
 	}
 	slices.Sort(out)

@@ -40,8 +40,9 @@ func TestConfigTakesInlineCredentials(t *testing.T) {
 	}
 }
 
-// Each way a Secret could make the controller run a program or read its
-// own files is refused, naming the field.
+// Each way a Secret could make the controller run a program, read its own
+// files, or send its credentials where they could be read is refused,
+// naming the field.
 func TestConfigRefuses(t *testing.T) {
 	for name, tc := range map[string]struct {
 		change func(c *clientcmdapi.Config)
@@ -61,6 +62,11 @@ func TestConfigRefuses(t *testing.T) {
 			"users[berth].client-key: names the file /etc/berth/tls.key"},
 		"CA path": {func(c *clientcmdapi.Config) { c.Clusters["w"].CertificateAuthority = "/etc/ssl/ca.crt" },
 			"clusters[w].certificate-authority: names the file /etc/ssl/ca.crt"},
+		"proxy": {func(c *clientcmdapi.Config) { c.Clusters["w"].ProxyURL = "http://127.0.0.1:3128" },
+			"clusters[w].proxy-url: sends berth's traffic and credentials through http://127.0.0.1:3128"},
+		"unchecked certificate": {func(c *clientcmdapi.Config) {
+			c.Clusters["w"].InsecureSkipTLSVerify, c.Clusters["w"].CertificateAuthorityData = true, nil
+		}, "clusters[w].insecure-skip-tls-verify"},
 		"an unused user with exec counts too": {func(c *clientcmdapi.Config) {
 			c.AuthInfos["other"] = &clientcmdapi.AuthInfo{Exec: &clientcmdapi.ExecConfig{Command: "aws", APIVersion: "client.authentication.k8s.io/v1"}}
 		}, "users[other].exec"},
