@@ -50,3 +50,9 @@ const (
 	// KueuePodGroupTotalCountAnnotation is honoured too.
 	KueuePodGroupTotalCountAnnotation = "kueue.x-k8s.io/pod-group-total-count"
 )
+
+// ResourceInUseFinalizer is on every ClusterQueue, LocalQueue and
+// ResourceFlavor berth's controller has seen: deleting one that admitted work
+// still uses leaves it Terminating until that work is gone. berth admits
+// nothing through a ClusterQueue or LocalQueue that does not carry it yet.
+const ResourceInUseFinalizer = "berth.dev/resource-in-use"

@@ -34,6 +34,9 @@ type LocalQueue struct {
 	Stopped      bool
 	// Deleting: it is being deleted, and so takes nothing new (stopped too).
 	Deleting bool
+	// Unguarded: it does not carry its in-use finalizer yet, and so takes
+	// nothing new (deleted now, it would go under work admitted through it).
+	Unguarded bool
 }
 
 // place is where a pending workload is.
@@ -291,7 +294,7 @@ func (m *Manager) Done(d core.Decision) {
 		q := e.cq
 		// A preemptor stays nominated while it preempts, and only then.
 		e.w.Nominated = d.Pending.Reason == core.Preempting
-		if lq, ok := m.lqs[e.localQueue]; !ok || lq.Stopped || lq.ClusterQueue != q.name || m.cqs[q.name] != q {
+		if lq, ok := m.lqs[e.localQueue]; !ok || lq.Stopped || lq.Unguarded || lq.ClusterQueue != q.name || m.cqs[q.name] != q {
 			// Its queues changed while it was being decided on.
 			e.place = detached
 			m.route(e)
@@ -517,6 +520,8 @@ func (m *Manager) route(e *entry) {
 		m.park(e, fmt.Sprintf("LocalQueue %s is being deleted", e.localQueue))
 	case lq.Stopped:
 		m.park(e, fmt.Sprintf("LocalQueue %s is stopped by its stopPolicy", e.localQueue))
+	case lq.Unguarded:
+		m.park(e, fmt.Sprintf("LocalQueue %s is waiting for its in-use finalizer, added by berth when it first sees the queue", e.localQueue))
 	default:
 		q, ok := m.cqs[lq.ClusterQueue]
 		if !ok {

@@ -35,7 +35,7 @@ func created(w *berthv1.Workload, ago time.Duration) *berthv1.Workload {
 // One ClusterQueue of 4 cpu: 3 held by a low-priority workload; "first"
 // (priority 10, older) and "me" (priority 5) each need 2 cpu.
 func input(preemption bool, myPriority int32) why.Input {
-	cq := MakeClusterQueue("cq").ResourceGroup(MakeFlavorQuotas("rf").Resource("cpu", "4").Obj()).Obj()
+	cq := MakeClusterQueue("cq").Guarded().ResourceGroup(MakeFlavorQuotas("rf").Resource("cpu", "4").Obj()).Obj()
 	if preemption {
 		cq.Spec.Preemption = &berthv1.ClusterQueuePreemption{WithinClusterQueue: berthv1.PreemptionLowerPriority}
 	}

@@ -100,6 +100,16 @@ func TestQueueObjectsInUseStayUntilTheirWorkFinishes(t *testing.T) {
 	waitAdmitted(t, env, env.Namespace, "w")
 	objs := []client.Object{&berthv1.ResourceFlavor{}, &berthv1.ClusterQueue{}, &berthv1.LocalQueue{}}
 	keys := []client.ObjectKey{{Name: rfName}, {Name: cqName}, {Namespace: env.Namespace, Name: "main"}}
+	// The queues were guarded before they admitted anything: deleted the
+	// moment their work started, they still hold.
+	for i, obj := range objs[1:] {
+		if err := env.Client.Get(ctx, keys[i+1], obj); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Contains(obj.GetFinalizers(), berthv1.ResourceInUseFinalizer) {
+			t.Errorf("%T %s admitted work before it had its in-use finalizer: %v", obj, obj.GetName(), obj.GetFinalizers())
+		}
+	}
 	testenv.Eventually(t, wait, func() error {
 		for i, obj := range objs {
 			if err := env.Client.Get(ctx, keys[i], obj); err != nil {

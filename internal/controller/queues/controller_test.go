@@ -20,7 +20,7 @@ func TestOnlySpecChangesReachTheScheduler(t *testing.T) {
 	c := &Controller{sched: sched, evict: func([]string, string, string) {}, tending: map[objRef]bool{}}
 	h := handler(c.setClusterQueue, c.deleteClusterQueue)
 
-	old := fixtures.MakeClusterQueue("cq").ResourceGroup(fixtures.MakeFlavorQuotas("rf").Resource("cpu", "1").Obj()).Obj()
+	old := fixtures.MakeClusterQueue("cq").Guarded().ResourceGroup(fixtures.MakeFlavorQuotas("rf").Resource("cpu", "1").Obj()).Obj()
 	old.Generation = 1
 	sched.SetFlavor(MakeFlavor("rf").Obj())
 	h.OnAdd(old, false)

@@ -2,6 +2,7 @@ package queues
 
 import (
 	"fmt"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -45,9 +46,13 @@ func ClusterQueueOf(cq *berthv1.ClusterQueue) core.ClusterQueue {
 		out.Aging = &core.Aging{Step: a.Step, Interval: a.Interval.Duration, Cap: a.Cap}
 	}
 	sel, err := metav1.LabelSelectorAsSelector(cq.Spec.NamespaceSelector)
-	if cq.DeletionTimestamp != nil {
+	switch {
+	case cq.DeletionTimestamp != nil:
 		// It admits nothing new while admitted work holds it (InUseFinalizer).
 		out.Problem = fmt.Sprintf("ClusterQueue %s is being deleted", cq.Name)
+	case !controllerutil.ContainsFinalizer(cq, InUseFinalizer):
+		// Deleted before the finalizer is on, it would go under work it admitted.
+		out.Problem = unguarded
 	}
 	if err != nil {
 		out.NamespaceSelector = labels.Nothing()
@@ -88,8 +93,14 @@ func LocalQueueOf(lq *berthv1.LocalQueue) queue.LocalQueue {
 		// Being deleted, it takes nothing new (InUseFinalizer).
 		Stopped: lq.Spec.StopPolicy == berthv1.Hold || lq.Spec.StopPolicy == berthv1.HoldAndDrain ||
 			lq.DeletionTimestamp != nil,
-		Deleting: lq.DeletionTimestamp != nil}
+		Deleting:  lq.DeletionTimestamp != nil,
+		Unguarded: lq.DeletionTimestamp == nil && !controllerutil.ContainsFinalizer(lq, InUseFinalizer)}
 }
+
+// unguarded is why a ClusterQueue admits nothing yet: berth admits through
+// a queue only once its in-use finalizer is on (added as soon as the queue
+// is seen), so that no deletion removes it under work it admitted.
+const unguarded = "waiting for its in-use finalizer (" + InUseFinalizer + "), added by berth when it first sees the queue"
 
 func groupsOf(groups []berthv1.ResourceGroup) []core.ResourceGroup {
 	out := make([]core.ResourceGroup, 0, len(groups))

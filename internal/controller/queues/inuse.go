@@ -21,7 +21,7 @@ import (
 // admitted work still uses from going away under it: deleting one leaves it
 // Terminating, with a Terminating condition naming what holds it, until that
 // work has finished or been removed. The running work is not evicted.
-const InUseFinalizer = "berth.dev/resource-in-use"
+const InUseFinalizer = berthv1.ResourceInUseFinalizer
 
 // TerminatingCondition is the condition type that says what holds a queue
 // object being deleted.

@@ -1,6 +1,7 @@
 package queues
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -60,11 +61,30 @@ func TestInvalidNamespaceSelectorMakesAnInactiveQueue(t *testing.T) {
 	if why := c.Inactive("cq"); why != got.Problem {
 		t.Errorf("Inactive = %q, want the problem %q", why, got.Problem)
 	}
-	if got := ClusterQueueOf(MakeClusterQueue("open").Obj()); got.Problem != "" || !got.NamespaceSelector.Matches(labels.Set{}) {
+	if got := ClusterQueueOf(MakeClusterQueue("open").Guarded().Obj()); got.Problem != "" || !got.NamespaceSelector.Matches(labels.Set{}) {
 		t.Errorf("an empty selector must match every namespace: %+v", got)
 	}
 	nilSel := MakeClusterQueue("closed").NamespaceSelector(nil).Obj()
 	if got := ClusterQueueOf(nilSel); got.NamespaceSelector.Matches(labels.Set{}) {
 		t.Error("no selector must match no namespace")
+	}
+}
+
+// A ClusterQueue or LocalQueue admits nothing until its in-use finalizer is
+// on: deleted before then, it would go under the work it admitted.
+func TestUnguardedQueuesAdmitNothing(t *testing.T) {
+	if got := ClusterQueueOf(MakeClusterQueue("new").Obj()); !strings.Contains(got.Problem, "in-use finalizer") {
+		t.Errorf("a ClusterQueue without the finalizer: problem %q, want it inactive until guarded", got.Problem)
+	}
+	if got := ClusterQueueOf(MakeClusterQueue("new").Guarded().Obj()); got.Problem != "" {
+		t.Errorf("a guarded ClusterQueue: problem %q", got.Problem)
+	}
+	lq := MakeLocalQueue("lq", "ns", "cq").Obj()
+	if got := LocalQueueOf(lq); !got.Unguarded {
+		t.Errorf("a LocalQueue without the finalizer: %+v, want it unguarded", got)
+	}
+	lq.Finalizers = []string{InUseFinalizer}
+	if got := LocalQueueOf(lq); got.Unguarded {
+		t.Errorf("a guarded LocalQueue: %+v", got)
 	}
 }
