@@ -36,8 +36,11 @@ import (
 // name a group: the namespace, and the group's name.
 type Reconciler struct {
 	client client.Client
-	rec    events.EventRecorder
-	clock  clock.Clock
+	// live reads from the API server: a group is started and released on
+	// what it says, never on a cache that may lag it.
+	live  client.Reader
+	rec   events.EventRecorder
+	clock clock.Clock
 }
 
 // groupIndex indexes cached Pods by the name of their pod group.
@@ -53,7 +56,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager) error {
 	}); err != nil {
 		return err
 	}
-	r := &Reconciler{client: mgr.GetClient(), rec: mgr.GetEventRecorder("berth-podgroups"), clock: clock.RealClock{}}
+	r := &Reconciler{client: mgr.GetClient(), live: mgr.GetAPIReader(), rec: mgr.GetEventRecorder("berth-podgroups"), clock: clock.RealClock{}}
 	ofPod := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 		if g, _, _ := pods.Group(o); g != "" {
 			return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: g}}}
@@ -96,11 +99,20 @@ func WorkloadName(group string) string {
 
 // Reconcile brings one pod group and its Workload in step.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	g, err := r.read(ctx, req)
+	g, err := r.read(ctx, req, false)
 	if err != nil || g == nil {
 		return reconcile.Result{}, err
 	}
 	p := Decide(*g, r.clock.Now())
+	if len(p.Start) > 0 || p.Release {
+		// Pods start, or quota goes back, on what the API server says: a
+		// cache may still show a Workload admitted that was since evicted,
+		// or a Pod gone that runs (after an API-server restart, say).
+		if g, err = r.read(ctx, req, true); err != nil || g == nil {
+			return reconcile.Result{}, err
+		}
+		p = Decide(*g, r.clock.Now())
+	}
 	if err := r.carryOut(ctx, g, p); err != nil {
 		if apierrors.IsConflict(err) {
 			// Read from a cache behind the API server: the newer object's
@@ -113,16 +125,39 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 }
 
 // read gathers the group: the Pods berth holds, its Workload, and the
-// queue and priority of its oldest Pod. nil when there is nothing to do.
-func (r *Reconciler) read(ctx context.Context, req reconcile.Request) (*Group, error) {
-	var list corev1.PodList
-	if err := r.client.List(ctx, &list, client.InNamespace(req.Namespace), client.MatchingFields{groupIndex: req.Name}); err != nil {
-		return nil, err
+// queue and priority of its oldest Pod; from the cache, or with live from
+// the API server. nil when there is nothing to do.
+func (r *Reconciler) read(ctx context.Context, req reconcile.Request, live bool) (*Group, error) {
+	var list []corev1.Pod
+	var from client.Reader = r.client
+	if live {
+		from = r.live
+		// The API server has no index: each pod group label, then the Pods
+		// whose group (pods.Group) is this one.
+		seen := map[types.UID]bool{}
+		for _, label := range []string{berthv1.PodGroupNameLabel, berthv1.KueuePodGroupNameLabel} {
+			var l corev1.PodList
+			if err := r.live.List(ctx, &l, client.InNamespace(req.Namespace), client.MatchingLabels{label: req.Name}); err != nil {
+				return nil, err
+			}
+			for _, pod := range l.Items {
+				if g, _, _ := pods.Group(&pod); g == req.Name && !seen[pod.UID] {
+					seen[pod.UID] = true
+					list = append(list, pod)
+				}
+			}
+		}
+	} else {
+		var l corev1.PodList
+		if err := r.client.List(ctx, &l, client.InNamespace(req.Namespace), client.MatchingFields{groupIndex: req.Name}); err != nil {
+			return nil, err
+		}
+		list = l.Items
 	}
 	g := &Group{Name: req.Name}
 	totals := map[int32]bool{}
-	for i := range list.Items {
-		pod := &list.Items[i]
+	for i := range list {
+		pod := &list[i]
 		if !controllerutil.ContainsFinalizer(pod, berthv1.PodFinalizer) && !pods.Gated(pod) {
 			continue // not held by berth: created before its webhook ran, or let go
 		}
@@ -141,7 +176,7 @@ func (r *Reconciler) read(ctx context.Context, req reconcile.Request) (*Group, e
 		return strings.Compare(a.Name, b.Name)
 	})
 	var wl berthv1.Workload
-	err := r.client.Get(ctx, types.NamespacedName{Namespace: req.Namespace, Name: WorkloadName(req.Name)}, &wl)
+	err := from.Get(ctx, types.NamespacedName{Namespace: req.Namespace, Name: WorkloadName(req.Name)}, &wl)
 	switch {
 	case err == nil:
 		g.Workload = &wl
