@@ -15,6 +15,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
@@ -110,17 +111,19 @@ func handler(set, del func(obj any)) toolscache.ResourceEventHandlerFuncs {
 }
 
 // SpecChanged reports whether an update of a queue object changed what the
-// scheduler is told: its spec (generation) or its deletion. Status-only
+// scheduler is told: its spec (generation), its deletion, or whether it
+// carries its in-use finalizer (it admits nothing before). Status-only
 // writes, which berth makes to every queue every second while it admits, and
-// metadata-only ones change neither, and must not rebuild the quota tree and
-// requeue every set-aside workload.
+// other metadata-only ones change none, and must not rebuild the quota tree
+// and requeue every set-aside workload.
 func SpecChanged(old, obj any) bool {
 	o, ok1 := old.(client.Object)
 	n, ok2 := obj.(client.Object)
 	if !ok1 || !ok2 {
 		return true
 	}
-	return o.GetGeneration() != n.GetGeneration() || !o.GetDeletionTimestamp().Equal(n.GetDeletionTimestamp())
+	return o.GetGeneration() != n.GetGeneration() || !o.GetDeletionTimestamp().Equal(n.GetDeletionTimestamp()) ||
+		controllerutil.ContainsFinalizer(o, InUseFinalizer) != controllerutil.ContainsFinalizer(n, InUseFinalizer)
 }
 
 func unwrap(obj any) any {

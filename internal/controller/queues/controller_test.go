@@ -52,3 +52,25 @@ func TestOnlySpecChangesReachTheScheduler(t *testing.T) {
 func activeCondition() metav1.Condition {
 	return metav1.Condition{Type: "Active", Status: metav1.ConditionTrue, Reason: "Ready"}
 }
+
+// A queue admits once its in-use finalizer is on: that metadata-only update
+// reaches the scheduler.
+func TestGuardingAQueueReachesTheScheduler(t *testing.T) {
+	sched := scheduler.New(clock.RealClock{})
+	c := &Controller{sched: sched, evict: func([]string, string, string) {}, tending: map[objRef]bool{}}
+	h := handler(c.setClusterQueue, c.deleteClusterQueue)
+	bare := fixtures.MakeClusterQueue("cq").ResourceGroup(fixtures.MakeFlavorQuotas("rf").Resource("cpu", "1").Obj()).Obj()
+	sched.SetFlavor(MakeFlavor("rf").Obj())
+	h.OnAdd(bare, false)
+	sched.SetLocalQueue(queue.LocalQueue{Key: "ns/lq", ClusterQueue: "cq"})
+	sched.WorkloadPending(MakeWorkload("ns/w", "cq").PodSet("main", 1).Request("cpu", "1").Obj(), "ns/lq")
+	if ds := sched.Cycle(); len(ds) == 1 && ds[0].Admit != nil {
+		t.Fatalf("admitted through a queue without its in-use finalizer: %s", Describe(ds))
+	}
+	guarded := bare.DeepCopy()
+	guarded.Finalizers = []string{InUseFinalizer}
+	h.OnUpdate(bare, guarded)
+	if ds := sched.Cycle(); len(ds) != 1 || ds[0].Admit == nil {
+		t.Errorf("once guarded: %s, want the workload admitted", Describe(ds))
+	}
+}
