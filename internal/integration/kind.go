@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 
+	admissionv1 "k8s.io/api/admission/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -37,8 +38,17 @@ type Refuser interface {
 	Refuse(obj client.Object) string
 }
 
+// Grower is a Kind whose running objects may be made to run more pods at
+// once (a Job's parallelism): HoldGrowth holds back, in the same write, an
+// update of a queued obj that does so, since the pods would otherwise start
+// before berth could queue it again; it reports whether it changed obj.
+type Grower interface {
+	HoldGrowth(old, obj client.Object) bool
+}
+
 // Holder is the mutating webhook of a kind: objects that a queue is asked
-// for are created held back (Kind.Hold).
+// for are created held back (Kind.Hold), and updates that would make them
+// grow while they run are held back too (Grower).
 type Holder struct {
 	kind    Kind
 	decoder admission.Decoder
@@ -49,7 +59,8 @@ func NewHolder(scheme *runtime.Scheme, kind Kind) *Holder {
 	return &Holder{kind: kind, decoder: admission.NewDecoder(scheme)}
 }
 
-// Handle holds back a new object that asks for a queue.
+// Handle holds back a new object that asks for a queue, or an update that
+// makes a queued one grow.
 func (h *Holder) Handle(_ context.Context, req admission.Request) admission.Response {
 	obj := h.kind.New()
 	if err := h.decoder.Decode(req, obj); err != nil {
@@ -57,6 +68,20 @@ func (h *Holder) Handle(_ context.Context, req admission.Request) admission.Resp
 	}
 	if h.kind.QueueName(obj) == "" {
 		return admission.Allowed("not queued by berth")
+	}
+	if req.Operation == admissionv1.Update {
+		g, ok := h.kind.(Grower)
+		if !ok {
+			return admission.Allowed("updates are not held back")
+		}
+		old := h.kind.New()
+		if err := h.decoder.DecodeRaw(req.OldObject, old); err != nil {
+			return admission.Errored(http.StatusBadRequest, err)
+		}
+		if !g.HoldGrowth(old, obj) {
+			return admission.Allowed("does not grow")
+		}
+		return patched(req, obj)
 	}
 	if r, ok := h.kind.(Refuser); ok {
 		if why := r.Refuse(obj); why != "" {
@@ -66,6 +91,11 @@ func (h *Holder) Handle(_ context.Context, req admission.Request) admission.Resp
 	if !h.kind.Hold(obj) {
 		return admission.Allowed("already held")
 	}
+	return patched(req, obj)
+}
+
+// patched answers req with the patch that makes its object obj.
+func patched(req admission.Request, obj client.Object) admission.Response {
 	raw, err := json.Marshal(obj)
 	if err != nil {
 		return admission.Errored(http.StatusInternalServerError, err)

@@ -404,3 +404,103 @@ func waitSuspendedAsSubmitted(t *testing.T, env *testenv.Env, name string) {
 		return nil
 	})
 }
+
+// Raising a running Job's parallelism past its quota never runs a pod the
+// quota does not cover, not even for a moment: the webhook suspends the Job
+// in the same write, before the Job controller can create more pods. Every
+// pod event is watched throughout.
+func TestGrowingAJobNeverRunsPastItsQuota(t *testing.T) {
+	env := testenv.New(t)
+	env.CreateSimNode(t, env.Name("n1"), nil)
+	rf, cq := env.Name("rf"), env.Name("cq")
+	env.Create(t, MakeResourceFlavor(rf).Obj())
+	env.Create(t, MakeClusterQueue(cq).ResourceGroup(MakeFlavorQuotas(rf).Resource("cpu", "2").Obj()).Obj())
+	env.Create(t, MakeLocalQueue("main", env.Namespace, cq).Obj())
+	job := MakeJob("grows", env.Namespace).Queue("main").Parallelism(2).Completions(10).Request("cpu", "1").
+		Toleration(env.Toleration()).PodAnnotation("berth.dev/sim-duration", "10m").Obj()
+	env.Create(t, job)
+	wl := waitAdmitted(t, env, env.Namespace, jobWorkload(t, env, job).Name)
+
+	var pods corev1.PodList
+	testenv.Eventually(t, wait, func() error {
+		if err := env.Client.List(ctx, &pods, client.InNamespace(env.Namespace)); err != nil {
+			return err
+		}
+		running := 0
+		for _, p := range pods.Items {
+			if p.Status.Phase == corev1.PodRunning {
+				running++
+			}
+		}
+		if running != 2 {
+			return fmt.Errorf("%d of 2 pods running", running)
+		}
+		return nil
+	})
+	// From here on, every change of every pod of the namespace.
+	w, err := env.Kube.CoreV1().Pods(env.Namespace).Watch(ctx, metav1.ListOptions{ResourceVersion: pods.ResourceVersion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	placed := map[string]bool{} // pods bound to a node that have not ended
+	for _, p := range pods.Items {
+		placed[p.Name] = p.Spec.NodeName != "" && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
+	}
+	count := func() int {
+		n := 0
+		for _, on := range placed {
+			if on {
+				n++
+			}
+		}
+		return n
+	}
+	most, events := count(), 0
+
+	j, err := getJob(env, env.Namespace, job.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	patch := client.MergeFrom(j.DeepCopy())
+	j.Spec.Parallelism = ptr(int32(6))
+	if err := env.Client.Patch(ctx, j, patch); err != nil {
+		t.Fatal(err)
+	}
+	// Until the Job waits with its new size and its old pods are gone.
+	deadline := time.After(wait)
+	for done := false; !done; {
+		select {
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				t.Fatal("the pod watch ended")
+			}
+			p, isPod := ev.Object.(*corev1.Pod)
+			if !isPod {
+				continue
+			}
+			events++
+			placed[p.Name] = ev.Type != "DELETED" && p.Spec.NodeName != "" &&
+				p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
+			most = max(most, count())
+		case <-deadline:
+			t.Fatalf("not settled within %s: %d pods placed; workload %s", wait, count(), func() string {
+				cur, _ := getWorkload(env, env.Namespace, wl.Name)
+				return describe(cur)
+			}())
+		case <-time.After(200 * time.Millisecond):
+			cur, err := getWorkload(env, env.Namespace, wl.Name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			done = count() == 0 && !workload.HasQuota(cur) && cur.Spec.PodSets[0].Count == 6
+		}
+	}
+	if most > 2 {
+		t.Errorf("%d pods placed at once under a quota of 2 cpu (1 cpu each), over %d pod events", most, events)
+	}
+	if j, err := getJob(env, env.Namespace, job.Name); err != nil || !jobs.Suspended(j) {
+		t.Errorf("the grown Job is not suspended while it waits: %v", err)
+	}
+	waitPending(t, env, env.Namespace, wl.Name, "needs 6 cpu")
+}

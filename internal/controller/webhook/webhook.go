@@ -58,6 +58,13 @@ const (
 	renewBefore  = 30 * 24 * time.Hour
 )
 
+// jobGrows selects the Job requests berth's webhook must see: creations,
+// and updates that raise parallelism or completions (a running Job would
+// start the new pods before berth could queue it again).
+const jobGrows = `request.operation == 'CREATE' ||
+  (has(object.spec.parallelism) && (!has(oldObject.spec.parallelism) || object.spec.parallelism > oldObject.spec.parallelism)) ||
+  (has(object.spec.completions) && has(oldObject.spec.completions) && object.spec.completions > oldObject.spec.completions)`
+
 // Prepare makes sure the certificate exists and is fresh, writes it for the
 // server, and points the webhook configuration at the controller. It returns
 // the CA bundle that verifies the server.
@@ -184,9 +191,9 @@ func Configuration(o Options, caBundle []byte) *admissionregistrationv1.Mutating
 	fail := admissionregistrationv1.Fail
 	none := admissionregistrationv1.SideEffectClassNone
 	timeout := int32(10)
-	rules := func(group, resource string) []admissionregistrationv1.RuleWithOperations {
+	rules := func(group, resource string, ops ...admissionregistrationv1.OperationType) []admissionregistrationv1.RuleWithOperations {
 		return []admissionregistrationv1.RuleWithOperations{{
-			Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+			Operations: ops,
 			Rule: admissionregistrationv1.Rule{APIGroups: []string{group}, APIVersions: []string{"v1"},
 				Resources: []string{resource}},
 		}}
@@ -208,11 +215,18 @@ func Configuration(o Options, caBundle []byte) *admissionregistrationv1.Mutating
 			TimeoutSeconds: &timeout, AdmissionReviewVersions: []string{"v1"}, ObjectSelector: objects,
 		}
 	}
-	jobRules, podRules := rules("batch", "jobs"), rules("", "pods")
+	// Jobs are seen when created, and when an update makes them run more
+	// pods at once (jobs.Kind.HoldGrowth); no other update reaches berth.
+	jobRules := rules("batch", "jobs", admissionregistrationv1.Create, admissionregistrationv1.Update)
+	podRules := rules("", "pods", admissionregistrationv1.Create)
+	jobHook := func(name string, objects *metav1.LabelSelector) admissionregistrationv1.MutatingWebhook {
+		h := hook(name, jobs.WebhookPath, jobRules, objects)
+		h.MatchConditions = []admissionregistrationv1.MatchCondition{{Name: "created-or-grows", Expression: jobGrows}}
+		return h
+	}
 	hooks := []admissionregistrationv1.MutatingWebhook{
-		hook("jobs.berth.dev", jobs.WebhookPath, jobRules, selector(exists(berthv1.QueueNameLabel))),
-		hook("kueue-labelled-jobs.berth.dev", jobs.WebhookPath, jobRules,
-			selector(exists(berthv1.KueueQueueNameLabel), absent(berthv1.QueueNameLabel))),
+		jobHook("jobs.berth.dev", selector(exists(berthv1.QueueNameLabel))),
+		jobHook("kueue-labelled-jobs.berth.dev", selector(exists(berthv1.KueueQueueNameLabel), absent(berthv1.QueueNameLabel))),
 		hook("pods.berth.dev", pods.WebhookPath, podRules, selector(exists(berthv1.QueueNameLabel))),
 		hook("kueue-labelled-pods.berth.dev", pods.WebhookPath, podRules,
 			selector(exists(berthv1.KueueQueueNameLabel), absent(berthv1.QueueNameLabel))),
@@ -228,8 +242,7 @@ func Configuration(o Options, caBundle []byte) *admissionregistrationv1.Mutating
 		MatchExpressions: []metav1.LabelSelectorRequirement{notSystem},
 	}
 	if o.ManageAll {
-		all := hook("unlabelled-jobs.berth.dev", jobs.WebhookPath, jobRules,
-			selector(absent(berthv1.KueueQueueNameLabel), absent(berthv1.QueueNameLabel)))
+		all := jobHook("unlabelled-jobs.berth.dev", selector(absent(berthv1.KueueQueueNameLabel), absent(berthv1.QueueNameLabel)))
 		all.NamespaceSelector = selector(notSystem)
 		hooks = append(hooks, all)
 	}

@@ -155,3 +155,28 @@ func TestStoppedWhenItsPodsAreGone(t *testing.T) {
 		}
 	}
 }
+
+func TestHoldGrowthSuspendsARunningJobThatGrows(t *testing.T) {
+	running := func(par int32) *batchv1.Job {
+		j := MakeJob("j", "ns").Queue("q").Parallelism(par).Completions(10).Obj()
+		no := false
+		j.Spec.Suspend = &no
+		return j
+	}
+	for _, c := range []struct {
+		name     string
+		old, new *batchv1.Job
+		hold     bool
+	}{
+		{"grows", running(2), running(6), true},
+		{"shrinks", running(6), running(2), false},
+		{"same", running(2), running(2), false},
+		{"suspended already", running(2), func() *batchv1.Job { j := running(6); yes := true; j.Spec.Suspend = &yes; return j }(), false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := (Kind{}).HoldGrowth(c.old, c.new); got != c.hold || Suspended(c.new) != (c.hold || c.name == "suspended already") {
+				t.Errorf("HoldGrowth = %v, suspended %v; want %v", got, Suspended(c.new), c.hold)
+			}
+		})
+	}
+}

@@ -152,13 +152,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 
 	if workload.IsAdmitted(&wl) {
+		if why := Resized(&wl, &job); why != "" {
+			// It would run more (or other) pods than its quota covers
+			// (suspended by the webhook in the same write if it grew):
+			// give the quota back; the steps below then suspend the Job
+			// and re-make its Workload, which queues again.
+			return reconcile.Result{}, r.evictResized(ctx, &job, &wl, why)
+		}
 		if !Suspended(&job) {
-			if why := Resized(&wl, &job); why != "" {
-				// It would run more (or other) pods than its quota covers:
-				// give the quota back; the steps below then suspend the
-				// Job and re-make its Workload, which queues again.
-				return reconcile.Result{}, r.evictResized(ctx, &job, &wl, why)
-			}
 			return reconcile.Result{}, nil // running
 		}
 		if job.Status.StartTime != nil {

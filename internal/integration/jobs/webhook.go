@@ -63,6 +63,29 @@ func (k Kind) Hold(obj client.Object) bool {
 	return changed
 }
 
+// HoldGrowth suspends a running queued Job that this update makes run more
+// pods at once than before (its parallelism raised), in the same write: the
+// Job controller would otherwise start them at once, past the quota, before
+// berth could queue the Job again with its new size (Resized). Shrinking
+// needs no such haste: fewer pods run.
+func (k Kind) HoldGrowth(old, obj client.Object) bool {
+	o, n := old.(*batchv1.Job), obj.(*batchv1.Job)
+	if Suspended(n) || podsAtOnce(n) <= podsAtOnce(o) {
+		return false
+	}
+	yes := true
+	n.Spec.Suspend = &yes
+	return true
+}
+
+func podsAtOnce(job *batchv1.Job) int32 {
+	var n int32
+	for _, ps := range PodSets(job) {
+		n += ps.Count
+	}
+	return n
+}
+
 // Refuse refuses a queued Job whose topology annotations are wrong, naming
 // the annotation.
 func (Kind) Refuse(obj client.Object) string {
