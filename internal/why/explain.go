@@ -12,6 +12,7 @@ import (
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
 	"github.com/berth-dev/berth/internal/controller/queues"
 	"github.com/berth-dev/berth/internal/core"
+	"github.com/berth-dev/berth/internal/queue"
 	"github.com/berth-dev/berth/internal/workload"
 )
 
@@ -211,8 +212,13 @@ func position(in Input, cq core.ClusterQueue) (pos, waiting int, ahead []string)
 	for _, lq := range in.LocalQueues {
 		lqCQ[lq.Namespace+"/"+lq.Name] = lq.Spec.ClusterQueue
 	}
-	me := workload.ToCore(in.Workload, nil)
-	var before []*core.Workload
+	// In the queue's own order (queue.InLine), aging included, as the
+	// visibility API (berth pending) shows it.
+	inLine := func(w *berthv1.Workload) queue.Waiting {
+		return queue.WaitingOf(workload.ToCore(w, nil), workload.LocalQueueKey(w), cq.Aging, in.Now)
+	}
+	me := inLine(in.Workload)
+	var before []queue.Waiting
 	for i := range in.Workloads {
 		w := &in.Workloads[i]
 		if workload.HasQuota(w) || workload.IsFinished(w) || !workload.IsActive(w) || w.DeletionTimestamp != nil ||
@@ -223,19 +229,13 @@ func position(in Input, cq core.ClusterQueue) (pos, waiting int, ahead []string)
 		if workload.Key(w) == me.Key {
 			continue
 		}
-		o := workload.ToCore(w, nil)
-		if core.Before(o, me) {
+		if o := inLine(w); queue.InLine(&o, &me) {
 			before = append(before, o)
 		}
 	}
-	slices.SortFunc(before, func(a, b *core.Workload) int {
-		if core.Before(a, b) {
-			return -1
-		}
-		return 1
-	})
+	queue.SortLine(before)
 	for _, o := range before[:min(len(before), aheadShown)] {
-		ahead = append(ahead, fmt.Sprintf("%s (priority %d)", o.Key, o.Priority))
+		ahead = append(ahead, fmt.Sprintf("%s (priority %d)", o.Key, o.Priority+o.Aged))
 	}
 	return len(before) + 1, waiting, ahead
 }

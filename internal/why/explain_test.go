@@ -10,8 +10,12 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
+	"github.com/berth-dev/berth/internal/controller/queues"
+	"github.com/berth-dev/berth/internal/core"
+	"github.com/berth-dev/berth/internal/queue"
 	"github.com/berth-dev/berth/internal/why"
 	"github.com/berth-dev/berth/internal/workload"
 	. "github.com/berth-dev/berth/test/fixtures"
@@ -124,5 +128,43 @@ func TestExplainStoppedQueue(t *testing.T) {
 	r := why.Explain(in)
 	if !strings.Contains(r.Now, "ClusterQueue cq is inactive: stopped by its stopPolicy") {
 		t.Errorf("now: %q", r.Now)
+	}
+}
+
+// berth why and the controller's own line (which berth pending shows) put a
+// workload in the same place, aging included: an old low-priority workload
+// aged past a newer higher-priority one is ahead of it in both.
+func TestWhyAndTheQueueAgreeOnPositions(t *testing.T) {
+	cq := MakeClusterQueue("cq").Guarded().ResourceGroup(MakeFlavorQuotas("rf").Resource("cpu", "1").Obj()).Obj()
+	cq.Spec.PriorityAging = &berthv1.PriorityAging{Step: 1, Interval: metav1.Duration{Duration: time.Minute}, Cap: 5}
+	pending := []*berthv1.Workload{
+		created(MakeWorkload("old-low", "ns").Queue("main").Priority(0).Request("cpu", "2").Obj(), 3*time.Minute),
+		created(MakeWorkload("new-high", "ns").Queue("main").Priority(2).Request("cpu", "2").Obj(), time.Minute),
+		created(MakeWorkload("newest", "ns").Queue("main").Priority(1).Request("cpu", "2").Obj(), 0),
+	}
+	in := why.Input{
+		LocalQueues:    []berthv1.LocalQueue{*MakeLocalQueue("main", "ns", "cq").Obj()},
+		ClusterQueues:  []berthv1.ClusterQueue{*cq},
+		Flavors:        []berthv1.ResourceFlavor{*MakeResourceFlavor("rf").Obj()},
+		NamespaceLabel: map[string]labels.Set{"ns": {"kubernetes.io/metadata.name": "ns"}},
+		Now:            now,
+	}
+	m := queue.NewManager(clocktesting.NewFakePassiveClock(now))
+	m.SetClusterQueue("cq", core.BestEffortFIFO, queues.ClusterQueueOf(cq).Aging)
+	m.SetLocalQueue(queue.LocalQueue{Key: "ns/main", ClusterQueue: "cq"})
+	for _, w := range pending {
+		in.Workloads = append(in.Workloads, *w)
+		m.AddOrUpdate(workload.ToCore(w, nil), "ns/main")
+	}
+	line, _ := m.Line("cq")
+	queue.SortLine(line)
+	if line[0].Key != "ns/old-low" {
+		t.Fatalf("the queue's line %v: want old-low first, aged past new-high", line)
+	}
+	for i, w := range line {
+		in.Workload = pending[slices.IndexFunc(pending, func(p *berthv1.Workload) bool { return workload.Key(p) == w.Key })]
+		if r := why.Explain(in); r.Position != i+1 {
+			t.Errorf("%s: berth why says position %d, the queue %d", w.Key, r.Position, i+1)
+		}
 	}
 }
