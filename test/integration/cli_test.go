@@ -480,7 +480,7 @@ func TestPending(t *testing.T) {
 		"pending cq nosuch":      "ClusterQueue nosuch not found",
 		"pending lq nosuch":      "LocalQueue " + env.Namespace + "/nosuch not found",
 		"pending job x":          `"job": pending takes clusterqueue (cq) or localqueue (lq)`,
-		"pending cq x --limit 0": "the limit must be at least 1",
+		"pending cq x --limit 0": "the limit from 1 to 10000",
 	} {
 		if out, err := berth(strings.Fields(args)...); err == nil || !strings.Contains(out, says) {
 			t.Errorf("berth %s: %v, want an error saying %q:\n%s", args, err, says, out)

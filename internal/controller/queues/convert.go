@@ -50,8 +50,9 @@ func ClusterQueueOf(cq *berthv1.ClusterQueue) core.ClusterQueue {
 	case cq.DeletionTimestamp != nil:
 		// It admits nothing new while admitted work holds it (InUseFinalizer).
 		out.Problem = fmt.Sprintf("ClusterQueue %s is being deleted", cq.Name)
-	case !controllerutil.ContainsFinalizer(cq, InUseFinalizer):
-		// Deleted before the finalizer is on, it would go under work it admitted.
+	case !out.Stopped && !controllerutil.ContainsFinalizer(cq, InUseFinalizer):
+		// Deleted before the finalizer is on, it would go under work it
+		// admitted. (A stopped queue admits nothing anyway, and says so.)
 		out.Problem = unguarded
 	}
 	if err != nil {
