@@ -33,7 +33,9 @@ type Kind interface {
 }
 
 // Refuser is a Kind that refuses some objects at creation, such as those
-// asking for what berth does not support yet; Refuse says why, or "".
+// asking for what berth does not support yet, or asking for a queue in a
+// way that would not be honoured; Refuse says why, or "". It sees every
+// object the webhook is sent, queued or not.
 type Refuser interface {
 	Refuse(obj client.Object) string
 }
@@ -66,13 +68,10 @@ func (h *Holder) Handle(_ context.Context, req admission.Request) admission.Resp
 	if err := h.decoder.Decode(req, obj); err != nil {
 		return admission.Errored(http.StatusBadRequest, err)
 	}
-	if h.kind.QueueName(obj) == "" {
-		return admission.Allowed("not queued by berth")
-	}
 	if req.Operation == admissionv1.Update {
 		g, ok := h.kind.(Grower)
-		if !ok {
-			return admission.Allowed("updates are not held back")
+		if !ok || h.kind.QueueName(obj) == "" {
+			return admission.Allowed("updates of this object are not held back")
 		}
 		old := h.kind.New()
 		if err := h.decoder.DecodeRaw(req.OldObject, old); err != nil {
@@ -87,6 +86,9 @@ func (h *Holder) Handle(_ context.Context, req admission.Request) admission.Resp
 		if why := r.Refuse(obj); why != "" {
 			return admission.Denied(why)
 		}
+	}
+	if h.kind.QueueName(obj) == "" {
+		return admission.Allowed("not queued by berth")
 	}
 	if !h.kind.Hold(obj) {
 		return admission.Allowed("already held")

@@ -2,9 +2,11 @@ package integration
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -229,6 +231,45 @@ func TestUnlabelledJobsAreLeftAlone(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// A Job that asks for a queue only in its pod template would run unqueued
+// (its pods are queued with the Job, never one by one): the API server
+// refuses it, saying where the label belongs. So does a template asking for
+// another queue than the Job's; the same queue on both is fine.
+func TestQueueLabelOnlyInThePodTemplateIsRefused(t *testing.T) {
+	env := testenv.New(t)
+	templated := func(name, jobQueue, templateLabel string) *batchv1.Job {
+		// A label of its own: a Job without any takes its template's
+		// (Kubernetes' defaulting), and so would be queued.
+		j := MakeJob(name, env.Namespace).Request("cpu", "1").Obj()
+		j.Labels["app"] = "train"
+		if jobQueue != "" {
+			j.Labels[berthv1.QueueNameLabel] = jobQueue
+		}
+		j.Spec.Template.Labels = map[string]string{templateLabel: "main"}
+		return j
+	}
+	for _, c := range []struct {
+		job  *batchv1.Job
+		want string
+	}{
+		{templated("only-template", "", berthv1.QueueNameLabel), "move the label there"},
+		{templated("only-template-kueue", "", berthv1.KueueQueueNameLabel), "move the label there"},
+		{templated("two-queues", "other", berthv1.QueueNameLabel), "the Job for other"},
+		{templated("same-queue", "main", berthv1.QueueNameLabel), ""},
+	} {
+		err := env.Client.Create(ctx, c.job)
+		if c.want == "" {
+			if err != nil {
+				t.Errorf("Job %s: %v", c.job.Name, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "spec.template.metadata.labels") {
+			t.Errorf("Job %s created (%v); want it refused: %s", c.job.Name, err, c.want)
+		}
+	}
 }
 
 // Users moving from Kueue keep their label, and their priority classes.

@@ -65,6 +65,10 @@ const jobGrows = `request.operation == 'CREATE' ||
   (has(object.spec.parallelism) && (!has(oldObject.spec.parallelism) || object.spec.parallelism > oldObject.spec.parallelism)) ||
   (has(object.spec.completions) && has(oldObject.spec.completions) && object.spec.completions > oldObject.spec.completions)`
 
+// templateQueued selects the Jobs whose pod template carries a queue label.
+const templateQueued = `has(object.spec.template.metadata) && has(object.spec.template.metadata.labels) &&
+  ('` + berthv1.QueueNameLabel + `' in object.spec.template.metadata.labels || '` + berthv1.KueueQueueNameLabel + `' in object.spec.template.metadata.labels)`
+
 // Prepare makes sure the certificate exists and is fresh, writes it for the
 // server, and points the webhook configuration at the controller. It returns
 // the CA bundle that verifies the server.
@@ -224,9 +228,15 @@ func Configuration(o Options, caBundle []byte) *admissionregistrationv1.Mutating
 		h.MatchConditions = []admissionregistrationv1.MatchCondition{{Name: "created-or-grows", Expression: jobGrows}}
 		return h
 	}
+	// A Job that asks for a queue only in its pod template is refused
+	// (jobs.Kind.Refuse): its pods would run unqueued.
+	templated := hook("template-labelled-jobs.berth.dev", jobs.WebhookPath, rules("batch", "jobs", admissionregistrationv1.Create),
+		selector(absent(berthv1.KueueQueueNameLabel), absent(berthv1.QueueNameLabel)))
+	templated.MatchConditions = []admissionregistrationv1.MatchCondition{{Name: "template-asks-for-a-queue", Expression: templateQueued}}
 	hooks := []admissionregistrationv1.MutatingWebhook{
 		jobHook("jobs.berth.dev", selector(exists(berthv1.QueueNameLabel))),
 		jobHook("kueue-labelled-jobs.berth.dev", selector(exists(berthv1.KueueQueueNameLabel), absent(berthv1.QueueNameLabel))),
+		templated,
 		hook("pods.berth.dev", pods.WebhookPath, podRules, selector(exists(berthv1.QueueNameLabel))),
 		hook("kueue-labelled-pods.berth.dev", pods.WebhookPath, podRules,
 			selector(exists(berthv1.KueueQueueNameLabel), absent(berthv1.QueueNameLabel))),

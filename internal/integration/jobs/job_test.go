@@ -180,3 +180,32 @@ func TestHoldGrowthSuspendsARunningJobThatGrows(t *testing.T) {
 		})
 	}
 }
+
+// A Job's pods are queued with the Job: a queue asked for in the pod
+// template alone would be ignored, and the Job run unqueued, so it is
+// refused, as is a template asking for another queue than the Job's.
+func TestRefuseQueueLabelsOnlyInThePodTemplate(t *testing.T) {
+	withTemplate := func(job *batchv1.Job, label, queue string) *batchv1.Job {
+		job.Spec.Template.Labels = map[string]string{label: queue}
+		return job
+	}
+	for _, c := range []struct {
+		name string
+		job  *batchv1.Job
+		kind Kind
+		want string
+	}{
+		{"template only", withTemplate(MakeJob("j", "ns").Obj(), berthv1.QueueNameLabel, "a"), Kind{}, "move the label there"},
+		{"Kueue's, template only", withTemplate(MakeJob("j", "ns").Obj(), berthv1.KueueQueueNameLabel, "a"), Kind{}, "LocalQueue a"},
+		{"another queue", withTemplate(MakeJob("j", "ns").Queue("b").Obj(), berthv1.QueueNameLabel, "a"), Kind{}, "the Job for b"},
+		{"managed, another queue", withTemplate(MakeJob("j", "ns").Obj(), berthv1.QueueNameLabel, "a"), Kind{ManageAll: true}, "the Job for default"},
+		{"the same queue", withTemplate(MakeJob("j", "ns").Queue("a").Obj(), berthv1.QueueNameLabel, "a"), Kind{}, ""},
+		{"no queue anywhere", MakeJob("j", "ns").Obj(), Kind{}, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if why := c.kind.Refuse(c.job); (why == "") != (c.want == "") || !strings.Contains(why, c.want) {
+				t.Errorf("Refuse = %q, want %q", why, c.want)
+			}
+		})
+	}
+}

@@ -86,10 +86,25 @@ func podsAtOnce(job *batchv1.Job) int32 {
 	return n
 }
 
-// Refuse refuses a queued Job whose topology annotations are wrong, naming
-// the annotation.
-func (Kind) Refuse(obj client.Object) string {
+// Refuse refuses a Job whose pod template asks for a queue other than the
+// Job's (its pods are queued as the Job, never one by one, so the template's
+// label would be silently ignored: a Job without a queue label of its own
+// would run unqueued), and a queued Job whose topology annotations are
+// wrong, naming the field.
+func (k Kind) Refuse(obj client.Object) string {
 	job := obj.(*batchv1.Job)
+	queue := k.QueueName(job)
+	if tq := integration.QueueName(job.Spec.Template.Labels); tq != "" && tq != queue {
+		if queue == "" {
+			return fmt.Sprintf("Job %s: spec.template.metadata.labels asks for LocalQueue %s, but a Job is queued by the queue label on the Job itself "+
+				"(metadata.labels), and its pods with it; move the label there", job.Name, tq)
+		}
+		return fmt.Sprintf("Job %s: spec.template.metadata.labels asks for LocalQueue %s, the Job for %s; a Job's pods are queued with the Job: "+
+			"drop the label from the pod template, or give the same queue", job.Name, tq, queue)
+	}
+	if queue == "" {
+		return ""
+	}
 	if _, err := integration.TopologyRequestOf(job.Spec.Template.Annotations); err != nil {
 		return fmt.Sprintf("Job %s: pod template: %v", job.Name, err)
 	}

@@ -148,7 +148,10 @@ const MaxGroupSize = 1000
 // Refuse refuses a queued Pod of a pod group that does not say, or says
 // wrongly, how many Pods the group has (it could never be admitted), and one
 // whose topology annotations are wrong, naming the annotation.
-func (Kind) Refuse(obj client.Object) string {
+func (k Kind) Refuse(obj client.Object) string {
+	if k.QueueName(obj) == "" {
+		return ""
+	}
 	if _, _, err := Group(obj); err != nil {
 		return fmt.Sprintf("Pod %s: %v", obj.GetName(), err)
 	}

@@ -115,7 +115,7 @@ func TestGroup(t *testing.T) {
 		if g != tc.group || total != tc.total || (err == nil) != (tc.err == "") || (err != nil && !strings.Contains(err.Error(), tc.err)) {
 			t.Errorf("%s: %q %d %v; want %q %d %q", tc.name, g, total, err, tc.group, tc.total, tc.err)
 		}
-		if why := (Kind{}).Refuse(p); (why == "") != (tc.err == "") {
+		if why := (Kind{Default: true}).Refuse(p); (why == "") != (tc.err == "") { // queued, in the default LocalQueue
 			t.Errorf("%s: Refuse %q; want a refusal exactly when the count is wrong", tc.name, why)
 		}
 	}
