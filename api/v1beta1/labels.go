@@ -56,3 +56,8 @@ const (
 // still uses leaves it Terminating until that work is gone. berth admits
 // nothing through a ClusterQueue or LocalQueue that does not carry it yet.
 const ResourceInUseFinalizer = "berth.dev/resource-in-use"
+
+// EvictedByBerth is the reason of the DisruptionTarget condition berth puts
+// on a Pod it deletes because the Pod's Workload lost its quota (preempted,
+// its queue stopped, ...), as Kubernetes marks the Pods it preempts.
+const EvictedByBerth = "EvictedByBerth"

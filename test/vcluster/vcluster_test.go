@@ -540,3 +540,80 @@ func TestRunningPodChangesReachTheHost(t *testing.T) {
 		return nil
 	})
 }
+
+// A tenant's Job preempted on the host comes back whole: its Pods are marked
+// DisruptionTarget, the syncer suspends the virtual Job before they go (so
+// none counts as failed, though its backoffLimit is 0), and resumes it once
+// they are gone; it queues again and completes.
+func TestPreemptedTenantJobComesBackWhole(t *testing.T) {
+	env := testenv.New(t)
+	env.CreateSimNode(t, env.Name("n1"), nil)
+	tn := inVirtual(t, vq, env.Namespace)
+	flavor, cq := env.Name("rf"), env.Name("cq")
+	env.Create(t, MakeResourceFlavor(flavor).Obj())
+	q := MakeClusterQueue(cq).NamespaceSelector(&metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": queuedNS}}).
+		ResourceGroup(MakeFlavorQuotas(flavor).Resource("cpu", "2").Obj()).Obj()
+	q.Spec.Preemption = &berthv1.ClusterQueuePreemption{WithinClusterQueue: berthv1.PreemptionLowerPriority}
+	env.Create(t, q)
+	lq := MakeLocalQueue(tenantsQueue, queuedNS, cq).Obj()
+	env.Create(t, lq)
+	t.Cleanup(func() { _ = env.Client.Delete(ctx, lq) })
+	urgent := env.Name("urgent")
+	env.Create(t, &berthv1.WorkloadPriorityClass{ObjectMeta: metav1.ObjectMeta{Name: tenantsPriority}, Value: 5})
+	env.Create(t, &berthv1.WorkloadPriorityClass{ObjectMeta: metav1.ObjectMeta{Name: urgent}, Value: 100})
+
+	j := MakeJob("train", tn.ns).Parallelism(2).Completions(2).BackoffLimit(0).Request("cpu", "1").
+		Toleration(env.Toleration()).PodAnnotation("berth.dev/sim-duration", "8s").Obj()
+	if _, err := tn.kube.BatchV1().Jobs(tn.ns).Create(ctx, j, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	running := func() (int, error) {
+		pods, err := env.Kube.CoreV1().Pods(queuedNS).List(ctx, metav1.ListOptions{LabelSelector: vcluster.NamespaceLabel + "=" + tn.ns})
+		if err != nil {
+			return 0, err
+		}
+		n := 0
+		for _, p := range pods.Items {
+			if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
+				n++
+			}
+		}
+		return n, nil
+	}
+	testenv.Eventually(t, wait, func() error {
+		if n, err := running(); err != nil || n != 2 {
+			return fmt.Errorf("%d of the tenant Job's 2 host pods run (%v)", n, err)
+		}
+		return nil
+	})
+
+	// A host Pod of higher priority needs the whole quota.
+	preemptor := MakePod(env.Name("urgent"), queuedNS).Label(berthv1.QueueNameLabel, tenantsQueue).
+		Label(berthv1.PriorityClassLabel, urgent).Toleration(env.Toleration()).Annotation("berth.dev/sim-duration", "2s").Obj()
+	preemptor.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}
+	env.Create(t, preemptor)
+
+	testenv.Eventually(t, 3*wait, func() error {
+		vj, err := tn.kube.BatchV1().Jobs(tn.ns).Get(ctx, "train", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		for _, c := range vj.Status.Conditions {
+			if c.Type == batchv1.JobFailed && c.Status == corev1.ConditionTrue {
+				t.Fatalf("the preempted tenant Job failed: %s: %s", c.Reason, c.Message)
+			}
+		}
+		if vj.Status.Succeeded != 2 {
+			return fmt.Errorf("tenant Job: %d of 2 succeeded, %d failed, suspended %v", vj.Status.Succeeded, vj.Status.Failed,
+				vj.Spec.Suspend != nil && *vj.Spec.Suspend)
+		}
+		if vj.Status.Failed != 0 {
+			t.Errorf("the preempted tenant Job counts %d failed pods", vj.Status.Failed)
+		}
+		return nil
+	})
+	evs, err := tn.kube.CoreV1().Events(tn.ns).List(ctx, metav1.ListOptions{FieldSelector: "reason=EvictedByHost"})
+	if err != nil || len(evs.Items) == 0 {
+		t.Errorf("no EvictedByHost event on the tenant Job (%v): was it preempted at all?", err)
+	}
+}

@@ -67,6 +67,13 @@ func (s *syncer) pod(ctx context.Context, req reconcile.Request) (reconcile.Resu
 	case h == nil:
 		return s.createHost(ctx, v)
 	}
+	if why, evicted := vcluster.EvictedByHost(h); evicted {
+		// Before its Pods go: the Job controller must see the Job suspended,
+		// not its Pods vanish, or it counts them as failures.
+		if err := s.requeueJob(ctx, v, why); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
 	if h.DeletionTimestamp == nil {
 		want, err := s.hostPod(ctx, v)
 		if err != nil {
@@ -134,6 +141,45 @@ func (s *syncer) createHost(ctx context.Context, v *corev1.Pod) (reconcile.Resul
 		}
 		return reconcile.Result{}, err
 	}
+	return reconcile.Result{}, nil
+}
+
+// requeueJob suspends the virtual Job of v, whose host Pod the host's berth
+// evicts; the jobs controller resumes it once its Pods are gone, and it
+// queues again on the host (vcluster.RequeuedAnnotation).
+func (s *syncer) requeueJob(ctx context.Context, v *corev1.Pod, why string) error {
+	ref := metav1.GetControllerOf(v)
+	if ref == nil || ref.Kind != "Job" {
+		return nil
+	}
+	var job batchv1.Job
+	if err := s.virtual.Get(ctx, client.ObjectKey{Namespace: v.Namespace, Name: ref.Name}, &job); err != nil || job.UID != ref.UID {
+		return client.IgnoreNotFound(err)
+	}
+	if !vcluster.SuspendForHost(&job, why) {
+		return nil
+	}
+	if err := s.virtual.Update(ctx, &job); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	s.recorder.Eventf(&job, corev1.EventTypeNormal, "EvictedByHost",
+		"the host evicted its Pods (%s): suspended, so none counts as failed; it resumes, and queues again on the host, once they are gone", why)
+	return nil
+}
+
+// job resumes a virtual Job the syncer suspended once its Pods are gone.
+func (s *syncer) job(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	var job batchv1.Job
+	if err := s.virtual.Get(ctx, req.NamespacedName, &job); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if !vcluster.ResumeAfterHost(&job) {
+		return reconcile.Result{}, nil
+	}
+	if err := s.virtual.Update(ctx, &job); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	s.recorder.Event(&job, corev1.EventTypeNormal, "Resumed", "its evicted Pods are gone: resumed, to queue again on the host")
 	return reconcile.Result{}, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -148,6 +149,9 @@ func Run(ctx context.Context, o Options) error {
 		WatchesRawSource(source.Kind(host.GetCache(), client.Object(&corev1.Pod{}), handler.EnqueueRequestsFromMapFunc(toVirtual))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: o.Workers}).
 		Complete(reconcile.Func(s.pod)); err != nil {
+		return err
+	}
+	if err := ctrl.NewControllerManagedBy(mgr).Named("jobs").For(&batchv1.Job{}).Complete(reconcile.Func(s.job)); err != nil {
 		return err
 	}
 	nodeOf := func(_ context.Context, obj client.Object) []reconcile.Request {

@@ -208,10 +208,9 @@ func (r *Reconciler) read(ctx context.Context, req reconcile.Request, live bool)
 // failure part-way is finished by the next reconcile.
 func (r *Reconciler) carryOut(ctx context.Context, g *Group, p Plan) error {
 	for _, pod := range p.Stop {
-		if err := r.client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}); client.IgnoreNotFound(err) != nil {
+		if err := pods.Stop(ctx, r.client, r.rec, pod, p.StopWhy, r.clock.Now()); err != nil {
 			return err
 		}
-		r.rec.Eventf(pod, nil, corev1.EventTypeNormal, "Stopped", "Admission", "deleted: %s", p.StopWhy)
 	}
 	for _, pod := range p.LetGo {
 		if err := pods.LetGo(ctx, r.client, pod); err != nil {

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
@@ -25,6 +26,7 @@ import (
 
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=pods/finalizers,verbs=update
+// +kubebuilder:rbac:groups="",resources=pods/status,verbs=patch
 // +kubebuilder:rbac:groups=berth.dev,resources=workloads,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups=berth.dev,resources=workloads/status,verbs=get;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
@@ -156,11 +158,39 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 // stop deletes a Pod that may not run, gracefully; its Workload is finished
 // once the Pod has ended.
 func (r *Reconciler) stop(ctx context.Context, pod *corev1.Pod, why string) error {
-	if err := r.client.Delete(ctx, pod); client.IgnoreNotFound(err) != nil {
+	return Stop(ctx, r.client, r.rec, pod, why, r.clock.Now())
+}
+
+// Stop deletes a running Pod whose Workload lost its quota, first marking
+// it with the DisruptionTarget condition, as Kubernetes marks the Pods it
+// preempts or evicts: its end is then told from a failure (by a Job's
+// podFailurePolicy, or a virtual cluster's syncer, which re-queues the
+// tenant's Job rather than let it fail).
+func Stop(ctx context.Context, c client.Client, rec events.EventRecorder, pod *corev1.Pod, why string, now time.Time) error {
+	if pod.DeletionTimestamp == nil && !Disrupted(pod) {
+		orig := pod.DeepCopy()
+		pod.Status.Conditions = append(pod.Status.Conditions, corev1.PodCondition{Type: corev1.DisruptionTarget,
+			Status: corev1.ConditionTrue, Reason: berthv1.EvictedByBerth, Message: why, LastTransitionTime: metav1.NewTime(now)})
+		if err := c.Status().Patch(ctx, pod, client.StrategicMergeFrom(orig)); client.IgnoreNotFound(err) != nil {
+			return err
+		}
+	}
+	if err := c.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}); client.IgnoreNotFound(err) != nil {
 		return err
 	}
-	r.rec.Eventf(pod, nil, corev1.EventTypeNormal, "Stopped", "Admission", "deleted: %s", why)
+	rec.Eventf(pod, nil, corev1.EventTypeNormal, "Stopped", "Admission", "deleted: %s", why)
 	return nil
+}
+
+// Disrupted reports whether pod carries a DisruptionTarget condition that
+// is true: something is stopping it for a reason of its own.
+func Disrupted(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
 }
 
 // LetGo removes berth's finalizer from pod.
