@@ -28,18 +28,27 @@ func newImportCommand() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "import -f FILE|DIR|-",
-		Short: "Translate Kueue's queues, flavors, cohorts, priority classes, topologies and admission checks into berth's",
+		Short: "Translate Kueue's queues, flavors, cohorts, priority classes, topologies, admission checks and MultiKueue into berth's",
 		Long: `Read Kueue manifests (kueue.x-k8s.io v1alpha1, v1beta1 and v1beta2:
-` + strings.Join(fromkueue.Kinds, ", ") + `) and write the berth
-equivalents as YAML on stdout, or apply them with --apply. Every field berth
-supports is kept (cohortName becomes cohort, parentName parent, MayStopSearch
-Borrow or Preempt, an admissionChecksStrategy becomes admissionChecks, for
-every flavor); each field that is not is listed on stderr, per object, with
-why. Status, server-written metadata and kubectl's last-applied annotation
-are left behind. Nothing is written if
-any object cannot be imported, nor, with --apply, if the API server refuses any
-of them (all are checked with a dry run first). Jobs and Pods labelled for
-Kueue need no import: berth honours kueue.x-k8s.io/queue-name as it is.`,
+` + strings.Join(fromkueue.Kinds, ", ") + `, and MultiKueue's
+MultiKueueConfig and MultiKueueCluster) and write the berth equivalents as YAML
+on stdout, or apply them with --apply. Every field berth supports is kept
+(cohortName becomes cohort, parentName parent, MayStopSearch Borrow or
+Preempt, an admissionChecksStrategy becomes admissionChecks, for every
+flavor); each field that is not is listed on stderr, per object, with why.
+MultiKueue becomes berth's multicluster dispatch: its AdmissionCheck the
+berth.dev/multicluster check, a MultiKueueConfig a MultiClusterConfig, a
+MultiKueueCluster a WorkerCluster (whose kubeconfig Secret must be copied to
+berth's namespace). Status, server-written metadata and kubectl's
+last-applied annotation are left behind.
+
+An object berth cannot take (a kind it lacks, an AdmissionCheck of another of
+Kueue's own controllers, which berth does not run, a worker kubeconfig given
+as a file) is refused, with why, and the others are still written; the
+command then exits non-zero. With --apply, nothing is applied if the API
+server refuses any of them (all are checked with a dry run first). Jobs and
+Pods labelled for Kueue need no import: berth honours kueue.x-k8s.io/queue-name
+as it is.`,
 		Example: `  berth import -f kueue-queues.yaml > berth-queues.yaml
   kubectl get clusterqueues.kueue.x-k8s.io,localqueues.kueue.x-k8s.io -A -o yaml | berth import -f -
   berth import -f ./kueue/ --apply`,
@@ -64,13 +73,23 @@ Kueue need no import: berth honours kueue.x-k8s.io/queue-name as it is.`,
 					objs = append(objs, o)
 				}
 			}
-			if len(problems) > 0 {
-				return fmt.Errorf("nothing imported; fix these first:\n  %s", strings.Join(problems, "\n  "))
-			}
 			for _, o := range objs {
 				for _, d := range o.Dropped {
 					fmt.Fprintf(cmd.ErrOrStderr(), "%s: not carried over: %s: %s\n", o.Name(), d.Field, d.Why)
 				}
+			}
+			// What was refused does not hold back the rest; it is said
+			// last, and makes the command fail.
+			refused := func(err error) error {
+				if len(problems) == 0 {
+					return err
+				}
+				msg := fmt.Sprintf("%d of %d objects refused, the others imported:\n  %s",
+					len(problems), len(problems)+len(objs), strings.Join(problems, "\n  "))
+				if err != nil {
+					msg += "\nand: " + err.Error()
+				}
+				return errors.New(msg)
 			}
 			if !apply {
 				for _, o := range objs {
@@ -80,7 +99,10 @@ Kueue need no import: berth honours kueue.x-k8s.io/queue-name as it is.`,
 					}
 					fmt.Fprintf(cmd.OutOrStdout(), "---\n%s", data)
 				}
-				return nil
+				return refused(nil)
+			}
+			if len(objs) == 0 {
+				return refused(nil)
 			}
 			c, err := clusterClient(&inst, kubeconfig)
 			if err != nil {
@@ -88,7 +110,7 @@ Kueue need no import: berth honours kueue.x-k8s.io/queue-name as it is.`,
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), 2*time.Minute)
 			defer cancel()
-			return applyImported(ctx, c, objs, cmd.OutOrStdout())
+			return refused(applyImported(ctx, c, objs, cmd.OutOrStdout()))
 		},
 	}
 	inst.add(cmd)
@@ -141,7 +163,7 @@ func readManifests(path string, stdin io.Reader) ([]map[string]any, error) {
 // in place first (berth would wait for them anyway), after a dry run of all
 // of them, so that a refusal leaves the cluster as it was.
 func applyImported(ctx context.Context, c client.Client, objs []fromkueue.Object, out io.Writer) error {
-	order := []string{"ResourceFlavor", "Topology", "AdmissionCheck", "WorkloadPriorityClass", "Cohort", "ClusterQueue", "LocalQueue"}
+	order := []string{"ResourceFlavor", "Topology", "WorkerCluster", "MultiClusterConfig", "AdmissionCheck", "WorkloadPriorityClass", "Cohort", "ClusterQueue", "LocalQueue"}
 	slices.SortStableFunc(objs, func(a, b fromkueue.Object) int {
 		return slices.Index(order, a.Object["kind"].(string)) - slices.Index(order, b.Object["kind"].(string))
 	})

@@ -15,6 +15,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
+	berthv1 "github.com/berth-dev/berth/api/v1beta1"
 	"github.com/berth-dev/berth/config"
 )
 
@@ -24,8 +25,19 @@ const Group = "kueue.x-k8s.io"
 // BerthAPIVersion is what imported objects are written as.
 const BerthAPIVersion = "berth.dev/v1beta1"
 
-// Kinds lists the kinds Import translates.
+// Kinds lists the kinds Import translates to a berth kind of the same name.
 var Kinds = []string{"ResourceFlavor", "ClusterQueue", "Cohort", "LocalQueue", "WorkloadPriorityClass", "Topology", "AdmissionCheck"}
+
+// Translated are the Kueue kinds Import turns into a berth kind of another
+// name: MultiKueue's, into berth's multicluster dispatch.
+var Translated = map[string]string{"MultiKueueConfig": "MultiClusterConfig", "MultiKueueCluster": "WorkerCluster"}
+
+// Kueue's own admission check controllers: MultiKueue's has berth's
+// multicluster check as its equivalent; the others have none.
+const (
+	multiKueueController = Group + "/multikueue"
+	kueueControllers     = Group + "/"
+)
 
 // Drop is a field that was not carried over, and why.
 type Drop struct {
@@ -94,16 +106,32 @@ func Import(in map[string]any) (Object, error) {
 	if !slices.Contains([]string{"v1alpha1", "v1beta1", "v1beta2"}, version) {
 		return Object{}, fmt.Errorf("%s: Kueue API version %s is not one berth imports (v1alpha1, v1beta1, v1beta2)", describe(in), version)
 	}
-	if !slices.Contains(Kinds, kind) {
-		return Object{}, fmt.Errorf("%s: berth has no %s yet; it imports %s", describe(in), kind, strings.Join(Kinds, ", "))
+	name := describe(in)
+	berthKind := kind
+	if to, ok := Translated[kind]; ok {
+		berthKind = to
+	} else if !slices.Contains(Kinds, kind) {
+		return Object{}, fmt.Errorf("%s: berth has no %s yet; it imports %s, and %s", describe(in), kind, strings.Join(Kinds, ", "),
+			strings.Join(slices.Sorted(maps.Keys(Translated)), ", "))
 	}
-	schema, err := schemaOf(kind)
+	schema, err := schemaOf(berthKind)
 	if err != nil {
 		return Object{}, err
 	}
-	out := Object{Object: map[string]any{"apiVersion": BerthAPIVersion, "kind": kind}}
-	if kind == "ClusterQueue" {
+	out := Object{Object: map[string]any{"apiVersion": BerthAPIVersion, "kind": berthKind}}
+	switch kind {
+	case "ClusterQueue":
 		in, out.Dropped = checksFromStrategy(in)
+	case "AdmissionCheck":
+		if in, err = checkController(in); err != nil {
+			return Object{}, fmt.Errorf("%s: %w", name, err)
+		}
+	case "MultiKueueCluster":
+		var d *Drop
+		if in, d, err = workerCluster(in); err != nil {
+			return Object{}, fmt.Errorf("%s: %w", name, err)
+		}
+		out.Dropped = append(out.Dropped, *d)
 	}
 	drop := func(path, why string) { out.Dropped = append(out.Dropped, Drop{Field: path, Why: why}) }
 	for k, v := range in {
@@ -260,6 +288,58 @@ func checksFromStrategy(in map[string]any) (map[string]any, []Drop) {
 	spec["admissionChecks"] = names
 	out["spec"] = spec
 	return out, drops
+}
+
+// checkController returns in, an AdmissionCheck, with MultiKueue's
+// controller and parameters turned into berth's multicluster check's. A
+// check of another of Kueue's own controllers (provisioning requests, say)
+// is refused: berth runs no such controller, so the check would never be
+// decided and its ClusterQueues would admit nothing. Other controllers are
+// kept: they may act on berth's Workloads.
+func checkController(in map[string]any) (map[string]any, error) {
+	spec, _ := in["spec"].(map[string]any)
+	name, _ := spec["controllerName"].(string)
+	switch {
+	case name == multiKueueController:
+		out, spec := maps.Clone(in), maps.Clone(spec)
+		spec["controllerName"] = berthv1.MultiClusterControllerName
+		if p, ok := spec["parameters"].(map[string]any); ok {
+			p = maps.Clone(p)
+			p["apiGroup"], p["kind"] = berthv1.GroupVersion.Group, "MultiClusterConfig"
+			spec["parameters"] = p
+		}
+		out["spec"] = spec
+		return out, nil
+	case strings.HasPrefix(name, kueueControllers):
+		return nil, fmt.Errorf("spec.controllerName %s is a controller of Kueue's that berth has no equivalent of yet: the check would never be decided, and a ClusterQueue naming it would admit nothing", name)
+	}
+	return in, nil
+}
+
+// workerCluster returns in, a MultiKueueCluster, with its kubeconfig's
+// Secret as a WorkerCluster's (v1beta1's spec.kubeConfig, or v1beta2's
+// spec.clusterSource.kubeConfig), and what the user must do about the
+// Secret. A kubeconfig that is a file on Kueue's controller is refused:
+// berth reads kubeconfigs from Secrets only.
+func workerCluster(in map[string]any) (map[string]any, *Drop, error) {
+	spec, _ := in["spec"].(map[string]any)
+	field := "spec.kubeConfig"
+	kc, _ := spec["kubeConfig"].(map[string]any)
+	if src, ok := spec["clusterSource"].(map[string]any); ok && kc == nil {
+		field = "spec.clusterSource.kubeConfig"
+		kc, _ = src["kubeConfig"].(map[string]any)
+	}
+	location, _ := kc["location"].(string)
+	switch t, _ := kc["locationType"].(string); {
+	case location == "":
+		return nil, nil, fmt.Errorf("%s.location is empty: no kubeconfig to reach the worker with", field)
+	case t != "" && t != "Secret":
+		return nil, nil, fmt.Errorf("%s.locationType is %s: berth reads a worker's kubeconfig from a Secret only ('berth cluster add NAME --kubeconfig FILE' makes one)", field, t)
+	}
+	out := maps.Clone(in)
+	out["spec"] = map[string]any{"kubeconfigSecret": location}
+	return out, &Drop{Field: field, Why: fmt.Sprintf("now spec.kubeconfigSecret: berth reads Secret %s from its own namespace (berth-system), key %q, "+
+		"where Kueue read it from its own (kueue-system): copy the Secret there ('berth cluster add' makes one from a kubeconfig file)", location, "kubeconfig")}, nil
 }
 
 // checkLevels refuses a Topology without levels: berth would refuse it too,

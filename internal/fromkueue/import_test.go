@@ -73,8 +73,16 @@ func TestImportRefuses(t *testing.T) {
 	}{
 		"a Topology without levels": {"apiVersion: kueue.x-k8s.io/v1beta1\nkind: Topology\nmetadata: {name: dc}\nspec: {levels: []}",
 			"Topology dc: spec.levels is empty"},
-		"a kind berth lacks": {"apiVersion: kueue.x-k8s.io/v1beta2\nkind: MultiKueueCluster\nmetadata: {name: w1}",
-			"MultiKueueCluster w1: berth has no MultiKueueCluster yet"},
+		"a kind berth lacks": {"apiVersion: kueue.x-k8s.io/v1beta2\nkind: ProvisioningRequestConfig\nmetadata: {name: p}",
+			"ProvisioningRequestConfig p: berth has no ProvisioningRequestConfig yet"},
+		"a check of a Kueue controller berth lacks": {"apiVersion: kueue.x-k8s.io/v1beta1\nkind: AdmissionCheck\nmetadata: {name: prov}\n" +
+			"spec: {controllerName: kueue.x-k8s.io/provisioning-request}",
+			"AdmissionCheck prov: spec.controllerName kueue.x-k8s.io/provisioning-request is a controller of Kueue's that berth has no equivalent of yet"},
+		"a worker's kubeconfig as a file": {"apiVersion: kueue.x-k8s.io/v1beta1\nkind: MultiKueueCluster\nmetadata: {name: w1}\n" +
+			"spec: {kubeConfig: {locationType: Path, location: /etc/w1.kubeconfig}}",
+			"MultiKueueCluster w1: spec.kubeConfig.locationType is Path: berth reads a worker's kubeconfig from a Secret only"},
+		"a worker without a kubeconfig": {"apiVersion: kueue.x-k8s.io/v1beta1\nkind: MultiKueueCluster\nmetadata: {name: w1}",
+			"MultiKueueCluster w1: spec.kubeConfig.location is empty"},
 		"not Kueue's": {"apiVersion: batch/v1\nkind: Job\nmetadata: {name: j, namespace: ns}",
 			`Job ns/j: apiVersion "batch/v1" is not Kueue's`},
 		"an unknown version": {"apiVersion: kueue.x-k8s.io/v2\nkind: ClusterQueue\nmetadata: {name: q}",

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	berthv1 "github.com/berth-dev/berth/api/v1beta1"
 	"github.com/berth-dev/berth/internal/fromkueue"
 	"github.com/berth-dev/berth/internal/testenv"
 )
@@ -120,5 +121,30 @@ spec: {clusterQueue: %[2]s}
 	}
 	if _, err := clusterQueue(env, cq+"-2"); err == nil {
 		t.Errorf("ClusterQueue %s-2 was created from a refused manifest", cq)
+	}
+
+	// An object berth cannot take (a check of Kueue's provisioning
+	// controller, which berth does not run) is refused by the import, with
+	// why; the others are still applied, and the command fails.
+	prov := env.Name("prov")
+	mixed := fmt.Sprintf(`apiVersion: kueue.x-k8s.io/v1beta1
+kind: AdmissionCheck
+metadata: {name: %[1]s}
+spec: {controllerName: kueue.x-k8s.io/provisioning-request}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: LocalQueue
+metadata: {name: second, namespace: %[2]s}
+spec: {clusterQueue: %[3]s}
+`, prov, env.Namespace, cq)
+	out, errOut, err := run(mixed, "--apply")
+	if err == nil || !strings.Contains(errOut, "1 of 2 objects refused, the others imported") ||
+		!strings.Contains(errOut, "AdmissionCheck "+prov+": spec.controllerName kueue.x-k8s.io/provisioning-request") ||
+		!strings.Contains(out, "LocalQueue "+env.Namespace+"/second applied") {
+		t.Fatalf("a manifest with one refused object: %v\nstdout:\n%s\nstderr:\n%s", err, out, errOut)
+	}
+	var ac berthv1.AdmissionCheck
+	if err := env.Client.Get(ctx, client.ObjectKey{Name: prov}, &ac); err == nil {
+		t.Errorf("AdmissionCheck %s was created though refused", prov)
 	}
 }
