@@ -24,6 +24,9 @@ type Worker struct {
 	// admitted it; Job: it holds the Job made for it (only known while
 	// Active).
 	Copied, Admitted, Job bool
+	// ReservedAt is when the worker's copy reserved quota there (its
+	// QuotaReserved condition), as that worker's clock says.
+	ReservedAt time.Time
 	// Conflict, when not empty, says why no copy can be made there (no such
 	// namespace, or a Job of the same name that is not this workload's).
 	Conflict string
@@ -69,9 +72,12 @@ type Plan struct {
 //   - a workload that does not hold quota, has finished or whose check is
 //     no longer Pending or Ready keeps no copies;
 //   - one that waits (check Pending) gets a copy of its Workload on every
-//     reached worker of its config; the first of them, in the config's order,
-//     whose copy is admitted wins: its Job is made there, the check turns
-//     Ready and names it, the other copies go (no pod ever runs on a loser);
+//     reached worker of its config; of the workers whose copy is admitted,
+//     one that holds its Job already wins (its pods may run: they are never
+//     deleted to settle a race), else the one that reserved quota first
+//     (the config's order breaks ties): its Job is made there, the check
+//     turns Ready and names it, the other copies go (no pod ever runs on a
+//     loser);
 //   - one that runs (check Ready) keeps only its copies there and takes its
 //     Job's status from them; if its copy is gone, or the worker is lost for
 //     longer than LostTimeout, the check turns Retry so the manager gives the
@@ -97,16 +103,14 @@ func Decide(in Input) Plan {
 	}
 
 	// Pending.
-	for _, name := range in.Clusters {
-		if w := in.Workers[name]; w.Active && w.Admitted && (w.Job || w.Conflict == "") {
-			p.ClusterName = name
-			p.State = newState(state, berthv1.CheckReady, fmt.Sprintf("admitted on worker cluster %s", name), in.Now)
-			p.Delete = copiedExcept(in.Workers, name)
-			if !w.Job {
-				p.CreateJob = name
-			}
-			return p
+	if name := winner(in); name != "" {
+		p.ClusterName = name
+		p.State = newState(state, berthv1.CheckReady, fmt.Sprintf("admitted on worker cluster %s", name), in.Now)
+		p.Delete = copiedExcept(in.Workers, name)
+		if !in.Workers[name].Job {
+			p.CreateJob = name
 		}
+		return p
 	}
 	var waiting, down, refused []string
 	for _, name := range in.Clusters {
@@ -144,6 +148,34 @@ func Decide(in Input) Plan {
 	}
 	p.State = newState(state, berthv1.CheckPending, strings.Join(msg, "; "), in.Now)
 	return p
+}
+
+// winner is the worker a waiting workload runs on, "" while none admitted
+// it: one holding its Job already (made before a restart, say, when its
+// record had not been written yet), else the first to reserve quota, else
+// the first in the config's order.
+func winner(in Input) string {
+	best := ""
+	for _, name := range in.Clusters {
+		w := in.Workers[name]
+		if !w.Active || !w.Admitted || (!w.Job && w.Conflict != "") {
+			continue
+		}
+		if best == "" {
+			best = name
+			continue
+		}
+		b := in.Workers[best]
+		switch {
+		case w.Job != b.Job:
+			if w.Job {
+				best = name
+			}
+		case !w.ReservedAt.IsZero() && (b.ReservedAt.IsZero() || w.ReservedAt.Before(b.ReservedAt)):
+			best = name
+		}
+	}
+	return best
 }
 
 func running(in Input, state berthv1.AdmissionCheckState) Plan {

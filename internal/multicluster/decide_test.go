@@ -31,6 +31,13 @@ func running() multicluster.Worker {
 	return w
 }
 
+// reserved is a worker whose copy reserved quota, ago before now.
+func reserved(ago time.Duration) multicluster.Worker {
+	w := up(true, true)
+	w.ReservedAt = now.Add(-ago)
+	return w
+}
+
 func down(since time.Duration, copied bool) multicluster.Worker {
 	return multicluster.Worker{Since: now.Add(-since), Copied: copied}
 }
@@ -63,11 +70,24 @@ func TestDecide(t *testing.T) {
 		want:    multicluster.Plan{Create: []string{"b"}},
 		state:   berthv1.CheckPending, message: "dispatched to a, b",
 	}, {
-		name:    "the first admitting worker in the config's order wins: its Job is made there, the other copies go",
+		name:    "of admitting workers reserving at once, the first in the config's order wins: its Job is made there, the other copies go",
 		wl:      waiting().Obj(),
 		workers: map[string]multicluster.Worker{"a": up(true, false), "b": up(true, true), "c": up(true, true)},
 		want:    multicluster.Plan{ClusterName: "b", Delete: []string{"a", "c"}, CreateJob: "b"},
 		state:   berthv1.CheckReady, message: "admitted on worker cluster b",
+	}, {
+		name:    "the worker that reserved quota first wins, whatever the config's order",
+		wl:      waiting().Obj(),
+		workers: map[string]multicluster.Worker{"b": reserved(time.Second), "c": reserved(2 * time.Second)},
+		want:    multicluster.Plan{ClusterName: "c", Delete: []string{"b"}, CreateJob: "c"},
+		state:   berthv1.CheckReady, message: "admitted on worker cluster c",
+	}, {
+		name: "a worker holding its Job already wins: pods that may run are never deleted to settle a race",
+		wl:   waiting().Obj(),
+		workers: map[string]multicluster.Worker{"b": reserved(2 * time.Second),
+			"c": func() multicluster.Worker { w := reserved(time.Second); w.Job = true; return w }()},
+		want:  multicluster.Plan{ClusterName: "c", Delete: []string{"b"}},
+		state: berthv1.CheckReady, message: "admitted on worker cluster c",
 	}, {
 		name:    "a worker with a Job of the same name gets no copy, and the message says why",
 		wl:      waiting().Obj(),

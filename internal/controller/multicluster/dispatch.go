@@ -10,6 +10,8 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
@@ -212,6 +214,9 @@ func (d *Dispatcher) view(ctx context.Context, name string, wl *berthv1.Workload
 	if err := conn.client.Get(ctx, client.ObjectKeyFromObject(wl), &rwl); err == nil {
 		if multicluster.IsCopy(&rwl, d.origin, wl.Name) {
 			w.Copied, w.Admitted, out.workload = true, workload.IsAdmitted(&rwl), &rwl
+			if c := meta.FindStatusCondition(rwl.Status.Conditions, berthv1.WorkloadQuotaReserved); c != nil && c.Status == metav1.ConditionTrue {
+				w.ReservedAt = c.LastTransitionTime.Time
+			}
 		}
 	} else if !apierrors.IsNotFound(err) {
 		return w, out, err
