@@ -8,6 +8,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -410,7 +411,13 @@ func TestHoldAndDrainSuspendsAndRestoresJobs(t *testing.T) {
 	if err := env.Client.Patch(ctx, lq, patch); err != nil {
 		t.Fatal(err)
 	}
-	waitPending(t, env, env.Namespace, wl.Name, "evicted: LocalQueue "+env.Namespace+"/main is stopped")
+	// Pending, saying why: first "evicted: LocalQueue ... is stopped with
+	// stopPolicy HoldAndDrain", then, once back in line, that it waits for
+	// the stopped queue; either may be the one seen.
+	drained := waitPending(t, env, env.Namespace, wl.Name, "LocalQueue "+env.Namespace+"/main is stopped")
+	if c := meta.FindStatusCondition(drained.Status.Conditions, berthv1.WorkloadEvicted); c == nil || c.Status != metav1.ConditionTrue || c.Reason != "LocalQueueStopped" {
+		t.Errorf("drained workload's Evicted condition %+v, want True with reason LocalQueueStopped", c)
+	}
 	waitSuspendedAsSubmitted(t, env, job.Name)
 	// Releasing the queue admits it again.
 	patch = client.MergeFrom(lq.DeepCopy())
