@@ -339,6 +339,10 @@ func (l *leaders) leader() (chaos.Victim, error) {
 	return v, nil
 }
 
+// killWait is how long a kill waits for a component that is not running
+// (being restarted after another fault) to be back.
+const killWait = 30 * time.Second
+
 // instanceChaos injects the plan's faults into the instance in dir; leader
 // pauses need l.
 func instanceChaos(dir string, plan []chaos.Fault, log io.Writer, l *leaders) func(context.Context, time.Time, func() chaos.Progress) []chaos.Result {
@@ -362,14 +366,23 @@ func instanceChaos(dir string, plan []chaos.Fault, log io.Writer, l *leaders) fu
 				if name == chaos.LeaderPause {
 					return l.pause(func() (*controlplane.ComponentStatus, error) { return component(chaos.Components[0]) })
 				}
-				c, err := component(name)
-				if err != nil {
-					return err
+				// Another lane's fault may have it restarting right now (a
+				// paused leader exits once resumed): it is killed once back,
+				// rather than the fault counted as failed.
+				deadline := time.Now().Add(killWait)
+				for {
+					c, err := component(name)
+					if err != nil {
+						return err
+					}
+					if c.Running && c.PID != 0 {
+						return syscall.Kill(c.PID, syscall.SIGKILL)
+					}
+					if time.Now().After(deadline) {
+						return fmt.Errorf("%s is not running, and was not back within %s", name, killWait)
+					}
+					time.Sleep(200 * time.Millisecond)
 				}
-				if !c.Running || c.PID == 0 {
-					return fmt.Errorf("%s is not running", name)
-				}
-				return syscall.Kill(c.PID, syscall.SIGKILL)
 			},
 			Up: func(name string) (chaos.Victim, error) {
 				if name == chaos.LeaderPause {
