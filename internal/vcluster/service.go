@@ -3,6 +3,8 @@ package vcluster
 import (
 	"fmt"
 	"maps"
+	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -28,6 +30,13 @@ func HostService(v *corev1.Service, o Options) (*corev1.Service, error) {
 	}
 	if len(v.Spec.ExternalIPs) > 0 {
 		errs = append(errs, hostAccess(spec.Child("externalIPs"), o))
+	}
+	for _, k := range slices.Sorted(maps.Keys(v.Spec.Selector)) {
+		// The syncer's own two are set below, whatever the tenant said.
+		if !tenantKey(k) && k != Label && k != NamespaceLabel {
+			errs = append(errs, field.Forbidden(spec.Child("selector").Key(k),
+				"host Pods do not carry this label: labels of "+strings.Join(hostDomains, ", ")+" and their subdomains stay in the virtual cluster; select on labels of your own"))
+		}
 	}
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("service %s/%s: %w", v.Namespace, v.Name, errs.ToAggregate())

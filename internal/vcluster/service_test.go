@@ -52,6 +52,17 @@ func TestHostServiceRefusesWhatOpensTheHost(t *testing.T) {
 	}
 }
 
+// A selector on labels that stay in the virtual cluster would select
+// nothing on the host: it is refused, naming the label, not synced silent.
+func TestHostServiceRefusesSelectorsOnLabelsHostPodsLack(t *testing.T) {
+	s := makeService("web-0", "shop")
+	s.Spec.Selector = map[string]string{"statefulset.kubernetes.io/pod-name": "web-0", "app": "web"}
+	_, err := HostService(s, opts)
+	if err == nil || !strings.Contains(err.Error(), "spec.selector[statefulset.kubernetes.io/pod-name]") {
+		t.Fatalf("HostService = %v, want the kubernetes.io selector refused", err)
+	}
+}
+
 func TestHostServiceUpdateKeepsTheHostsClusterIP(t *testing.T) {
 	want, _ := HostService(makeService("web", "shop"), opts)
 	cur := want.DeepCopy()

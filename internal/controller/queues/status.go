@@ -91,6 +91,8 @@ func inactiveReason(msg string) string {
 		return "FlavorNotFound"
 	case strings.Contains(msg, "cycle"):
 		return "CohortCycle"
+	case msg == unguarded:
+		return "WaitingForFinalizer"
 	default:
 		return "InvalidSpec"
 	}

@@ -73,8 +73,9 @@ func TestInvalidNamespaceSelectorMakesAnInactiveQueue(t *testing.T) {
 // A ClusterQueue or LocalQueue admits nothing until its in-use finalizer is
 // on: deleted before then, it would go under the work it admitted.
 func TestUnguardedQueuesAdmitNothing(t *testing.T) {
-	if got := ClusterQueueOf(MakeClusterQueue("new").Obj()); !strings.Contains(got.Problem, "in-use finalizer") {
-		t.Errorf("a ClusterQueue without the finalizer: problem %q, want it inactive until guarded", got.Problem)
+	if got := ClusterQueueOf(MakeClusterQueue("new").Obj()); !strings.Contains(got.Problem, "in-use finalizer") ||
+		inactiveReason(got.Problem) != "WaitingForFinalizer" {
+		t.Errorf("a ClusterQueue without the finalizer: problem %q (%s), want it inactive until guarded", got.Problem, inactiveReason(got.Problem))
 	}
 	if got := ClusterQueueOf(MakeClusterQueue("new").Guarded().Obj()); got.Problem != "" {
 		t.Errorf("a guarded ClusterQueue: problem %q", got.Problem)
