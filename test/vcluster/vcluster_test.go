@@ -362,20 +362,34 @@ func TestSameNamesInTwoVirtualClustersDoNotCollide(t *testing.T) {
 	}
 }
 
-// A tenant's Job of 4 Pods is one pod group on the host: admitted whole
-// against the host's quota, or not at all.
-func TestTenantJobIsAdmittedWholeAgainstHostQuota(t *testing.T) {
+// queuedTenant is a test's namespace in virtual cluster vq, whose Pods the
+// host queues in LocalQueue tenants of a ClusterQueue of cpu (changed by
+// change, if not nil), at WorkloadPriorityClass tenants-low (5); with one
+// simulated node.
+func queuedTenant(t *testing.T, cpu string, change func(*berthv1.ClusterQueue)) (*testenv.Env, *tenant) {
+	t.Helper()
 	env := testenv.New(t)
 	env.CreateSimNode(t, env.Name("n1"), nil)
 	tn := inVirtual(t, vq, env.Namespace)
 	flavor, cq := env.Name("rf"), env.Name("cq")
 	env.Create(t, MakeResourceFlavor(flavor).Obj())
-	env.Create(t, MakeClusterQueue(cq).NamespaceSelector(&metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": queuedNS}}).
-		ResourceGroup(MakeFlavorQuotas(flavor).Resource("cpu", "5").Obj()).Obj())
+	q := MakeClusterQueue(cq).NamespaceSelector(&metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": queuedNS}}).
+		ResourceGroup(MakeFlavorQuotas(flavor).Resource("cpu", cpu).Obj()).Obj()
+	if change != nil {
+		change(q)
+	}
+	env.Create(t, q)
 	lq := MakeLocalQueue(tenantsQueue, queuedNS, cq).Obj()
 	env.Create(t, lq)
 	t.Cleanup(func() { _ = env.Client.Delete(ctx, lq) })
 	env.Create(t, &berthv1.WorkloadPriorityClass{ObjectMeta: metav1.ObjectMeta{Name: tenantsPriority}, Value: 5})
+	return env, tn
+}
+
+// A tenant's Job of 4 Pods is one pod group on the host: admitted whole
+// against the host's quota, or not at all.
+func TestTenantJobIsAdmittedWholeAgainstHostQuota(t *testing.T) {
+	env, tn := queuedTenant(t, "5", nil)
 
 	// The virtual cluster queues every Pod in "tenants", at its priority,
 	// whatever the tenant asks for.
@@ -546,20 +560,10 @@ func TestRunningPodChangesReachTheHost(t *testing.T) {
 // none counts as failed, though its backoffLimit is 0), and resumes it once
 // they are gone; it queues again and completes.
 func TestPreemptedTenantJobComesBackWhole(t *testing.T) {
-	env := testenv.New(t)
-	env.CreateSimNode(t, env.Name("n1"), nil)
-	tn := inVirtual(t, vq, env.Namespace)
-	flavor, cq := env.Name("rf"), env.Name("cq")
-	env.Create(t, MakeResourceFlavor(flavor).Obj())
-	q := MakeClusterQueue(cq).NamespaceSelector(&metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": queuedNS}}).
-		ResourceGroup(MakeFlavorQuotas(flavor).Resource("cpu", "2").Obj()).Obj()
-	q.Spec.Preemption = &berthv1.ClusterQueuePreemption{WithinClusterQueue: berthv1.PreemptionLowerPriority}
-	env.Create(t, q)
-	lq := MakeLocalQueue(tenantsQueue, queuedNS, cq).Obj()
-	env.Create(t, lq)
-	t.Cleanup(func() { _ = env.Client.Delete(ctx, lq) })
+	env, tn := queuedTenant(t, "2", func(q *berthv1.ClusterQueue) {
+		q.Spec.Preemption = &berthv1.ClusterQueuePreemption{WithinClusterQueue: berthv1.PreemptionLowerPriority}
+	})
 	urgent := env.Name("urgent")
-	env.Create(t, &berthv1.WorkloadPriorityClass{ObjectMeta: metav1.ObjectMeta{Name: tenantsPriority}, Value: 5})
 	env.Create(t, &berthv1.WorkloadPriorityClass{ObjectMeta: metav1.ObjectMeta{Name: urgent}, Value: 100})
 
 	j := MakeJob("train", tn.ns).Parallelism(2).Completions(2).BackoffLimit(0).Request("cpu", "1").
