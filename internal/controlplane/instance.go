@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 )
@@ -110,12 +111,27 @@ func Start(ctx context.Context, o Options) (*Instance, error) {
 	if err != nil {
 		return nil, fmt.Errorf("data directory %s: locking: %w", dir, err)
 	}
-	inst, err := start(ctx, l, o, lock, progress)
-	if err != nil {
+	for attempt := 1; ; attempt++ {
+		inst, err := start(ctx, l, o, lock, progress)
+		if err == nil {
+			return inst, nil
+		}
 		lock.release()
-		return nil, err
+		// Ports are free when picked, and bound by the component a moment
+		// later; another process may take one meanwhile. Start again on
+		// other ports, a few times.
+		var ce *ComponentError
+		if attempt >= portRetries || !errors.As(err, &ce) || !strings.Contains(strings.Join(ce.LogTail, "\n"), "address already in use") {
+			return nil, err
+		}
+		fmt.Fprintf(progress, "%s found its port taken by another process; starting again on other ports\n", ce.Component)
+		if lock, err = lockDir(l); err != nil {
+			if errors.Is(err, errLocked) {
+				return nil, inUseError(l)
+			}
+			return nil, fmt.Errorf("data directory %s: locking: %w", dir, err)
+		}
 	}
-	return inst, nil
 }
 
 func inUseError(l Layout) error {
@@ -125,6 +141,10 @@ func inUseError(l Layout) error {
 	}
 	return fmt.Errorf("%s; stop it with: berth down --data-dir %s", msg, l.Dir)
 }
+
+// portRetries is how often Start tries when a component finds its port
+// taken.
+const portRetries = 3
 
 func start(ctx context.Context, l Layout, o Options, lock *dirLock, progress io.Writer) (*Instance, error) {
 	prev, err := ReadState(l)
