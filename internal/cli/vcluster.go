@@ -246,7 +246,7 @@ func startVCluster(progress io.Writer, vdir string, s *vclusterSettings) (string
 // addPolicyFlags adds the flags of a virtual cluster's Policy: the same for
 // create, serve and the syncer, which pass them on (Policy.Args).
 func addPolicyFlags(f *pflag.FlagSet, p *vcluster.Policy) {
-	f.StringVar(&p.Queue, "queue", "", "host LocalQueue (in the host namespace) every tenant Pod is queued in; tenants' own queue labels are ignored, and without it no tenant Pod is queued")
+	f.StringVar(&p.Queue, "queue", "", "host LocalQueue (in the host namespace) every tenant Pod is queued in; tenants' own queue labels are ignored; without it tenant Pods are queued only if the host namespace opts in (berth.dev/manage-pods)")
 	f.StringVar(&p.PriorityClass, "priority-class", "", "host WorkloadPriorityClass of every queued tenant Pod; tenants' own priority labels and classes are ignored (needs --queue)")
 	f.StringVar(&p.PodSecurity, "pod-security", "", "Pod Security level tenant Pods must meet, checked by the syncer and enforced on the host namespace: baseline (default) or restricted")
 	f.StringSliceVar(&p.RuntimeClasses, "runtime-class", nil, "runtime classes tenant Pods may name (repeat or comma-separate; default none)")

@@ -29,7 +29,8 @@ type Options struct {
 // nothing a tenant writes changes it.
 type Policy struct {
 	// Queue, when set, is the host LocalQueue every tenant Pod is queued in;
-	// without it no tenant Pod is queued. A tenant's own queue labels never
+	// without it only the host namespace's own setting (berth.dev/manage-pods)
+	// queues them. A tenant's own queue labels never
 	// reach the host.
 	Queue string `json:"queue,omitempty"`
 	// PriorityClass, when set, is the host WorkloadPriorityClass every
