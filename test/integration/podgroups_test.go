@@ -193,14 +193,18 @@ func TestPreemptedPodGroupStopsWhole(t *testing.T) {
 		env.Create(t, groupPod(n, env.Namespace, "low", 4, "2", "1h"))
 	}
 	waitPending(t, env, env.Namespace, podgroups.WorkloadName("low"), "needs 8 cpu")
-	q, err := clusterQueue(env, cqName)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if q.Status.AdmittedWorkloads != 1 || q.Status.PendingWorkloads != 1 {
-		t.Errorf("ClusterQueue admitted %d pending %d; want the urgent pod admitted, the group pending",
-			q.Status.AdmittedWorkloads, q.Status.PendingWorkloads)
-	}
+	// Queue status trails the workloads by about a second.
+	testenv.Eventually(t, wait, func() error {
+		q, err := clusterQueue(env, cqName)
+		if err != nil {
+			return err
+		}
+		if q.Status.AdmittedWorkloads != 1 || q.Status.PendingWorkloads != 1 {
+			return fmt.Errorf("ClusterQueue admitted %d pending %d; want the urgent pod admitted, the group pending",
+				q.Status.AdmittedWorkloads, q.Status.PendingWorkloads)
+		}
+		return nil
+	})
 }
 
 // A Pod that fails in a running group is replaced without queueing the group
