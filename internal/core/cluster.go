@@ -620,16 +620,22 @@ func (c *Cluster) inactiveReason(q *cqNode) string {
 	if q.spec.Stopped {
 		return "stopped by its stopPolicy"
 	}
-	var missing []string
+	var missing, problems []string
 	for _, rg := range q.spec.ResourceGroups {
 		for _, f := range rg.Flavors {
-			if _, ok := c.flavors[f.Name]; !ok {
+			switch fl, ok := c.flavors[f.Name]; {
+			case !ok:
 				missing = append(missing, f.Name)
+			case fl.Problem != "":
+				problems = append(problems, fl.Problem)
 			}
 		}
 	}
 	if len(missing) > 0 {
 		return fmt.Sprintf("ResourceFlavor %s not found", strings.Join(missing, ", "))
+	}
+	if len(problems) > 0 {
+		return strings.Join(problems, "; ")
 	}
 	if why := c.topologyProblem(q); why != "" {
 		return why

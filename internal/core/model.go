@@ -136,6 +136,9 @@ type Flavor struct {
 	Tolerations []corev1.Toleration
 	// TopologyName names the Topology its nodes are arranged in, "" for none.
 	TopologyName string
+	// Problem, when set, is why no ClusterQueue may admit with it yet; the
+	// queues that name it are inactive with it as their reason.
+	Problem string
 }
 
 // Workload is a pending workload as the core sees it.

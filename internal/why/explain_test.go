@@ -48,7 +48,7 @@ func input(preemption bool, myPriority int32) why.Input {
 		Workload:      me,
 		LocalQueues:   []berthv1.LocalQueue{*MakeLocalQueue("main", "ns", "cq").Obj()},
 		ClusterQueues: []berthv1.ClusterQueue{*cq},
-		Flavors:       []berthv1.ResourceFlavor{*MakeResourceFlavor("rf").Obj()},
+		Flavors:       []berthv1.ResourceFlavor{*MakeResourceFlavor("rf").Guarded().Obj()},
 		Workloads: []berthv1.Workload{
 			using(created(MakeWorkload("running", "ns").Queue("main").Priority(1).Request("cpu", "3").Obj(), time.Hour), "cq", "3"),
 			*created(MakeWorkload("first", "ns").Queue("main").Priority(10).Request("cpu", "2").Obj(), 2*time.Minute),
@@ -145,7 +145,7 @@ func TestWhyAndTheQueueAgreeOnPositions(t *testing.T) {
 	in := why.Input{
 		LocalQueues:    []berthv1.LocalQueue{*MakeLocalQueue("main", "ns", "cq").Obj()},
 		ClusterQueues:  []berthv1.ClusterQueue{*cq},
-		Flavors:        []berthv1.ResourceFlavor{*MakeResourceFlavor("rf").Obj()},
+		Flavors:        []berthv1.ResourceFlavor{*MakeResourceFlavor("rf").Guarded().Obj()},
 		NamespaceLabel: map[string]labels.Set{"ns": {"kubernetes.io/metadata.name": "ns"}},
 		Now:            now,
 	}

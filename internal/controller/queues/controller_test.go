@@ -1,6 +1,7 @@
 package queues
 
 import (
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -66,6 +67,32 @@ func TestGuardingAQueueReachesTheScheduler(t *testing.T) {
 	sched.WorkloadPending(MakeWorkload("ns/w", "cq").PodSet("main", 1).Request("cpu", "1").Obj(), "ns/lq")
 	if ds := sched.Cycle(); len(ds) == 1 && ds[0].Admit != nil {
 		t.Fatalf("admitted through a queue without its in-use finalizer: %s", Describe(ds))
+	}
+	guarded := bare.DeepCopy()
+	guarded.Finalizers = []string{InUseFinalizer}
+	h.OnUpdate(bare, guarded)
+	if ds := sched.Cycle(); len(ds) != 1 || ds[0].Admit == nil {
+		t.Errorf("once guarded: %s, want the workload admitted", Describe(ds))
+	}
+}
+
+// Nothing is admitted with a flavor before its in-use finalizer is on: the
+// queues naming it say why, and admit once it is guarded.
+func TestGuardingAFlavorReachesTheScheduler(t *testing.T) {
+	sched := scheduler.New(clock.RealClock{})
+	c := &Controller{sched: sched, evict: func([]string, string, string) {}, tending: map[objRef]bool{}}
+	h := handler(c.setFlavor, c.deleteFlavor)
+	bare := fixtures.MakeResourceFlavor("rf").Obj()
+	h.OnAdd(bare, false)
+	sched.SetClusterQueue(ClusterQueueOf(fixtures.MakeClusterQueue("cq").Guarded().
+		ResourceGroup(fixtures.MakeFlavorQuotas("rf").Resource("cpu", "1").Obj()).Obj()))
+	sched.SetLocalQueue(queue.LocalQueue{Key: "ns/lq", ClusterQueue: "cq"})
+	sched.WorkloadPending(MakeWorkload("ns/w", "cq").PodSet("main", 1).Request("cpu", "1").Obj(), "ns/lq")
+	if ds := sched.Cycle(); len(ds) == 1 && ds[0].Admit != nil {
+		t.Fatalf("admitted with a flavor without its in-use finalizer: %s", Describe(ds))
+	}
+	if why := sched.ClusterQueueStatus("cq").Inactive; !strings.Contains(why, "ResourceFlavor rf is waiting for its in-use finalizer") {
+		t.Errorf("the queue's reason: %q, want it to name the unguarded flavor", why)
 	}
 	guarded := bare.DeepCopy()
 	guarded.Finalizers = []string{InUseFinalizer}

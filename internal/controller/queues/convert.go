@@ -85,6 +85,11 @@ func FlavorOf(rf *berthv1.ResourceFlavor) core.Flavor {
 	if rf.Spec.TopologyName != nil {
 		f.TopologyName = *rf.Spec.TopologyName
 	}
+	if rf.DeletionTimestamp == nil && !controllerutil.ContainsFinalizer(rf, InUseFinalizer) {
+		// As for queues: deleted before the finalizer is on, it would go
+		// from under the work admitted with it.
+		f.Problem = fmt.Sprintf("ResourceFlavor %s is %s", rf.Name, unguarded)
+	}
 	return f
 }
 
@@ -99,9 +104,9 @@ func LocalQueueOf(lq *berthv1.LocalQueue) queue.LocalQueue {
 }
 
 // unguarded is why a ClusterQueue admits nothing yet: berth admits through
-// a queue only once its in-use finalizer is on (added as soon as the queue
-// is seen), so that no deletion removes it under work it admitted.
-const unguarded = "waiting for its in-use finalizer (" + InUseFinalizer + "), added by berth when it first sees the queue"
+// a queue, or with a flavor, only once its in-use finalizer is on (added as
+// soon as it is seen), so that no deletion removes it under work it admitted.
+const unguarded = "waiting for its in-use finalizer (" + InUseFinalizer + "), added by berth when it first sees it"
 
 func groupsOf(groups []berthv1.ResourceGroup) []core.ResourceGroup {
 	out := make([]core.ResourceGroup, 0, len(groups))

@@ -87,12 +87,12 @@ func inactiveReason(msg string) string {
 		return "TopologyWithoutLevels"
 	case strings.Contains(msg, "Topology"):
 		return "TopologyNotFound"
+	case strings.HasSuffix(msg, unguarded):
+		return "WaitingForFinalizer"
 	case strings.Contains(msg, "ResourceFlavor"):
 		return "FlavorNotFound"
 	case strings.Contains(msg, "cycle"):
 		return "CohortCycle"
-	case msg == unguarded:
-		return "WaitingForFinalizer"
 	default:
 		return "InvalidSpec"
 	}

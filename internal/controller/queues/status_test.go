@@ -88,4 +88,11 @@ func TestUnguardedQueuesAdmitNothing(t *testing.T) {
 	if got := LocalQueueOf(lq); got.Unguarded {
 		t.Errorf("a guarded LocalQueue: %+v", got)
 	}
+	if got := FlavorOf(MakeResourceFlavor("rf").Obj()); !strings.Contains(got.Problem, "in-use finalizer") ||
+		inactiveReason(got.Problem) != "WaitingForFinalizer" {
+		t.Errorf("a ResourceFlavor without the finalizer: problem %q (%s), want no admission with it until guarded", got.Problem, inactiveReason(got.Problem))
+	}
+	if got := FlavorOf(MakeResourceFlavor("rf").Guarded().Obj()); got.Problem != "" {
+		t.Errorf("a guarded ResourceFlavor: problem %q", got.Problem)
+	}
 }
