@@ -26,6 +26,7 @@ import (
 	"github.com/berth-dev/berth/internal/controller"
 	workerctrl "github.com/berth-dev/berth/internal/controller/workercluster"
 	"github.com/berth-dev/berth/internal/integration/jobs"
+	"github.com/berth-dev/berth/internal/upsert"
 	"github.com/berth-dev/berth/internal/workload"
 )
 
@@ -292,7 +293,8 @@ func mcQueues(ctx context.Context, c client.Client, check string) error {
 			Spec: berthv1.LocalQueueSpec{ClusterQueue: mcName}},
 	}
 	for _, o := range objs {
-		if err := ensure(ctx, c, o); err != nil {
+		// There from the last run, they are left as they are.
+		if err := upsert.Object(ctx, c, c, o, nil); err != nil {
 			return err
 		}
 	}
@@ -303,14 +305,16 @@ func mcQueues(ctx context.Context, c client.Client, check string) error {
 // its queues, and waits until the check is Active.
 func mcManager(ctx context.Context, m client.Client, workers []string) error {
 	lbl := map[string]string{Label: "true"}
-	if err := ensure(ctx, m, &berthv1.MultiClusterConfig{ObjectMeta: metav1.ObjectMeta{Name: mcName, Labels: lbl},
-		Spec: berthv1.MultiClusterConfigSpec{Clusters: workers}}); err != nil {
+	mcc := &berthv1.MultiClusterConfig{ObjectMeta: metav1.ObjectMeta{Name: mcName, Labels: lbl},
+		Spec: berthv1.MultiClusterConfigSpec{Clusters: workers}}
+	// A config there from the last run gets this run's workers.
+	if err := upsert.Object(ctx, m, m, mcc, func(have *berthv1.MultiClusterConfig) error { have.Spec = mcc.Spec; return nil }); err != nil {
 		return err
 	}
-	if err := ensure(ctx, m, &berthv1.AdmissionCheck{ObjectMeta: metav1.ObjectMeta{Name: mcName, Labels: lbl},
+	if err := upsert.Object(ctx, m, m, &berthv1.AdmissionCheck{ObjectMeta: metav1.ObjectMeta{Name: mcName, Labels: lbl},
 		Spec: berthv1.AdmissionCheckSpec{ControllerName: berthv1.MultiClusterControllerName,
 			Parameters: &berthv1.AdmissionCheckParametersReference{APIGroup: berthv1.GroupVersion.Group,
-				Kind: "MultiClusterConfig", Name: mcName}}}); err != nil {
+				Kind: "MultiClusterConfig", Name: mcName}}}, nil); err != nil {
 		return err
 	}
 	if err := mcQueues(ctx, m, mcName); err != nil {
@@ -334,27 +338,6 @@ func mcManager(ctx context.Context, m client.Client, workers []string) error {
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
-}
-
-// ensure creates obj unless it is there from the last run; a
-// MultiClusterConfig there gets this run's workers.
-func ensure(ctx context.Context, c client.Client, obj client.Object) error {
-	err := c.Create(ctx, obj)
-	if apierrors.IsAlreadyExists(err) {
-		mcc, ok := obj.(*berthv1.MultiClusterConfig)
-		if !ok {
-			return nil
-		}
-		var cur berthv1.MultiClusterConfig
-		if err = c.Get(ctx, client.ObjectKeyFromObject(mcc), &cur); err == nil {
-			cur.Spec = mcc.Spec
-			err = c.Update(ctx, &cur)
-		}
-	}
-	if err != nil {
-		return fmt.Errorf("creating %s: %w", obj.GetName(), err)
-	}
-	return nil
 }
 
 // mcJob is one Job of the run: one pod of 10m cpu running for d.

@@ -8,13 +8,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"reflect"
 	"strconv"
 	"strings"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -22,6 +20,7 @@ import (
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
 	"github.com/berth-dev/berth/internal/controller"
 	"github.com/berth-dev/berth/internal/controlplane"
+	"github.com/berth-dev/berth/internal/upsert"
 	"github.com/berth-dev/berth/internal/workercluster"
 )
 
@@ -169,43 +168,25 @@ func wireWorkers(ctx context.Context, managerKubeconfig string, workers []worker
 			return fmt.Errorf("worker %s: %w", w.name, err)
 		}
 		secret, wc := workerObjects(w.name, ns, data)
-		if err := upsert(ctx, c, secret, func(cur client.Object) { cur.(*corev1.Secret).Data = secret.Data }); err != nil {
+		if err := upsert.Object(ctx, c, c, secret, func(have *corev1.Secret) error { have.Data = secret.Data; return nil }); err != nil {
 			return err
 		}
-		if err := upsert(ctx, c, wc, func(cur client.Object) { cur.(*berthv1.WorkerCluster).Spec = wc.Spec }); err != nil {
+		if err := upsert.Object(ctx, c, c, wc, func(have *berthv1.WorkerCluster) error { have.Spec = wc.Spec; return nil }); err != nil {
 			return err
 		}
 		names = append(names, w.name)
 	}
 	mcc := &berthv1.MultiClusterConfig{ObjectMeta: metav1.ObjectMeta{Name: workersConfigName},
 		Spec: berthv1.MultiClusterConfigSpec{Clusters: names}}
-	if err := upsert(ctx, c, mcc, func(cur client.Object) { cur.(*berthv1.MultiClusterConfig).Spec = mcc.Spec }); err != nil {
+	if err := upsert.Object(ctx, c, c, mcc, func(have *berthv1.MultiClusterConfig) error { have.Spec = mcc.Spec; return nil }); err != nil {
 		return err
 	}
 	ac := &berthv1.AdmissionCheck{ObjectMeta: metav1.ObjectMeta{Name: workersCheckName},
 		Spec: berthv1.AdmissionCheckSpec{ControllerName: berthv1.MultiClusterControllerName,
 			Parameters: &berthv1.AdmissionCheckParametersReference{APIGroup: berthv1.GroupVersion.Group,
 				Kind: "MultiClusterConfig", Name: workersConfigName}}}
-	return upsert(ctx, c, ac, func(cur client.Object) { cur.(*berthv1.AdmissionCheck).Spec.Parameters = ac.Spec.Parameters })
-}
-
-// upsert creates obj, or sets what set sets on the one there.
-func upsert(ctx context.Context, c client.Client, obj client.Object, set func(client.Object)) error {
-	err := c.Create(ctx, obj)
-	if !apierrors.IsAlreadyExists(err) {
-		return describeErr(obj, err)
-	}
-	cur := obj.DeepCopyObject().(client.Object)
-	if err := c.Get(ctx, client.ObjectKeyFromObject(obj), cur); err != nil {
-		return describeErr(obj, err)
-	}
-	set(cur)
-	return describeErr(obj, c.Update(ctx, cur))
-}
-
-func describeErr(obj client.Object, err error) error {
-	if err == nil {
+	return upsert.Object(ctx, c, c, ac, func(have *berthv1.AdmissionCheck) error {
+		have.Spec.Parameters = ac.Spec.Parameters
 		return nil
-	}
-	return fmt.Errorf("%s %s: %w", reflect.TypeOf(obj).Elem().Name(), obj.GetName(), err)
+	})
 }

@@ -11,8 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -24,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	visibilityv1 "github.com/berth-dev/berth/api/visibility/v1beta1"
+	"github.com/berth-dev/berth/internal/upsert"
 	"github.com/berth-dev/berth/internal/visibility"
 )
 
@@ -168,49 +167,26 @@ func register(ctx context.Context, c client.Client, r client.Reader, o Options) 
 	if err != nil {
 		return err
 	}
-	objs := []client.Object{svc, api}
-	if slice != nil {
-		objs = append(objs, slice)
-	}
-	for _, want := range objs {
-		if err := ensure(ctx, c, r, want); err != nil {
-			return fmt.Errorf("%T %s: %w", want, want.GetName(), err)
+	if err := upsert.Object(ctx, c, r, svc, func(have *corev1.Service) error {
+		if have.Spec.Type != svc.Spec.Type {
+			return fmt.Errorf("is of type %s, want %s: delete it and berth will make it anew", have.Spec.Type, svc.Spec.Type)
 		}
-	}
-	return nil
-}
-
-func ensure(ctx context.Context, c client.Client, r client.Reader, want client.Object) error {
-	have := want.DeepCopyObject().(client.Object)
-	err := r.Get(ctx, client.ObjectKeyFromObject(want), have)
-	if apierrors.IsNotFound(err) {
-		return c.Create(ctx, want.DeepCopyObject().(client.Object))
-	}
-	if err != nil {
+		have.Spec.ExternalName, have.Spec.Ports = svc.Spec.ExternalName, svc.Spec.Ports
+		return nil
+	}); err != nil {
 		return err
 	}
-	changed := false
-	switch h := have.(type) {
-	case *apiregistrationv1.APIService:
-		w := want.(*apiregistrationv1.APIService)
-		changed = !equality.Semantic.DeepEqual(h.Spec, w.Spec) || !equality.Semantic.DeepEqual(h.OwnerReferences, w.OwnerReferences)
-		h.Spec, h.OwnerReferences = w.Spec, w.OwnerReferences
-	case *corev1.Service:
-		w := want.(*corev1.Service)
-		changed = h.Spec.Type != w.Spec.Type || h.Spec.ExternalName != w.Spec.ExternalName ||
-			!equality.Semantic.DeepEqual(h.Spec.Ports, w.Spec.Ports)
-		if h.Spec.Type != w.Spec.Type {
-			return fmt.Errorf("is of type %s, want %s: delete it and berth will make it anew", h.Spec.Type, w.Spec.Type)
-		}
-		h.Spec.ExternalName, h.Spec.Ports = w.Spec.ExternalName, w.Spec.Ports
-	case *discoveryv1.EndpointSlice:
-		w := want.(*discoveryv1.EndpointSlice)
-		changed = !equality.Semantic.DeepEqual(h.Endpoints, w.Endpoints) || !equality.Semantic.DeepEqual(h.Ports, w.Ports) ||
-			h.AddressType != w.AddressType
-		h.Endpoints, h.Ports, h.AddressType = w.Endpoints, w.Ports, w.AddressType
+	if err := upsert.Object(ctx, c, r, api, func(have *apiregistrationv1.APIService) error {
+		have.Spec, have.OwnerReferences = api.Spec, api.OwnerReferences
+		return nil
+	}); err != nil {
+		return err
 	}
-	if !changed {
+	if slice == nil {
 		return nil
 	}
-	return c.Update(ctx, have)
+	return upsert.Object(ctx, c, r, slice, func(have *discoveryv1.EndpointSlice) error {
+		have.Endpoints, have.Ports, have.AddressType = slice.Endpoints, slice.Ports, slice.AddressType
+		return nil
+	})
 }
