@@ -1,6 +1,7 @@
 # Everything here is also plain `go` commands; the Makefile only names them.
 GO ?= go
 CONTROLLER_GEN = $(GO) tool -modfile=hack/tools.mod controller-gen
+GOLANGCI_LINT = $(GO) tool -modfile=hack/lint.mod golangci-lint
 
 .PHONY: all build test generate verify-generated fmt vet lint up bench
 
@@ -30,9 +31,11 @@ verify-generated: generate ## fail when generated files differ from what is comm
 fmt:
 	gofmt -w $$(git ls-files '*.go')
 
-lint: ## gofmt and go vet, as CI runs them
+lint: ## gofmt, go vet, golangci-lint (.golangci.yml) and go mod tidy, as CI runs them
 	@bad=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$bad" ]; then echo "gofmt needed: $$bad"; exit 1; fi
 	$(GO) vet ./...
+	$(GOLANGCI_LINT) run ./...
+	@$(GO) mod tidy -diff || { echo "go.mod or go.sum is not tidy: run 'go mod tidy' and commit the result"; exit 1; }
 
 up: build ## start a local control plane in the foreground
 	bin/berth up

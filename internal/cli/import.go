@@ -175,6 +175,7 @@ func applyImported(ctx context.Context, c client.Client, objs []fromkueue.Object
 			if dryRun {
 				opts = append(opts, client.DryRunAll)
 			}
+			//nolint:staticcheck // SA1019: Client.Apply needs typed apply configurations; these objects are unstructured.
 			if err := c.Patch(ctx, u.DeepCopy(), client.Apply, opts...); err != nil {
 				if !dryRun {
 					return fmt.Errorf("%s: %w (the objects before it were applied)", o.Name(), err)

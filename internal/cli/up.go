@@ -154,7 +154,7 @@ func stopWhenAsked(ctx context.Context, sigs <-chan os.Signal, inst *controlplan
 			case <-inst.Done():
 			}
 		}()
-		inst.Stop()
+		_ = inst.Stop() // a failure that stopped it is the caller's to report, from inst.Err()
 	case <-inst.Done():
 	}
 }
@@ -228,7 +228,7 @@ func upForeground(cmd *cobra.Command, o *upOptions, dir string) error {
 		fmt.Fprintf(stdout, "  stop it:  Ctrl-C\n")
 	}
 	if err := o.wireWorkers(cmd, inst.Kubeconfig()); err != nil {
-		inst.Stop()
+		_ = inst.Stop() // err is the failure to report
 		progress.finish(notice{Error: err.Error()})
 		return err
 	}

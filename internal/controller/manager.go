@@ -165,7 +165,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	if err != nil {
 		return fmt.Errorf("connecting to the API server: %w", err)
 	}
-	caBundle, err := webhook.Prepare(ctx, direct, webhook.Options{
+	caBundle, err := webhook.Prepare(ctx, direct, webhook.Options{ //nolint:gosec // G101: SecretName names where the certificate is kept; it is no credential
 		Namespace: o.Namespace, SecretName: "berth-webhook-tls", ConfigName: "berth", CertDir: o.WebhookCertDir,
 		URL: o.WebhookURL, Service: types.NamespacedName{Namespace: o.Namespace, Name: o.WebhookService},
 		ServicePort: 443, ManageAll: o.ManageJobsWithoutQueueName,

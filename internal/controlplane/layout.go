@@ -71,7 +71,14 @@ func DefaultDataDir(name string) (string, error) {
 // cluster's data. Files berth writes are created so; this also tightens what
 // an older berth left, or what the user created the directory with.
 func ownerOnly(dir string) error {
-	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+	// Changes go through a Root, so an entry swapped for a symlink meanwhile
+	// cannot lead them outside dir.
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	return fs.WalkDir(root.FS(), ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -83,7 +90,7 @@ func ownerOnly(dir string) error {
 			return err
 		}
 		if perm := info.Mode().Perm(); perm&0o077 != 0 {
-			return os.Chmod(p, perm&^0o077)
+			return root.Chmod(p, perm&^0o077)
 		}
 		return nil
 	})

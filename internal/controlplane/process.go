@@ -61,7 +61,6 @@ type process struct {
 	started   time.Time
 	done      chan struct{}
 	waitErr   error // valid once done is closed
-	stopping  chan struct{}
 }
 
 // startProcess runs binary with args, appending its output to logPath.
@@ -91,7 +90,7 @@ func startProcess(sp *spawner, name, binary string, args []string, logPath strin
 		return nil, fmt.Errorf("%s: starting %s: %w", name, binary, err)
 	}
 	p := &process{name: name, cmd: cmd, logPath: logPath, logOffset: offset, started: time.Now(),
-		done: make(chan struct{}), stopping: make(chan struct{})}
+		done: make(chan struct{})}
 	p.startTime, _ = procStartTime(cmd.Process.Pid)
 	go func() {
 		p.waitErr = cmd.Wait()
@@ -121,11 +120,6 @@ func (p *process) exitReason() string {
 
 // stop sends SIGTERM, waits up to grace, then SIGKILLs and waits for the exit.
 func (p *process) stop(grace time.Duration) {
-	select {
-	case <-p.stopping:
-	default:
-		close(p.stopping)
-	}
 	if p.exited() {
 		return
 	}
@@ -143,16 +137,6 @@ func (p *process) stop(grace time.Duration) {
 func (p *process) kill() {
 	_ = p.cmd.Process.Kill()
 	<-p.done
-}
-
-// stopRequested reports whether stop was called, so an exit after it is not a failure.
-func (p *process) stopRequested() bool {
-	select {
-	case <-p.stopping:
-		return true
-	default:
-		return false
-	}
 }
 
 // logTail returns up to n of the last lines this run wrote to its log, with

@@ -269,10 +269,10 @@ func checksFromStrategy(in map[string]any) (map[string]any, []Drop) {
 	for i, r := range rules {
 		rule, _ := r.(map[string]any)
 		for k, v := range rule {
-			switch {
-			case k == "name":
+			switch k {
+			case "name":
 				names = append(names, v)
-			case k == "onFlavors":
+			case "onFlavors":
 				if l, _ := v.([]any); len(l) > 0 {
 					drops = append(drops, Drop{Field: fmt.Sprintf("spec.admissionChecksStrategy.admissionChecks[%d].onFlavors", i),
 						Why: "berth has no per-flavor admission checks: the check applies to every flavor"})

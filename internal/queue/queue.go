@@ -627,7 +627,6 @@ func (m *Manager) age(q *cqQueue) {
 	}
 }
 
-// aged is what waiting has added to a workload's ordering priority.
 // WaitingOf is w as it waits in line through localQueue at now, aged by its
 // ClusterQueue's aging: for a copy of the line made outside the queue (berth
 // why), so that it orders as the queue does (InLine).
@@ -636,6 +635,7 @@ func WaitingOf(w *core.Workload, localQueue string, a *core.Aging, now time.Time
 		Timestamp: w.Timestamp, Nominated: w.Nominated}
 }
 
+// aged is what waiting has added to a workload's ordering priority.
 func aged(a *core.Aging, w *core.Workload, now time.Time) int32 {
 	if a == nil || a.Interval <= 0 || a.Step <= 0 {
 		return 0

@@ -91,7 +91,6 @@ func (s *Simulator) apply(ctx context.Context, kind string, obj runtime.Object, 
 			evts = append(evts, a.Event)
 			continue
 		case a.Delete:
-			writes = true
 			if err := s.writes.delete(ctx, kind, meta.GetNamespace(), meta.GetName(), meta.GetUID()); err != nil && !apierrors.IsNotFound(err) {
 				return nil, err
 			}

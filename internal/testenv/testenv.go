@@ -156,7 +156,7 @@ func run(m *testing.M, around func(func() int) int, clusters []Cluster) (int, er
 	wg.Wait()
 	defer func() {
 		for _, c := range shared.clusters {
-			c.instance.Stop()
+			_ = c.instance.Stop() // a component's failure has failed its tests already
 			if !keep() {
 				os.RemoveAll(c.options.DataDir)
 			} else {
@@ -387,7 +387,7 @@ func build() (string, error) {
 	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
 		return "", err
 	}
-	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
+	defer func() { _ = syscall.Flock(int(lock.Fd()), syscall.LOCK_UN) }() // closing the file unlocks it too
 	path := filepath.Join(dir, "berth")
 	cmd := exec.Command("go", "build", "-o", path, "./cmd/berth")
 	cmd.Dir = filepath.Dir(gomod)

@@ -77,7 +77,7 @@ func TestObjectMadeMeanwhileIsUpdated(t *testing.T) {
 	ctx := context.Background()
 	base := fake.NewClientBuilder().Build()
 	raced := false
-	c := interceptor.NewClient(base.(client.WithWatch), interceptor.Funcs{
+	c := interceptor.NewClient(base, interceptor.Funcs{
 		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
 			if !raced {
 				raced = true

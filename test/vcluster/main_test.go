@@ -91,7 +91,7 @@ func TestMain(m *testing.M) {
 		wg.Wait()
 		defer func() {
 			for _, v := range running {
-				v.inst.Stop()
+				_ = v.inst.Stop()
 			}
 		}()
 		if err := errors.Join(errs...); err != nil {

@@ -485,7 +485,7 @@ func TestDeleteLeavesNothingOnTheHost(t *testing.T) {
 	stopped := false
 	t.Cleanup(func() {
 		if !stopped {
-			v.inst.Stop()
+			_ = v.inst.Stop()
 		}
 	})
 	if !v.createdN {

@@ -83,7 +83,7 @@ type StageResourceRef struct {
 	Kind     string `json:"kind"`
 }
 
-// StageSelector: matchLabels, matchAnnotations and matchExpressions, all ANDed.
+// StageSelector is matchLabels, matchAnnotations and matchExpressions, all ANDed.
 type StageSelector struct {
 	// +optional
 	MatchLabels map[string]string `json:"matchLabels,omitempty"`
@@ -114,7 +114,7 @@ const (
 	SelectorOpDoesNotExist SelectorOperator = "DoesNotExist"
 )
 
-// StageDelay: DurationMilliseconds (or DurationFrom), plus a random jitter up
+// StageDelay is DurationMilliseconds (or DurationFrom), plus a random jitter up
 // to JitterDurationMilliseconds (or JitterDurationFrom) in all.
 type StageDelay struct {
 	// +optional

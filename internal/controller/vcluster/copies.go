@@ -62,7 +62,7 @@ func (s *syncer) syncRefs(ctx context.Context, pod *corev1.Pod, r vcluster.Refs)
 func (s *syncer) syncCopy(ctx context.Context, v client.Object, create bool) error {
 	want, err := s.hostCopy(v)
 	if err != nil {
-		s.recorder.Event(v, corev1.EventTypeWarning, "SyncError", err.Error())
+		s.recorder.Eventf(v, nil, corev1.EventTypeWarning, "SyncError", "Sync", "%s", err.Error())
 		return nil
 	}
 	have := want.DeepCopyObject().(client.Object)

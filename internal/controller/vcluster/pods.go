@@ -8,7 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -20,7 +20,7 @@ type syncer struct {
 	opts     vcluster.Options
 	virtual  client.Client
 	host     client.Client
-	recorder record.EventRecorder
+	recorder events.EventRecorder
 }
 
 // pod syncs one virtual Pod, named by req, with its host Pod.
@@ -41,7 +41,7 @@ func (s *syncer) pod(ctx context.Context, req reconcile.Request) (reconcile.Resu
 		var ok bool
 		if _, _, uid, ok = vcluster.Origin(h, s.opts.VCluster); !ok {
 			if v != nil {
-				s.recorder.Eventf(v, corev1.EventTypeWarning, "SyncError",
+				s.recorder.Eventf(v, nil, corev1.EventTypeWarning, "SyncError", "Sync",
 					"host Pod %s/%s exists and is not this Pod's; not touching it", h.Namespace, h.Name)
 			}
 			return reconcile.Result{}, nil
@@ -77,7 +77,7 @@ func (s *syncer) pod(ctx context.Context, req reconcile.Request) (reconcile.Resu
 	if h.DeletionTimestamp == nil {
 		want, err := s.hostPod(ctx, v)
 		if err != nil {
-			s.recorder.Event(v, corev1.EventTypeWarning, "SyncError", err.Error())
+			s.recorder.Eventf(v, nil, corev1.EventTypeWarning, "SyncError", "Sync", "%s", err.Error())
 		} else if updated, changed := vcluster.HostUpdate(want, h); changed {
 			if err := s.host.Update(ctx, updated); err != nil {
 				return reconcile.Result{}, err
@@ -162,7 +162,7 @@ func (s *syncer) requeueJob(ctx context.Context, v *corev1.Pod, why string) erro
 	if err := s.virtual.Update(ctx, &job); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	s.recorder.Eventf(&job, corev1.EventTypeNormal, "EvictedByHost",
+	s.recorder.Eventf(&job, nil, corev1.EventTypeNormal, "EvictedByHost", "Suspend",
 		"the host evicted its Pods (%s): suspended, so none counts as failed; it resumes, and queues again on the host, once they are gone", why)
 	return nil
 }
@@ -179,14 +179,14 @@ func (s *syncer) job(ctx context.Context, req reconcile.Request) (reconcile.Resu
 	if err := s.virtual.Update(ctx, &job); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	s.recorder.Event(&job, corev1.EventTypeNormal, "Resumed", "its evicted Pods are gone: resumed, to queue again on the host")
+	s.recorder.Eventf(&job, nil, corev1.EventTypeNormal, "Resumed", "Resume", "its evicted Pods are gone: resumed, to queue again on the host")
 	return reconcile.Result{}, nil
 }
 
 // refuse says on the tenant's Pod why the host will not run it: in an
 // event, and in its PodScheduled condition, where kubectl shows it.
 func (s *syncer) refuse(ctx context.Context, v *corev1.Pod, why string) error {
-	s.recorder.Event(v, corev1.EventTypeWarning, "SyncError", why)
+	s.recorder.Eventf(v, nil, corev1.EventTypeWarning, "SyncError", "Refuse", "%s", why)
 	status, changed := vcluster.Refused(v.Status, why)
 	if !changed {
 		return nil

@@ -39,7 +39,7 @@ func (s *syncer) service(ctx context.Context, req reconcile.Request) (reconcile.
 	}
 	want, err := vcluster.HostService(v, s.opts)
 	if err != nil {
-		s.recorder.Event(v, corev1.EventTypeWarning, "SyncError", err.Error())
+		s.recorder.Eventf(v, nil, corev1.EventTypeWarning, "SyncError", "Sync", "%s", err.Error())
 		return reconcile.Result{}, nil
 	}
 	if h == nil {

@@ -137,7 +137,7 @@ func Run(ctx context.Context, o Options) error {
 	}
 
 	s := &syncer{opts: o.Options, virtual: mgr.GetClient(), host: host.GetClient(),
-		recorder: mgr.GetEventRecorderFor("berth-vcluster-syncer")}
+		recorder: mgr.GetEventRecorder("berth-vcluster-syncer")}
 	toVirtual := func(_ context.Context, obj client.Object) []reconcile.Request {
 		ns, name, _, ok := vcluster.Origin(obj, o.VCluster)
 		if !ok {

@@ -78,8 +78,8 @@ func Objects(o Options) (*apiregistrationv1.APIService, *corev1.Service, *discov
 		if err != nil || u.Hostname() == "" {
 			return nil, nil, nil, fmt.Errorf("webhook URL %q: not an https://host:port URL", o.URL)
 		}
-		p, err := strconv.Atoi(u.Port())
-		if err != nil {
+		p, err := strconv.ParseUint(u.Port(), 10, 16)
+		if err != nil || p == 0 {
 			return nil, nil, nil, fmt.Errorf("webhook URL %q: names no port", o.URL)
 		}
 		port = int32(p)

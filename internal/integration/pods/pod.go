@@ -94,7 +94,7 @@ func (Kind) Start(obj client.Object, flavors []*berthv1.ResourceFlavor) error {
 	return nil
 }
 
-// Finished: the Pod succeeded or failed.
+// Finished reports whether the Pod succeeded or failed.
 func (Kind) Finished(obj client.Object) (finished, failed bool) {
 	switch obj.(*corev1.Pod).Status.Phase {
 	case corev1.PodSucceeded:
