@@ -11,6 +11,8 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -21,7 +23,7 @@ import (
 )
 
 // Scope limits what an Auditor looks at, for a test or bench that shares its
-// cluster: workloads, Jobs and pods of Namespace (or of the namespaces whose
+// cluster: workloads, Jobs and Pods of Namespace (or of the namespaces whose
 // names start with NamespacePrefix), and ClusterQueues whose names start
 // with ClusterQueuePrefix. The zero Scope is the whole cluster.
 type Scope struct {
@@ -78,7 +80,7 @@ func Start(ctx context.Context, cfg *rest.Config, interval time.Duration, scope 
 	}); err != nil {
 		return nil, err
 	}
-	for _, obj := range []client.Object{&berthv1.ClusterQueue{}, &berthv1.Cohort{}, &batchv1.Job{}} {
+	for _, obj := range []client.Object{&berthv1.ClusterQueue{}, &berthv1.Cohort{}, &batchv1.Job{}, &corev1.Pod{}} {
 		if _, err := c.GetInformer(ctx, obj); err != nil {
 			return nil, err
 		}
@@ -101,9 +103,9 @@ func Start(ctx context.Context, cfg *rest.Config, interval time.Duration, scope 
 					a.mu.Lock()
 					a.dismissed += len(seen) - len(over)
 					a.record(over...)
-					jobs := a.track.Jobs(s)
+					running := a.track.Running(s)
 					a.mu.Unlock()
-					kept := a.confirmJobs(ctx, jobs)
+					kept := a.confirmRunning(ctx, running)
 					a.mu.Lock()
 					a.record(kept...)
 					a.mu.Unlock()
@@ -141,12 +143,14 @@ func (a *Auditor) snapshot(ctx context.Context) (Snapshot, error) {
 	var cos berthv1.CohortList
 	var wls berthv1.WorkloadList
 	var jobs batchv1.JobList
-	for _, l := range []client.ObjectList{&cqs, &cos, &wls, &jobs} {
+	var pods corev1.PodList
+	for _, l := range []client.ObjectList{&cqs, &cos, &wls, &jobs, &pods} {
 		if err := a.cache.List(ctx, l); err != nil {
 			return s, err
 		}
 	}
 	s.ClusterQueues, s.Cohorts, s.Workloads, s.Jobs = ptrs(cqs.Items), ptrs(cos.Items), ptrs(wls.Items), ptrs(jobs.Items)
+	s.Pods = ptrs(pods.Items)
 	return a.limit(s), nil
 }
 
@@ -185,41 +189,63 @@ func (a *Auditor) confirm(ctx context.Context, found []Violation) []Violation {
 	return out
 }
 
-// confirmJobs keeps the Jobs found running unadmitted that a consistent
-// read shows so too. The caches of Jobs and of Workloads are not in step
-// with each other: after the API server restarted, one may be relisted
-// while the other's watch still waits to reconnect, showing a Job started
-// beside its Workload from before its admission. A dismissed Job's grace
-// starts again, so one that really runs unadmitted is reported later.
-func (a *Auditor) confirmJobs(ctx context.Context, found []Violation) []Violation {
+// confirmRunning keeps the Jobs and Pods found running unadmitted that a
+// consistent read shows so too. The caches of Jobs, Pods and Workloads are
+// not in step with each other: after the API server restarted, one may be
+// relisted while another's watch still waits to reconnect, showing a Job
+// started beside its Workload from before its admission. A dismissed one's
+// grace starts again, so one that really runs unadmitted is reported later.
+func (a *Auditor) confirmRunning(ctx context.Context, found []Violation) []Violation {
 	var out []Violation
 	for _, v := range found {
-		ns, name, _ := strings.Cut(strings.TrimPrefix(v.Objects[0], "Job "), "/")
-		var job batchv1.Job
-		var wls berthv1.WorkloadList
-		err := a.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &job)
-		if err == nil {
-			err = a.client.List(ctx, &wls, client.InNamespace(ns))
-		}
-		switch {
-		case apierrors.IsNotFound(err):
-			// Gone: it runs no more.
-		case err != nil:
-			out = append(out, v) // cannot tell: keep it
-			continue
-		case runsUnadmitted(&job, admittedJobs(ptrs(wls.Items))):
-			out = append(out, v)
+		still, err := a.stillRunsUnadmitted(ctx, v.Objects[0])
+		if err != nil || still {
+			out = append(out, v) // it does, or we cannot tell: keep it
 			continue
 		}
 		a.mu.Lock()
 		a.dismissed++
-		a.track.Unreport(v.Objects[0][len("Job "):], time.Now())
+		a.track.Unreport(v.Objects[0], time.Now())
 		a.mu.Unlock()
 	}
 	return out
 }
 
-// Dismissed counts the violations (quota, Jobs running unadmitted) seen in
+// stillRunsUnadmitted reads object ("Job ns/name" or "Pod ns/name"), its
+// namespace's Workloads and, for a Pod, its Job, from the API server, and
+// says whether it runs unadmitted there. Gone, it does not.
+func (a *Auditor) stillRunsUnadmitted(ctx context.Context, object string) (bool, error) {
+	kind, nsName, _ := strings.Cut(object, " ")
+	ns, name, _ := strings.Cut(nsName, "/")
+	var wls berthv1.WorkloadList
+	if err := a.client.List(ctx, &wls, client.InNamespace(ns)); err != nil {
+		return false, err
+	}
+	admitted, queuedBy := workloadOwners(ptrs(wls.Items))
+	if kind == "Job" {
+		var job batchv1.Job
+		if err := a.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &job); err != nil {
+			return false, client.IgnoreNotFound(err)
+		}
+		return runsUnadmitted(&job, admitted), nil
+	}
+	var pod corev1.Pod
+	if err := a.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &pod); err != nil {
+		return false, client.IgnoreNotFound(err)
+	}
+	jobs := map[types.UID]*batchv1.Job{}
+	if ref := metav1.GetControllerOf(&pod); ref != nil && ref.Kind == "Job" {
+		var job batchv1.Job
+		if err := a.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: ref.Name}, &job); err == nil {
+			jobs[job.UID] = &job
+		} else if !apierrors.IsNotFound(err) {
+			return false, err
+		}
+	}
+	return podRunsUnadmitted(&pod, jobs, queuedBy, admitted), nil
+}
+
+// Dismissed counts the violations (quota, Jobs and Pods running unadmitted) seen in
 // the cache that a consistent read a moment later did not show.
 func (a *Auditor) Dismissed() int {
 	a.mu.Lock()
@@ -241,6 +267,7 @@ func (a *Auditor) limit(s Snapshot) Snapshot {
 	})
 	s.Workloads = slices.DeleteFunc(s.Workloads, func(w *berthv1.Workload) bool { return !a.inScope(w) })
 	s.Jobs = slices.DeleteFunc(s.Jobs, func(j *batchv1.Job) bool { return !a.inScope(j) })
+	s.Pods = slices.DeleteFunc(s.Pods, func(p *corev1.Pod) bool { return !a.inScope(p) })
 	return s
 }
 

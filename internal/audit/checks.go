@@ -20,6 +20,7 @@ type Snapshot struct {
 	Cohorts       []*berthv1.Cohort
 	Workloads     []*berthv1.Workload
 	Jobs          []*batchv1.Job
+	Pods          []*corev1.Pod
 }
 
 // Violation is a broken promise, with the objects involved and when it was
@@ -60,7 +61,7 @@ const (
 	OverQuota         = "OverQuota"         // a ClusterQueue above nominal plus borrowing limit
 	OverCohort        = "OverCohort"        // a cohort tree above what it has
 	AdmittedTwice     = "AdmittedTwice"     // a new admission before the last was released
-	RunsWithoutQuota  = "RunsWithoutQuota"  // a queued Job running without an admission (quota and every check)
+	RunsWithoutQuota  = "RunsWithoutQuota"  // a queued Job or Pod running without an admission (quota and every check)
 	NotSettled        = "NotSettled"        // a workload neither ended nor waiting with a reason
 	FinalizerLeft     = "FinalizerLeft"     // a deleted object still held by berth
 	StatusUsageDiffer = "StatusUsageDiffer" // ClusterQueue status usage is not its workloads' sum

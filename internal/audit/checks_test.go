@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -118,18 +119,18 @@ func TestJobsRunOnlyWithQuota(t *testing.T) {
 	w := admitted("job-j", "a", "1", now)
 	w.OwnerReferences = []metav1.OwnerReference{{Kind: "Job", Name: "j", UID: job.UID}}
 	s := Snapshot{At: now, Jobs: []*batchv1.Job{job}, Workloads: []*berthv1.Workload{w}}
-	if v := tr.Jobs(s); v != nil {
+	if v := tr.Running(s); v != nil {
 		t.Fatalf("running with quota: %v", v)
 	}
 	// Reserved but waiting for a check counts as not admitted.
 	checking := MakeWorkload("job-j", "ns").Reserved("a", "budget").Obj()
 	checking.OwnerReferences = w.OwnerReferences
 	s = Snapshot{At: now.Add(-time.Minute), Jobs: []*batchv1.Job{job}, Workloads: []*berthv1.Workload{checking}}
-	if v := tr.Jobs(s); v != nil {
+	if v := tr.Running(s); v != nil {
 		t.Fatalf("first look: %v", v)
 	}
 	s.At = now.Add(-50 * time.Second)
-	if v := tr.Jobs(s); len(v) != 1 || v[0].Rule != RunsWithoutQuota {
+	if v := tr.Running(s); len(v) != 1 || v[0].Rule != RunsWithoutQuota {
 		t.Fatalf("10s running while its check is Pending: %v", v)
 	}
 	tr = NewTracker(5 * time.Second)
@@ -138,12 +139,12 @@ func TestJobsRunOnlyWithQuota(t *testing.T) {
 	pending.OwnerReferences = w.OwnerReferences
 	for _, d := range []time.Duration{0, 4 * time.Second} {
 		s = Snapshot{At: now.Add(d), Jobs: []*batchv1.Job{job}, Workloads: []*berthv1.Workload{pending}}
-		if v := tr.Jobs(s); v != nil {
+		if v := tr.Running(s); v != nil {
 			t.Fatalf("%v after the eviction: %v", d, v)
 		}
 	}
 	s.At = now.Add(6 * time.Second)
-	if v := tr.Jobs(s); len(v) != 1 || v[0].Rule != RunsWithoutQuota {
+	if v := tr.Running(s); len(v) != 1 || v[0].Rule != RunsWithoutQuota {
 		t.Errorf("6s without quota: %v", v)
 	}
 }
@@ -180,5 +181,96 @@ func TestSettledSkipsWhatNoQueueHolds(t *testing.T) {
 	probe := MakeWorkload("probe", "ns").Obj() // no queueName, no admission
 	if got := rules(Settled(Snapshot{At: now, Workloads: []*berthv1.Workload{probe}}, nil, false)); got != "" {
 		t.Errorf("a workload submitted to no queue: %q", got)
+	}
+}
+
+// Pods are judged from themselves, whichever kind queued them: a bound Pod
+// berth queues runs only while its own Workload, or its owner's, is admitted.
+func TestPodsRunOnlyWithQuota(t *testing.T) {
+	yes := true
+	owned := func(p *corev1.Pod, kind, name string, uid types.UID) *corev1.Pod {
+		p.OwnerReferences = append(p.OwnerReferences, metav1.OwnerReference{Kind: kind, Name: name, UID: uid, Controller: &yes})
+		return p
+	}
+	workloadOf := func(admit bool, owners ...*corev1.Pod) *berthv1.Workload {
+		w := MakeWorkload("w", "ns").Obj()
+		if admit {
+			w = admitted("w", "a", "1", now)
+		}
+		for _, p := range owners {
+			w.OwnerReferences = append(w.OwnerReferences, metav1.OwnerReference{Kind: "Pod", Name: p.Name, UID: p.UID})
+		}
+		return w
+	}
+	pod := func(name string) *corev1.Pod {
+		p := MakePod(name, "ns").Node("node-1").Obj()
+		p.UID = types.UID(name + "-uid")
+		return p
+	}
+	job := MakeJob("j", "ns").Queue("q").Obj()
+	job.UID = "job-uid"
+	jobWorkload := func(admit bool) *berthv1.Workload {
+		w := MakeWorkload("job-j", "ns").Obj()
+		if admit {
+			w = admitted("job-j", "a", "1", now)
+		}
+		w.OwnerReferences = []metav1.OwnerReference{{Kind: "Job", Name: "j", UID: job.UID}}
+		return w
+	}
+	unlabelledJob := MakeJob("plain", "ns").Obj()
+	unlabelledJob.UID = "plain-uid"
+	single, g0, g1 := pod("single"), pod("g-0"), pod("g-1")
+	tenant := owned(pod("tenant"), "ServiceAccount", "vc-syncer", "sa-uid")
+	gated := pod("gated")
+	gated.Spec.NodeName = ""
+	done := pod("done")
+	done.Status.Phase = corev1.PodSucceeded
+	stopping := pod("stopping")
+	stopping.DeletionTimestamp = &metav1.Time{Time: now}
+	labelled := MakePod("labelled", "ns").Node("node-1").Label(berthv1.QueueNameLabel, "q").Obj()
+	for _, tc := range []struct {
+		name      string
+		pods      []*corev1.Pod
+		workloads []*berthv1.Workload
+		jobs      []*batchv1.Job
+		want      []string
+	}{
+		{"a plain Pod, admitted", []*corev1.Pod{single}, []*berthv1.Workload{workloadOf(true, single)}, nil, nil},
+		{"a plain Pod, not admitted", []*corev1.Pod{single}, []*berthv1.Workload{workloadOf(false, single)}, nil,
+			[]string{"Pod ns/single"}},
+		{"a pod group, not admitted", []*corev1.Pod{g0, g1}, []*berthv1.Workload{workloadOf(false, g0, g1)}, nil,
+			[]string{"Pod ns/g-0", "Pod ns/g-1"}},
+		{"a pod group, admitted", []*corev1.Pod{g0, g1}, []*berthv1.Workload{workloadOf(true, g0, g1)}, nil, nil},
+		{"a tenant's host Pod, owned by its syncer, not admitted", []*corev1.Pod{tenant},
+			[]*berthv1.Workload{workloadOf(false, tenant)}, nil, []string{"Pod ns/tenant"}},
+		{"a queued Job's Pod, its Job not admitted", []*corev1.Pod{owned(pod("j-0"), "Job", "j", job.UID)},
+			[]*berthv1.Workload{jobWorkload(false)}, []*batchv1.Job{job}, []string{"Job ns/j", "Pod ns/j-0"}},
+		{"a queued Job's Pod before its Workload exists", []*corev1.Pod{owned(pod("j-0"), "Job", "j", job.UID)},
+			nil, []*batchv1.Job{job}, []string{"Job ns/j", "Pod ns/j-0"}},
+		{"a queued Job's Pod, its Job admitted", []*corev1.Pod{owned(pod("j-0"), "Job", "j", job.UID)},
+			[]*berthv1.Workload{jobWorkload(true)}, []*batchv1.Job{job}, nil},
+		{"a labelled Pod with no Workload yet", []*corev1.Pod{labelled}, nil, nil, []string{"Pod ns/labelled"}},
+		{"a Pod of a Job berth does not queue", []*corev1.Pod{owned(pod("p-0"), "Job", "plain", unlabelledJob.UID)},
+			nil, []*batchv1.Job{unlabelledJob}, nil},
+		{"not bound, finished, or being deleted", []*corev1.Pod{gated, done, stopping},
+			[]*berthv1.Workload{workloadOf(false, gated, done, stopping)}, nil, nil},
+	} {
+		tr := NewTracker(5 * time.Second)
+		s := Snapshot{At: now, Pods: tc.pods, Workloads: tc.workloads, Jobs: tc.jobs}
+		if v := tr.Running(s); v != nil {
+			t.Errorf("%s: reported at first sight: %v", tc.name, v)
+		}
+		s.At = now.Add(6 * time.Second)
+		var got []string
+		for _, v := range tr.Running(s) {
+			if v.Rule != RunsWithoutQuota {
+				t.Errorf("%s: rule %s", tc.name, v.Rule)
+			}
+			got = append(got, v.Objects...)
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%s: reported %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }

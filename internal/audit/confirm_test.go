@@ -42,7 +42,7 @@ func TestConfirmKeepsOnlyWhatAConsistentReadShows(t *testing.T) {
 
 // A Job the cache shows running unadmitted counts only if a consistent read
 // shows it so too; a dismissed one is looked at again after a new grace.
-func TestConfirmJobsKeepsOnlyWhatAConsistentReadShows(t *testing.T) {
+func TestConfirmRunningKeepsOnlyWhatAConsistentReadShows(t *testing.T) {
 	job := MakeJob("j", "ns").Queue("q").Obj()
 	job.UID = "job-uid"
 	job.Spec.Suspend = new(bool)
@@ -63,12 +63,40 @@ func TestConfirmJobsKeepsOnlyWhatAConsistentReadShows(t *testing.T) {
 	} {
 		c := fake.NewClientBuilder().WithScheme(controller.Scheme()).WithObjects(tc.stored...).WithStatusSubresource().Build()
 		a := &Auditor{client: c, track: NewTracker(0), scope: Scope{NamespacePrefix: "ns"}}
-		a.track.reported["ns/j"] = true
-		if got := a.confirmJobs(context.Background(), found); len(got) != tc.want {
+		a.track.reported["Job ns/j"] = true
+		if got := a.confirmRunning(context.Background(), found); len(got) != tc.want {
 			t.Errorf("%s: kept %s; want %d", tc.name, rules(got), tc.want)
 		}
-		if again := !a.track.reported["ns/j"]; again != (tc.want == 0) {
+		if again := !a.track.reported["Job ns/j"]; again != (tc.want == 0) {
 			t.Errorf("%s: looked at again %v", tc.name, again)
+		}
+	}
+}
+
+// A Pod the cache shows bound without quota counts only if the API server
+// shows it so too.
+func TestConfirmRunningReadsPodsAgain(t *testing.T) {
+	pod := MakePod("p", "ns").Node("node-1").Obj()
+	pod.UID = "pod-uid"
+	wl := admitted("w", "cq", "1", now)
+	wl.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: "p", UID: "pod-uid"}}
+	pending := wl.DeepCopy()
+	pending.Status = berthv1.WorkloadStatus{}
+	found := []Violation{{At: now, Rule: RunsWithoutQuota, Objects: []string{"Pod ns/p"}}}
+	for _, tc := range []struct {
+		name   string
+		stored []client.Object
+		want   int
+	}{
+		{"the API server holds its admitted Workload", []client.Object{pod, wl}, 0},
+		{"the API server holds it unadmitted", []client.Object{pod, pending}, 1},
+		{"the Pod is gone", []client.Object{pending}, 0},
+	} {
+		c := fake.NewClientBuilder().WithScheme(controller.Scheme()).WithObjects(tc.stored...).WithStatusSubresource().Build()
+		a := &Auditor{client: c, track: NewTracker(0), scope: Scope{NamespacePrefix: "ns"}}
+		a.track.reported["Pod ns/p"] = true
+		if got := a.confirmRunning(context.Background(), found); len(got) != tc.want {
+			t.Errorf("%s: kept %s; want %d", tc.name, rules(got), tc.want)
 		}
 	}
 }

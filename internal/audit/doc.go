@@ -1,7 +1,7 @@
 // Package audit checks, from what the API server stores, the promises berth
 // makes: no ClusterQueue holds more quota than it may (its own, what it may
 // borrow, what its cohort tree has), no workload is admitted twice at once,
-// no queued Job runs without an admission, and, once things settle, every
+// no queued Job or Pod runs without an admission, and, once things settle, every
 // workload has ended or waits with a reason, no finalizer is left on a
 // deleted Pod or ClusterQueue, and each ClusterQueue's reported usage is the sum of its
 // admitted workloads.

@@ -2,24 +2,28 @@ package audit
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
 )
 
-// Tracker follows workloads and Jobs over time, for the rules one snapshot
-// cannot show. It is not safe for concurrent use.
+// Tracker follows workloads, Jobs and Pods over time, for the rules one
+// snapshot cannot show. It is not safe for concurrent use.
 type Tracker struct {
-	// Grace is how long a queued Job may run while its Workload holds no
-	// quota: after an eviction berth suspends the Job, which takes a moment.
+	// Grace is how long a queued Job or Pod may run while its Workload holds
+	// no quota: after an eviction berth suspends the Job or deletes the
+	// Pods, which takes a moment.
 	Grace time.Duration
 
 	admittedAt map[string]admission // workload -> the admission it holds
-	since      map[string]time.Time // Job -> since when it runs without quota
+	since      map[string]time.Time // "Job ns/name", "Pod ns/name" -> since when it runs without quota
 	reported   map[string]bool
 }
 
@@ -72,18 +76,29 @@ func requeues(w *berthv1.Workload) int32 {
 // Forget drops a deleted Workload.
 func (t *Tracker) Forget(namespace, name string) { delete(t.admittedAt, key(namespace, name)) }
 
-// Jobs checks that no queued Job has run (unsuspended, not finished) for
-// longer than Grace while its Workload was not admitted: it held no quota,
-// or still waited for an admission check.
-func (t *Tracker) Jobs(s Snapshot) []Violation {
-	quota := admittedJobs(s.Workloads)
+// Running checks that no queued Job has run (unsuspended, not finished), and
+// no queued Pod has been bound to a node or run, for longer than Grace while
+// its Workload was not admitted: it held no quota, or still waited for an
+// admission check. Pods are judged from themselves, whatever made them: a
+// Job's, a plain Pod, a pod group's, a virtual cluster tenant's host Pod.
+func (t *Tracker) Running(s Snapshot) []Violation {
+	admitted, queuedBy := workloadOwners(s.Workloads)
+	jobs := map[types.UID]*batchv1.Job{}
+	var running []string
+	for _, j := range s.Jobs {
+		jobs[j.UID] = j
+		if runsUnadmitted(j, admitted) {
+			running = append(running, "Job "+key(j.Namespace, j.Name))
+		}
+	}
+	for _, p := range s.Pods {
+		if podRunsUnadmitted(p, jobs, queuedBy, admitted) {
+			running = append(running, "Pod "+key(p.Namespace, p.Name))
+		}
+	}
 	var out []Violation
 	seen := map[string]bool{}
-	for _, j := range s.Jobs {
-		k := key(j.Namespace, j.Name)
-		if !runsUnadmitted(j, quota) {
-			continue
-		}
+	for _, k := range running {
 		seen[k] = true
 		start, ok := t.since[k]
 		if !ok {
@@ -92,8 +107,12 @@ func (t *Tracker) Jobs(s Snapshot) []Violation {
 		}
 		if s.At.Sub(start) > t.Grace && !t.reported[k] {
 			t.reported[k] = true
-			out = append(out, Violation{At: s.At, Rule: RunsWithoutQuota, Objects: []string{"Job " + k},
-				Message: fmt.Sprintf("unsuspended since %s without an admitted Workload", start.Format(time.RFC3339Nano))})
+			what := "unsuspended"
+			if strings.HasPrefix(k, "Pod ") {
+				what = "bound to a node"
+			}
+			out = append(out, Violation{At: s.At, Rule: RunsWithoutQuota, Objects: []string{k},
+				Message: fmt.Sprintf("%s since %s without an admitted Workload", what, start.Format(time.RFC3339Nano))})
 		}
 	}
 	for k := range t.since {
@@ -104,8 +123,8 @@ func (t *Tracker) Jobs(s Snapshot) []Violation {
 	return out
 }
 
-// Unreport forgets that Job k was reported, and starts its grace again: the
-// report was not confirmed.
+// Unreport forgets that object k ("Job ns/name", "Pod ns/name") was
+// reported, and starts its grace again: the report was not confirmed.
 func (t *Tracker) Unreport(k string, now time.Time) {
 	if t.reported[k] {
 		delete(t.reported, k)
@@ -113,24 +132,45 @@ func (t *Tracker) Unreport(k string, now time.Time) {
 	}
 }
 
-// admittedJobs are the Jobs whose Workload is admitted (quota and every
-// check), by UID.
-func admittedJobs(workloads []*berthv1.Workload) map[types.UID]bool {
-	quota := map[types.UID]bool{}
+// workloadOwners lists, by UID, the objects whose Workload is admitted
+// (quota and every check), and every object that owns a Workload at all:
+// what berth queues.
+func workloadOwners(workloads []*berthv1.Workload) (admitted, queuedBy map[types.UID]bool) {
+	admitted, queuedBy = map[types.UID]bool{}, map[types.UID]bool{}
 	for _, w := range workloads {
+		in := holdsQuota(w) && meta.IsStatusConditionTrue(w.Status.Conditions, berthv1.WorkloadAdmitted)
 		for _, o := range w.OwnerReferences {
-			if o.Kind == "Job" && holdsQuota(w) && meta.IsStatusConditionTrue(w.Status.Conditions, berthv1.WorkloadAdmitted) {
-				quota[o.UID] = true
+			queuedBy[o.UID] = true
+			if in {
+				admitted[o.UID] = true
 			}
 		}
 	}
-	return quota
+	return admitted, queuedBy
 }
 
 // runsUnadmitted: a queued Job that runs (not suspended, not finished)
 // while its Workload is not admitted.
 func runsUnadmitted(j *batchv1.Job, admitted map[types.UID]bool) bool {
 	return queued(j) && !suspended(j) && !finished(j) && !admitted[j.UID]
+}
+
+// podRunsUnadmitted: a Pod bound to a node and not finished nor being
+// deleted, that berth queues (by its queue label, its Job's, or a Workload
+// for it or its owner), while neither it nor its owner has an admitted
+// Workload. A Pod being deleted is let go: stopping takes its grace period.
+func podRunsUnadmitted(p *corev1.Pod, jobs map[types.UID]*batchv1.Job, queuedBy, admitted map[types.UID]bool) bool {
+	if p.Spec.NodeName == "" || p.DeletionTimestamp != nil ||
+		p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+		return false
+	}
+	owner := types.UID("")
+	if ref := metav1.GetControllerOf(p); ref != nil {
+		owner = ref.UID
+	}
+	isQueued := p.Labels[berthv1.QueueNameLabel] != "" || p.Labels[berthv1.KueueQueueNameLabel] != "" || queuedBy[p.UID] ||
+		(owner != "" && (queuedBy[owner] || (jobs[owner] != nil && queued(jobs[owner]))))
+	return isQueued && !admitted[p.UID] && (owner == "" || !admitted[owner])
 }
 
 func queued(j *batchv1.Job) bool {

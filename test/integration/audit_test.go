@@ -3,12 +3,14 @@ package integration
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
@@ -112,5 +114,30 @@ func TestAuditorReportsOverAdmission(t *testing.T) {
 			}
 		}
 		return fmt.Errorf("no OverQuota violation for %s among %v", cq, a.Violations())
+	})
+}
+
+// The auditor judges Pods from themselves, not only Jobs: a Pod that runs
+// while the Workload standing for it is not admitted is reported, by name.
+// (berth itself stops a queued Pod that runs unadmitted; here the Workload
+// is made by hand for a Pod berth does not queue, so nothing stops it.)
+func TestAuditorReportsAPodRunningWithoutQuota(t *testing.T) {
+	env := testenv.New(t)
+	a := startAuditor(t, env)
+	_, _, node := podQueue(t, env, "1")
+	pod := plainPod("unadmitted", env.Namespace, "2", "10m", nil)
+	pod.Spec.NodeName = node.Name
+	pod.Spec.Tolerations = []corev1.Toleration{env.Toleration()}
+	env.Create(t, pod)
+	wl := MakeWorkload("for-unadmitted", env.Namespace).Queue("main").Request("cpu", "2").Obj()
+	wl.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: pod.Name, UID: pod.UID}}
+	env.Create(t, wl)
+	testenv.Eventually(t, wait, func() error {
+		for _, v := range a.Violations() {
+			if v.Rule == audit.RunsWithoutQuota && slices.Contains(v.Objects, "Pod "+env.Namespace+"/unadmitted") {
+				return nil
+			}
+		}
+		return fmt.Errorf("no RunsWithoutQuota for Pod unadmitted among %v", a.Violations())
 	})
 }
