@@ -142,16 +142,25 @@ func RunPods(ctx context.Context, cfg *rest.Config, kubeconfig, bin string, p Po
 // benchPod is one of the scenario's Pods: on berth's queue, on the bench's
 // own fake nodes for the scenario's duration.
 func benchPod(name, unit string, p Pods) *corev1.Pod {
+	pod := simPod(name, jobsQueue, 1, p.Duration)
+	pod.Labels[berthv1.QueueNameLabel], pod.Labels[unitLabel] = "bench", unit
+	return pod
+}
+
+// simPod is a Pod of the bench's asking cpu cpus, that runs for d on the
+// bench's fake nodes; the caller adds its queue.
+func simPod(name, namespace string, cpu int64, d time.Duration) *corev1.Pod {
 	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: jobsQueue,
-			Labels:      map[string]string{Label: "true", berthv1.QueueNameLabel: "bench", unitLabel: unit},
-			Annotations: map[string]string{"berth.dev/sim-duration": p.Duration.String()}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace,
+			Labels:      map[string]string{Label: "true"},
+			Annotations: map[string]string{"berth.dev/sim-duration": d.String()}},
 		Spec: corev1.PodSpec{
 			RestartPolicy: corev1.RestartPolicyNever,
 			NodeSelector:  map[string]string{simNodeLabel: "true"},
 			Tolerations:   []corev1.Toleration{{Key: simNodeLabel, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}},
 			Containers: []corev1.Container{{Name: "main", Image: "busybox",
-				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}}},
+				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+					corev1.ResourceCPU: *resource.NewQuantity(cpu, resource.DecimalSI)}}}},
 		},
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"sync"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -127,8 +129,8 @@ func Run(ctx context.Context, cfg *rest.Config, s Scenario, o Options) (*Results
 	if err := setUp(ctx, c, &s); err != nil {
 		return nil, err
 	}
-	if s.hasJobs() {
-		fmt.Fprintf(o.Progress, "making %d fake nodes for the Jobs\n", s.Nodes)
+	if s.hasPods() {
+		fmt.Fprintf(o.Progress, "making %d fake nodes for the pods\n", s.Nodes)
 		if err := setUpJobs(ctx, c, &s); err != nil {
 			return nil, err
 		}
@@ -137,10 +139,11 @@ func Run(ctx context.Context, cfg *rest.Config, s Scenario, o Options) (*Results
 	plan := s.Plan()
 	t := newTracker(plan)
 	t.endAtAdmission = s.Held
-	// The bench labels the Workloads it makes; its Jobs' Workloads are
-	// berth's, unlabelled, and the tracker tells them by namespace and Job.
+	// The bench labels the Workloads it makes; its Jobs' and Pods'
+	// Workloads are berth's, unlabelled, and the tracker tells them by
+	// namespace and owner.
 	watched := labels.SelectorFromSet(labels.Set{Label: "true"})
-	if s.hasJobs() {
+	if s.hasPods() {
 		watched = labels.Everything()
 	}
 	wlCache, err := cache.New(api.cfg, cache.Options{Scheme: controller.Scheme(),
@@ -168,8 +171,25 @@ func Run(ctx context.Context, cfg *rest.Config, s Scenario, o Options) (*Results
 			t.observe(wl, finish)
 		}
 	}
+	byName := map[string]Planned{}
+	for _, p := range plan {
+		byName[p.Name] = p
+	}
 	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc: observe, UpdateFunc: func(_, obj any) { observe(obj) },
+		DeleteFunc: func(obj any) {
+			if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+				obj = d.Obj
+			}
+			wl, ok := obj.(*berthv1.Workload)
+			if !ok {
+				return
+			}
+			if group, again := t.deleted(wl); again {
+				// Ends with ctx, as the run does.
+				go remakeGroup(ctx, c, byName[group], o.Progress)
+			}
+		},
 	}); err != nil {
 		return nil, err
 	}
@@ -303,10 +323,12 @@ func submit(ctx context.Context, c client.Client, plan []Planned, t *tracker, pr
 		go func() {
 			defer wg.Done()
 			for p := range work {
-				obj := planned(p)
+				objs := planned(p)
 				t.created(p.Name)
-				if err := create(ctx, c, obj); err != nil && ctx.Err() == nil {
-					fmt.Fprintf(progress, "creating %T %s/%s: %v\n", obj, obj.GetNamespace(), obj.GetName(), err)
+				for _, obj := range objs {
+					if err := create(ctx, c, obj); err != nil && ctx.Err() == nil {
+						fmt.Fprintf(progress, "creating %T %s/%s: %v\n", obj, obj.GetNamespace(), obj.GetName(), err)
+					}
 				}
 			}
 		}()
@@ -329,23 +351,61 @@ func submit(ctx context.Context, c client.Client, plan []Planned, t *tracker, pr
 	}
 }
 
-// planned is what the bench creates for p: a Workload, or a Job of its
-// class's cpu in pods of 1 cpu on the scenario's nodes, in its queue's
-// namespace, at its class's priority.
-func planned(p Planned) client.Object {
+// planned is what the bench creates for p, in its queue's namespace, at its
+// class's priority: a Workload; or, on the scenario's nodes, a Job of its
+// class's cpu in pods of 1 cpu, a Pod of its class's cpu, or a pod group of
+// that many Pods of 1 cpu.
+func planned(p Planned) []client.Object {
 	ns, lbl := queueName(p.Queue), map[string]string{Label: "true"}
-	if p.Class.Job {
-		job := benchJob(p.Name, ns, int32(p.Class.CPU), p.Class.Runtime)
-		job.Labels[berthv1.QueueNameLabel] = "bench"
-		job.Labels[berthv1.PriorityClassLabel] = priorityClassOf(p.Class)
-		return job
+	queued := func(o client.Object) client.Object {
+		l := o.GetLabels()
+		l[berthv1.QueueNameLabel] = "bench"
+		l[berthv1.PriorityClassLabel] = priorityClassOf(p.Class)
+		return o
+	}
+	switch p.Class.Kind {
+	case KindJob:
+		return []client.Object{queued(benchJob(p.Name, ns, int32(p.Class.CPU), p.Class.Runtime))}
+	case KindPod:
+		return []client.Object{queued(simPod(p.Name, ns, p.Class.CPU, p.Class.Runtime))}
+	case KindPodGroup:
+		var out []client.Object
+		for i := range p.Class.CPU {
+			pod := simPod(p.Name+"-"+strconv.FormatInt(i, 10), ns, 1, p.Class.Runtime)
+			pod.Labels[berthv1.PodGroupNameLabel] = p.Name
+			pod.Annotations[berthv1.PodGroupTotalCountAnnotation] = strconv.FormatInt(p.Class.CPU, 10)
+			out = append(out, queued(pod))
+		}
+		return out
 	}
 	prio := p.Class.Priority
-	return &berthv1.Workload{
+	return []client.Object{&berthv1.Workload{
 		ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: ns, Labels: lbl},
 		Spec: berthv1.WorkloadSpec{QueueName: "bench", Priority: &prio, PodSets: []berthv1.PodSet{{
 			Name: "main", Count: 1,
 			Requests: corev1.ResourceList{corev1.ResourceCPU: *resource.NewQuantity(p.Class.CPU, resource.DecimalSI)}}}},
+	}}
+}
+
+// remakeGroup makes an evicted pod group's Pods again once the old ones are
+// gone, as the owner of a pod group does after berth evicted it.
+func remakeGroup(ctx context.Context, c client.Client, p Planned, progress io.Writer) {
+	objs := planned(p)
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		var pods corev1.PodList
+		if err := c.List(ctx, &pods, client.InNamespace(queueName(p.Queue)),
+			client.MatchingLabels{berthv1.PodGroupNameLabel: p.Name}); err != nil {
+			return false, nil // retried until the deadline
+		}
+		return len(pods.Items) == 0, nil
+	})
+	for _, obj := range objs {
+		if err == nil {
+			err = create(ctx, c, obj)
+		}
+	}
+	if err != nil && ctx.Err() == nil {
+		fmt.Fprintf(progress, "making pod group %s again after its eviction: %v\n", p.Name, err)
 	}
 }
 

@@ -15,11 +15,20 @@ type Class struct {
 	Priority int32
 	Interval time.Duration // one arrives per queue every Interval
 	PerQueue int           // how many arrive per queue
-	// Job: each is a batch/v1 Job of CPU pods of 1 cpu that run for
-	// Runtime on the scenario's Nodes, rather than a Workload the bench
-	// marks finished.
-	Job bool
+	// Kind is what each workload of the class is: "" a Workload the bench
+	// makes and marks finished after Runtime; otherwise berth queues what
+	// the bench makes, of CPU pods of 1 cpu that run for Runtime on the
+	// scenario's Nodes: a batch/v1 Job (KindJob), plain Pods (KindPod, CPU
+	// of them, each its own workload) or a pod group (KindPodGroup).
+	Kind string
 }
+
+// The kinds of a Class.
+const (
+	KindJob      = "Job"
+	KindPod      = "Pod"
+	KindPodGroup = "PodGroup"
+)
 
 // Scenario is queues under cohorts and the workloads that arrive at them.
 type Scenario struct {
@@ -78,8 +87,12 @@ func Chaos(d time.Duration, scale float64) Scenario {
 		c.Interval *= 10
 		c.Runtime *= 8
 	}
-	s.Classes = append(s.Classes, Class{Name: "job", CPU: 2, Runtime: 5 * time.Second, Priority: 100,
-		Interval: 6 * time.Second, Job: true})
+	// berth queues Jobs, plain Pods and pod groups each its own way; the
+	// faults hit all three.
+	s.Classes = append(s.Classes,
+		Class{Name: "job", CPU: 2, Runtime: 5 * time.Second, Priority: 100, Interval: 6 * time.Second, Kind: KindJob},
+		Class{Name: "pod", CPU: 1, Runtime: 5 * time.Second, Priority: 100, Interval: 12 * time.Second, Kind: KindPod},
+		Class{Name: "group", CPU: 2, Runtime: 5 * time.Second, Priority: 100, Interval: 12 * time.Second, Kind: KindPodGroup})
 	for i := range s.Classes {
 		c := &s.Classes[i]
 		c.Interval = time.Duration(float64(c.Interval) / scale)
@@ -113,9 +126,9 @@ func Throughput(scale float64) Scenario {
 	}
 }
 
-// hasJobs says whether any class is of Jobs.
-func (s Scenario) hasJobs() bool {
-	return slices.ContainsFunc(s.Classes, func(c Class) bool { return c.Job })
+// hasPods says whether any class runs pods (Jobs, Pods, pod groups).
+func (s Scenario) hasPods() bool {
+	return slices.ContainsFunc(s.Classes, func(c Class) bool { return c.Kind != "" })
 }
 
 // Planned is one workload of a scenario: which queue it goes to, its class,

@@ -65,13 +65,13 @@ func queueName(q int) string { return fmt.Sprintf("bench-q%d", q) }
 // priorityClassOf names the WorkloadPriorityClass of a class of Jobs.
 func priorityClassOf(c *Class) string { return "bench-" + c.Name }
 
-// setUpJobs makes what a scenario's Jobs need: a WorkloadPriorityClass for
-// each class of them, and the fake nodes for their pods, which the
+// setUpJobs makes what a scenario's Jobs and Pods need: a
+// WorkloadPriorityClass for each class of them, and the fake nodes for their pods, which the
 // cluster's own simulator brings up.
 func setUpJobs(ctx context.Context, c client.Client, s *Scenario) error {
 	lbl := map[string]string{Label: "true"}
 	for i := range s.Classes {
-		if cl := &s.Classes[i]; cl.Job {
+		if cl := &s.Classes[i]; cl.Kind != "" {
 			pc := &berthv1.WorkloadPriorityClass{ObjectMeta: metav1.ObjectMeta{Name: priorityClassOf(cl), Labels: lbl}, Value: cl.Priority}
 			if err := c.Create(ctx, pc); err != nil {
 				return fmt.Errorf("creating WorkloadPriorityClass %s: %w", pc.Name, err)

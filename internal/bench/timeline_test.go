@@ -64,7 +64,7 @@ func TestTrackerCountsByClass(t *testing.T) {
 // and labels with the Job's name; a workload of that name in another
 // namespace, or one the bench made itself, is not taken for it.
 func TestTrackerFollowsJobsThroughTheirWorkloads(t *testing.T) {
-	plan := []Planned{{Name: "j", Queue: 1, Class: &Class{Name: "job", Job: true, Runtime: time.Millisecond}}}
+	plan := []Planned{{Name: "j", Queue: 1, Class: &Class{Name: "job", Kind: KindJob, Runtime: time.Millisecond}}}
 	tr, finish := startedTracker(t, plan)
 	wl := workloadIn
 	ofJob := map[string]string{jobs.NameLabel: "j"}

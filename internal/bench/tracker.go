@@ -2,14 +2,17 @@ package bench
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
 	"github.com/berth-dev/berth/internal/chaos"
 	"github.com/berth-dev/berth/internal/integration/jobs"
+	"github.com/berth-dev/berth/internal/integration/podgroups"
 )
 
 // tracker holds what the run saw of each workload.
@@ -34,9 +37,9 @@ type classCounts struct{ admitted, running, finished int }
 type tracked struct {
 	rec       Record
 	namespace string
-	// job: a Job's Workload, which the Job controller and berth finish,
-	// not the bench.
-	job      bool
+	// kind is its Class's Kind: "" for a Workload the bench finishes;
+	// otherwise berth made the Workload, and berth and the pods finish it.
+	kind     string
 	runtime  time.Duration
 	admitted bool
 	epoch    int
@@ -57,7 +60,7 @@ func newTracker(plan []Planned) *tracker {
 	t := &tracker{state: map[string]*tracked{}, byClass: map[string]*classCounts{}, done: make(chan struct{})}
 	for _, p := range plan {
 		t.state[p.Name] = &tracked{rec: Record{Name: p.Name, Class: p.Class.Name}, namespace: queueName(p.Queue),
-			job: p.Class.Job, runtime: p.Class.Runtime}
+			kind: p.Class.Kind, runtime: p.Class.Runtime}
 		t.order = append(t.order, p.Name)
 		if t.byClass[p.Class.Name] == nil {
 			t.byClass[p.Class.Name] = &classCounts{}
@@ -81,12 +84,9 @@ func (t *tracker) observe(wl *berthv1.Workload, finish chan<- finishing) {
 	finished := meta.IsStatusConditionTrue(wl.Status.Conditions, berthv1.WorkloadFinished)
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	name := wl.Name
-	if job := wl.Labels[jobs.NameLabel]; job != "" {
-		name = job // a Job's Workload; the plan names the Job
-	}
+	name := plannedName(wl)
 	st, ok := t.state[name]
-	if !ok || st.rec.WasFinished || st.namespace != wl.Namespace || st.job != (name != wl.Name) {
+	if !ok || st.rec.WasFinished || st.namespace != wl.Namespace || (st.kind != "") != (name != wl.Name) {
 		return
 	}
 	counts := t.byClass[st.rec.Class]
@@ -125,8 +125,8 @@ func (t *tracker) observe(wl *berthv1.Workload, finish chan<- finishing) {
 			}
 			return
 		}
-		if st.job {
-			return // its pods run for the runtime, and the Job ends
+		if st.kind != "" {
+			return // its pods run for the runtime, and berth finishes it
 		}
 		f := finishing{name: wl.Name, namespace: wl.Namespace, epoch: st.epoch, requeues: st.requeues}
 		time.AfterFunc(st.runtime, func() {
@@ -142,6 +142,29 @@ func (t *tracker) observe(wl *berthv1.Workload, finish chan<- finishing) {
 		st.rec.Evictions++
 		t.nEvicted++
 	}
+}
+
+// deleted observes a Workload's deletion and reports whether the plan's
+// pod group it stood for must be made again: berth deletes an evicted
+// group's Workload once its Pods have stopped, and whoever made the Pods
+// makes them again, as the bench does.
+func (t *tracker) deleted(wl *berthv1.Workload) (group string, again bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	name := plannedName(wl)
+	st, ok := t.state[name]
+	if !ok || st.kind != KindPodGroup || st.rec.WasFinished || st.namespace != wl.Namespace ||
+		meta.IsStatusConditionTrue(wl.Status.Conditions, berthv1.WorkloadFinished) {
+		return "", false
+	}
+	if st.admitted {
+		t.byClass[st.rec.Class].running--
+		st.admitted = false
+		st.epoch++
+		st.rec.Evictions++
+		t.nEvicted++
+	}
+	return name, true
 }
 
 // release marks the moment held queues are released: from then on the
@@ -222,4 +245,30 @@ func (t *tracker) chaosProgress() chaos.Progress {
 		running += c.running
 	}
 	return chaos.Progress{Admitted: t.nAdmitted, Waiting: max(0, t.nCreated-t.nFinished-running)}
+}
+
+// plannedName is the name the plan gives the object a Workload stands for:
+// a Job's or a Pod's name, a pod group's, or the Workload's own for one the
+// bench made.
+func plannedName(wl *berthv1.Workload) string {
+	if job := wl.Labels[jobs.NameLabel]; job != "" {
+		return job
+	}
+	ref := metav1.GetControllerOf(wl)
+	if ref == nil || ref.Kind != "Pod" {
+		return wl.Name
+	}
+	// A pod group's Workload is controlled by one of its Pods, named
+	// <group>-<i> by the bench; a plain Pod's by the Pod.
+	if group, _, ok := cutLast(ref.Name, "-"); ok && wl.Name == podgroups.WorkloadName(group) {
+		return group
+	}
+	return ref.Name
+}
+
+func cutLast(s, sep string) (before, after string, found bool) {
+	if i := strings.LastIndex(s, sep); i >= 0 {
+		return s[:i], s[i+len(sep):], true
+	}
+	return s, "", false
 }
