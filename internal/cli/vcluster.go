@@ -21,7 +21,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	vcsyncer "github.com/berth-dev/berth/internal/controller/vcluster"
+	"github.com/berth-dev/berth/internal/controller/vcsyncer"
 	"github.com/berth-dev/berth/internal/controlplane"
 	"github.com/berth-dev/berth/internal/localcluster"
 	"github.com/berth-dev/berth/internal/vcluster"

@@ -6,6 +6,6 @@
 // (HostUpdate), the pod status copied back field by field (PodStatus), and the
 // virtual Node that stands for a host node (VirtualNode).
 //
-// Everything here is pure; the syncer in internal/controller/vcluster reads
+// Everything here is pure; the syncer in internal/controller/vcsyncer reads
 // both clusters, calls these, and writes what they return.
 package vcluster

@@ -16,7 +16,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
-	vcsyncer "github.com/berth-dev/berth/internal/controller/vcluster"
+	"github.com/berth-dev/berth/internal/controller/vcsyncer"
 	"github.com/berth-dev/berth/internal/controlplane"
 	"github.com/berth-dev/berth/internal/localcluster"
 	"github.com/berth-dev/berth/internal/testenv"

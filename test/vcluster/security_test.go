@@ -14,7 +14,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
-	vcsyncer "github.com/berth-dev/berth/internal/controller/vcluster"
+	"github.com/berth-dev/berth/internal/controller/vcsyncer"
 	"github.com/berth-dev/berth/internal/testenv"
 	"github.com/berth-dev/berth/internal/vcluster"
 	. "github.com/berth-dev/berth/test/fixtures"

@@ -1,4 +1,4 @@
-// Package vcluster is the virtual-cluster syncer: the I/O around the pure
+// Package vcsyncer is the virtual-cluster syncer: the I/O around the pure
 // decisions of internal/vcluster. It watches a virtual cluster and the host
 // namespace that runs it; makes a host Pod for every virtual Pod (first the
 // ConfigMaps, Secrets and ServiceAccount it refers to), binds the virtual Pod
@@ -10,4 +10,4 @@
 // Its host client reaches one namespace (and reads nodes): every host object
 // it makes carries the virtual cluster's label and, as owner, the syncer's
 // service account there, so deleting that account deletes them all.
-package vcluster
+package vcsyncer

@@ -1,4 +1,4 @@
-package vcluster
+package vcsyncer
 
 import (
 	"context"
