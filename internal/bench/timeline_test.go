@@ -139,3 +139,26 @@ func TestTimelineSamplesUntilStopped(t *testing.T) {
 		}
 	}
 }
+
+// The tracker knows which planned object each of berth's Workloads stands
+// for: a Job's, a pod group's, a plain Pod's, or a Workload the bench made.
+func TestPlannedName(t *testing.T) {
+	yes := true
+	for _, tc := range []struct {
+		name string
+		wl   berthv1.Workload
+		want string
+	}{
+		{"a Job's", berthv1.Workload{ObjectMeta: metav1.ObjectMeta{Name: "job-j-1a2b3", Labels: map[string]string{jobs.NameLabel: "j"}}}, "j"},
+		{"a pod group's", berthv1.Workload{ObjectMeta: metav1.ObjectMeta{Name: "group-g-1a2b3",
+			Labels:          map[string]string{berthv1.PodGroupNameLabel: "g"},
+			OwnerReferences: []metav1.OwnerReference{{Kind: "Pod", Name: "g-0"}, {Kind: "Pod", Name: "g-1"}}}}, "g"},
+		{"a Pod's", berthv1.Workload{ObjectMeta: metav1.ObjectMeta{Name: "pod-p-1a2b3",
+			OwnerReferences: []metav1.OwnerReference{{Kind: "Pod", Name: "p", Controller: &yes}}}}, "p"},
+		{"the bench's own", berthv1.Workload{ObjectMeta: metav1.ObjectMeta{Name: "w"}}, "w"},
+	} {
+		if got := plannedName(&tc.wl); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}

@@ -2,7 +2,6 @@ package bench
 
 import (
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -12,7 +11,6 @@ import (
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
 	"github.com/berth-dev/berth/internal/chaos"
 	"github.com/berth-dev/berth/internal/integration/jobs"
-	"github.com/berth-dev/berth/internal/integration/podgroups"
 )
 
 // tracker holds what the run saw of each workload.
@@ -248,27 +246,17 @@ func (t *tracker) chaosProgress() chaos.Progress {
 }
 
 // plannedName is the name the plan gives the object a Workload stands for:
-// a Job's or a Pod's name, a pod group's, or the Workload's own for one the
+// a Job's, a pod group's or a Pod's name, or the Workload's own for one the
 // bench made.
 func plannedName(wl *berthv1.Workload) string {
 	if job := wl.Labels[jobs.NameLabel]; job != "" {
 		return job
 	}
-	ref := metav1.GetControllerOf(wl)
-	if ref == nil || ref.Kind != "Pod" {
-		return wl.Name
-	}
-	// A pod group's Workload is controlled by one of its Pods, named
-	// <group>-<i> by the bench; a plain Pod's by the Pod.
-	if group, _, ok := cutLast(ref.Name, "-"); ok && wl.Name == podgroups.WorkloadName(group) {
+	if group := wl.Labels[berthv1.PodGroupNameLabel]; group != "" {
 		return group
 	}
-	return ref.Name
-}
-
-func cutLast(s, sep string) (before, after string, found bool) {
-	if i := strings.LastIndex(s, sep); i >= 0 {
-		return s[:i], s[i+len(sep):], true
+	if ref := metav1.GetControllerOf(wl); ref != nil && ref.Kind == "Pod" {
+		return ref.Name
 	}
-	return s, "", false
+	return wl.Name
 }
