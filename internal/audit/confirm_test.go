@@ -40,63 +40,47 @@ func TestConfirmKeepsOnlyWhatAConsistentReadShows(t *testing.T) {
 	}
 }
 
-// A Job the cache shows running unadmitted counts only if a consistent read
-// shows it so too; a dismissed one is looked at again after a new grace.
+// A Job or Pod the cache shows running unadmitted counts only if a
+// consistent read shows it so too; a dismissed one is looked at again after
+// a new grace.
 func TestConfirmRunningKeepsOnlyWhatAConsistentReadShows(t *testing.T) {
+	yes := true
 	job := MakeJob("j", "ns").Queue("q").Obj()
 	job.UID = "job-uid"
 	job.Spec.Suspend = new(bool)
-	wl := admitted("w", "cq", "1", now)
-	yes := true
-	wl.OwnerReferences = []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: "j", UID: "job-uid", Controller: &yes}}
-	pending := wl.DeepCopy()
-	pending.Status = berthv1.WorkloadStatus{}
-	found := []Violation{{At: now, Rule: RunsWithoutQuota, Objects: []string{"Job ns/j"}}}
-	for _, tc := range []struct {
-		name   string
-		stored []client.Object
-		want   int
-	}{
-		{"the API server holds its admitted Workload", []client.Object{job, wl}, 0},
-		{"the API server holds it unadmitted", []client.Object{job, pending}, 1},
-		{"the Job is gone", []client.Object{wl}, 0},
-	} {
-		c := fake.NewClientBuilder().WithScheme(controller.Scheme()).WithObjects(tc.stored...).WithStatusSubresource().Build()
-		a := &Auditor{client: c, track: NewTracker(0), scope: Scope{NamespacePrefix: "ns"}}
-		a.track.reported["Job ns/j"] = true
-		if got := a.confirmRunning(context.Background(), found); len(got) != tc.want {
-			t.Errorf("%s: kept %s; want %d", tc.name, rules(got), tc.want)
-		}
-		if again := !a.track.reported["Job ns/j"]; again != (tc.want == 0) {
-			t.Errorf("%s: looked at again %v", tc.name, again)
-		}
-	}
-}
-
-// A Pod the cache shows bound without quota counts only if the API server
-// shows it so too.
-func TestConfirmRunningReadsPodsAgain(t *testing.T) {
 	pod := MakePod("p", "ns").Node("node-1").Obj()
 	pod.UID = "pod-uid"
-	wl := admitted("w", "cq", "1", now)
-	wl.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: "p", UID: "pod-uid"}}
-	pending := wl.DeepCopy()
-	pending.Status = berthv1.WorkloadStatus{}
-	found := []Violation{{At: now, Rule: RunsWithoutQuota, Objects: []string{"Pod ns/p"}}}
-	for _, tc := range []struct {
-		name   string
-		stored []client.Object
-		want   int
+	for _, run := range []struct {
+		object string
+		it     client.Object
+		owner  metav1.OwnerReference
 	}{
-		{"the API server holds its admitted Workload", []client.Object{pod, wl}, 0},
-		{"the API server holds it unadmitted", []client.Object{pod, pending}, 1},
-		{"the Pod is gone", []client.Object{pending}, 0},
+		{"Job ns/j", job, metav1.OwnerReference{APIVersion: "batch/v1", Kind: "Job", Name: "j", UID: "job-uid", Controller: &yes}},
+		{"Pod ns/p", pod, metav1.OwnerReference{APIVersion: "v1", Kind: "Pod", Name: "p", UID: "pod-uid"}},
 	} {
-		c := fake.NewClientBuilder().WithScheme(controller.Scheme()).WithObjects(tc.stored...).WithStatusSubresource().Build()
-		a := &Auditor{client: c, track: NewTracker(0), scope: Scope{NamespacePrefix: "ns"}}
-		a.track.reported["Pod ns/p"] = true
-		if got := a.confirmRunning(context.Background(), found); len(got) != tc.want {
-			t.Errorf("%s: kept %s; want %d", tc.name, rules(got), tc.want)
+		wl := admitted("w", "cq", "1", now)
+		wl.OwnerReferences = []metav1.OwnerReference{run.owner}
+		pending := wl.DeepCopy()
+		pending.Status = berthv1.WorkloadStatus{}
+		found := []Violation{{At: now, Rule: RunsWithoutQuota, Objects: []string{run.object}}}
+		for _, tc := range []struct {
+			name   string
+			stored []client.Object
+			want   int
+		}{
+			{"the API server holds its admitted Workload", []client.Object{run.it, wl}, 0},
+			{"the API server holds it unadmitted", []client.Object{run.it, pending}, 1},
+			{"it is gone", []client.Object{pending}, 0},
+		} {
+			c := fake.NewClientBuilder().WithScheme(controller.Scheme()).WithObjects(tc.stored...).WithStatusSubresource().Build()
+			a := &Auditor{client: c, track: NewTracker(0), scope: Scope{NamespacePrefix: "ns"}}
+			a.track.reported[run.object] = true
+			if got := a.confirmRunning(context.Background(), found); len(got) != tc.want {
+				t.Errorf("%s, %s: kept %s; want %d", run.object, tc.name, rules(got), tc.want)
+			}
+			if again := !a.track.reported[run.object]; again != (tc.want == 0) {
+				t.Errorf("%s, %s: looked at again %v", run.object, tc.name, again)
+			}
 		}
 	}
 }
