@@ -253,6 +253,9 @@ func Run(ctx context.Context, cfg *rest.Config, s Scenario, o Options) (*Results
 
 	waitCtx, stopWaiting := context.WithTimeout(ctx, o.Timeout)
 	runErr := await(waitCtx, t.done, t.progress, o)
+	if runErr != nil {
+		runErr = fmt.Errorf("%w; %s", runErr, t.unfinished(10))
+	}
 	if o.Chaos != nil && runErr == nil {
 		// A run ends when its work and its faults both have: faults still
 		// to come hit the cluster the work left, and the auditor keeps

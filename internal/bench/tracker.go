@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -221,6 +222,30 @@ func (t *tracker) counts(classes []string) []float64 {
 		out = append(out, float64(c.admitted), float64(c.running), float64(c.finished))
 	}
 	return out
+}
+
+// unfinished names up to n workloads not finished, with what the run saw
+// of them: where to look when a run does not end.
+func (t *tracker) unfinished(n int) string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var names []string
+	total := 0
+	for _, name := range t.order {
+		st := t.state[name]
+		if st.rec.WasFinished {
+			continue
+		}
+		total++
+		if len(names) < n {
+			names = append(names, fmt.Sprintf("%s/%s (%s, admitted now %v, evictions %d)",
+				st.namespace, name, st.rec.Class, st.admitted, st.rec.Evictions))
+		}
+	}
+	if total == 0 {
+		return "every workload finished"
+	}
+	return fmt.Sprintf("%d not finished: %s", total, strings.Join(names, ", "))
 }
 
 func (t *tracker) records() []Record {
