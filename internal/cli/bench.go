@@ -24,6 +24,7 @@ import (
 	"github.com/berth-dev/berth/internal/bench"
 	"github.com/berth-dev/berth/internal/controlplane"
 	"github.com/berth-dev/berth/internal/localcluster"
+	"github.com/berth-dev/berth/internal/vclusters"
 )
 
 // The scenarios with runners of their own, beside bench.Scenarios.
@@ -300,13 +301,13 @@ func reachable(cfg *rest.Config, instanceDir string) (func(context.Context) erro
 // benchVCluster makes virtual cluster "bench" on the instance in dir, runs
 // berth bench vcluster in it, and deletes it.
 func benchVCluster(ctx context.Context, progress io.Writer, dir string, host *rest.Config, o bench.Options) (*bench.VClusterResults, error) {
-	s := &vclusterSettings{Name: "bench"}
-	kubeconfig, err := createVCluster(ctx, progress, dir, s)
+	s := &vclusters.Settings{Name: "bench"}
+	kubeconfig, err := vclusters.Create(ctx, progress, dir, s, startDetached)
 	if err != nil {
 		return nil, err
 	}
 	defer func() {
-		if _, err := deleteVCluster(context.Background(), progress, dir, s.Name, 5*time.Minute); err != nil {
+		if _, err := vclusters.Delete(context.Background(), progress, dir, s.Name, 5*time.Minute); err != nil {
 			fmt.Fprintf(progress, "warning: deleting virtual cluster %s: %v\n", s.Name, err)
 		}
 	}()
@@ -315,7 +316,7 @@ func benchVCluster(ctx context.Context, progress io.Writer, dir string, host *re
 		return nil, err
 	}
 	t := bench.VClusterTarget{Virtual: virtual, Host: host}
-	st, err := controlplane.ReadState(controlplane.Layout{Dir: filepath.Join(vclustersDir(dir), s.Name)})
+	st, err := controlplane.ReadState(controlplane.Layout{Dir: filepath.Join(vclusters.Dir(dir), s.Name)})
 	if err != nil || st == nil {
 		return nil, fmt.Errorf("virtual cluster %s: no state (%v)", s.Name, err)
 	}

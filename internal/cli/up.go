@@ -25,6 +25,7 @@ import (
 	"github.com/berth-dev/berth/internal/demo"
 	"github.com/berth-dev/berth/internal/localcluster"
 	"github.com/berth-dev/berth/internal/sim/nodepool"
+	"github.com/berth-dev/berth/internal/vclusters"
 )
 
 type upOptions struct {
@@ -232,7 +233,7 @@ func upForeground(cmd *cobra.Command, o *upOptions, dir string) error {
 		progress.finish(notice{Error: err.Error()})
 		return err
 	}
-	startVClusters(dir, progress)
+	vclusters.StartAll(dir, progress, startDetached)
 	fmt.Fprintln(stdout, inst.Kubeconfig())
 	progress.finish(notice{Ready: inst.Kubeconfig()})
 
@@ -342,6 +343,12 @@ func upDetached(cmd *cobra.Command, o *upOptions, dir string) error {
 	}
 	fmt.Fprintln(stdout, kubeconfig)
 	return nil
+}
+
+// startDetached is detach for a virtual cluster: vclusters.Starter.
+func startDetached(progress io.Writer, vdir string, args []string) (string, error) {
+	kubeconfig, _, err := detach(progress, vdir, args)
+	return kubeconfig, err
 }
 
 // detach runs this binary with args (a foreground supervisor that takes

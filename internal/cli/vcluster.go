@@ -1,16 +1,11 @@
 package cli
 
 import (
-	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -25,67 +20,8 @@ import (
 	"github.com/berth-dev/berth/internal/controlplane"
 	"github.com/berth-dev/berth/internal/localcluster"
 	"github.com/berth-dev/berth/internal/vcluster"
+	"github.com/berth-dev/berth/internal/vclusters"
 )
-
-// vclusterSettings is what `berth vcluster create` was given, kept in the
-// virtual cluster's data directory so `berth up` can start it again and
-// `berth vcluster delete` knows what to remove.
-type vclusterSettings struct {
-	Name          string `json:"name"`
-	HostNamespace string `json:"hostNamespace"`
-	// AdminKubeconfig reaches the host with the rights to make (and delete)
-	// the syncer's account; the syncer itself uses host.kubeconfig.
-	AdminKubeconfig string `json:"adminKubeconfig"`
-	vcluster.Policy
-	CreatedNamespace bool `json:"createdNamespace,omitempty"`
-	NoFsync          bool `json:"etcdUnsafeNoFsync,omitempty"`
-}
-
-// vclustersDir holds the virtual clusters of the instance in dir, one data
-// directory each.
-func vclustersDir(dir string) string { return filepath.Join(dir, "vclusters") }
-
-func settingsFile(vdir string) string       { return filepath.Join(vdir, "vcluster.json") }
-func hostKubeconfigFile(vdir string) string { return filepath.Join(vdir, "host.kubeconfig") }
-
-func readSettings(vdir string) (*vclusterSettings, error) {
-	b, err := os.ReadFile(settingsFile(vdir))
-	if err != nil {
-		return nil, err
-	}
-	var s vclusterSettings
-	if err := json.Unmarshal(b, &s); err != nil {
-		return nil, fmt.Errorf("%s: %w", settingsFile(vdir), err)
-	}
-	return &s, nil
-}
-
-func writeSettings(vdir string, s *vclusterSettings) error {
-	b, err := json.MarshalIndent(s, "", "  ")
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(settingsFile(vdir), append(b, '\n'), 0o600)
-}
-
-// vclusterDirs lists the virtual clusters of the instance in dir, by name.
-func vclusterDirs(dir string) (map[string]string, error) {
-	entries, err := os.ReadDir(vclustersDir(dir))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]string{}
-	for _, e := range entries {
-		vdir := filepath.Join(vclustersDir(dir), e.Name())
-		if _, err := os.Stat(settingsFile(vdir)); e.IsDir() && err == nil {
-			out[e.Name()] = vdir
-		}
-	}
-	return out, nil
-}
 
 func newVClusterCommand() *cobra.Command {
 	cmd := &cobra.Command{
@@ -105,7 +41,7 @@ See docs/vcluster.md.`,
 
 func newVClusterCreateCommand() *cobra.Command {
 	var f instanceFlags
-	s := vclusterSettings{}
+	s := vclusters.Settings{}
 	cmd := &cobra.Command{
 		Use:   "create NAME",
 		Short: "Create and start a virtual cluster; prints its kubeconfig path last",
@@ -145,7 +81,7 @@ The virtual cluster stops with 'berth down' and starts again with 'berth up'.`,
 			if err != nil {
 				return err
 			}
-			kubeconfig, err := createVCluster(cmd.Context(), cmd.ErrOrStderr(), dir, &s)
+			kubeconfig, err := vclusters.Create(cmd.Context(), cmd.ErrOrStderr(), dir, &s, startDetached)
 			if err != nil {
 				return err
 			}
@@ -165,84 +101,6 @@ The virtual cluster stops with 'berth down' and starts again with 'berth up'.`,
 	return cmd
 }
 
-// createVCluster makes virtual cluster s.Name of the instance in dir (the
-// host's side, its settings) and starts it; it returns its kubeconfig.
-func createVCluster(ctx context.Context, progress io.Writer, dir string, s *vclusterSettings) (string, error) {
-	if s.HostNamespace == "" {
-		s.HostNamespace = "vcluster-" + s.Name
-	}
-	if s.AdminKubeconfig == "" {
-		s.AdminKubeconfig = controlplane.Layout{Dir: dir}.Kubeconfig()
-	}
-	var err error
-	if s.AdminKubeconfig, err = filepath.Abs(s.AdminKubeconfig); err != nil {
-		return "", err
-	}
-	if _, err := os.Stat(s.AdminKubeconfig); err != nil {
-		return "", fmt.Errorf("no host kubeconfig at %s: start the instance with 'berth up' (with the same --name and --data-dir), or pass --host-kubeconfig", s.AdminKubeconfig)
-	}
-	vdir := filepath.Join(vclustersDir(dir), s.Name)
-	if old, err := readSettings(vdir); err == nil {
-		return "", fmt.Errorf("virtual cluster %s exists already (host namespace %s, data in %s); it starts with 'berth up', or delete it with 'berth vcluster delete %s'",
-			s.Name, old.HostNamespace, vdir, s.Name)
-	}
-	if err := os.MkdirAll(vdir, 0o700); err != nil {
-		return "", err
-	}
-	pctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
-	fmt.Fprintf(progress, "making the syncer's account in host namespace %s\n", s.HostNamespace)
-	if err := prepareHost(pctx, s, vdir); err != nil {
-		os.RemoveAll(vdir)
-		_ = os.Remove(vclustersDir(dir)) // only if this was the first
-		return "", err
-	}
-	if err := writeSettings(vdir, s); err != nil {
-		return "", err
-	}
-	kubeconfig, err := startVCluster(progress, vdir, s)
-	if err != nil {
-		return "", fmt.Errorf("%w (the virtual cluster's data is kept in %s; remove it all with 'berth vcluster delete %s')", err, vdir, s.Name)
-	}
-	return kubeconfig, nil
-}
-
-// deleteVCluster stops virtual cluster name of the instance in dir, deletes
-// everything it made on the host, and its data.
-func deleteVCluster(ctx context.Context, progress io.Writer, dir, name string, timeout time.Duration) (*vclusterSettings, error) {
-	vdir := filepath.Join(vclustersDir(dir), name)
-	s, err := readSettings(vdir)
-	if err != nil {
-		return nil, fmt.Errorf("no virtual cluster %s in %s (berth vcluster list shows them)", name, dir)
-	}
-	if _, err := controlplane.Down(ctx, vdir, controlplane.DownTimeout); err != nil {
-		return nil, fmt.Errorf("stopping virtual cluster %s: %w", s.Name, err)
-	}
-	cctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	host, err := s.host()
-	if err != nil {
-		return nil, err
-	}
-	if err := host.Clean(cctx, s.CreatedNamespace, progress); err != nil {
-		return nil, fmt.Errorf("%w (run 'berth vcluster delete %s' again to finish)", err, s.Name)
-	}
-	return s, os.RemoveAll(vdir)
-}
-
-// startVCluster starts `berth vcluster serve` for a created virtual cluster
-// in the background and returns its kubeconfig once it is ready.
-func startVCluster(progress io.Writer, vdir string, s *vclusterSettings) (string, error) {
-	args := []string{"vcluster", "serve", s.Name, "--data-dir", vdir, "--host-kubeconfig", hostKubeconfigFile(vdir),
-		"--host-namespace", s.HostNamespace}
-	args = append(args, s.Policy.Args()...)
-	if s.NoFsync {
-		args = append(args, "--etcd-unsafe-no-fsync")
-	}
-	kubeconfig, _, err := detach(prefixed(progress, "["+s.Name+"] "), vdir, args)
-	return kubeconfig, err
-}
-
 // addPolicyFlags adds the flags of a virtual cluster's Policy: the same for
 // create, serve and the syncer, which pass them on (Policy.Args).
 func addPolicyFlags(f *pflag.FlagSet, p *vcluster.Policy) {
@@ -251,92 +109,6 @@ func addPolicyFlags(f *pflag.FlagSet, p *vcluster.Policy) {
 	f.StringVar(&p.PodSecurity, "pod-security", "", "Pod Security level tenant Pods must meet, checked by the syncer and enforced on the host namespace: baseline (default) or restricted")
 	f.StringSliceVar(&p.RuntimeClasses, "runtime-class", nil, "runtime classes tenant Pods may name (repeat or comma-separate; default none)")
 	f.BoolVar(&p.AllowHostAccess, "allow-host-access", false, "let tenant Pods do what Pod Security baseline forbids (hostPath, host ports and namespaces, privileged, added capabilities, unconfined seccomp or AppArmor, ...) and name any runtime class")
-}
-
-type prefixWriter struct {
-	w      io.Writer
-	prefix string
-}
-
-func prefixed(w io.Writer, prefix string) io.Writer { return prefixWriter{w, prefix} }
-
-func (p prefixWriter) Write(b []byte) (int, error) {
-	for _, line := range strings.SplitAfter(string(b), "\n") {
-		if line != "" {
-			if _, err := io.WriteString(p.w, p.prefix+line); err != nil {
-				return 0, err
-			}
-		}
-	}
-	return len(b), nil
-}
-
-// startVClusters starts the virtual clusters of the instance in dir that
-// are not running, after `berth up`.
-func startVClusters(dir string, progress io.Writer) {
-	dirs, err := vclusterDirs(dir)
-	if err != nil {
-		fmt.Fprintf(progress, "warning: virtual clusters: %v\n", err)
-	}
-	for name, vdir := range dirs {
-		if st, err := controlplane.ReadStatus(context.Background(), vdir); err == nil && st.Healthy() {
-			continue
-		}
-		s, err := readSettings(vdir)
-		if err == nil {
-			fmt.Fprintf(progress, "starting virtual cluster %s\n", name)
-			_, err = startVCluster(progress, vdir, s)
-		}
-		if err != nil {
-			fmt.Fprintf(progress, "warning: virtual cluster %s did not start: %v\n", name, err)
-		}
-	}
-}
-
-// stopVClusters stops the virtual clusters of the instance in dir.
-func stopVClusters(dir string, out io.Writer) error {
-	dirs, err := vclusterDirs(dir)
-	if err != nil {
-		return err
-	}
-	var errs []error
-	for name, vdir := range dirs {
-		ran, err := controlplane.Down(context.Background(), vdir, controlplane.DownTimeout)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("stopping virtual cluster %s: %w", name, err))
-		} else if ran {
-			fmt.Fprintf(out, "virtual cluster %s stopped\n", name)
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// host is where the virtual cluster runs, as its creator reaches it.
-func (s *vclusterSettings) host() (vcsyncer.Host, error) {
-	admin, err := clientcmd.BuildConfigFromFlags("", s.AdminKubeconfig)
-	if err != nil {
-		return vcsyncer.Host{}, fmt.Errorf("host kubeconfig: %w", err)
-	}
-	return vcsyncer.Host{Admin: admin, VCluster: s.Name, Namespace: s.HostNamespace, Policy: s.Policy}, nil
-}
-
-// prepareHost sets the host up for a new virtual cluster and writes the
-// syncer's host kubeconfig.
-func prepareHost(ctx context.Context, s *vclusterSettings, vdir string) error {
-	host, err := s.host()
-	if err != nil {
-		return err
-	}
-	kubeconfig, created, err := host.Prepare(ctx)
-	if err != nil {
-		// Nothing half made is left behind.
-		if cerr := host.Clean(ctx, created, io.Discard); cerr != nil {
-			err = fmt.Errorf("%w; cleaning up: %v", err, cerr)
-		}
-		return err
-	}
-	s.CreatedNamespace = created
-	return os.WriteFile(hostKubeconfigFile(vdir), kubeconfig, 0o600)
 }
 
 func newVClusterListCommand() *cobra.Command {
@@ -350,7 +122,7 @@ func newVClusterListCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			dirs, err := vclusterDirs(dir)
+			dirs, err := vclusters.List(dir)
 			if err != nil {
 				return err
 			}
@@ -364,7 +136,7 @@ func newVClusterListCommand() *cobra.Command {
 			fmt.Fprintln(tw, "NAME\tHOST NAMESPACE\tREADY\tPODS SYNCED")
 			for _, name := range slices.Sorted(maps.Keys(dirs)) {
 				vdir := dirs[name]
-				s, err := readSettings(vdir)
+				s, err := vclusters.Read(vdir)
 				if err != nil {
 					fmt.Fprintf(tw, "%s\t?\t%v\t-\n", name, err)
 					continue
@@ -374,7 +146,7 @@ func newVClusterListCommand() *cobra.Command {
 					ready = "yes"
 				}
 				pods := "?"
-				if h, err := s.host(); err == nil {
+				if h, err := s.Host(); err == nil {
 					if n, err := h.Pods(ctx); err == nil {
 						pods = fmt.Sprint(n)
 					}
@@ -399,8 +171,8 @@ func newVClusterKubeconfigCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			vdir := filepath.Join(vclustersDir(dir), args[0])
-			if _, err := readSettings(vdir); err != nil {
+			vdir := filepath.Join(vclusters.Dir(dir), args[0])
+			if _, err := vclusters.Read(vdir); err != nil {
 				return fmt.Errorf("no virtual cluster %s in %s (berth vcluster list shows them)", args[0], dir)
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), controlplane.Layout{Dir: vdir}.Kubeconfig())
@@ -423,7 +195,7 @@ func newVClusterDeleteCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			s, err := deleteVCluster(cmd.Context(), cmd.ErrOrStderr(), dir, args[0], timeout)
+			s, err := vclusters.Delete(cmd.Context(), cmd.ErrOrStderr(), dir, args[0], timeout)
 			if err != nil {
 				return err
 			}
