@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -390,21 +391,24 @@ func planned(p Planned) []client.Object {
 	}}
 }
 
-// remakeGroup makes an evicted pod group's Pods again once the old ones are
-// gone, as the owner of a pod group does after berth evicted it.
+// remakeGroup makes an evicted pod group's missing Pods again once those
+// being deleted are gone, as the owner of a pod group does after berth
+// evicted it. A Pod of the group that never started is not deleted by the
+// eviction; it stays, and only the others are made.
 func remakeGroup(ctx context.Context, c client.Client, p Planned, progress io.Writer) {
-	objs := planned(p)
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		var pods corev1.PodList
 		if err := c.List(ctx, &pods, client.InNamespace(queueName(p.Queue)),
 			client.MatchingLabels{berthv1.PodGroupNameLabel: p.Name}); err != nil {
 			return false, nil // retried until the deadline
 		}
-		return len(pods.Items) == 0, nil
+		return !slices.ContainsFunc(pods.Items, func(pod corev1.Pod) bool { return pod.DeletionTimestamp != nil }), nil
 	})
-	for _, obj := range objs {
+	for _, obj := range planned(p) {
 		if err == nil {
-			err = create(ctx, c, obj)
+			if err = create(ctx, c, obj); apierrors.IsAlreadyExists(err) {
+				err = nil // it stayed
+			}
 		}
 	}
 	if err != nil && ctx.Err() == nil {
