@@ -10,6 +10,7 @@ require (
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/pflag v1.0.9
 	go.etcd.io/etcd/server/v3 v3.6.8
+	go.uber.org/goleak v1.3.0
 	golang.org/x/image v0.35.0
 	golang.org/x/sync v0.19.0
 	golang.org/x/term v0.39.0
@@ -30,6 +31,7 @@ require (
 	sigs.k8s.io/controller-runtime v0.24.1
 	sigs.k8s.io/yaml v1.6.0
 )
+
 
 require (
 	cel.dev/expr v0.25.1 // indirect
