@@ -219,7 +219,7 @@ func StopAll(dir string, out io.Writer) error {
 	return errors.Join(errs...)
 }
 
-// host is where the virtual cluster runs, as its creator reaches it.
+// Host is where the virtual cluster runs, as its creator reaches it.
 func (s *Settings) Host() (vcsyncer.Host, error) {
 	admin, err := clientcmd.BuildConfigFromFlags("", s.AdminKubeconfig)
 	if err != nil {
