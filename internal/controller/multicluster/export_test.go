@@ -23,7 +23,7 @@ func ConnectAndForget(ctx context.Context, cfg *rest.Config) (forget func(), err
 		return nil, err
 	}
 	w := &Workers{scheme: scheme, origin: "leak-test", events: make(chan event.GenericEvent, 1024),
-		byName: map[string]*worker{}, changed: func() {}}
+		byName: map[string]*worker{}, changed: func(string) {}}
 	conn, err := w.connect(ctx, "w", rest.CopyConfig(cfg), "key")
 	if err != nil {
 		return nil, err

@@ -62,11 +62,24 @@ func Setup(mgr ctrl.Manager, o Options) error {
 	d := &Dispatcher{client: c, rec: mgr.GetEventRecorder("berth-multicluster"), clock: clock.RealClock{},
 		workers: workers, origin: o.Origin, lostTimeout: o.LostTimeout}
 	checks := &Checks{client: c, clock: clock.RealClock{}}
-	// A worker that comes or goes is news to every workload that waits
-	// for a worker or runs on one.
-	workers.changed = func() {
-		for _, r := range d.dispatched(context.Background(), nil) {
-			workers.events <- event.GenericEvent{Object: &berthv1.Workload{ObjectMeta: metaOf(r.Namespace, r.Name)}}
+	// A worker that comes or goes is news to the workloads that wait for
+	// a worker and to those that run on it, found through an index rather
+	// than by going through every Workload; and, once connected, to those
+	// with copies there (Workers.notifyCopies).
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &berthv1.Workload{}, dispatchIndex,
+		func(o client.Object) []string { return DispatchKeys(o.(*berthv1.Workload)) }); err != nil {
+		return err
+	}
+	workers.changed = func(name string) {
+		for _, key := range []string{waitingForWorker, name} {
+			var list berthv1.WorkloadList
+			if err := c.List(context.Background(), &list, client.MatchingFields{dispatchIndex: key}); err != nil {
+				ctrl.Log.WithName("multicluster").Error(err, "listing the workloads a worker change concerns", "worker", name)
+				continue
+			}
+			for i := range list.Items {
+				workers.events <- event.GenericEvent{Object: &berthv1.Workload{ObjectMeta: metaOf(list.Items[i].Namespace, list.Items[i].Name)}}
+			}
 		}
 	}
 
@@ -113,8 +126,32 @@ var activeChanged = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 		meta.IsStatusConditionTrue(n.Status.Conditions, berthv1.WorkerClusterActive)
 }}
 
-// dispatched lists the workloads that hold quota behind admission checks or
-// run on a worker: those a change of workers or configs may concern.
+// dispatchIndex indexes Workloads by DispatchKeys.
+const dispatchIndex = "berth.dev/dispatch"
+
+// waitingForWorker is DispatchKeys' key for a workload that holds quota
+// behind admission checks and runs on no worker yet. No worker is named so:
+// names are DNS labels.
+const waitingForWorker = ":waiting"
+
+// DispatchKeys says which worker changes concern a Workload: waitingForWorker
+// while it holds quota behind admission checks and runs nowhere, the
+// worker's name while it runs on one, none once it has finished (a finished
+// workload is never dispatched again) or while it holds no quota.
+func DispatchKeys(wl *berthv1.Workload) []string {
+	switch {
+	case workload.IsFinished(wl):
+		return nil
+	case wl.Status.ClusterName != "":
+		return []string{wl.Status.ClusterName}
+	case len(wl.Status.AdmissionChecks) > 0 && workload.HasQuota(wl):
+		return []string{waitingForWorker}
+	}
+	return nil
+}
+
+// dispatched lists the workloads a change of a MultiClusterConfig may
+// concern: those DispatchKeys gives a key.
 func (d *Dispatcher) dispatched(ctx context.Context, _ client.Object) []reconcile.Request {
 	var list berthv1.WorkloadList
 	if err := d.client.List(ctx, &list); err != nil {
@@ -122,8 +159,7 @@ func (d *Dispatcher) dispatched(ctx context.Context, _ client.Object) []reconcil
 	}
 	var out []reconcile.Request
 	for i := range list.Items {
-		wl := &list.Items[i]
-		if (len(wl.Status.AdmissionChecks) > 0 && workload.HasQuota(wl)) || wl.Status.ClusterName != "" {
+		if wl := &list.Items[i]; len(DispatchKeys(wl)) > 0 {
 			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: wl.Namespace, Name: wl.Name}})
 		}
 	}

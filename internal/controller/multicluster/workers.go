@@ -61,8 +61,8 @@ type Workers struct {
 	namespace string
 	origin    string
 	events    chan event.GenericEvent
-	// changed is called after a worker comes or goes.
-	changed func()
+	// changed is called after a worker comes or goes, with its name.
+	changed func(name string)
 	// wrap, when set, guards the transport to each worker.
 	wrap func(http.RoundTripper) http.RoundTripper
 
@@ -72,7 +72,7 @@ type Workers struct {
 
 func newWorkers(mgr ctrl.Manager, namespace, origin string) *Workers {
 	return &Workers{client: mgr.GetClient(), scheme: mgr.GetScheme(), namespace: namespace, origin: origin,
-		events: make(chan event.GenericEvent, 1024), byName: map[string]*worker{}, changed: func() {}}
+		events: make(chan event.GenericEvent, 1024), byName: map[string]*worker{}, changed: func(string) {}}
 }
 
 // get returns what is known of a worker: whether it is active and since
@@ -157,7 +157,31 @@ func (w *Workers) set(name string, next *worker) {
 		old.conn.stop()
 	}
 	if old == nil || next == nil || old.active != next.active || old.conn != next.conn {
-		w.changed()
+		w.changed(name)
+	}
+	if next != nil && next.conn != nil && (old == nil || old.conn != next.conn) {
+		// What the new watch listed first reached the dispatcher before it
+		// could use the connection: its copies there are news again.
+		w.notifyCopies(next.conn)
+	}
+}
+
+// notifyCopies sends an event for the manager Workload of every copy the
+// connection's watch holds.
+func (w *Workers) notifyCopies(conn *connection) {
+	ctx := context.Background()
+	var jobs batchv1.JobList
+	var wls berthv1.WorkloadList
+	for _, l := range []client.ObjectList{&jobs, &wls} {
+		if err := conn.client.List(ctx, l); err != nil {
+			ctrl.Log.WithName("multicluster").Error(err, "listing the copies on a worker")
+		}
+	}
+	for i := range jobs.Items {
+		w.notify(&jobs.Items[i])
+	}
+	for i := range wls.Items {
+		w.notify(&wls.Items[i])
 	}
 }
 

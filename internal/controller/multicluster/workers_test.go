@@ -3,13 +3,17 @@ package multicluster_test
 import (
 	"context"
 	"os"
+	"slices"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
 
+	berthv1 "github.com/berth-dev/berth/api/v1beta1"
 	"github.com/berth-dev/berth/internal/controller/multicluster"
 	"github.com/berth-dev/berth/internal/testenv"
+	"github.com/berth-dev/berth/internal/workload"
+	"github.com/berth-dev/berth/test/fixtures"
 )
 
 func TestMain(m *testing.M) { os.Exit(testenv.Main(m)) }
@@ -31,4 +35,26 @@ func TestForgottenWorkerLeavesNoGoroutine(t *testing.T) {
 	}
 	forget()
 	testenv.Eventually(t, 30*time.Second, func() error { return goleak.Find(before) })
+}
+
+// A worker's change concerns the workloads waiting for a worker and those
+// running on it; never a finished one, which is not dispatched again.
+func TestDispatchKeys(t *testing.T) {
+	finished := fixtures.MakeWorkload("done", "ns").Reserved("cq", "mc").RunsOn("east").Obj()
+	workload.SetFinished(finished, "Succeeded", "done", time.Now())
+	for _, tc := range []struct {
+		name string
+		wl   *berthv1.Workload
+		want []string
+	}{
+		{"pending, no quota", fixtures.MakeWorkload("w", "ns").Obj(), nil},
+		{"quota, waiting for a worker", fixtures.MakeWorkload("w", "ns").Reserved("cq", "mc").Obj(), []string{":waiting"}},
+		{"quota, no admission checks", fixtures.MakeWorkload("w", "ns").Reserved("cq").Obj(), nil},
+		{"running on east", fixtures.MakeWorkload("w", "ns").Reserved("cq", "mc").RunsOn("east").Obj(), []string{"east"}},
+		{"finished on east", finished, nil},
+	} {
+		if got := multicluster.DispatchKeys(tc.wl); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
 }
