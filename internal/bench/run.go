@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -186,9 +185,9 @@ func Run(ctx context.Context, cfg *rest.Config, s Scenario, o Options) (*Results
 			if !ok {
 				return
 			}
-			if group, again := t.deleted(wl); again {
+			if name, again := t.deleted(wl); again {
 				// Ends with ctx, as the run does.
-				go remakeGroup(ctx, c, byName[group], o.Progress)
+				go remake(ctx, c, byName[name], o.Progress)
 			}
 		},
 	}); err != nil {
@@ -391,20 +390,23 @@ func planned(p Planned) []client.Object {
 	}}
 }
 
-// remakeGroup makes an evicted pod group's missing Pods again once those
-// being deleted are gone, as the owner of a pod group does after berth
-// evicted it. A Pod of the group that never started is not deleted by the
+// remake makes an evicted Pod, or an evicted pod group's missing Pods,
+// again once those being deleted are gone, as their owner does after berth
+// evicted them. A Pod of a group that never started is not deleted by the
 // eviction; it stays, and only the others are made.
-func remakeGroup(ctx context.Context, c client.Client, p Planned, progress io.Writer) {
+func remake(ctx context.Context, c client.Client, p Planned, progress io.Writer) {
+	objs := planned(p)
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		var pods corev1.PodList
-		if err := c.List(ctx, &pods, client.InNamespace(queueName(p.Queue)),
-			client.MatchingLabels{berthv1.PodGroupNameLabel: p.Name}); err != nil {
-			return false, nil // retried until the deadline
+		for _, obj := range objs {
+			cur := obj.DeepCopyObject().(client.Object)
+			err := c.Get(ctx, client.ObjectKeyFromObject(obj), cur)
+			if (err == nil && cur.GetDeletionTimestamp() != nil) || (err != nil && !apierrors.IsNotFound(err)) {
+				return false, nil // still going, or cannot tell: retried until the deadline
+			}
 		}
-		return !slices.ContainsFunc(pods.Items, func(pod corev1.Pod) bool { return pod.DeletionTimestamp != nil }), nil
+		return true, nil
 	})
-	for _, obj := range planned(p) {
+	for _, obj := range objs {
 		if err == nil {
 			if err = create(ctx, c, obj); apierrors.IsAlreadyExists(err) {
 				err = nil // it stayed
@@ -412,7 +414,7 @@ func remakeGroup(ctx context.Context, c client.Client, p Planned, progress io.Wr
 		}
 	}
 	if err != nil && ctx.Err() == nil {
-		fmt.Fprintf(progress, "making pod group %s again after its eviction: %v\n", p.Name, err)
+		fmt.Fprintf(progress, "making %s again after its eviction: %v\n", p.Name, err)
 	}
 }
 

@@ -87,11 +87,11 @@ func Chaos(d time.Duration, scale float64) Scenario {
 		c.Interval *= 10
 		c.Runtime *= 8
 	}
-	// berth queues Jobs and pod groups each its own way; the faults hit
-	// both. Plain Pods (KindPod) are left out until a run in which two of
-	// them stayed admitted and never finished is understood.
+	// berth queues Jobs, plain Pods and pod groups each its own way; the
+	// faults hit all three.
 	s.Classes = append(s.Classes,
 		Class{Name: "job", CPU: 2, Runtime: 5 * time.Second, Priority: 100, Interval: 6 * time.Second, Kind: KindJob},
+		Class{Name: "pod", CPU: 1, Runtime: 5 * time.Second, Priority: 100, Interval: 12 * time.Second, Kind: KindPod},
 		Class{Name: "group", CPU: 2, Runtime: 5 * time.Second, Priority: 100, Interval: 12 * time.Second, Kind: KindPodGroup})
 	for i := range s.Classes {
 		c := &s.Classes[i]

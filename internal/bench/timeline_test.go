@@ -162,3 +162,38 @@ func TestPlannedName(t *testing.T) {
 		}
 	}
 }
+
+// A plain Pod's or a pod group's Workload deleted before it finished is an
+// eviction the bench answers by making the Pods again; a finished one's
+// deletion, or a Job's, asks for nothing.
+func TestTrackerRemakesEvictedPods(t *testing.T) {
+	yes := true
+	plan := []Planned{{Name: "p", Class: &Class{Name: "pod", Kind: KindPod}},
+		{Name: "g", Class: &Class{Name: "group", Kind: KindPodGroup}},
+		{Name: "j", Class: &Class{Name: "job", Kind: KindJob}}}
+	tr, finish := startedTracker(t, plan)
+	podWorkload := func(conds ...string) *berthv1.Workload {
+		w := workloadIn("pod-p-1a2b3", queueName(0), nil, conds...)
+		w.OwnerReferences = []metav1.OwnerReference{{Kind: "Pod", Name: "p", Controller: &yes}}
+		return w
+	}
+	group := workloadIn("group-g-1a2b3", queueName(0), map[string]string{berthv1.PodGroupNameLabel: "g"}, berthv1.WorkloadAdmitted)
+	job := workloadIn("job-j-1a2b3", queueName(0), map[string]string{jobs.NameLabel: "j"}, berthv1.WorkloadAdmitted)
+	tr.observe(podWorkload(berthv1.WorkloadAdmitted), finish)
+	if name, again := tr.deleted(podWorkload(berthv1.WorkloadAdmitted)); !again || name != "p" {
+		t.Errorf("an admitted Pod's Workload deleted: %q %v, want p made again", name, again)
+	}
+	if got := tr.counts([]string{"pod"}); got[1] != 0 {
+		t.Errorf("running after the eviction: %v", got)
+	}
+	if name, again := tr.deleted(group); !again || name != "g" {
+		t.Errorf("a group's Workload deleted: %q %v, want g made again", name, again)
+	}
+	if _, again := tr.deleted(job); again {
+		t.Error("a Job's Workload deleted: the Job controller's business, not the bench's")
+	}
+	tr.observe(podWorkload(berthv1.WorkloadAdmitted, berthv1.WorkloadFinished), finish)
+	if _, again := tr.deleted(podWorkload(berthv1.WorkloadAdmitted, berthv1.WorkloadFinished)); again {
+		t.Error("a finished Pod's Workload deleted: nothing to make again")
+	}
+}

@@ -144,15 +144,17 @@ func (t *tracker) observe(wl *berthv1.Workload, finish chan<- finishing) {
 }
 
 // deleted observes a Workload's deletion and reports whether the plan's
-// pod group it stood for must be made again: berth deletes an evicted
-// group's Workload once its Pods have stopped, and whoever made the Pods
-// makes them again, as the bench does.
-func (t *tracker) deleted(wl *berthv1.Workload) (group string, again bool) {
+// Pod or pod group it stood for must be made again: an evicted Pod is
+// deleted, and its Workload with it, and berth deletes an evicted group's
+// Workload once its Pods have stopped; whoever made the Pods makes them
+// again, as the bench does. (A watch that missed the Finished update of an
+// evicted Pod's Workload, the API server being down, sees only this.)
+func (t *tracker) deleted(wl *berthv1.Workload) (name string, again bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	name := plannedName(wl)
+	name = plannedName(wl)
 	st, ok := t.state[name]
-	if !ok || st.kind != KindPodGroup || st.rec.WasFinished || st.namespace != wl.Namespace ||
+	if !ok || (st.kind != KindPod && st.kind != KindPodGroup) || st.rec.WasFinished || st.namespace != wl.Namespace ||
 		meta.IsStatusConditionTrue(wl.Status.Conditions, berthv1.WorkloadFinished) {
 		return "", false
 	}

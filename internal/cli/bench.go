@@ -88,7 +88,7 @@ dispatch throughput (Jobs admitted on a worker per second) and the time from
 creation to admission on a worker. chaos runs baseline's queues for
 --duration, its workloads arriving ten times as rarely and running eight
 times as long (--scale multiplies how often they arrive), with Jobs of 2
-pods and pod groups of 2 on 20 fake nodes of the instance's
+pods, plain Pods and pod groups of 2 on 20 fake nodes of the instance's
 simulator, and the auditor on,
 while it kills (SIGKILL) berth's controller, kube-apiserver, etcd and the
 simulator of the instance: --faults of them,
