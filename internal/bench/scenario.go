@@ -17,9 +17,9 @@ type Class struct {
 	PerQueue int           // how many arrive per queue
 	// Kind is what each workload of the class is: "" a Workload the bench
 	// makes and marks finished after Runtime; otherwise berth queues what
-	// the bench makes, of CPU pods of 1 cpu that run for Runtime on the
-	// scenario's Nodes: a batch/v1 Job (KindJob), plain Pods (KindPod, CPU
-	// of them, each its own workload) or a pod group (KindPodGroup).
+	// the bench makes, pods that run for Runtime on the scenario's Nodes: a
+	// batch/v1 Job of CPU pods of 1 cpu (KindJob), one plain Pod of CPU cpu
+	// (KindPod), or a pod group of CPU Pods of 1 cpu (KindPodGroup).
 	Kind string
 }
 

@@ -62,12 +62,13 @@ func Clear(ctx context.Context, c client.Client) error {
 
 func queueName(q int) string { return fmt.Sprintf("bench-q%d", q) }
 
-// priorityClassOf names the WorkloadPriorityClass of a class of Jobs.
+// priorityClassOf names the WorkloadPriorityClass of a class whose Jobs or
+// Pods berth queues.
 func priorityClassOf(c *Class) string { return "bench-" + c.Name }
 
 // setUpJobs makes what a scenario's Jobs and Pods need: a
-// WorkloadPriorityClass for each class of them, and the fake nodes for their pods, which the
-// cluster's own simulator brings up.
+// WorkloadPriorityClass for each class of them, and the fake nodes for
+// their pods, which the cluster's own simulator brings up.
 func setUpJobs(ctx context.Context, c client.Client, s *Scenario) error {
 	lbl := map[string]string{Label: "true"}
 	for i := range s.Classes {
