@@ -119,7 +119,7 @@ func Create(ctx context.Context, progress io.Writer, dir string, s *Settings, st
 	if err := write(vdir, s); err != nil {
 		return "", err
 	}
-	kubeconfig, err := Start(progress, vdir, s, start)
+	kubeconfig, err := launch(progress, vdir, s, start)
 	if err != nil {
 		return "", fmt.Errorf("%w (the virtual cluster's data is kept in %s; remove it all with 'berth vcluster delete %s')", err, vdir, s.Name)
 	}
@@ -149,9 +149,9 @@ func Delete(ctx context.Context, progress io.Writer, dir, name string, timeout t
 	return s, os.RemoveAll(vdir)
 }
 
-// Start starts `berth vcluster serve` for a created virtual cluster
+// launch starts `berth vcluster serve` for a created virtual cluster
 // in the background and returns its kubeconfig once it is ready.
-func Start(progress io.Writer, vdir string, s *Settings, start Starter) (string, error) {
+func launch(progress io.Writer, vdir string, s *Settings, start Starter) (string, error) {
 	args := []string{"vcluster", "serve", s.Name, "--data-dir", vdir, "--host-kubeconfig", hostKubeconfigFile(vdir),
 		"--host-namespace", s.HostNamespace}
 	args = append(args, s.Policy.Args()...)
@@ -193,7 +193,7 @@ func StartAll(dir string, progress io.Writer, start Starter) {
 		s, err := Read(vdir)
 		if err == nil {
 			fmt.Fprintf(progress, "starting virtual cluster %s\n", name)
-			_, err = Start(progress, vdir, s, start)
+			_, err = launch(progress, vdir, s, start)
 		}
 		if err != nil {
 			fmt.Fprintf(progress, "warning: virtual cluster %s did not start: %v\n", name, err)
