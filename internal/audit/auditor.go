@@ -211,36 +211,43 @@ func (a *Auditor) confirmRunning(ctx context.Context, found []Violation) []Viola
 	return out
 }
 
-// stillRunsUnadmitted reads object ("Job ns/name" or "Pod ns/name"), its
-// namespace's Workloads and, for a Pod, its Job, from the API server, and
-// says whether it runs unadmitted there. Gone, it does not.
+// stillRunsUnadmitted reads object ("Job ns/name" or "Pod ns/name") (and a
+// Pod's Job), then its namespace's Workloads, from the API server, and says
+// whether it runs unadmitted there. Gone, it does not. The object is read
+// first: berth admits a Workload before it lets its Job or Pod run, so a
+// later read of the Workloads shows the admission of whatever ran at the
+// first read; the other order could catch an admission and a start made
+// in between, half.
 func (a *Auditor) stillRunsUnadmitted(ctx context.Context, object string) (bool, error) {
 	kind, nsName, _ := strings.Cut(object, " ")
 	ns, name, _ := strings.Cut(nsName, "/")
+	var job batchv1.Job
+	var pod corev1.Pod
+	jobs := map[types.UID]*batchv1.Job{}
+	if kind == "Job" {
+		if err := a.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &job); err != nil {
+			return false, client.IgnoreNotFound(err)
+		}
+	} else {
+		if err := a.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &pod); err != nil {
+			return false, client.IgnoreNotFound(err)
+		}
+		if ref := metav1.GetControllerOf(&pod); ref != nil && ref.Kind == "Job" {
+			var owner batchv1.Job
+			if err := a.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: ref.Name}, &owner); err == nil {
+				jobs[owner.UID] = &owner
+			} else if !apierrors.IsNotFound(err) {
+				return false, err
+			}
+		}
+	}
 	var wls berthv1.WorkloadList
 	if err := a.client.List(ctx, &wls, client.InNamespace(ns)); err != nil {
 		return false, err
 	}
 	admitted, queuedBy := workloadOwners(ptrs(wls.Items))
 	if kind == "Job" {
-		var job batchv1.Job
-		if err := a.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &job); err != nil {
-			return false, client.IgnoreNotFound(err)
-		}
 		return runsUnadmitted(&job, admitted), nil
-	}
-	var pod corev1.Pod
-	if err := a.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &pod); err != nil {
-		return false, client.IgnoreNotFound(err)
-	}
-	jobs := map[types.UID]*batchv1.Job{}
-	if ref := metav1.GetControllerOf(&pod); ref != nil && ref.Kind == "Job" {
-		var job batchv1.Job
-		if err := a.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: ref.Name}, &job); err == nil {
-			jobs[job.UID] = &job
-		} else if !apierrors.IsNotFound(err) {
-			return false, err
-		}
 	}
 	return podRunsUnadmitted(&pod, jobs, queuedBy, admitted), nil
 }

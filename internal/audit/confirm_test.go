@@ -5,8 +5,10 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
 	"github.com/berth-dev/berth/internal/controller"
@@ -82,5 +84,44 @@ func TestConfirmRunningKeepsOnlyWhatAConsistentReadShows(t *testing.T) {
 				t.Errorf("%s, %s: looked at again %v", run.object, tc.name, again)
 			}
 		}
+	}
+}
+
+// The confirming read takes the Job before the Workloads: berth admits
+// before it lets a Job run, so a Job admitted and started between the two
+// reads is seen either suspended or admitted, never running unadmitted.
+func TestConfirmRunningReadsTheJobFirst(t *testing.T) {
+	job := MakeJob("j", "ns").Queue("q").Obj()
+	job.UID = "job-uid"
+	job.Spec.Suspend = ptr.To(true)
+	wl := MakeWorkload("w", "ns").Obj()
+	wl.OwnerReferences = []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: "j", UID: "job-uid"}}
+	started := false
+	c := fake.NewClientBuilder().WithScheme(controller.Scheme()).WithObjects(job, wl).WithStatusSubresource(wl).
+		WithInterceptorFuncs(interceptor.Funcs{List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			if err := c.List(ctx, list, opts...); err != nil || started {
+				return err
+			}
+			// Right after the Workloads are read, berth admits and starts it.
+			started = true
+			adm := &berthv1.Workload{}
+			if err := c.Get(ctx, client.ObjectKeyFromObject(wl), adm); err != nil {
+				return err
+			}
+			adm.Status = admitted("w", "cq", "1", now).Status
+			if err := c.Status().Update(ctx, adm); err != nil {
+				return err
+			}
+			run := job.DeepCopy()
+			if err := c.Get(ctx, client.ObjectKeyFromObject(job), run); err != nil {
+				return err
+			}
+			run.Spec.Suspend = ptr.To(false)
+			return c.Update(ctx, run)
+		}}).Build()
+	a := &Auditor{client: c, track: NewTracker(0), scope: Scope{NamespacePrefix: "ns"}}
+	found := []Violation{{At: now, Rule: RunsWithoutQuota, Objects: []string{"Job ns/j"}}}
+	if got := a.confirmRunning(context.Background(), found); len(got) != 0 {
+		t.Errorf("kept %s: an admission and start between the two reads was taken for a Job running unadmitted", rules(got))
 	}
 }
