@@ -66,11 +66,19 @@ type Plan struct {
 	// RecheckAfter, when not zero, is when to look again though nothing
 	// changes (a lost worker's timeout).
 	RecheckAfter time.Duration
+	// Recalled: the workload, which must stop, has nothing left on the
+	// worker it ran on (or that worker is lost for good): its
+	// status.clusterName is cleared, which is what lets the manager give its
+	// quota back (until then its pods may still run there).
+	Recalled bool
 }
 
 // Decide says what a workload's situation calls for:
-//   - a workload that does not hold quota, has finished or whose check is
-//     no longer Pending or Ready keeps no copies;
+//   - a workload that does not hold quota, has finished, is being evicted
+//     or deleted, or whose check is no longer Pending or Ready keeps no
+//     copies; while it holds quota, the record of the worker it ran on is
+//     cleared only once nothing of it is left there (Recalled), so its
+//     quota is not given back while its pods may still run;
 //   - one that waits (check Pending) gets a copy of its Workload on every
 //     reached worker of its config; of the workers whose copy is admitted,
 //     one that holds its Job already wins (its pods may run: they are never
@@ -88,8 +96,9 @@ func Decide(in Input) Plan {
 	state, ok := checkState(wl, in.Check)
 	switch {
 	case !ok || !workload.HasQuota(wl) || workload.IsFinished(wl) || wl.DeletionTimestamp != nil ||
-		state.State == berthv1.CheckRetry || state.State == berthv1.CheckRejected:
+		workload.IsStopping(wl) || state.State == berthv1.CheckRetry || state.State == berthv1.CheckRejected:
 		p.Delete = copiedExcept(in.Workers, "")
+		recall(in, &p)
 		return p
 	case in.Refusal != "":
 		p.State = newState(state, berthv1.CheckRejected, in.Refusal, in.Now)
@@ -208,6 +217,28 @@ func running(in Input, state berthv1.AdmissionCheckState) Plan {
 	return p
 }
 
+// recall sets Recalled for a workload that holds quota and ran on a worker
+// where nothing of it is left, or that is lost for longer than LostTimeout
+// (RecheckAfter then, while it is lost for less).
+func recall(in Input, p *Plan) {
+	wl := in.Workload
+	name := wl.Status.ClusterName
+	if name == "" || !workload.HasQuota(wl) || workload.IsFinished(wl) {
+		return
+	}
+	w, known := in.Workers[name]
+	switch {
+	case !known:
+		p.Recalled = true // no such worker any more: its copies were collected when it went
+	case w.Active:
+		p.Recalled = !w.Copied && !w.Job
+	case in.Now.Sub(w.Since) >= in.LostTimeout:
+		p.Recalled = true
+	default:
+		p.RecheckAfter = in.LostTimeout - in.Now.Sub(w.Since)
+	}
+}
+
 func checkState(wl *berthv1.Workload, name string) (berthv1.AdmissionCheckState, bool) {
 	for _, c := range wl.Status.AdmissionChecks {
 		if c.Name == name {
@@ -234,7 +265,7 @@ func newState(old berthv1.AdmissionCheckState, state berthv1.CheckState, message
 func copiedExcept(workers map[string]Worker, keep string) []string {
 	var out []string
 	for name, w := range workers {
-		if w.Copied && name != keep {
+		if (w.Copied || w.Job) && name != keep {
 			out = append(out, name)
 		}
 	}

@@ -149,6 +149,39 @@ func TestDecide(t *testing.T) {
 		workers: map[string]multicluster.Worker{"a": up(true, false)},
 		want:    multicluster.Plan{Delete: []string{"a"}},
 	}, {
+		name: "evicted while it runs: every copy goes, and the worker stays recorded while its Job is there",
+		wl: waiting().Check(check, berthv1.CheckReady, "admitted on worker cluster a").RunsOn("a").
+			Stopping("Preempted").Obj(),
+		workers: map[string]multicluster.Worker{"a": running(), "b": up(true, false)},
+		want:    multicluster.Plan{Delete: []string{"a", "b"}},
+	}, {
+		name: "evicted while it runs: a Job being deleted without its Workload copy is waited for too",
+		wl: waiting().Check(check, berthv1.CheckReady, "admitted on worker cluster a").RunsOn("a").
+			Stopping("Preempted").Obj(),
+		workers: map[string]multicluster.Worker{"a": {Active: true, Job: true}},
+		want:    multicluster.Plan{Delete: []string{"a"}},
+	}, {
+		name: "evicted, and nothing of it left on its worker: recalled, so its quota may go",
+		wl: waiting().Check(check, berthv1.CheckReady, "admitted on worker cluster a").RunsOn("a").
+			Stopping("Preempted").Obj(),
+		workers: map[string]multicluster.Worker{"a": up(false, false)},
+		want:    multicluster.Plan{Recalled: true},
+	}, {
+		name:    "retry after the worker was lost for good: recalled without waiting for copies it cannot see",
+		wl:      waiting().Check(check, berthv1.CheckRetry, "lost").RunsOn("a").Obj(),
+		workers: map[string]multicluster.Worker{"a": down(16*time.Minute, true)},
+		want:    multicluster.Plan{Delete: []string{"a"}, Recalled: true},
+	}, {
+		name:    "retry while its worker is unreachable for less than the timeout: it is not recalled yet",
+		wl:      waiting().Check(check, berthv1.CheckRetry, "x").RunsOn("a").Obj(),
+		workers: map[string]multicluster.Worker{"a": down(4*time.Minute, true)},
+		want:    multicluster.Plan{Delete: []string{"a"}, RecheckAfter: 11 * time.Minute},
+	}, {
+		name:    "evicted from a worker that no longer exists: recalled",
+		wl:      waiting().Check(check, berthv1.CheckReady, "admitted on worker cluster z").RunsOn("z").Stopping("Preempted").Obj(),
+		workers: map[string]multicluster.Worker{"a": up(false, false)},
+		want:    multicluster.Plan{Recalled: true},
+	}, {
 		name:    "what cannot be dispatched is rejected, and no copy is made",
 		wl:      waiting().Obj(),
 		workers: map[string]multicluster.Worker{"a": up(false, false)},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -422,4 +423,91 @@ func TestCopiesOfADeletedJobGo(t *testing.T) {
 	}
 	waitNoCopy(t, envs[worker1], job.Name)
 	waitNoCopy(t, envs[worker2], job.Name)
+}
+
+// A dispatched Job evicted on the manager keeps its quota there until its
+// copy on the worker is gone: the copy is deleted first (its pods with it),
+// and only then is the quota given back. A finalizer on the copy holds it
+// so the test can look in between.
+func TestEvictedJobKeepsQuotaUntilItsCopyIsGone(t *testing.T) {
+	envs := testenv.NewAll(t)
+	shape(t, envs, map[string]string{worker1: "4"})
+	m, w1 := envs[manager], envs[worker1]
+	job := MakeJob("evicted", m.Namespace).Queue("lq").Request("cpu", "1").
+		PodAnnotation("berth.dev/sim-duration", "10m").Toleration(m.Toleration()).Obj()
+	if err := m.Client.Create(ctx, job); err != nil {
+		t.Fatal(err)
+	}
+	wl := waitRunsOn(t, m, job, worker1)
+	const hold = "test.berth.dev/hold"
+	testenv.Eventually(t, wait, func() error {
+		var c batchv1.Job
+		if err := w1.Client.Get(ctx, client.ObjectKeyFromObject(job), &c); err != nil {
+			return err
+		}
+		c.Finalizers = append(c.Finalizers, hold)
+		return w1.Client.Update(ctx, &c)
+	})
+	defer func() {
+		var c batchv1.Job
+		if err := w1.Client.Get(ctx, client.ObjectKeyFromObject(job), &c); err == nil && len(c.Finalizers) > 0 {
+			c.Finalizers = nil
+			_ = w1.Client.Update(ctx, &c)
+		}
+	}()
+
+	testenv.Eventually(t, wait, func() error {
+		if err := m.Client.Get(ctx, client.ObjectKeyFromObject(wl), wl); err != nil {
+			return err
+		}
+		wl.Spec.Active = new(false)
+		return m.Client.Update(ctx, wl)
+	})
+	testenv.Eventually(t, wait, func() error {
+		var c batchv1.Job
+		if err := w1.Client.Get(ctx, client.ObjectKeyFromObject(job), &c); err != nil {
+			return err
+		}
+		if c.DeletionTimestamp == nil {
+			return fmt.Errorf("the copy on worker1 is not being deleted yet")
+		}
+		return nil
+	})
+	// The manager's Job is suspended, yet its quota stays while the copy is there.
+	testenv.Eventually(t, wait, func() error {
+		var j batchv1.Job
+		if err := m.Client.Get(ctx, client.ObjectKeyFromObject(job), &j); err != nil {
+			return err
+		}
+		if !jobs.Suspended(&j) {
+			return fmt.Errorf("the manager's Job is not suspended yet")
+		}
+		return nil
+	})
+	if err := m.Client.Get(ctx, client.ObjectKeyFromObject(wl), wl); err != nil {
+		t.Fatal(err)
+	}
+	if !workload.HasQuota(wl) || wl.Status.ClusterName != worker1 {
+		t.Fatalf("the workload gave its quota back (quota %v, runs on %q) while its copy on worker1 is still there",
+			workload.HasQuota(wl), wl.Status.ClusterName)
+	}
+
+	testenv.Eventually(t, wait, func() error {
+		var c batchv1.Job
+		if err := w1.Client.Get(ctx, client.ObjectKeyFromObject(job), &c); err != nil {
+			return err
+		}
+		c.Finalizers = slices.DeleteFunc(c.Finalizers, func(f string) bool { return f == hold })
+		return w1.Client.Update(ctx, &c)
+	})
+	waitNoCopy(t, w1, job.Name)
+	testenv.Eventually(t, wait, func() error {
+		if err := m.Client.Get(ctx, client.ObjectKeyFromObject(wl), wl); err != nil {
+			return err
+		}
+		if workload.HasQuota(wl) || wl.Status.ClusterName != "" {
+			return fmt.Errorf("the workload still holds quota (runs on %q): %+v", wl.Status.ClusterName, wl.Status.Conditions)
+		}
+		return nil
+	})
 }

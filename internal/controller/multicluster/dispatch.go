@@ -33,6 +33,9 @@ type Dispatcher struct {
 	workers     *Workers
 	origin      string
 	lostTimeout time.Duration
+	// started is when this controller started: a worker not looked at
+	// since is taken as lost since then, not for ever.
+	started time.Time
 }
 
 // Reconcile reads the workload, its Job and its copies, and carries out
@@ -83,11 +86,6 @@ func (d *Dispatcher) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			errs = append(errs, err)
 		}
 	}
-	if plan.CreateJob != "" && job != nil {
-		if err := d.createJob(ctx, plan.CreateJob, &wl, job, now); err != nil {
-			errs = append(errs, err)
-		}
-	}
 	requeue := plan.RecheckAfter
 	// The copies go out to all workers at once: each round trip is to
 	// another API server.
@@ -116,7 +114,11 @@ func (d *Dispatcher) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			requeue = ConflictTTL // then the copy is tried again
 		}
 	}
-	if plan.State != nil || plan.ClusterName != "" {
+	// The worker is recorded before its Job is made there, on the version
+	// of the Workload read: a Job runs on no worker the Workload does not
+	// name, and an eviction written meanwhile makes this write fail rather
+	// than send the Job out.
+	if plan.State != nil || plan.ClusterName != "" || plan.Recalled {
 		orig := wl.DeepCopy()
 		if plan.State != nil {
 			for i := range wl.Status.AdmissionChecks {
@@ -128,11 +130,19 @@ func (d *Dispatcher) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if plan.ClusterName != "" {
 			wl.Status.ClusterName = plan.ClusterName
 		}
+		if plan.Recalled {
+			wl.Status.ClusterName = ""
+		}
 		if err := d.client.Status().Patch(ctx, &wl, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
 			return reconcile.Result{}, client.IgnoreNotFound(err)
 		}
 		if plan.ClusterName != "" {
 			d.rec.Eventf(&wl, nil, corev1.EventTypeNormal, "Dispatched", "Dispatch", "runs on worker cluster %s", plan.ClusterName)
+		}
+	}
+	if plan.CreateJob != "" && job != nil {
+		if err := d.createJob(ctx, plan.CreateJob, &wl, job, now); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	if job != nil && refusal == "" {
@@ -203,10 +213,15 @@ type copies struct {
 
 // view says what a worker holds of the workload, and returns it.
 func (d *Dispatcher) view(ctx context.Context, name string, wl *berthv1.Workload, job *batchv1.Job, now time.Time) (multicluster.Worker, copies, error) {
-	active, since, conn, _ := d.workers.get(name)
+	active, since, conn, known := d.workers.get(name)
+	if !known {
+		// Not looked at since this controller started: lost, at worst,
+		// since then.
+		since = d.started
+	}
 	w := multicluster.Worker{Active: active && conn != nil, Since: since}
 	var out copies
-	if !w.Active || job == nil {
+	if !w.Active {
 		return w, out, nil
 	}
 	w.Conflict = conn.conflict(types.NamespacedName{Namespace: wl.Namespace, Name: wl.Name}, now)
@@ -219,6 +234,12 @@ func (d *Dispatcher) view(ctx context.Context, name string, wl *berthv1.Workload
 			}
 		}
 	} else if !apierrors.IsNotFound(err) {
+		return w, out, err
+	}
+	if job == nil {
+		// The manager's Job is gone or is no Job: find a copy by its labels.
+		c, err := d.jobCopy(ctx, conn, client.ObjectKeyFromObject(wl))
+		w.Job, out.job = c != nil, c
 		return w, out, err
 	}
 	var rjob batchv1.Job
@@ -234,6 +255,22 @@ func (d *Dispatcher) view(ctx context.Context, name string, wl *berthv1.Workload
 		return w, out, err
 	}
 	return w, out, nil
+}
+
+// jobCopy finds the copy of the Job made on a worker for the manager
+// Workload key, or nil.
+func (d *Dispatcher) jobCopy(ctx context.Context, conn *connection, key types.NamespacedName) (*batchv1.Job, error) {
+	var list batchv1.JobList
+	if err := conn.client.List(ctx, &list, client.InNamespace(key.Namespace),
+		client.MatchingLabels{berthv1.PrebuiltWorkloadLabel: key.Name, multicluster.OriginLabel: d.origin}); err != nil {
+		return nil, err
+	}
+	for i := range list.Items {
+		if multicluster.IsCopy(&list.Items[i], d.origin, key.Name) {
+			return &list.Items[i], nil
+		}
+	}
+	return nil, nil
 }
 
 // createCopy copies the Workload to a worker. It reports whether the
@@ -304,7 +341,9 @@ func (d *Dispatcher) deleteCopies(ctx context.Context, name string, c copies) er
 	}
 	for _, obj := range objs {
 		uid := obj.GetUID()
-		err := conn.client.Delete(ctx, obj, client.PropagationPolicy("Background"), client.Preconditions{UID: &uid})
+		// In the foreground, so that the Job is there until its pods are
+		// gone: the manager keeps the quota until then (Decide, recall).
+		err := conn.client.Delete(ctx, obj, client.PropagationPolicy(metav1.DeletePropagationForeground), client.Preconditions{UID: &uid})
 		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 			return fmt.Errorf("deleting the copy %s/%s on worker cluster %s: %w", obj.GetNamespace(), obj.GetName(), name, err)
 		}
@@ -349,16 +388,11 @@ func (d *Dispatcher) collect(ctx context.Context, key types.NamespacedName) erro
 		if err := conn.client.Get(ctx, key, &wl); err == nil && multicluster.IsCopy(&wl, d.origin, key.Name) {
 			c.workload = &wl
 		}
-		var list batchv1.JobList
-		if err := conn.client.List(ctx, &list, client.InNamespace(key.Namespace),
-			client.MatchingLabels{berthv1.PrebuiltWorkloadLabel: key.Name, multicluster.OriginLabel: d.origin}); err != nil {
+		job, err := d.jobCopy(ctx, conn, key)
+		if err != nil {
 			return err
 		}
-		for i := range list.Items {
-			if multicluster.IsCopy(&list.Items[i], d.origin, key.Name) {
-				c.job = &list.Items[i]
-			}
-		}
+		c.job = job
 		if err := d.deleteCopies(ctx, name, c); err != nil {
 			return err
 		}

@@ -61,6 +61,7 @@ func Setup(mgr ctrl.Manager, o Options) error {
 	workers.wrap = o.Wrap
 	d := &Dispatcher{client: c, rec: mgr.GetEventRecorder("berth-multicluster"), clock: clock.RealClock{},
 		workers: workers, origin: o.Origin, lostTimeout: o.LostTimeout}
+	d.started = d.clock.Now()
 	checks := &Checks{client: c, clock: clock.RealClock{}}
 	// A worker that comes or goes is news to the workloads that wait for
 	// a worker and to those that run on it, found through an index rather

@@ -138,6 +138,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if !Stopped(&job) {
 			return reconcile.Result{}, nil // its status changes as its pods go
 		}
+		if wl.Status.ClusterName != "" {
+			// Its pods run on that worker cluster until the dispatcher has
+			// seen its copy there gone, and says so by clearing the name.
+			return reconcile.Result{}, nil
+		}
 		// The cache may lag a write that started the Job a moment ago (this
 		// Workload's own admission): the API server itself must say its
 		// pods are gone before the quota is.
