@@ -24,7 +24,7 @@ import (
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
 	"github.com/berth-dev/berth/internal/chart"
 	"github.com/berth-dev/berth/internal/controller"
-	workerctrl "github.com/berth-dev/berth/internal/controller/workercluster"
+	mcctrl "github.com/berth-dev/berth/internal/controller/multicluster"
 	"github.com/berth-dev/berth/internal/integration/jobs"
 	"github.com/berth-dev/berth/internal/upsert"
 	"github.com/berth-dev/berth/internal/workload"
@@ -234,7 +234,7 @@ func activeWorkers(ctx context.Context, m client.Client) (map[string]client.Clie
 		if !meta.IsStatusConditionTrue(wc.Status.Conditions, berthv1.WorkerClusterActive) {
 			continue
 		}
-		cfg, _, msg := workerctrl.Kubeconfig(ctx, m, ns, wc)
+		cfg, _, msg := mcctrl.Kubeconfig(ctx, m, ns, wc)
 		if cfg == nil {
 			return nil, fmt.Errorf("WorkerCluster %s: %s", wc.Name, msg)
 		}

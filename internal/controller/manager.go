@@ -44,7 +44,6 @@ import (
 	topoctrl "github.com/berth-dev/berth/internal/controller/topology"
 	visctrl "github.com/berth-dev/berth/internal/controller/visibility"
 	"github.com/berth-dev/berth/internal/controller/webhook"
-	workerctrl "github.com/berth-dev/berth/internal/controller/workercluster"
 	"github.com/berth-dev/berth/internal/integration"
 	"github.com/berth-dev/berth/internal/integration/jobs"
 	"github.com/berth-dev/berth/internal/integration/placement"
@@ -269,9 +268,6 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		return err
 	}
 	if err := topoctrl.Setup(ctx, mgr, sched); err != nil {
-		return err
-	}
-	if err := workerctrl.Setup(mgr, o.Namespace); err != nil {
 		return err
 	}
 	if err := mcctrl.Setup(mgr, mcctrl.Options{Namespace: o.Namespace, Origin: o.Origin, LostTimeout: o.WorkerLostTimeout, Wrap: wrap}); err != nil {

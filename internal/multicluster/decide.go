@@ -30,6 +30,9 @@ type Worker struct {
 	// Conflict, when not empty, says why no copy can be made there (no such
 	// namespace, or a Job of the same name that is not this workload's).
 	Conflict string
+	// Leaving: its WorkerCluster is being deleted. It gets no copy, and
+	// what runs there is queued again.
+	Leaving bool
 }
 
 // Input is one workload's situation.
@@ -127,6 +130,8 @@ func Decide(in Input) Plan {
 		switch {
 		case !w.Active:
 			down = append(down, name)
+		case w.Leaving:
+			refused = append(refused, name+": it is being removed")
 		case w.Conflict != "":
 			refused = append(refused, name+": "+w.Conflict)
 		case w.Copied:
@@ -136,9 +141,9 @@ func Decide(in Input) Plan {
 			waiting = append(waiting, name)
 		}
 	}
-	// Copies on workers dropped from the config go.
+	// Copies on workers dropped from the config, or leaving, go.
 	for name, w := range in.Workers {
-		if w.Copied && !slices.Contains(in.Clusters, name) {
+		if (w.Copied || w.Job) && (!slices.Contains(in.Clusters, name) || w.Leaving) {
 			p.Delete = append(p.Delete, name)
 		}
 	}
@@ -167,7 +172,7 @@ func winner(in Input) string {
 	best := ""
 	for _, name := range in.Clusters {
 		w := in.Workers[name]
-		if !w.Active || !w.Admitted || (!w.Job && w.Conflict != "") {
+		if !w.Active || !w.Admitted || w.Leaving || (!w.Job && w.Conflict != "") {
 			continue
 		}
 		if best == "" {
@@ -193,6 +198,10 @@ func running(in Input, state berthv1.AdmissionCheckState) Plan {
 	p.Delete = copiedExcept(in.Workers, name)
 	w, known := in.Workers[name]
 	switch {
+	case known && w.Leaving:
+		p.State = newState(state, berthv1.CheckRetry,
+			fmt.Sprintf("worker cluster %s is being removed; it is queued again", name), in.Now)
+		p.Delete = copiedExcept(in.Workers, "")
 	case known && w.Active && !w.Copied:
 		p.State = newState(state, berthv1.CheckRetry,
 			fmt.Sprintf("its Workload on worker cluster %s is gone; it is queued again", name), in.Now)

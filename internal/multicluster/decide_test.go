@@ -182,6 +182,18 @@ func TestDecide(t *testing.T) {
 		workers: map[string]multicluster.Worker{"a": up(false, false)},
 		want:    multicluster.Plan{Recalled: true},
 	}, {
+		name:    "waiting: a leaving worker gets no copy, its copy goes, and it never wins",
+		wl:      waiting().Obj(),
+		workers: map[string]multicluster.Worker{"a": func() multicluster.Worker { w := reserved(time.Second); w.Leaving = true; return w }(), "b": up(false, false)},
+		want:    multicluster.Plan{Create: []string{"b"}, Delete: []string{"a"}},
+		state:   berthv1.CheckPending, message: "not copied to a: it is being removed",
+	}, {
+		name:    "running on a leaving worker: queued again, its copies go",
+		wl:      waiting().Check(check, berthv1.CheckReady, "admitted on worker cluster a").RunsOn("a").Obj(),
+		workers: map[string]multicluster.Worker{"a": func() multicluster.Worker { w := running(); w.Leaving = true; return w }()},
+		want:    multicluster.Plan{Delete: []string{"a"}},
+		state:   berthv1.CheckRetry, message: "worker cluster a is being removed",
+	}, {
 		name:    "what cannot be dispatched is rejected, and no copy is made",
 		wl:      waiting().Obj(),
 		workers: map[string]multicluster.Worker{"a": up(false, false)},

@@ -511,3 +511,57 @@ func TestEvictedJobKeepsQuotaUntilItsCopyIsGone(t *testing.T) {
 		return nil
 	})
 }
+
+// A WorkerCluster deleted while a Job runs there goes only once the
+// manager's copies on that worker are deleted; the workload it ran is queued
+// again. The WorkerCluster is added back for the tests that follow.
+func TestDeletedWorkerClustersCopiesAreCollected(t *testing.T) {
+	envs := testenv.NewAll(t)
+	shape(t, envs, map[string]string{worker1: "4"})
+	m := envs[manager]
+	job := MakeJob("orphan", m.Namespace).Queue("lq").Request("cpu", "1").
+		PodAnnotation("berth.dev/sim-duration", "10m").Toleration(m.Toleration()).Obj()
+	if err := m.Client.Create(ctx, job); err != nil {
+		t.Fatal(err)
+	}
+	waitRunsOn(t, m, job, worker1)
+	testenv.Eventually(t, wait, func() error {
+		var c batchv1.Job
+		return envs[worker1].Client.Get(ctx, client.ObjectKeyFromObject(job), &c)
+	})
+
+	var wc berthv1.WorkerCluster
+	if err := m.Client.Get(ctx, types.NamespacedName{Name: worker1}, &wc); err != nil {
+		t.Fatal(err)
+	}
+	spec := wc.Spec
+	if !slices.Contains(wc.Finalizers, workercluster.Finalizer) {
+		t.Fatalf("WorkerCluster %s has finalizers %q; want %s", worker1, wc.Finalizers, workercluster.Finalizer)
+	}
+	if err := m.Client.Delete(ctx, &wc); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		testenv.Eventually(t, wait, func() error {
+			return m.Client.Create(ctx, &berthv1.WorkerCluster{ObjectMeta: metav1.ObjectMeta{Name: worker1}, Spec: spec})
+		})
+		connect(t, envs)
+	}()
+	waitNoCopy(t, envs[worker1], job.Name)
+	testenv.Eventually(t, wait, func() error {
+		err := m.Client.Get(ctx, types.NamespacedName{Name: worker1}, &wc)
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("WorkerCluster %s still there (%v): %+v", worker1, err, wc.Status.Conditions)
+	})
+	testenv.Eventually(t, wait, func() error {
+		wl := managerWorkload(t, m, job)
+		if wl.Status.ClusterName != "" || len(wl.Status.AdmissionChecks) != 1 ||
+			wl.Status.AdmissionChecks[0].State != berthv1.CheckPending {
+			return fmt.Errorf("runs on %q, checks %+v; want it queued again, waiting for a worker",
+				wl.Status.ClusterName, wl.Status.AdmissionChecks)
+		}
+		return nil
+	})
+}

@@ -72,6 +72,9 @@ func (d *Dispatcher) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 	}
 	for _, name := range names {
+		if d.workers.wasRemoved(name) {
+			continue // its copies went with it; what ran there runs nowhere now
+		}
 		w, remote, err := d.view(ctx, name, &wl, job, now)
 		if err != nil {
 			return reconcile.Result{}, err
@@ -213,13 +216,14 @@ type copies struct {
 
 // view says what a worker holds of the workload, and returns it.
 func (d *Dispatcher) view(ctx context.Context, name string, wl *berthv1.Workload, job *batchv1.Job, now time.Time) (multicluster.Worker, copies, error) {
-	active, since, conn, known := d.workers.get(name)
+	wk, known := d.workers.get(name)
 	if !known {
 		// Not looked at since this controller started: lost, at worst,
 		// since then.
-		since = d.started
+		wk.since = d.started
 	}
-	w := multicluster.Worker{Active: active && conn != nil, Since: since}
+	conn := wk.conn
+	w := multicluster.Worker{Active: wk.active && conn != nil, Since: wk.since, Leaving: wk.leaving}
 	var out copies
 	if !w.Active {
 		return w, out, nil
@@ -277,7 +281,8 @@ func (d *Dispatcher) jobCopy(ctx context.Context, conn *connection, key types.Na
 // worker refused the copy for a reason that lasts (no such namespace,
 // another Workload of that name), which is remembered for a while.
 func (d *Dispatcher) createCopy(ctx context.Context, name string, wl *berthv1.Workload, now time.Time) (bool, error) {
-	_, _, conn, _ := d.workers.get(name)
+	wk, _ := d.workers.get(name)
+	conn := wk.conn
 	if conn == nil {
 		return false, nil
 	}
@@ -305,7 +310,8 @@ func (d *Dispatcher) createCopy(ctx context.Context, name string, wl *berthv1.Wo
 
 // createJob makes the workload's Job on the worker whose copy won.
 func (d *Dispatcher) createJob(ctx context.Context, name string, wl *berthv1.Workload, job *batchv1.Job, now time.Time) error {
-	_, _, conn, _ := d.workers.get(name)
+	wk, _ := d.workers.get(name)
+	conn := wk.conn
 	if conn == nil {
 		return nil
 	}
@@ -328,7 +334,8 @@ func (d *Dispatcher) createJob(ctx context.Context, name string, wl *berthv1.Wor
 
 // deleteCopies deletes a worker's copies of a workload.
 func (d *Dispatcher) deleteCopies(ctx context.Context, name string, c copies) error {
-	_, _, conn, _ := d.workers.get(name)
+	wk, _ := d.workers.get(name)
+	conn := wk.conn
 	if conn == nil {
 		return nil // unreachable: its copies are collected once it is back
 	}
@@ -379,7 +386,8 @@ func (d *Dispatcher) syncJobStatus(ctx context.Context, wl *berthv1.Workload, jo
 // collect deletes the copies of a manager Workload that is gone or finished.
 func (d *Dispatcher) collect(ctx context.Context, key types.NamespacedName) error {
 	for _, name := range d.workers.names() {
-		_, _, conn, _ := d.workers.get(name)
+		wk, _ := d.workers.get(name)
+		conn := wk.conn
 		if conn == nil {
 			continue
 		}

@@ -21,7 +21,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
-	workerctrl "github.com/berth-dev/berth/internal/controller/workercluster"
 	"github.com/berth-dev/berth/internal/integration/jobs"
 	"github.com/berth-dev/berth/internal/multicluster"
 	"github.com/berth-dev/berth/internal/workload"
@@ -29,6 +28,8 @@ import (
 
 // +kubebuilder:rbac:groups=berth.dev,resources=admissionchecks;multiclusterconfigs;workerclusters,verbs=get;list;watch
 // +kubebuilder:rbac:groups=berth.dev,resources=admissionchecks/status,verbs=patch
+// +kubebuilder:rbac:groups=berth.dev,resources=workerclusters,verbs=patch
+// +kubebuilder:rbac:groups=berth.dev,resources=workerclusters/status,verbs=patch
 // +kubebuilder:rbac:groups=berth.dev,resources=workloads,verbs=get;list;watch
 // +kubebuilder:rbac:groups=berth.dev,resources=workloads/status,verbs=patch
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch
@@ -57,8 +58,7 @@ func Setup(mgr ctrl.Manager, o Options) error {
 		o.LostTimeout = multicluster.DefaultLostTimeout
 	}
 	c := mgr.GetClient()
-	workers := newWorkers(mgr, o.Namespace, o.Origin)
-	workers.wrap = o.Wrap
+	workers := newWorkers(mgr, o)
 	d := &Dispatcher{client: c, rec: mgr.GetEventRecorder("berth-multicluster"), clock: clock.RealClock{},
 		workers: workers, origin: o.Origin, lostTimeout: o.LostTimeout}
 	d.started = d.clock.Now()
@@ -85,9 +85,12 @@ func Setup(mgr ctrl.Manager, o Options) error {
 	}
 
 	if err := ctrl.NewControllerManagedBy(mgr).
-		Named("multicluster-workers").
-		For(&berthv1.WorkerCluster{}).
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(workerctrl.UsersOf(c, o.Namespace))).
+		Named("workercluster").
+		// Its own status writes are no news: a spec change, a deletion
+		// (which changes the generation), the Secret, or the next attempt
+		// brings it back.
+		For(&berthv1.WorkerCluster{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(UsersOf(c, o.Namespace))).
 		Complete(workers); err != nil {
 		return err
 	}
