@@ -48,6 +48,9 @@ type Scheduler struct {
 	dirtyCQ, dirtyLQ, dirtyCohort map[string]bool
 	// wake is signalled (non-blocking, capacity 1) when a cycle may have work.
 	wake chan struct{}
+	// armed is the release time the cycle loop last learnt from NextWake
+	// (zero: none), so that a workload held back until earlier wakes it.
+	armed time.Time
 	// nodeSource, when set, hands over the node changes its feed has seen
 	// and not yet given; nodesTaken says a cycle took some since waiting
 	// workloads last got another look.
@@ -84,8 +87,15 @@ func New(clk clock.PassiveClock) *Scheduler {
 // Wake is signalled when a cycle may have something to do.
 func (s *Scheduler) Wake() <-chan struct{} { return s.wake }
 
+// signal wakes the cycle loop when a cycle has work, or when a workload is
+// held back until before the time the loop last asked for (NextWake): the
+// loop's timer knows nothing of it yet.
 func (s *Scheduler) signal() {
-	if s.queues.Ready() {
+	next, held := s.queues.NextRelease()
+	if s.queues.Ready() || (held && (s.armed.IsZero() || next.Before(s.armed))) {
+		if held {
+			s.armed = next // the loop looks again on waking
+		}
 		select {
 		case s.wake <- struct{}{}:
 		default:
@@ -569,7 +579,9 @@ func (s *Scheduler) SetFairSharing(on bool) {
 func (s *Scheduler) NextWake() (time.Time, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.queues.NextRelease()
+	at, ok := s.queues.NextRelease()
+	s.armed = at // zero when none is held
+	return at, ok
 }
 
 // Ready reports whether a cycle would have work.
