@@ -565,3 +565,48 @@ func TestDeletedWorkerClustersCopiesAreCollected(t *testing.T) {
 		return nil
 	})
 }
+
+// A dispatched Job resized on the manager runs with its new size on the
+// worker: its old copy goes (the manager keeping its quota meanwhile), and
+// the Job is dispatched again with the new shape.
+func TestResizedJobReachesItsWorker(t *testing.T) {
+	envs := testenv.NewAll(t)
+	shape(t, envs, map[string]string{worker1: "4"})
+	m, w1 := envs[manager], envs[worker1]
+	job := MakeJob("resized", m.Namespace).Queue("lq").Request("cpu", "1").Parallelism(1).Completions(4).
+		PodAnnotation("berth.dev/sim-duration", "10m").Toleration(m.Toleration()).Obj()
+	if err := m.Client.Create(ctx, job); err != nil {
+		t.Fatal(err)
+	}
+	waitRunsOn(t, m, job, worker1)
+	testenv.Eventually(t, wait, func() error {
+		var c batchv1.Job
+		return w1.Client.Get(ctx, client.ObjectKeyFromObject(job), &c)
+	})
+	testenv.Eventually(t, wait, func() error {
+		var j batchv1.Job
+		if err := m.Client.Get(ctx, client.ObjectKeyFromObject(job), &j); err != nil {
+			return err
+		}
+		patch := client.MergeFromWithOptions(j.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		j.Spec.Parallelism = new(int32(3))
+		return m.Client.Patch(ctx, &j, patch)
+	})
+	testenv.Eventually(t, 2*wait, func() error {
+		var c batchv1.Job
+		if err := w1.Client.Get(ctx, client.ObjectKeyFromObject(job), &c); err != nil {
+			wl := managerWorkload(t, m, job)
+			return fmt.Errorf("the copy on worker1: %w; the manager's workload runs on %q: %+v %+v", err,
+				wl.Status.ClusterName, wl.Status.Conditions, wl.Status.AdmissionChecks)
+		}
+		if c.Spec.Parallelism == nil || *c.Spec.Parallelism != 3 || jobs.Suspended(&c) {
+			return fmt.Errorf("the copy on worker1 has parallelism %v (suspended %v); want 3, running",
+				c.Spec.Parallelism, jobs.Suspended(&c))
+		}
+		wl := managerWorkload(t, m, job)
+		if !workload.IsAdmitted(wl) || wl.Status.Admission.PodSetAssignments[0].Count != 3 || wl.Status.ClusterName != worker1 {
+			return fmt.Errorf("the manager's workload: admitted %v on %q, %+v", workload.IsAdmitted(wl), wl.Status.ClusterName, wl.Status.Admission)
+		}
+		return nil
+	})
+}

@@ -3,6 +3,7 @@ package multicluster
 import (
 	"context"
 	"net/http"
+	"slices"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -155,16 +156,27 @@ func DispatchKeys(wl *berthv1.Workload) []string {
 }
 
 // dispatched lists the workloads a change of a MultiClusterConfig may
-// concern: those DispatchKeys gives a key.
-func (d *Dispatcher) dispatched(ctx context.Context, _ client.Object) []reconcile.Request {
-	var list berthv1.WorkloadList
-	if err := d.client.List(ctx, &list); err != nil {
-		return nil
+// concern: those waiting for a worker and those running on one it names or
+// on any worker known, found through the index (DispatchKeys), never by
+// going through every Workload.
+func (d *Dispatcher) dispatched(ctx context.Context, o client.Object) []reconcile.Request {
+	keys := append([]string{waitingForWorker}, d.workers.names()...)
+	if cfg, ok := o.(*berthv1.MultiClusterConfig); ok {
+		for _, name := range cfg.Spec.Clusters {
+			if !slices.Contains(keys, name) {
+				keys = append(keys, name)
+			}
+		}
 	}
 	var out []reconcile.Request
-	for i := range list.Items {
-		if wl := &list.Items[i]; len(DispatchKeys(wl)) > 0 {
-			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: wl.Namespace, Name: wl.Name}})
+	for _, key := range keys {
+		var list berthv1.WorkloadList
+		if err := d.client.List(ctx, &list, client.MatchingFields{dispatchIndex: key}); err != nil {
+			ctrl.Log.WithName("multicluster").Error(err, "listing the workloads a config change concerns")
+			continue
+		}
+		for i := range list.Items {
+			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: list.Items[i].Namespace, Name: list.Items[i].Name}})
 		}
 	}
 	return out

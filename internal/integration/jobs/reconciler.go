@@ -160,8 +160,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if why := Resized(&wl, &job); why != "" {
 			// It would run more (or other) pods than its quota covers
 			// (suspended by the webhook in the same write if it grew):
-			// give the quota back; the steps below then suspend the Job
-			// and re-make its Workload, which queues again.
+			// its Workload is re-made with the new shape and stops; the
+			// steps above then suspend the Job and give the quota back
+			// once its pods are gone, and it queues again.
 			return reconcile.Result{}, r.evictResized(ctx, &job, &wl, why)
 		}
 		if !Suspended(&job) {
@@ -197,9 +198,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 }
 
 // evictResized re-makes the Workload of a Job changed while it ran: its pod
-// sets become the Job's new ones, then its quota is taken away. The eviction
-// backs off as a preemption does, so the Job is suspended before the
-// Workload can be admitted again with its new shape.
+// sets become the Job's new ones, then it stops (workload.SetStopping): its
+// quota is given back once its pods are gone. The eviction backs off as a
+// preemption does.
 func (r *Reconciler) evictResized(ctx context.Context, job *batchv1.Job, wl *berthv1.Workload, why string) error {
 	own := job.DeepCopy()
 	if _, err := RestoreTemplate(own); err != nil {
@@ -213,7 +214,10 @@ func (r *Reconciler) evictResized(ctx context.Context, job *batchv1.Job, wl *ber
 	}
 	orig = wl.DeepCopy()
 	msg := fmt.Sprintf("Job %s changed while running (%s); it is suspended and queued again with its new shape", job.Name, why)
-	workload.SetEvicted(wl, "JobResized", msg, r.clock.Now(), true)
+	// Stopping, not evicted at once: the quota stays until its pods (on a
+	// worker cluster, its copy there) are gone; the stopping steps above
+	// suspend the Job and then give it back.
+	workload.SetStopping(wl, "JobResized", msg, r.clock.Now(), true)
 	if err := r.client.Status().Patch(ctx, wl, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
 		return client.IgnoreNotFound(err)
 	}
