@@ -162,7 +162,8 @@ renewed, pods bound to them start, run and finish, deleted pods go away, as
 the stages say. 'berth up' runs one for you; use this command to run it
 against any cluster.
 
-Only nodes picked by --node-selector are managed, and only pods bound to them.
+Only nodes picked by --node-selector are managed, and only pods bound to them;
+objects of any other kind a stage names are all offered to its stages.
 --nodes N creates the fake nodes too (and deletes those it made beyond N).
 
 Stages are KWOK Stage documents (kwok.x-k8s.io/v1alpha1): berth's defaults,
@@ -175,7 +176,10 @@ with berth.dev/sim-exit-code when that is not 0, and deleted pods go.`,
     --node-capacity cpu=64,memory=512Gi,pods=110,nvidia.com/gpu=8
 
   # KWOK stage files, replacing the default pod stages of the same names
-  berth sim --stages ./kwok-stages/`,
+  berth sim --stages ./kwok-stages/
+
+  # also bind claims of StorageClass kwok-volume (examples/sim-volume-class.yaml)
+  berth sim --stages examples/stages/volume`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log := zap.New(zap.UseFlagOptions(&zapOpts))

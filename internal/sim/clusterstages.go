@@ -70,10 +70,7 @@ func (s *Simulator) rebuildStages(store cache.Store) {
 		var st kwokv1.Stage
 		err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &st)
 		if err == nil {
-			var c *stage.Stage
-			if c, err = stage.Compile(&st); err == nil {
-				err = supported(c)
-			}
+			_, err = stage.Compile(&st)
 		}
 		if err != nil {
 			if news {
@@ -94,13 +91,20 @@ func (s *Simulator) rebuildStages(store cache.Store) {
 	}
 	s.stages.Store(set)
 	s.log.Info("stages loaded", "configured", len(s.cfg.Stages), "fromCluster", len(cluster), "inForce", len(set.byName))
-	if s.nodes == nil || s.pods == nil {
-		return // before the first sync: nothing to look at again yet
+	ctx := s.runCtx.Load()
+	if ctx == nil {
+		return // before the first sync: Run watches the kinds, then looks
 	}
+	s.watchKinds(*ctx, set)
 	for _, n := range s.nodes.GetStore().List() {
 		s.consider("Node", n.(runtime.Object))
 	}
 	for _, p := range s.pods.GetStore().List() {
 		s.onPod(p)
+	}
+	for kind, store := range s.others.stores() {
+		for _, o := range store.List() {
+			s.consider(kind, o.(runtime.Object))
+		}
 	}
 }

@@ -3,7 +3,9 @@
 // thousands of nodes with no machines.
 //
 // It manages only the nodes its node selector picks (by default those
-// labelled berth.dev/sim-node=true) and the pods bound to them. For every
+// labelled berth.dev/sim-node=true) and the pods bound to them, and every
+// object of any other kind a stage names (PersistentVolumeClaims, say),
+// watched through discovery and left to the stages' selectors. For every
 // version of such an object it sees, the stage engine (package stage) picks
 // the stage that applies, and the delay queue (package delayqueue) holds it
 // until it is due; a worker then checks the stage against the newest copy of
@@ -26,3 +28,9 @@ package sim
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=kwok.x-k8s.io,resources=stages,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=users;groups;serviceaccounts,verbs=impersonate
+// The volume stages (examples/stages/volume) provision and bind claims;
+// stages of other kinds need their own grants.
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims/status,verbs=patch
+// +kubebuilder:rbac:groups="",resources=persistentvolumes,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups="",resources=persistentvolumes/status,verbs=patch

@@ -19,9 +19,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -120,7 +122,12 @@ type Simulator struct {
 	stages   atomic.Pointer[stageSet]
 	nodes    cache.SharedIndexInformer
 	pods     cache.SharedIndexInformer
-	ready    atomic.Bool
+	// others are the kinds besides Node and Pod that stages act on.
+	others *kinds
+	// runCtx is Run's context, once it has synced: stages loaded later
+	// start their kinds' watches under it.
+	runCtx atomic.Pointer[context.Context]
+	ready  atomic.Bool
 	// stageVersions: the uid/generation of each Stage object last reported.
 	stageVersions map[string]string
 	// knownNodes are the managed nodes seen so far, by name.
@@ -160,7 +167,12 @@ func New(cfg Config, restCfg *rest.Config) (*Simulator, error) {
 		metrics: newSimMetrics(),
 	}
 	s.stages.Store(set)
-	s.writes = newWriter(restCfg, client)
+	dyn, err := dynamic.NewForConfig(restCfg)
+	if err != nil {
+		return nil, err
+	}
+	s.others = newKinds(dyn, client.Discovery())
+	s.writes = newWriter(restCfg, client, dyn, s.others)
 	s.leases = newHeartbeat(client, cfg, s.log.WithName("leases"), s.metrics)
 	return s, nil
 }
@@ -228,6 +240,9 @@ func (s *Simulator) Run(ctx context.Context) error {
 	}
 	defer nodeFactory.Shutdown()
 	defer podFactory.Shutdown()
+	s.watchKinds(ctx, s.stages.Load())
+	defer s.others.factory.Shutdown()
+	s.runCtx.Store(&ctx)
 
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -405,6 +420,10 @@ func (s *Simulator) latest(k string) runtime.Object {
 		store = s.nodes.GetStore()
 	case "Pod":
 		store = s.pods.GetStore()
+	default:
+		if o, ok := s.others.get(kind); ok {
+			store = o.informer.GetStore()
+		}
 	}
 	var cur runtime.Object
 	if store != nil {
@@ -445,6 +464,9 @@ func rvLess(a, b string) bool {
 // toMap is the object as the stage engine sees it: its JSON form, with its
 // apiVersion and kind.
 func toMap(kind string, obj runtime.Object) (map[string]any, error) {
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		return u.DeepCopy().Object, nil // other kinds come with both
+	}
 	data, err := json.Marshal(obj)
 	if err != nil {
 		return nil, err

@@ -33,19 +33,26 @@ func TestLayerReplacesByName(t *testing.T) {
 	}
 }
 
-func TestCompileSetRefusesKindsItDoesNotSimulate(t *testing.T) {
+// Stages of any kind join the set, keyed by kind and group so that two
+// groups' kinds of one name stay apart; one that does not compile is left
+// out and named, and the others stay.
+func TestCompileSetKeysKindsByGroup(t *testing.T) {
 	defaults, err := stage.Defaults()
 	if err != nil {
 		t.Fatal(err)
 	}
 	widget := named("widget-ready", "Widget", "")
 	widget.Spec.ResourceRef.APIGroup = "example.com/v1"
-	set, err := compileSet(append(defaults, widget))
-	if err == nil || !strings.Contains(err.Error(), `stage "widget-ready": spec.resourceRef: example.com/v1, Kind=Widget is not simulated`) {
+	claim := named("claim-bound", "PersistentVolumeClaim", "")
+	broken := named("broken", "Pod", "")
+	broken.Spec.Selector = &kwokv1.StageSelector{MatchExpressions: []kwokv1.SelectorRequirement{{CEL: &kwokv1.CELExpression{Expression: "self.("}}}}
+	set, err := compileSet(append(defaults, widget, claim, broken))
+	if err == nil || !strings.Contains(err.Error(), `stage "broken": spec.selector.matchExpressions[0].cel.expression`) {
 		t.Fatalf("got %v", err)
 	}
-	if len(set.byKind["Pod"]) == 0 || len(set.byKind["Node"]) == 0 || set.byName["widget-ready"] != nil {
-		t.Fatalf("the valid stages should stay in the set: %v", set.byName)
+	if len(set.byKind["Pod"]) == 0 || len(set.byKind["Node"]) == 0 || set.byKind["Widget.example.com"][0] != set.byName["widget-ready"] ||
+		set.byKind["PersistentVolumeClaim"][0] != set.byName["claim-bound"] || set.byName["broken"] != nil {
+		t.Fatalf("kinds in the set: %v", set.byKind)
 	}
 }
 

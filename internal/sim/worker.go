@@ -43,7 +43,7 @@ func (s *Simulator) process(ctx context.Context, it delayqueue.Item) {
 		return
 	}
 	st := s.stages.Load().byName[it.Stage]
-	if st == nil || st.Kind.Kind != kind || !st.Matches(doc) {
+	if st == nil || kindKey(st.Kind) != kind || !st.Matches(doc) {
 		// The object moved on since the stage was queued (or the stage was
 		// removed): queue whatever applies to it now instead.
 		s.offer(kind, obj)
@@ -83,12 +83,22 @@ func (s *Simulator) apply(ctx context.Context, kind string, obj runtime.Object, 
 	meta := obj.(metav1.Object)
 	k := key(kind, meta)
 	cur, curDoc := obj, doc
-	wrote, writes := false, false
+	wrote, writes, applied := false, false, false
 	var evts []*kwokv1.StageEvent
 	for _, a := range actions {
 		switch {
 		case a.Event != nil:
 			evts = append(evts, a.Event)
+			continue
+		case a.Apply != nil:
+			// Another object (or this one, whole): written as rendered; it
+			// changes nothing the next steps see of this one.
+			writes = true
+			if err := s.writes.apply(ctx, a.Apply, meta.GetNamespace()); err != nil {
+				return nil, err
+			}
+			s.metrics.writes.WithLabelValues(kind, "apply").Inc()
+			applied = true
 			continue
 		case a.Delete:
 			if err := s.writes.delete(ctx, kind, meta.GetNamespace(), meta.GetName(), meta.GetUID()); err != nil && !apierrors.IsNotFound(err) {
@@ -141,7 +151,7 @@ func (s *Simulator) apply(ctx context.Context, kind string, obj runtime.Object, 
 		s.overlay[k] = cur
 		s.overlayMu.Unlock()
 	}
-	if wrote || !writes {
+	if wrote || applied || !writes {
 		s.record(cur, evts)
 	}
 	return cur, nil
@@ -174,7 +184,7 @@ func (s *Simulator) retry(it delayqueue.Item, err error) {
 // fail reports a stage that cannot apply to the object: in the log and as a
 // Warning event on the object. It is not retried until the object changes.
 func (s *Simulator) fail(obj runtime.Object, st *stage.Stage, err error) {
-	s.log.Error(err, "stage failed", "object", key(st.Kind.Kind, obj.(metav1.Object)), "stage", st.Name)
+	s.log.Error(err, "stage failed", "object", key(kindKey(st.Kind), obj.(metav1.Object)), "stage", st.Name)
 	s.metrics.failures.WithLabelValues(st.Name).Inc()
 	s.recorder.Eventf(obj, nil, "Warning", "StageFailed", "Simulate", "stage %s: %v", st.Name, err)
 }

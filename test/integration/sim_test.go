@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"syscall"
@@ -15,7 +16,9 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -23,6 +26,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/clientcmd"
 	watchtools "k8s.io/client-go/tools/watch"
 	"sigs.k8s.io/yaml"
 
@@ -534,5 +538,114 @@ func TestSimReusesAddressesOfFinishedPods(t *testing.T) {
 			}
 			return nil
 		})
+	}
+}
+
+// The simulator drives kinds other than Node and Pod from KWOK-format
+// stages with CEL selectors: with the volume stages, a claim of the
+// kwok-volume class gets a PersistentVolume and both turn Bound; deleting
+// the claim deletes the volume. It runs as berth-sim, so its RBAC is proven
+// to cover what the volume stages do.
+func TestSimBindsClaimsWithVolumeStages(t *testing.T) {
+	t.Parallel()
+	env := testenv.New(t)
+	bin, err := testenv.Binary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	class := &storagev1.StorageClass{}
+	readYAML(t, "../../examples/sim-volume-class.yaml", class)
+	if _, err := env.Kube.StorageV1().StorageClasses().Create(ctx, class, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Kube.StorageV1().StorageClasses().Delete(context.Background(), class.Name, metav1.DeleteOptions{}) })
+
+	cfg, err := clientcmd.LoadFromFile(env.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range cfg.AuthInfos {
+		u.Impersonate = localcluster.SimIdentity.User
+	}
+	asSim := filepath.Join(t.TempDir(), "sim.kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, asSim); err != nil {
+		t.Fatal(err)
+	}
+	ports, err := controlplane.FreePorts(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "sim", "--kubeconfig", asSim,
+		"--stages", "../../examples/stages/volume", "--default-stages=false", "--cluster-stages=false",
+		"--node-selector", "berth.dev/sim-test="+env.Namespace, "--nodes", "0",
+		"--health-probe-bind-address", "127.0.0.1:"+strconv.Itoa(ports[0]))
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	})
+
+	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data", Namespace: env.Namespace},
+		Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: &class.Name,
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{
+				corev1.ResourceStorage: resource.MustParse("2Gi")}}}}
+	pvc, err = env.Kube.CoreV1().PersistentVolumeClaims(env.Namespace).Create(ctx, pvc, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	volume := "pvc-" + string(pvc.UID)
+	testenv.Eventually(t, time.Minute, func() error {
+		c, err := env.Kube.CoreV1().PersistentVolumeClaims(env.Namespace).Get(ctx, pvc.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if c.Status.Phase != corev1.ClaimBound || c.Spec.VolumeName != volume || c.Status.Capacity.Storage().String() != "2Gi" {
+			return fmt.Errorf("claim %s: phase %s, volume %q, capacity %v; want Bound to %s with 2Gi", c.Name, c.Status.Phase,
+				c.Spec.VolumeName, c.Status.Capacity, volume)
+		}
+		pv, err := env.Kube.CoreV1().PersistentVolumes().Get(ctx, volume, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if pv.Status.Phase != corev1.VolumeBound || pv.Spec.ClaimRef == nil || pv.Spec.ClaimRef.UID != pvc.UID {
+			return fmt.Errorf("volume %s: phase %s, claim %+v; want Bound to the claim", volume, pv.Status.Phase, pv.Spec.ClaimRef)
+		}
+		return nil
+	})
+
+	if err := env.Kube.CoreV1().PersistentVolumeClaims(env.Namespace).Delete(ctx, pvc.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, time.Minute, func() error {
+		pv, err := env.Kube.CoreV1().PersistentVolumes().Get(ctx, volume, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		return fmt.Errorf("volume %s still there: phase %s, deleting %v", volume, pv.Status.Phase, pv.DeletionTimestamp != nil)
+	})
+}
+
+func readYAML(t *testing.T, path string, into any) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(data, into); err != nil {
+		t.Fatalf("%s: %v", path, err)
 	}
 }

@@ -67,8 +67,13 @@ type StageSpec struct {
 	// Delay before next is applied.
 	// +optional
 	Delay *StageDelay `json:"delay,omitempty"`
-	// Next is what the stage does to the object.
-	Next StageNext `json:"next"`
+	// Next is what the stage does to the object (KWOK's older form; Steps
+	// is its current one).
+	// +optional
+	Next StageNext `json:"next,omitempty"`
+	// Steps are what the stage does, in order, after anything in next.
+	// +optional
+	Steps []StageStep `json:"steps,omitempty"`
 	// ImmediateNextStage matches the object against the stages again right
 	// after this one is applied, instead of waiting for the API server's event.
 	// +optional
@@ -93,15 +98,28 @@ type StageSelector struct {
 	MatchExpressions []SelectorRequirement `json:"matchExpressions,omitempty"`
 }
 
-// SelectorRequirement tests the values a JQ expression (Key) yields on the object.
+// SelectorRequirement tests the object: either the values a JQ expression
+// (Key) yields on it, with Operator and Values, or a CEL expression alone.
 type SelectorRequirement struct {
 	// Key is a JQ expression, such as '.status.phase'.
-	Key string `json:"key"`
+	// +optional
+	Key string `json:"key,omitempty"`
 	// Operator: In, NotIn, Exists or DoesNotExist.
+	// +optional
 	// +kubebuilder:validation:Enum=In;NotIn;Exists;DoesNotExist
-	Operator SelectorOperator `json:"operator"`
+	Operator SelectorOperator `json:"operator,omitempty"`
 	// +optional
 	Values []string `json:"values,omitempty"`
+	// CEL is a CEL expression on the object, named self, that must be true,
+	// such as "self.status.phase != 'Bound'". An expression that fails on
+	// the object (a field it lacks) does not match.
+	// +optional
+	CEL *CELExpression `json:"cel,omitempty"`
+}
+
+// CELExpression is a CEL expression.
+type CELExpression struct {
+	Expression string `json:"expression"`
 }
 
 // SelectorOperator relates a key's values to the requirement's values.
@@ -166,16 +184,41 @@ type StageNext struct {
 	Steps []StageStep `json:"steps,omitempty"`
 }
 
-// StageStep is one ordered action of next.steps.
+// StageStep is one step of steps (or next.steps): what is set in it is
+// done in this order: finalizers, patch, patches, apply, event, delete.
 type StageStep struct {
 	// +optional
 	Event *StageEvent `json:"event,omitempty"`
 	// +optional
 	Finalizers *StageFinalizers `json:"finalizers,omitempty"`
 	// +optional
+	Patch *StagePatch `json:"patch,omitempty"`
+	// +optional
 	Patches []StagePatch `json:"patches,omitempty"`
 	// +optional
+	Apply *StageApply `json:"apply,omitempty"`
+	// +optional
 	Delete bool `json:"delete,omitempty"`
+}
+
+// StageApply writes an object, which may be of another kind than the one
+// the stage acts on (a PersistentVolume made for a claim, say): its
+// template renders the whole object, with apiVersion, kind and name, from
+// the stage's object. By default it is applied server-side (created or
+// updated); with a patch type, the rendered object is that patch of the
+// existing object it names.
+type StageApply struct {
+	// Template is a Go text/template rendered with the stage's object as its data.
+	Template string `json:"template"`
+	// Subresource to write, such as status.
+	// +optional
+	Subresource string `json:"subresource,omitempty"`
+	// Type: json, merge or strategic, to patch rather than apply.
+	// +optional
+	// +kubebuilder:validation:Enum=json;merge;strategic
+	Type *StagePatchType `json:"type,omitempty"`
+	// +optional
+	Impersonation *ImpersonationConfig `json:"impersonation,omitempty"`
 }
 
 // StageEvent is a Kubernetes event to record on the object.

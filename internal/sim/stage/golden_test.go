@@ -75,7 +75,7 @@ func TestGolden(t *testing.T) {
 
 // stageDirs are stage files kept elsewhere: KWOK-format examples users may
 // copy, proven here to do what their comments say.
-var stageDirs = map[string]string{"kwok": "../../../examples/stages/kwok"}
+var stageDirs = map[string]string{"kwok": "../../../examples/stages/kwok", "volume": "../../../examples/stages/volume"}
 
 func loadSet(t *testing.T, set string) []*stage.Stage {
 	t.Helper()
@@ -120,10 +120,17 @@ func lifecycle(t *testing.T, stages []*stage.Stage, obj map[string]any) lifecycl
 		for _, a := range actions {
 			tr.Actions = append(tr.Actions, describe(t, a))
 		}
-		tr.Unchanged = next != nil && reflect.DeepEqual(next, obj)
+		same := next != nil && reflect.DeepEqual(next, obj)
+		elsewhere := false
+		for _, a := range actions {
+			elsewhere = elsewhere || a.Apply != nil
+		}
+		// A stage that writes other objects is made even when it leaves this
+		// one as it is; either way this object's lifecycle ends there.
+		tr.Unchanged = same && !elsewhere
 		out.Applied = append(out.Applied, tr)
 		out.Final = next
-		if next == nil || tr.Unchanged {
+		if next == nil || same {
 			return out
 		}
 		obj = next
@@ -160,6 +167,15 @@ func describe(t *testing.T, a stage.Action) map[string]any {
 			p["as"] = a.Patch.As
 		}
 		return map[string]any{"patch": p}
+	case a.Apply != nil:
+		p := map[string]any{"object": a.Apply.Object}
+		if a.Apply.Subresource != "" {
+			p["subresource"] = a.Apply.Subresource
+		}
+		if a.Apply.Type != "" {
+			p["type"] = string(a.Apply.Type)
+		}
+		return map[string]any{"apply": p}
 	case a.Finalizers != nil:
 		return map[string]any{"finalizers": a.Finalizers}
 	case a.Event != nil:

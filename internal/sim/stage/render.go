@@ -165,12 +165,23 @@ func nodeConditions() []map[string]any {
 	}
 }
 
-// Action is one rendered thing to do to the object.
+// Action is one rendered thing to do to the object (or, for Apply, to
+// the object it renders).
 type Action struct {
 	Finalizers *kwokv1.StageFinalizers
 	Patch      *Patch
+	Apply      *Applied
 	Event      *kwokv1.StageEvent
 	Delete     bool
+}
+
+// Applied is a rendered object to write: applied server-side when Type is
+// empty, else that patch of the existing object it names.
+type Applied struct {
+	Object      map[string]any
+	Subresource string
+	Type        kwokv1.StagePatchType
+	As          string
 }
 
 // Patch is a rendered patch.
@@ -196,6 +207,19 @@ func (s *Stage) Render(obj map[string]any, env Env) ([]Action, error) {
 				return nil, fmt.Errorf("stage %q: %w", s.Name, err)
 			}
 			out = append(out, Action{Patch: &Patch{Subresource: a.patch.subresource, Type: a.patch.typ, Data: data, As: a.patch.as}})
+		case a.apply != nil:
+			data, err := a.apply.render(obj, bound)
+			if err != nil {
+				return nil, fmt.Errorf("stage %q: %w", s.Name, err)
+			}
+			var o map[string]any
+			if err := json.Unmarshal(data, &o); err != nil {
+				return nil, fmt.Errorf("stage %q: %s: not an object: %w", s.Name, a.apply.tmpl.Name(), err)
+			}
+			if err := named(o); err != nil {
+				return nil, fmt.Errorf("stage %q: %s: %w", s.Name, a.apply.tmpl.Name(), err)
+			}
+			out = append(out, Action{Apply: &Applied{Object: o, Subresource: a.apply.subresource, Type: a.apply.typ, As: a.apply.as}})
 		default:
 			out = append(out, Action{Finalizers: a.finalizers, Event: a.event, Delete: a.delete})
 		}
@@ -231,6 +255,24 @@ func (p *patchTemplate) render(obj map[string]any, bound template.FuncMap) ([]by
 	return json.Marshal(v)
 }
 
+// named checks that a rendered object says what it is and which one.
+func named(o map[string]any) error {
+	var missing []string
+	for _, k := range []string{"apiVersion", "kind"} {
+		if v, _ := o[k].(string); v == "" {
+			missing = append(missing, k)
+		}
+	}
+	meta, _ := o["metadata"].(map[string]any)
+	if v, _ := meta["name"].(string); v == "" {
+		missing = append(missing, "metadata.name")
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("the rendered object has no %s", strings.Join(missing, ", "))
+	}
+	return nil
+}
+
 // PatchType is the patch type to use for a kind: the patch's own, else
 // strategic for kinds with a built-in Go type, merge otherwise.
 func PatchType(p *Patch, kind schema.GroupVersionKind) kwokv1.StagePatchType {
@@ -245,7 +287,8 @@ func PatchType(p *Patch, kind schema.GroupVersionKind) kwokv1.StagePatchType {
 
 // Apply computes, without I/O, what the object becomes once the actions are
 // applied (nil once deleted): what the simulator compares against to skip
-// writes that would change nothing, and what golden tests check.
+// writes that would change nothing, and what golden tests check. Applied
+// objects are other objects: they leave this one as it is.
 func Apply(obj map[string]any, kind schema.GroupVersionKind, actions []Action) (map[string]any, error) {
 	cur, err := json.Marshal(obj)
 	if err != nil {

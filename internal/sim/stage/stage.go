@@ -4,9 +4,10 @@
 // patches, an event, deletion). Objects are their JSON form (map[string]any).
 //
 // Compatibility with KWOK stage files is the point: selectors whose keys are
-// JQ expressions (gojq), weights, delays and their ...From expressions, the
-// next actions including patches and the older statusTemplate, and
-// immediateNextStage. Templates are Go templates with sprig's functions and
+// JQ expressions (gojq) or that are CEL expressions (cel-go, as Kubernetes
+// uses), weights, delays and their ...From expressions, the
+// next actions including patches and the older statusTemplate, steps
+// (patches, and applies of objects of any kind), and immediateNextStage. Templates are Go templates with sprig's functions and
 // the helpers KWOK stage files use (Now, Quote, YAML, NodeIP, PodIPWith,
 // NodeConditions, ...).
 package stage
@@ -20,6 +21,7 @@ import (
 	"text/template"
 	"time"
 
+	"github.com/google/cel-go/cel"
 	"github.com/itchyny/gojq"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -44,11 +46,13 @@ type Stage struct {
 	actions      []action
 }
 
+// requirement is a JQ key tested with an operator, or a CEL expression.
 type requirement struct {
 	key    string
 	code   *gojq.Code
 	op     kwokv1.SelectorOperator
 	values map[string]bool
+	cel    cel.Program
 }
 
 type delay struct {
@@ -60,6 +64,7 @@ type delay struct {
 type action struct {
 	finalizers *kwokv1.StageFinalizers
 	patch      *patchTemplate
+	apply      *patchTemplate // renders a whole object, maybe of another kind
 	event      *kwokv1.StageEvent
 	delete     bool
 }
@@ -95,6 +100,20 @@ func Compile(s *kwokv1.Stage) (*Stage, error) {
 		c.labels, c.annotations = sel.MatchLabels, sel.MatchAnnotations
 		for i, r := range sel.MatchExpressions {
 			field := fmt.Sprintf("spec.selector.matchExpressions[%d]", i)
+			if r.CEL != nil {
+				if r.Key != "" || r.Operator != "" || len(r.Values) != 0 {
+					return fail(field, fmt.Errorf("cel stands alone: key, operator and values must be empty"))
+				}
+				prg, err := compileCEL(r.CEL.Expression)
+				if err != nil {
+					return fail(field+".cel.expression", err)
+				}
+				c.requirements = append(c.requirements, requirement{cel: prg})
+				continue
+			}
+			if r.Key == "" {
+				return fail(field+".key", fmt.Errorf("required without cel"))
+			}
 			code, err := compileJQ(r.Key)
 			if err != nil {
 				return fail(field+".key", err)
@@ -161,16 +180,45 @@ func Compile(s *kwokv1.Stage) (*Stage, error) {
 	if n.Event != nil {
 		c.actions = append(c.actions, action{event: n.Event})
 	}
-	for i, st := range n.Steps {
+	if err := c.compileSteps(s.Name, "spec.next.steps", n.Steps); err != nil {
+		return nil, err
+	}
+	if n.Delete {
+		c.actions = append(c.actions, action{delete: true})
+	}
+	if err := c.compileSteps(s.Name, "spec.steps", s.Spec.Steps); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *Stage) compileSteps(stage, field string, steps []kwokv1.StageStep) error {
+	for i, st := range steps {
+		field := fmt.Sprintf("%s[%d]", field, i)
 		if st.Finalizers != nil {
 			c.actions = append(c.actions, action{finalizers: st.Finalizers})
 		}
-		for j, p := range st.Patches {
-			pt, err := compilePatch(s.Name, fmt.Sprintf("spec.next.steps[%d].patches[%d]", i, j), p)
+		if st.Patch != nil {
+			pt, err := compilePatch(stage, field+".patch", *st.Patch)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			c.actions = append(c.actions, action{patch: pt})
+		}
+		for j, p := range st.Patches {
+			pt, err := compilePatch(stage, fmt.Sprintf("%s.patches[%d]", field, j), p)
+			if err != nil {
+				return err
+			}
+			c.actions = append(c.actions, action{patch: pt})
+		}
+		if a := st.Apply; a != nil {
+			pt, err := compilePatch(stage, field+".apply", kwokv1.StagePatch{Subresource: a.Subresource, Template: a.Template,
+				Type: a.Type, Impersonation: a.Impersonation})
+			if err != nil {
+				return err
+			}
+			c.actions = append(c.actions, action{apply: pt})
 		}
 		if st.Event != nil {
 			c.actions = append(c.actions, action{event: st.Event})
@@ -179,10 +227,7 @@ func Compile(s *kwokv1.Stage) (*Stage, error) {
 			c.actions = append(c.actions, action{delete: true})
 		}
 	}
-	if n.Delete {
-		c.actions = append(c.actions, action{delete: true})
-	}
-	return c, nil
+	return nil
 }
 
 func compilePatch(stage, field string, p kwokv1.StagePatch) (*patchTemplate, error) {
@@ -228,6 +273,12 @@ func (s *Stage) Matches(obj map[string]any) bool {
 		return false
 	}
 	for _, r := range s.requirements {
+		if r.cel != nil {
+			if !celTrue(r.cel, obj) {
+				return false
+			}
+			continue
+		}
 		got := values(r.code, obj)
 		switch r.op {
 		case kwokv1.SelectorOpIn:

@@ -57,6 +57,18 @@ func TestCompileErrorsNameStageAndField(t *testing.T) {
 			`spec.delay.durationFrom.expressionFrom: invalid JQ expression`},
 		{"  weightFrom: {expressionFrom: ')'}\n  next: {}",
 			`spec.weightFrom.expressionFrom: invalid JQ expression`},
+		{"  selector:\n    matchExpressions: [{cel: {expression: 'self.a =='}}]",
+			`spec.selector.matchExpressions[0].cel.expression: invalid CEL expression`},
+		{"  selector:\n    matchExpressions: [{cel: {expression: '1 + 2'}}]",
+			`spec.selector.matchExpressions[0].cel.expression: CEL expression "1 + 2" yields int, not a bool`},
+		{"  selector:\n    matchExpressions: [{key: .a, operator: Exists, cel: {expression: 'true'}}]",
+			`spec.selector.matchExpressions[0]: cel stands alone`},
+		{"  selector:\n    matchExpressions: [{operator: Exists}]",
+			`spec.selector.matchExpressions[0].key: required without cel`},
+		{"  steps: [{patch: {template: x}}, {apply: {template: '{{ .a'}}]",
+			`spec.steps[1].apply: template:`},
+		{"  steps: [{patch: {template: x, type: yaml}}]",
+			`spec.steps[0].patch.type: "yaml" is not json, merge or strategic`},
 	} {
 		stages, _, err := stage.Parse([]byte(head+tc.spec), "test")
 		if err != nil {
@@ -137,6 +149,36 @@ func TestMatches(t *testing.T) {
 	// A stage without a selector matches nothing, as in KWOK.
 	if compile(t, head+"  next: {}\n").Matches(obj(t, base)) {
 		t.Error("a stage without a selector matched")
+	}
+}
+
+// CEL requirements see the object as self; one that fails on it (a field
+// it lacks) does not match, and all must hold.
+func TestMatchesCEL(t *testing.T) {
+	s := compile(t, head+`  selector:
+    matchLabels: {app: web}
+    matchExpressions:
+    - cel: {expression: "self.spec.storageClassName == 'fast'"}
+    - cel: {expression: "!has(self.metadata.deletionTimestamp)"}
+    - cel: {expression: "self.status.phase != 'Bound'"}
+    - cel: {expression: "self.spec.resources.requests.storage.endsWith('Gi')"}
+`)
+	base := "metadata: {labels: {app: web}}\nspec: {storageClassName: fast, resources: {requests: {storage: 5Gi}}}\n"
+	for _, tc := range []struct {
+		doc  string
+		want bool
+	}{
+		{base + "status: {phase: Pending}", true},
+		{base + "status: {phase: Bound}", false},
+		{base, false}, // no status.phase: the expression fails, so no match
+		{"metadata: {labels: {app: web}, deletionTimestamp: '2026-01-01T00:00:00Z'}\nspec: {storageClassName: fast, resources: {requests: {storage: 5Gi}}}\nstatus: {phase: Pending}", false},
+		{"metadata: {labels: {app: web}}\nspec: {storageClassName: slow, resources: {requests: {storage: 5Gi}}}\nstatus: {phase: Pending}", false},
+		{"metadata: {labels: {app: db}}\nspec: {storageClassName: fast, resources: {requests: {storage: 5Gi}}}\nstatus: {phase: Pending}", false},
+		{"metadata: {labels: {app: web}}\nspec: {storageClassName: fast, resources: {requests: {storage: 500Mi}}}\nstatus: {phase: Pending}", false},
+	} {
+		if got := s.Matches(obj(t, tc.doc)); got != tc.want {
+			t.Errorf("%s: Matches = %v, want %v", tc.doc, got, tc.want)
+		}
 	}
 }
 
