@@ -558,7 +558,9 @@ func TestSimBindsClaimsWithVolumeStages(t *testing.T) {
 	if _, err := env.Kube.StorageV1().StorageClasses().Create(ctx, class, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = env.Kube.StorageV1().StorageClasses().Delete(context.Background(), class.Name, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = env.Kube.StorageV1().StorageClasses().Delete(context.Background(), class.Name, metav1.DeleteOptions{})
+	})
 
 	cfg, err := clientcmd.LoadFromFile(env.Kubeconfig)
 	if err != nil {
