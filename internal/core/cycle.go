@@ -1,6 +1,7 @@
 package core
 
 import (
+	"cmp"
 	"fmt"
 	"sort"
 	"strings"
@@ -13,7 +14,8 @@ import (
 // borrowing, then higher priority, then older; under fair sharing, the lower
 // share first instead of the borrowing test), and in that order
 // admits every one that still fits once the earlier ones hold their quota.
-// A candidate that fits only by preemption gets its victims chosen instead,
+// A candidate that fits only by preemption (of quota, or of room in one
+// topology domain for a gang whose quota fits) gets its victims chosen instead,
 // at most one such per cohort tree per cycle, and waits for their quota;
 // meanwhile it holds what was already free of what it needs, so that the
 // quota freed for it is not taken by others before it can be admitted.
@@ -66,32 +68,45 @@ func (c *Cluster) Cycle(heads []*Workload, now time.Time) []Decision {
 	pl := c.newPlaces()
 	for _, cand := range candidates {
 		d := &decisions[cand.idx]
+		// roomless is why a workload whose quota fits has no domain for a
+		// gang: preemption may make room there as it makes quota.
+		var roomless *Pending
 		if len(cand.a.Preempt) == 0 {
-			if c.fits(cand.a) {
-				placements, p := pl.place(cand.w, cand.a)
-				if p != nil {
-					d.Pending = p
-					continue
-				}
+			if !c.fits(cand.a) {
+				d.Pending = &Pending{Reason: Contention,
+					Message: "the quota it fitted in was taken by workloads admitted before it in the same cycle"}
+				continue
+			}
+			placements, p := pl.place(cand.w, cand.a)
+			if p != nil && (p.Reason != NoFit || !c.mayPreempt(cand.queue)) {
+				d.Pending = p
+				continue
+			}
+			if p == nil {
 				c.AddAdmitted(Admitted{Key: cand.w.Key, ClusterQueue: cand.a.ClusterQueue, Usage: cand.a.Usage,
 					Priority: cand.w.Priority, Timestamp: cand.w.Timestamp, AdmittedAt: now, Placements: placements})
 				d.Admit = cand.a
-			} else {
-				d.Pending = &Pending{Reason: Contention,
-					Message: "the quota it fitted in was taken by workloads admitted before it in the same cycle"}
+				continue
 			}
-			continue
+			roomless = p
+			cand.a.Preempt = topologyNeeds(cand.w, cand.a)
+		}
+		message := func(why, short string) (string, string) {
+			if roomless != nil {
+				return roomless.Message + "; " + why, cmp.Or(roomless.Stable, roomless.Message) + "; " + short
+			}
+			return needsMessage(cand.a, cand.queue) + "; " + why, needsStable(cand.a) + "; " + short
 		}
 		root := rootOf(cand.queue)
 		if preempting[root] {
-			d.Pending = &Pending{Reason: NoFit, Message: needsMessage(cand.a, cand.queue) +
-				"; another workload in the cohort is preempting first", Stable: needsStable(cand.a) + "; waiting behind a preemption"}
+			msg, st := message("another workload in the cohort is preempting first", "waiting behind a preemption")
+			d.Pending = &Pending{Reason: NoFit, Message: msg, Stable: st}
 			continue
 		}
 		targets := c.preemptionTargets(cand.w, cand.a, now)
 		if len(targets) == 0 {
-			d.Pending = &Pending{Reason: NoFit, Message: needsMessage(cand.a, cand.queue) +
-				"; no admitted workload may be preempted to make room", Stable: needsStable(cand.a) + "; no preemption possible"}
+			msg, st := message("no admitted workload may be preempted to make room", "no preemption possible")
+			d.Pending = &Pending{Reason: NoFit, Message: msg, Stable: st}
 			continue
 		}
 		preempting[root] = true
@@ -108,6 +123,13 @@ func (c *Cluster) Cycle(heads []*Workload, now time.Time) []Decision {
 			len(keys), strings.Join(keys, ", ")), Stable: "preempting " + strings.Join(keys, ", ")}
 	}
 	return decisions
+}
+
+// mayPreempt reports whether the queue's policies let its workloads evict
+// any others.
+func (c *Cluster) mayPreempt(q *cqNode) bool {
+	p := q.spec.Preemption
+	return p.WithinClusterQueue.allows() || (p.ReclaimWithinCohort.allows() && q.parent != nil)
 }
 
 func rootOf(q *cqNode) *node {

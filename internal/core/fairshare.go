@@ -138,7 +138,7 @@ func (c *Cluster) fairTargets(w *Workload, a *Assignment, q *cqNode, cands []*Ad
 		c.remove(cd)
 		removed = append(removed, cd)
 		victims = append(victims, Victim{Key: cd.Key, ClusterQueue: cd.ClusterQueue, Reason: reason})
-		return c.fitsWithout(a, q, true)
+		return c.fitsWithout(w, a, q, true)
 	}
 	fits := false
 	for !fits {
@@ -186,7 +186,7 @@ func (c *Cluster) fairTargets(w *Workload, a *Assignment, q *cqNode, cands []*Ad
 			return nil
 		}
 	}
-	removed, victims = c.fillBack(a, q, true, removed, victims)
+	removed, victims = c.fillBack(w, a, q, true, removed, victims)
 	return victims
 }
 

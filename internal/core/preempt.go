@@ -78,7 +78,7 @@ func (c *Cluster) chooseVictims(w *Workload, a *Assignment) []Victim {
 		return c.fairTargets(w, a, q, cands, needed)
 	}
 	if len(same) == len(cands) {
-		return c.minimal(a, q, needed, cands, true, nil)
+		return c.minimal(w, a, q, needed, cands, true, nil)
 	}
 	if threshold := borrowThreshold(p, w); threshold != nil {
 		if !underNominal(q, needed) {
@@ -86,14 +86,14 @@ func (c *Cluster) chooseVictims(w *Workload, a *Assignment) []Victim {
 				return cd.ClusterQueue != q.name && cd.Priority >= *threshold
 			})
 		}
-		return c.minimal(a, q, needed, cands, true, threshold)
+		return c.minimal(w, a, q, needed, cands, true, threshold)
 	}
 	if underNominal(q, needed) {
-		if t := c.minimal(a, q, needed, cands, false, nil); len(t) > 0 {
+		if t := c.minimal(w, a, q, needed, cands, false, nil); len(t) > 0 {
 			return t
 		}
 	}
-	return c.minimal(a, q, needed, same, true, nil)
+	return c.minimal(w, a, q, needed, same, true, nil)
 }
 
 // borrowThreshold is the priority below which borrowWithinCohort lets w evict
@@ -186,7 +186,7 @@ func boolFirst(first bool) int {
 //
 // With threshold set (borrowWithinCohort), taking a victim of another queue
 // at or above it forbids the preemptor from borrowing.
-func (c *Cluster) minimal(a *Assignment, q *cqNode, needed map[FlavorResource]bool, cands []*Admitted,
+func (c *Cluster) minimal(w *Workload, a *Assignment, q *cqNode, needed map[FlavorResource]bool, cands []*Admitted,
 	allowBorrowing bool, threshold *int32) []Victim {
 	var removed []*Admitted
 	var victims []Victim
@@ -214,7 +214,7 @@ func (c *Cluster) minimal(a *Assignment, q *cqNode, needed map[FlavorResource]bo
 		c.remove(cd)
 		removed = append(removed, cd)
 		victims = append(victims, Victim{Key: cd.Key, ClusterQueue: cd.ClusterQueue, Reason: reason})
-		if c.fitsWithout(a, q, allowBorrowing) {
+		if c.fitsWithout(w, a, q, allowBorrowing) {
 			fits = true
 			break
 		}
@@ -222,7 +222,7 @@ func (c *Cluster) minimal(a *Assignment, q *cqNode, needed map[FlavorResource]bo
 	if !fits {
 		return nil
 	}
-	removed, victims = c.fillBack(a, q, allowBorrowing, removed, victims)
+	removed, victims = c.fillBack(w, a, q, allowBorrowing, removed, victims)
 	return victims
 }
 
@@ -230,10 +230,10 @@ func (c *Cluster) minimal(a *Assignment, q *cqNode, needed map[FlavorResource]bo
 // fit, newest removal first, and returns the workloads still removed and
 // their victims. The last one removed is what made it fit, so it stays.
 // removed[i] is victims[i].
-func (c *Cluster) fillBack(a *Assignment, q *cqNode, allowBorrowing bool, removed []*Admitted, victims []Victim) ([]*Admitted, []Victim) {
+func (c *Cluster) fillBack(w *Workload, a *Assignment, q *cqNode, allowBorrowing bool, removed []*Admitted, victims []Victim) ([]*Admitted, []Victim) {
 	for i := len(removed) - 2; i >= 0; i-- {
 		c.insert(removed[i])
-		if c.fitsWithout(a, q, allowBorrowing) {
+		if c.fitsWithout(w, a, q, allowBorrowing) {
 			removed = slices.Delete(removed, i, i+1)
 			victims = slices.Delete(victims, i, i+1)
 		} else {
@@ -244,8 +244,10 @@ func (c *Cluster) fillBack(a *Assignment, q *cqNode, allowBorrowing bool, remove
 }
 
 // fitsWithout reports whether the assignment fits now, optionally without
-// taking its queue above nominal quota.
-func (c *Cluster) fitsWithout(a *Assignment, q *cqNode, allowBorrowing bool) bool {
+// taking its queue above nominal quota, and w's topology-aware pod sets can
+// be placed as they ask (each gang in one domain of its level): victims
+// are chosen for the room they leave where w needs it, not for quota alone.
+func (c *Cluster) fitsWithout(w *Workload, a *Assignment, q *cqNode, allowBorrowing bool) bool {
 	for fr, v := range a.Usage {
 		if !allowBorrowing && q.usage[fr]+v > q.quotas[fr].Nominal {
 			return false
@@ -254,7 +256,7 @@ func (c *Cluster) fitsWithout(a *Assignment, q *cqNode, allowBorrowing bool) boo
 			return false
 		}
 	}
-	return true
+	return c.placeable(w, a)
 }
 
 // borrowing reports whether a queue uses more than its nominal quota of any

@@ -186,6 +186,42 @@ func (pl *places) place(w *Workload, a *Assignment) ([]Placement, *Pending) {
 	return out, nil
 }
 
+// hasTopology reports whether any pod set of w asks for placement.
+func hasTopology(w *Workload) bool {
+	return slices.ContainsFunc(w.PodSets, func(ps PodSet) bool { return ps.Topology != nil })
+}
+
+// placeable reports whether w's topology-aware pod sets, in the flavors a
+// gives them, can be placed on what admitted workloads leave now (so,
+// during the choice of victims, without those removed so far).
+func (c *Cluster) placeable(w *Workload, a *Assignment) bool {
+	if !hasTopology(w) {
+		return true
+	}
+	try := *a
+	try.PodSets = slices.Clone(a.PodSets)
+	_, p := c.newPlaces().place(w, &try)
+	return p == nil
+}
+
+// topologyNeeds are the flavor-resources of w's topology-aware pod sets:
+// where preemption must make room when its quota fits but no domain does.
+func topologyNeeds(w *Workload, a *Assignment) []FlavorResource {
+	var out []FlavorResource
+	for i, ps := range w.PodSets {
+		if ps.Topology == nil {
+			continue
+		}
+		for _, r := range sortedKeys(a.PodSets[i].Flavors) {
+			fr := FlavorResource{Flavor: a.PodSets[i].Flavors[r], Resource: r}
+			if !slices.Contains(out, fr) {
+				out = append(out, fr)
+			}
+		}
+	}
+	return out
+}
+
 // flavorOf is the one flavor a topology-aware pod set got for all its
 // resources, with a topology.
 func (pl *places) flavorOf(psa *PodSetAssignment) (*Flavor, string) {

@@ -2,8 +2,10 @@ package core_test
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/berth-dev/berth/internal/core"
 	. "github.com/berth-dev/berth/internal/core/coretest"
@@ -136,5 +138,111 @@ func TestTopologyRequestNeedsATopologyFlavor(t *testing.T) {
 	ds = c.Cycle([]*core.Workload{w}, Epoch)
 	if p := ds[0].Pending; p == nil || p.Reason != core.Inadmissible || !strings.Contains(p.Message, `level "zone" is not one of`) {
 		t.Errorf("unknown level: %s", Describe(ds))
+	}
+}
+
+// rackCluster has one block of two racks of two 8-cpu hosts (16 cpu a
+// rack), in a ClusterQueue of quota cpu that preempts lower priorities.
+func rackCluster(t *testing.T, quota string) *core.Cluster {
+	t.Helper()
+	c := core.NewCluster()
+	c.SetTopology("dc", []string{BlockLabel, RackLabel, HostLabel})
+	c.SetFlavor(MakeFlavor("tas").Label("pool", "tas").Topology("dc").Obj())
+	c.SetClusterQueue(MakeClusterQueue("cq").Preemption(core.PreemptLowerPriority, core.PreemptNever).
+		ResourceGroup(MakeFlavorQuotas("tas").Resource("cpu", quota).Obj()).Obj())
+	for _, n := range Nodes("tas", 1, 2, 2, "8") {
+		c.SetNode(n)
+	}
+	return c
+}
+
+// placed is a running low-priority workload whose pods of 4 cpu are on the
+// named hosts (b0-r<rack>-h<host>), admitted at Epoch plus at.
+func placed(name string, at time.Duration, hosts ...string) core.Admitted {
+	a := Running(name, "cq").Use("tas", "cpu", strconv.Itoa(4*len(hosts))).AdmittedAt(at).Obj()
+	var domains []topology.Domain
+	for _, h := range hosts {
+		rack := h[3:5]
+		domains = append(domains, topology.Domain{Values: []string{"b0", rack, h}, Count: 1})
+	}
+	a.Placements = []core.Placement{{Flavor: "tas", PodSet: topology.PodSet{Requests: map[string]int64{"cpu": 4000}}, Domains: domains}}
+	return a
+}
+
+func victimKeys(d core.Decision) []string {
+	var out []string
+	for _, v := range d.Preempt {
+		out = append(out, v.Key)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// A gang whose quota fits but that no rack can hold preempts lower
+// priority workloads until one rack has room, in the usual order (the most
+// recently admitted first), and no more; before, it waited with no
+// preemption at all.
+func TestPreemptionMakesRoomInOneDomain(t *testing.T) {
+	c := rackCluster(t, "100")
+	c.AddAdmitted(placed("low-r0", 0, "b0-r0-h0", "b0-r0-h0"))
+	c.AddAdmitted(placed("low-r1", time.Second, "b0-r1-h0", "b0-r1-h1"))
+	c.AddAdmitted(placed("low-r1-small", 2*time.Second, "b0-r1-h1"))
+	gang := MakeWorkload("gang", "cq").Priority(10).PodSet("main", 4).Request("cpu", "4").Topology(topology.Required, RackLabel).Obj()
+	ds := c.Cycle([]*core.Workload{gang}, Epoch)
+	if p := ds[0].Pending; p == nil || p.Reason != core.Preempting {
+		t.Fatalf("want it preempting: %s", Describe(ds))
+	}
+	// The newest two free r1 whole; r0's workload is not needed then.
+	if got := victimKeys(ds[0]); !slices.Equal(got, []string{"default/low-r1", "default/low-r1-small"}) {
+		t.Fatalf("victims %v; want r1's two, the most recently admitted, which free r1", got)
+	}
+	c.RemoveAdmitted("default/low-r1")
+	c.RemoveAdmitted("default/low-r1-small")
+	ds = c.Cycle([]*core.Workload{gang}, Epoch)
+	if ds[0].Admit == nil || !slices.Equal(racksOf(ds[0].Admit.PodSets[0].Topology), []string{"r1"}) {
+		t.Errorf("after the evictions: %s; want admitted in r1", Describe(ds))
+	}
+}
+
+// Preemption for quota picks victims whose room lets the gang fit in one
+// rack: taking by quota alone (newest first) would evict workloads in both
+// racks, leaving neither with room, and the gang would wait with its
+// victims gone.
+func TestPreemptionForQuotaChoosesVictimsByTheirDomain(t *testing.T) {
+	c := rackCluster(t, "28")
+	c.AddAdmitted(placed("a-r0", 0, "b0-r0-h0", "b0-r0-h1"))
+	c.AddAdmitted(placed("d-r1", time.Second, "b0-r1-h0"))
+	c.AddAdmitted(placed("b-r1", 2*time.Second, "b0-r1-h0", "b0-r1-h1"))
+	c.AddAdmitted(placed("c-r0", 3*time.Second, "b0-r0-h1"))
+	gang := MakeWorkload("gang", "cq").Priority(10).PodSet("main", 4).Request("cpu", "4").Topology(topology.Required, RackLabel).Obj()
+	ds := c.Cycle([]*core.Workload{gang}, Epoch)
+	if got := victimKeys(ds[0]); !slices.Equal(got, []string{"default/b-r1", "default/d-r1"}) {
+		t.Fatalf("victims %v; want rack r1's two, which free it whole: %s", got, Describe(ds))
+	}
+	c.RemoveAdmitted("default/b-r1")
+	c.RemoveAdmitted("default/d-r1")
+	ds = c.Cycle([]*core.Workload{gang}, Epoch)
+	if ds[0].Admit == nil || !slices.Equal(racksOf(ds[0].Admit.PodSets[0].Topology), []string{"r1"}) {
+		t.Errorf("after the evictions: %s; want admitted in r1", Describe(ds))
+	}
+}
+
+// No set of victims the policies allow frees a rack: nothing is evicted,
+// and the message says why it waits.
+func TestNoPreemptionWhenNoDomainCanBeFreed(t *testing.T) {
+	c := rackCluster(t, "100")
+	hi := placed("high-r0", 0, "b0-r0-h0")
+	hi.Priority = 20
+	c.AddAdmitted(hi)
+	hi = placed("high-r1", 0, "b0-r1-h0")
+	hi.Priority = 20
+	c.AddAdmitted(hi)
+	gang := MakeWorkload("gang", "cq").Priority(10).PodSet("main", 4).Request("cpu", "4").Topology(topology.Required, RackLabel).Obj()
+	ds := c.Cycle([]*core.Workload{gang}, Epoch)
+	p := ds[0].Pending
+	if p == nil || p.Reason != core.NoFit || len(ds[0].Preempt) != 0 ||
+		!strings.Contains(p.Message, "needs 4 pods of 4 cpu in one topology.berth.dev/rack") ||
+		!strings.HasSuffix(p.Message, "; no admitted workload may be preempted to make room") {
+		t.Errorf("%s", Describe(ds))
 	}
 }
