@@ -89,7 +89,7 @@ func (c *Cluster) Cycle(heads []*Workload, now time.Time) []Decision {
 				continue
 			}
 			roomless = p
-			cand.a.Preempt = topologyNeeds(cand.w, cand.a)
+			cand.a.Preempt = c.topologyNeeds(cand.w, cand.a)
 		}
 		message := func(why, short string) (string, string) {
 			if roomless != nil {

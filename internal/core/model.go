@@ -180,6 +180,11 @@ type PodSet struct {
 	// Topology, when set, asks for the pods to be placed close together in
 	// the topology of their flavor, which must have one.
 	Topology *topology.Request
+	// Steerable: its integration can give each pod a domain (a Job's pods
+	// are gated until berth does). Without a topology request, such a pod
+	// set admitted in a flavor with a topology is placed anyway, anywhere
+	// (Unconstrained), so that its room is counted and held as a gang's is.
+	Steerable bool
 }
 
 // PodSetAssignment is what a pod set was given.
@@ -188,7 +193,8 @@ type PodSetAssignment struct {
 	Count   int32
 	Flavors map[string]string // resource -> flavor
 	Usage   Usage
-	// Topology is where its pods go, for a pod set with a topology request.
+	// Topology is where its pods go, for a pod set with a topology request
+	// (or a steerable one in a flavor with a topology).
 	Topology *topology.Assignment
 }
 

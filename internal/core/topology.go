@@ -146,10 +146,19 @@ func (pl *places) place(w *Workload, a *Assignment) ([]Placement, *Pending) {
 		}
 	}
 	for i, ps := range w.PodSets {
-		if ps.Topology == nil {
-			continue
-		}
 		psa := &a.PodSets[i]
+		req := ps.Topology
+		if req == nil {
+			// Placed anyway when its pods can be steered and its one flavor
+			// has a topology: its room is counted like a gang's.
+			if !ps.Steerable {
+				continue
+			}
+			if _, why := pl.flavorOf(psa); why != "" {
+				continue
+			}
+			req = &topology.Request{Mode: topology.Unconstrained}
+		}
 		prefix := ""
 		if len(w.PodSets) > 1 {
 			prefix = "pod set " + ps.Name + ": "
@@ -166,7 +175,7 @@ func (pl *places) place(w *Workload, a *Assignment) ([]Placement, *Pending) {
 		}
 		tps := topology.PodSet{Count: ps.Count, Requests: ps.Requests,
 			Tolerations: append(slices.Clone(ps.Tolerations), f.Tolerations...), Allows: allows(ps), Shape: shapeOf(ps.Requests)}
-		ta, err := t.Place(tps, *ps.Topology)
+		ta, err := t.Place(tps, *req)
 		var nf *topology.NoFit
 		switch {
 		case errors.As(err, &nf):
@@ -186,9 +195,10 @@ func (pl *places) place(w *Workload, a *Assignment) ([]Placement, *Pending) {
 	return out, nil
 }
 
-// hasTopology reports whether any pod set of w asks for placement.
+// hasTopology reports whether any pod set of w may be placed: one that
+// asks for it, or one that can be steered.
 func hasTopology(w *Workload) bool {
-	return slices.ContainsFunc(w.PodSets, func(ps PodSet) bool { return ps.Topology != nil })
+	return slices.ContainsFunc(w.PodSets, func(ps PodSet) bool { return ps.Topology != nil || ps.Steerable })
 }
 
 // placeable reports whether w's topology-aware pod sets, in the flavors a
@@ -204,13 +214,16 @@ func (c *Cluster) placeable(w *Workload, a *Assignment) bool {
 	return p == nil
 }
 
-// topologyNeeds are the flavor-resources of w's topology-aware pod sets:
-// where preemption must make room when its quota fits but no domain does.
-func topologyNeeds(w *Workload, a *Assignment) []FlavorResource {
+// topologyNeeds are the flavor-resources of w's placed pod sets: where
+// preemption must make room when its quota fits but no domain does.
+func (c *Cluster) topologyNeeds(w *Workload, a *Assignment) []FlavorResource {
 	var out []FlavorResource
+	pl := c.newPlaces()
 	for i, ps := range w.PodSets {
 		if ps.Topology == nil {
-			continue
+			if _, why := pl.flavorOf(&a.PodSets[i]); !ps.Steerable || why != "" {
+				continue
+			}
 		}
 		for _, r := range sortedKeys(a.PodSets[i].Flavors) {
 			fr := FlavorResource{Flavor: a.PodSets[i].Flavors[r], Resource: r}

@@ -246,3 +246,37 @@ func TestNoPreemptionWhenNoDomainCanBeFreed(t *testing.T) {
 		t.Errorf("%s", Describe(ds))
 	}
 }
+
+// A steerable pod set without a topology request, admitted in a flavor with
+// a topology, is placed anyway (anywhere), so its room is counted: a gang
+// admitted in the same cycle does not get the same hosts, and one that
+// would not fit on the nodes waits, though the quota has room. A pod set
+// that cannot be steered (a plain Pod's) is admitted on quota alone.
+func TestSteerablePodSetsArePlacedInTopologyFlavors(t *testing.T) {
+	c := rackCluster(t, "100")
+	plain := MakeWorkload("plain", "cq").PodSet("main", 3).Request("cpu", "8").Steerable().Obj()
+	gang := MakeWorkload("gang", "cq").PodSet("main", 2).Request("cpu", "8").Topology(topology.Required, RackLabel).Created(1).Obj()
+	ds := c.Cycle([]*core.Workload{plain, gang}, Epoch)
+	if ds[0].Admit == nil || ds[0].Admit.PodSets[0].Topology == nil {
+		t.Fatalf("the steerable pod set: %s; want admitted with a placement", Describe(ds))
+	}
+	var hosts int32
+	for _, d := range ds[0].Admit.PodSets[0].Topology.Domains {
+		hosts += d.Count
+	}
+	if hosts != 3 {
+		t.Errorf("placed %d pods, want 3", hosts)
+	}
+	// Three of the four 8-cpu hosts are taken: no rack has two free.
+	if p := ds[1].Pending; p == nil || p.Reason != core.NoFit {
+		t.Errorf("the gang after it: %s; want it waiting for a rack", Describe(ds))
+	}
+	more := MakeWorkload("more", "cq").PodSet("main", 2).Request("cpu", "8").Steerable().Obj()
+	if ds := c.Cycle([]*core.Workload{more}, Epoch); ds[0].Pending == nil || ds[0].Pending.Reason != core.NoFit {
+		t.Errorf("2 more pods of 8 cpu on one free host: %s; want NoFit", Describe(ds))
+	}
+	pod := MakeWorkload("pod", "cq").PodSet("main", 2).Request("cpu", "8").Obj()
+	if ds := c.Cycle([]*core.Workload{pod}, Epoch); ds[0].Admit == nil || ds[0].Admit.PodSets[0].Topology != nil {
+		t.Errorf("a pod set that cannot be steered: %s; want admitted on quota, unplaced", Describe(ds))
+	}
+}

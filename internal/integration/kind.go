@@ -32,6 +32,15 @@ type Kind interface {
 	Finished(obj client.Object) (finished, failed bool)
 }
 
+// Steerer is a Kind whose pods berth can give topology domains though
+// they ask for none (a Job's: its pod template is labelled so that the pod
+// webhook gates them until the placement reconciler gives each a domain).
+// Start calls Steer, after the Kind's Start, when the admission placed the
+// pod set (its flavor has a topology).
+type Steerer interface {
+	Steer(obj client.Object, queue string) error
+}
+
 // Refuser is a Kind that refuses some objects at creation, such as those
 // asking for what berth does not support yet, or asking for a queue in a
 // way that would not be honoured; Refuse says why, or "". It sees every

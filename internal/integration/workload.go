@@ -58,6 +58,19 @@ func AdmittedFlavors(ctx context.Context, r client.Reader, wl *berthv1.Workload,
 	return out, nil
 }
 
+// placed reports whether the admission gave a pod set a topology assignment.
+func placed(a *berthv1.Admission, podSet string) bool {
+	if a == nil {
+		return false
+	}
+	for _, psa := range a.PodSetAssignments {
+		if psa.Name == podSet && psa.TopologyAssignment != nil {
+			return true
+		}
+	}
+	return false
+}
+
 // Release gives back the quota of a stopping workload whose pods are gone
 // (workload.ReleaseStopped), with one status patch onto the version read.
 func Release(ctx context.Context, c client.Client, wl *berthv1.Workload, now time.Time) error {
@@ -91,6 +104,11 @@ func Start(ctx context.Context, c client.Client, live client.Reader, rec events.
 	}
 	if err := kind.Start(obj, flavors); err != nil {
 		return err
+	}
+	if s, ok := kind.(Steerer); ok && placed(wl.Status.Admission, "main") {
+		if err := s.Steer(obj, wl.Spec.QueueName); err != nil {
+			return err
+		}
 	}
 	if err := c.Update(ctx, obj); err != nil {
 		return client.IgnoreNotFound(err)

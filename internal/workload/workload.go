@@ -93,16 +93,25 @@ func ToCore(w *berthv1.Workload, nsLabels labels.Set) *core.Workload {
 	if rs := w.Status.RequeueState; rs != nil && rs.RequeueAt != nil {
 		cw.NotBefore = rs.RequeueAt.Time
 	}
+	steerable := jobOwned(w)
 	for _, ps := range w.Spec.PodSets {
 		cps := core.PodSet{Name: ps.Name, Count: ps.Count, Requests: make(map[string]int64, len(ps.Requests)),
 			NodeSelector: ps.NodeSelector, Tolerations: ps.Tolerations, NodeAffinity: ps.NodeAffinity,
-			Topology: TopologyRequestOf(ps.TopologyRequest)}
+			Topology: TopologyRequestOf(ps.TopologyRequest), Steerable: steerable}
 		for r, q := range ps.Requests {
 			cps.Requests[string(r)] = core.Milli(q)
 		}
 		cw.PodSets = append(cw.PodSets, cps)
 	}
 	return cw
+}
+
+// jobOwned reports a Job's Workload: berth gives a Job's pods their domains
+// when its flavor has a topology (the Job integration labels its pod
+// template so that its pods are gated until then), whether or not it asks.
+func jobOwned(w *berthv1.Workload) bool {
+	ref := metav1.GetControllerOf(w)
+	return ref != nil && ref.Kind == "Job" && strings.HasPrefix(ref.APIVersion, "batch/")
 }
 
 // AdmittedOf describes a workload holding quota for the core.

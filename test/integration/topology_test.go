@@ -12,6 +12,7 @@ import (
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
 	"github.com/berth-dev/berth/internal/integration"
+	"github.com/berth-dev/berth/internal/integration/jobs"
 	"github.com/berth-dev/berth/internal/integration/placement"
 	"github.com/berth-dev/berth/internal/integration/pods"
 	"github.com/berth-dev/berth/internal/testenv"
@@ -221,4 +222,60 @@ func TestPlacementCountsOtherPods(t *testing.T) {
 	if racks := distinct(runningPods(t, env, "gang", 4), rackOf); len(racks) != 1 || racks[0] != "b0-r1" {
 		t.Errorf("the gang runs in racks %v; want b0-r1, the one rack with room for it", racks)
 	}
+}
+
+// A Job that asks for no topology, admitted in a flavor with one, is placed
+// anyway: its pods are gated at creation and each given a host, so the room
+// it takes is known from admission on, and a gang admitted after it does
+// not count on the same hosts. Stopped, its template loses what berth added.
+func TestJobWithoutTopologyRequestIsPlaced(t *testing.T) {
+	env := testenv.New(t)
+	topologyQueue(t, env, 1, 2, 2)
+	plain := MakeJob("plain", env.Namespace).Queue("main").Parallelism(3).Request("cpu", "8").
+		PodAnnotation("berth.dev/sim-duration", "1h").Obj()
+	env.Create(t, plain)
+	runningPods(t, env, "plain", 3)
+	var list corev1.PodList
+	if err := env.Client.List(ctx, &list, client.InNamespace(env.Namespace), client.MatchingLabels{batchv1.JobNameLabel: "plain"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range list.Items {
+		if p.Labels[berthv1.TopologyPlacedLabel] != "true" || p.Spec.NodeSelector[hostLabel] != p.Spec.NodeName {
+			t.Errorf("pod %s on %s: placed label %q, host selector %q; want placed there by berth", p.Name, p.Spec.NodeName,
+				p.Labels[berthv1.TopologyPlacedLabel], p.Spec.NodeSelector[hostLabel])
+		}
+	}
+	wl := jobWorkload(t, env, plain)
+	if ta := wl.Status.Admission.PodSetAssignments[0].TopologyAssignment; ta == nil {
+		t.Errorf("admission %+v: want a topology assignment", wl.Status.Admission)
+	}
+	// Three of the four hosts are taken: no rack has two free.
+	gang := MakeJob("gang", env.Namespace).Queue("main").Parallelism(2).Request("cpu", "8").
+		PodAnnotation("berth.dev/sim-duration", "1h").PodAnnotation(integration.RequiredTopologyAnnotation, rackLabel).Obj()
+	env.Create(t, gang)
+	waitPending(t, env, env.Namespace, jobWorkload(t, env, gang).Name, "needs 2 pods of 8 cpu in one topology.berth.dev/rack")
+
+	// Stopped (its queue drained), the Job's template is as it was submitted.
+	var lq berthv1.LocalQueue
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: "main"}, &lq); err != nil {
+		t.Fatal(err)
+	}
+	patch := client.MergeFrom(lq.DeepCopy())
+	lq.Spec.StopPolicy = berthv1.HoldAndDrain
+	if err := env.Client.Patch(ctx, &lq, patch); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, wait, func() error {
+		j, err := getJob(env, env.Namespace, "plain")
+		if err != nil {
+			return err
+		}
+		if !jobs.Suspended(j) || jobs.Injected(j) {
+			return fmt.Errorf("Job not stopped and restored yet: suspended %v, injected %v", jobs.Suspended(j), jobs.Injected(j))
+		}
+		if _, ok := j.Spec.Template.Labels[berthv1.TopologyPlacedLabel]; ok {
+			return fmt.Errorf("the restored template keeps %s: %v", berthv1.TopologyPlacedLabel, j.Spec.Template.Labels)
+		}
+		return nil
+	})
 }

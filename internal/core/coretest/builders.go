@@ -185,6 +185,13 @@ func (w *WorkloadWrapper) Topology(mode topology.Mode, level string) *WorkloadWr
 	return w
 }
 
+// Steerable marks the last pod set as one whose pods berth can give domains
+// (a Job's).
+func (w *WorkloadWrapper) Steerable() *WorkloadWrapper {
+	w.last().Steerable = true
+	return w
+}
+
 func (w *WorkloadWrapper) last() *core.PodSet {
 	if len(w.w.PodSets) == 0 {
 		w.PodSet("main", 1)

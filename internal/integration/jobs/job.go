@@ -9,6 +9,7 @@ package jobs
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -185,6 +186,8 @@ const OriginalSchedulingAnnotation = "berth.dev/original-scheduling"
 type scheduling struct {
 	NodeSelector map[string]string   `json:"nodeSelector,omitempty"`
 	Tolerations  []corev1.Toleration `json:"tolerations,omitempty"`
+	// AddedLabels are pod template labels berth added (SteerTemplate).
+	AddedLabels []string `json:"addedLabels,omitempty"`
 }
 
 // Injected reports whether the Job's template carries flavors' settings.
@@ -226,6 +229,39 @@ func RestoreTemplate(job *batchv1.Job) (bool, error) {
 	}
 	job.Spec.Template.Spec.NodeSelector = orig.NodeSelector
 	job.Spec.Template.Spec.Tolerations = orig.Tolerations
+	for _, l := range orig.AddedLabels {
+		delete(job.Spec.Template.Labels, l)
+	}
 	delete(job.Annotations, OriginalSchedulingAnnotation)
 	return true, nil
+}
+
+// SteerTemplate labels the pod template of a Job admitted with a topology
+// assignment though it asked for none, as Hold labels one that asks: its
+// pods are then gated at creation and given domains one by one (package
+// placement). What it adds is recorded for RestoreTemplate; StartTemplate
+// must have run.
+func SteerTemplate(job *batchv1.Job, queue string) error {
+	var orig scheduling
+	if err := json.Unmarshal([]byte(job.Annotations[OriginalSchedulingAnnotation]), &orig); err != nil {
+		return fmt.Errorf("annotation %s of Job %s/%s is not valid: %w", OriginalSchedulingAnnotation, job.Namespace, job.Name, err)
+	}
+	if job.Spec.Template.Labels == nil {
+		job.Spec.Template.Labels = map[string]string{}
+	}
+	l := job.Spec.Template.Labels
+	for k, v := range map[string]string{berthv1.TopologyPlacedLabel: "true", berthv1.QueueNameLabel: queue} {
+		if _, ok := l[k]; ok {
+			continue
+		}
+		l[k] = v
+		orig.AddedLabels = append(orig.AddedLabels, k)
+	}
+	slices.Sort(orig.AddedLabels)
+	data, err := json.Marshal(orig)
+	if err != nil {
+		return err
+	}
+	job.Annotations[OriginalSchedulingAnnotation] = string(data)
+	return nil
 }

@@ -88,6 +88,33 @@ func TestStartAndRestoreTemplate(t *testing.T) {
 	}
 }
 
+// A Job placed though it asked for no topology gets the labels that have
+// its pods gated and given domains, and loses exactly those when stopped:
+// labels it had itself stay.
+func TestSteerAndRestoreTemplate(t *testing.T) {
+	job := MakeJob("j", "ns").Obj()
+	job.Spec.Template.Labels = map[string]string{"app": "train", berthv1.QueueNameLabel: "main"}
+	before := job.Spec.Template.DeepCopy()
+	if err := StartTemplate(job, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := SteerTemplate(job, "main"); err != nil {
+		t.Fatal(err)
+	}
+	if l := job.Spec.Template.Labels; l[berthv1.TopologyPlacedLabel] != "true" || l[berthv1.QueueNameLabel] != "main" || l["app"] != "train" {
+		t.Fatalf("steered template labels %v", l)
+	}
+	if _, err := RestoreTemplate(job); err != nil {
+		t.Fatal(err)
+	}
+	if !equality.Semantic.DeepEqual(&job.Spec.Template, before) {
+		t.Errorf("restored template labels %v, want %v", job.Spec.Template.Labels, before.Labels)
+	}
+	if err := SteerTemplate(MakeJob("k", "ns").Obj(), "main"); err == nil {
+		t.Error("steering a Job that was not started: no error")
+	}
+}
+
 func TestRestoreRefusesADamagedAnnotation(t *testing.T) {
 	job := MakeJob("j", "ns").Obj()
 	job.Annotations = map[string]string{OriginalSchedulingAnnotation: "{not json"}
