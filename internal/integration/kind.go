@@ -33,12 +33,13 @@ type Kind interface {
 }
 
 // Steerer is a Kind whose pods berth can give topology domains though
-// they ask for none (a Job's: its pod template is labelled so that the pod
-// webhook gates them until the placement reconciler gives each a domain).
-// Start calls Steer, after the Kind's Start, when the admission placed the
-// pod set (its flavor has a topology).
+// they ask for none: a Job's (its pod template is labelled so that the pod
+// webhook gates its pods until the placement reconciler gives each a
+// domain), a Pod's (created with the topology gate, kept only if placed).
+// Start calls Steer after the Kind's Start, placed saying whether the
+// admission gave the pod set a topology assignment.
 type Steerer interface {
-	Steer(obj client.Object, queue string) error
+	Steer(obj client.Object, queue string, placed bool) error
 }
 
 // Refuser is a Kind that refuses some objects at creation, such as those

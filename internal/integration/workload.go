@@ -58,8 +58,8 @@ func AdmittedFlavors(ctx context.Context, r client.Reader, wl *berthv1.Workload,
 	return out, nil
 }
 
-// placed reports whether the admission gave a pod set a topology assignment.
-func placed(a *berthv1.Admission, podSet string) bool {
+// Placed reports whether the admission gave a pod set a topology assignment.
+func Placed(a *berthv1.Admission, podSet string) bool {
 	if a == nil {
 		return false
 	}
@@ -105,8 +105,8 @@ func Start(ctx context.Context, c client.Client, live client.Reader, rec events.
 	if err := kind.Start(obj, flavors); err != nil {
 		return err
 	}
-	if s, ok := kind.(Steerer); ok && placed(wl.Status.Admission, "main") {
-		if err := s.Steer(obj, wl.Spec.QueueName); err != nil {
+	if s, ok := kind.(Steerer); ok {
+		if err := s.Steer(obj, wl.Spec.QueueName, Placed(wl.Status.Admission, "main")); err != nil {
 			return err
 		}
 	}

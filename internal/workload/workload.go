@@ -93,7 +93,7 @@ func ToCore(w *berthv1.Workload, nsLabels labels.Set) *core.Workload {
 	if rs := w.Status.RequeueState; rs != nil && rs.RequeueAt != nil {
 		cw.NotBefore = rs.RequeueAt.Time
 	}
-	steerable := jobOwned(w)
+	steerable := steerable(w)
 	for _, ps := range w.Spec.PodSets {
 		cps := core.PodSet{Name: ps.Name, Count: ps.Count, Requests: make(map[string]int64, len(ps.Requests)),
 			NodeSelector: ps.NodeSelector, Tolerations: ps.Tolerations, NodeAffinity: ps.NodeAffinity,
@@ -106,12 +106,17 @@ func ToCore(w *berthv1.Workload, nsLabels labels.Set) *core.Workload {
 	return cw
 }
 
-// jobOwned reports a Job's Workload: berth gives a Job's pods their domains
-// when its flavor has a topology (the Job integration labels its pod
-// template so that its pods are gated until then), whether or not it asks.
-func jobOwned(w *berthv1.Workload) bool {
-	ref := metav1.GetControllerOf(w)
-	return ref != nil && ref.Kind == "Job" && strings.HasPrefix(ref.APIVersion, "batch/")
+// steerable reports a Workload of a Job, a Pod or a pod group: berth gives
+// their pods domains when their flavor has a topology (a Job's pod template
+// is labelled so that its pods are gated until then; a queued Pod is
+// created gated), whether or not they ask.
+func steerable(w *berthv1.Workload) bool {
+	if ref := metav1.GetControllerOf(w); ref != nil && ref.Kind == "Job" && strings.HasPrefix(ref.APIVersion, "batch/") {
+		return true
+	}
+	return len(w.OwnerReferences) > 0 && slices.ContainsFunc(w.OwnerReferences, func(r metav1.OwnerReference) bool {
+		return r.Kind == "Pod" && r.APIVersion == "v1"
+	})
 }
 
 // AdmittedOf describes a workload holding quota for the core.

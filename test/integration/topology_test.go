@@ -279,3 +279,34 @@ func TestJobWithoutTopologyRequestIsPlaced(t *testing.T) {
 		return nil
 	})
 }
+
+// A plain Pod and a pod group that ask for no topology, admitted in a flavor
+// with one, are placed too: created gated, each pod is given a host.
+func TestPodsWithoutTopologyRequestArePlaced(t *testing.T) {
+	env := testenv.New(t)
+	topologyQueue(t, env, 1, 2, 2)
+	env.Create(t, plainPod("solo", env.Namespace, "8", "1h", map[string]string{berthv1.QueueNameLabel: "main"}))
+	names := []string{"solo"}
+	for i := range 2 {
+		p := groupPod(fmt.Sprintf("g%d", i), env.Namespace, "pair", 2, "8", "1h")
+		env.Create(t, p)
+		names = append(names, p.Name)
+	}
+	testenv.Eventually(t, wait, func() error {
+		for _, n := range names {
+			p, err := getPod(env, n)
+			if err != nil {
+				return err
+			}
+			if p.Status.Phase != corev1.PodRunning {
+				return fmt.Errorf("pod %s gated=%v topology-gated=%v node %q phase %s", n, pods.Gated(p), placement.Gated(p),
+					p.Spec.NodeName, p.Status.Phase)
+			}
+			if p.Labels[berthv1.TopologyPlacedLabel] != "true" || p.Spec.NodeSelector[hostLabel] != p.Spec.NodeName {
+				return fmt.Errorf("pod %s on %s: placed label %q, host selector %q; want placed there by berth", n, p.Spec.NodeName,
+					p.Labels[berthv1.TopologyPlacedLabel], p.Spec.NodeSelector[hostLabel])
+			}
+		}
+		return nil
+	})
+}

@@ -123,8 +123,13 @@ func (Kind) Start(obj client.Object, flavors []*berthv1.ResourceFlavor) error {
 	return nil
 }
 
-// Steer labels the Job's pod template so that its pods are given their
-// domains (SteerTemplate).
-func (Kind) Steer(obj client.Object, queue string) error { return SteerTemplate(obj.(*batchv1.Job), queue) }
+// Steer labels the pod template of a placed Job so that its pods are given
+// their domains (SteerTemplate).
+func (Kind) Steer(obj client.Object, queue string, placed bool) error {
+	if !placed {
+		return nil
+	}
+	return SteerTemplate(obj.(*batchv1.Job), queue)
+}
 
 func (Kind) Finished(obj client.Object) (bool, bool) { return Finished(obj.(*batchv1.Job)) }

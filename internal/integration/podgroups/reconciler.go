@@ -296,6 +296,9 @@ func (r *Reconciler) start(ctx context.Context, wl *berthv1.Workload, s Start) e
 	if err := (pods.Kind{}).Start(pod, flavors); err != nil {
 		return err
 	}
+	if err := (pods.Kind{}).Steer(pod, wl.Spec.QueueName, integration.Placed(wl.Status.Admission, s.PodSet)); err != nil {
+		return err
+	}
 	metav1.SetMetaDataAnnotation(&pod.ObjectMeta, PodSetAnnotation, s.PodSet)
 	if err := r.client.Update(ctx, pod); err != nil {
 		return client.IgnoreNotFound(err)

@@ -77,10 +77,41 @@ func (k Kind) Hold(obj client.Object) bool {
 		// Placed by topology: its room is counted by the placement, and it
 		// waits for a domain once admitted (package placement).
 		pod.Labels[berthv1.TopologyPlacedLabel] = "true"
+		changed = true
+	}
+	if !hasGate(pod, berthv1.TopologyGate) {
+		// Every queued Pod: one admitted in a flavor with a topology is
+		// placed though it asks for nothing, and a gate cannot be added
+		// after creation. Steer lifts it at start when it is not placed.
 		pod.Spec.SchedulingGates = append(pod.Spec.SchedulingGates, corev1.PodSchedulingGate{Name: berthv1.TopologyGate})
 		changed = true
 	}
 	return changed
+}
+
+// Steer, at start, keeps a placed Pod behind the topology gate, labelled
+// so that the placement reconciler gives it its domain, and lifts the gate
+// of one that is not placed. A Pod created without the gate (before berth
+// gated every queued Pod) cannot be steered: it starts where kube-scheduler
+// puts it.
+func (Kind) Steer(obj client.Object, _ string, placed bool) error {
+	pod := obj.(*corev1.Pod)
+	switch {
+	case placed && hasGate(pod, berthv1.TopologyGate):
+		if pod.Labels == nil {
+			pod.Labels = map[string]string{}
+		}
+		pod.Labels[berthv1.TopologyPlacedLabel] = "true"
+	case !placed:
+		pod.Spec.SchedulingGates = slices.DeleteFunc(pod.Spec.SchedulingGates, func(g corev1.PodSchedulingGate) bool {
+			return g.Name == berthv1.TopologyGate
+		})
+	}
+	return nil
+}
+
+func hasGate(pod *corev1.Pod, name string) bool {
+	return slices.ContainsFunc(pod.Spec.SchedulingGates, func(g corev1.PodSchedulingGate) bool { return g.Name == name })
 }
 
 // Start adds the flavors' node labels and tolerations to the Pod, which
