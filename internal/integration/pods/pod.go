@@ -89,7 +89,7 @@ func (k Kind) Hold(obj client.Object) bool {
 	return changed
 }
 
-// Steer, at start, keeps a placed Pod behind the topology gate, labelled
+// Steer keeps, at start, a placed Pod behind the topology gate, labelled
 // so that the placement reconciler gives it its domain, and lifts the gate
 // of one that is not placed. A Pod created without the gate (before berth
 // gated every queued Pod) cannot be steered: it starts where kube-scheduler
