@@ -369,40 +369,12 @@ func waitStageLoaded(t *testing.T, env *testenv.Env, name string) {
 func TestSimRunsKWOKStageFiles(t *testing.T) {
 	t.Parallel()
 	env := testenv.New(t)
-	bin, err := testenv.Binary()
-	if err != nil {
-		t.Fatal(err)
-	}
 	prefix := env.Namespace + "-"
 	owner := "berth.dev/sim-test=" + env.Namespace
 	run := func(nodes int) func() {
-		ports, err := controlplane.FreePorts(1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		port := ports[0]
-		cmd := exec.Command(bin, "sim", "--kubeconfig", env.Kubeconfig,
-			"--stages", "../../examples/stages/kwok", "--default-stages=false", "--cluster-stages=false",
+		return runSim(t, env.Kubeconfig, "--stages", "../../examples/stages/kwok", "--default-stages=false", "--cluster-stages=false",
 			"--node-selector", owner, "--nodes", strconv.Itoa(nodes), "--node-name-prefix", prefix,
-			"--nodes-per-rack", "2", "--node-taints", testenv.SimNodeTaintKey+"="+env.Namespace+":NoSchedule",
-			"--health-probe-bind-address", "127.0.0.1:"+strconv.Itoa(port))
-		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		stop := func() {
-			_ = cmd.Process.Signal(syscall.SIGTERM)
-			select {
-			case <-done:
-			case <-time.After(20 * time.Second):
-				_ = cmd.Process.Kill()
-				<-done
-			}
-		}
-		t.Cleanup(stop)
-		return stop
+			"--nodes-per-rack", "2", "--node-taints", testenv.SimNodeTaintKey+"="+env.Namespace+":NoSchedule")
 	}
 	t.Cleanup(func() {
 		_ = env.Kube.CoreV1().Nodes().DeleteCollection(context.Background(), metav1.DeleteOptions{},
@@ -549,10 +521,6 @@ func TestSimReusesAddressesOfFinishedPods(t *testing.T) {
 func TestSimBindsClaimsWithVolumeStages(t *testing.T) {
 	t.Parallel()
 	env := testenv.New(t)
-	bin, err := testenv.Binary()
-	if err != nil {
-		t.Fatal(err)
-	}
 	class := &storagev1.StorageClass{}
 	readYAML(t, "../../examples/sim-volume-class.yaml", class)
 	if _, err := env.Kube.StorageV1().StorageClasses().Create(ctx, class, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -573,29 +541,8 @@ func TestSimBindsClaimsWithVolumeStages(t *testing.T) {
 	if err := clientcmd.WriteToFile(*cfg, asSim); err != nil {
 		t.Fatal(err)
 	}
-	ports, err := controlplane.FreePorts(1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, "sim", "--kubeconfig", asSim,
-		"--stages", "../../examples/stages/volume", "--default-stages=false", "--cluster-stages=false",
-		"--node-selector", "berth.dev/sim-test="+env.Namespace, "--nodes", "0",
-		"--health-probe-bind-address", "127.0.0.1:"+strconv.Itoa(ports[0]))
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(20 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-	})
+	runSim(t, asSim, "--stages", "../../examples/stages/volume", "--default-stages=false", "--cluster-stages=false",
+		"--node-selector", "berth.dev/sim-test="+env.Namespace, "--nodes", "0")
 
 	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data", Namespace: env.Namespace},
 		Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: &class.Name,
@@ -639,6 +586,42 @@ func TestSimBindsClaimsWithVolumeStages(t *testing.T) {
 		}
 		return fmt.Errorf("volume %s still there: phase %s, deleting %v", volume, pv.Status.Phase, pv.DeletionTimestamp != nil)
 	})
+}
+
+// runSim starts berth sim with the kubeconfig and the flags, on a free
+// health port, and returns what stops it (also run at the test's end).
+func runSim(t *testing.T, kubeconfig string, flags ...string) func() {
+	t.Helper()
+	bin, err := testenv.Binary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ports, err := controlplane.FreePorts(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := append([]string{"sim", "--kubeconfig", kubeconfig, "--health-probe-bind-address", "127.0.0.1:" + strconv.Itoa(ports[0])}, flags...)
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+			select {
+			case <-done:
+			case <-time.After(20 * time.Second):
+				_ = cmd.Process.Kill()
+				<-done
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
 }
 
 func readYAML(t *testing.T, path string, into any) {
