@@ -114,7 +114,7 @@ func steerable(w *berthv1.Workload) bool {
 	if ref := metav1.GetControllerOf(w); ref != nil && ref.Kind == "Job" && strings.HasPrefix(ref.APIVersion, "batch/") {
 		return true
 	}
-	return len(w.OwnerReferences) > 0 && slices.ContainsFunc(w.OwnerReferences, func(r metav1.OwnerReference) bool {
+	return slices.ContainsFunc(w.OwnerReferences, func(r metav1.OwnerReference) bool {
 		return r.Kind == "Pod" && r.APIVersion == "v1"
 	})
 }
