@@ -11,8 +11,10 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -185,8 +187,47 @@ func wireWorkers(ctx context.Context, managerKubeconfig string, workers []worker
 		Spec: berthv1.AdmissionCheckSpec{ControllerName: berthv1.MultiClusterControllerName,
 			Parameters: &berthv1.AdmissionCheckParametersReference{APIGroup: berthv1.GroupVersion.Group,
 				Kind: "MultiClusterConfig", Name: workersConfigName}}}
-	return upsert.Object(ctx, c, c, ac, func(have *berthv1.AdmissionCheck) error {
+	if err := upsert.Object(ctx, c, c, ac, func(have *berthv1.AdmissionCheck) error {
 		have.Spec.Parameters = ac.Spec.Parameters
 		return nil
-	})
+	}); err != nil {
+		return err
+	}
+	return waitWorkersActive(ctx, c, names, workersActiveTimeout)
+}
+
+// workersActiveTimeout bounds the wait for the manager to reach its workers
+// (within the minute berth up gives wiring them).
+const workersActiveTimeout = 45 * time.Second
+
+// waitWorkersActive waits until the manager reaches every worker (their
+// WorkerClusters Active), so that what is submitted right after berth up is
+// dispatched; it names those it does not reach in time, and why.
+func waitWorkersActive(ctx context.Context, c client.Reader, names []string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		var waiting []string
+		for _, name := range names {
+			var wc berthv1.WorkerCluster
+			if err := c.Get(ctx, client.ObjectKey{Name: name}, &wc); err != nil {
+				return err
+			}
+			if cond := meta.FindStatusCondition(wc.Status.Conditions, berthv1.WorkerClusterActive); cond == nil {
+				waiting = append(waiting, name+" (not looked at yet)")
+			} else if cond.Status != metav1.ConditionTrue {
+				waiting = append(waiting, fmt.Sprintf("%s (%s: %s)", name, cond.Reason, cond.Message))
+			}
+		}
+		if len(waiting) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the manager did not reach its workers within %s: %s", timeout, strings.Join(waiting, "; "))
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }

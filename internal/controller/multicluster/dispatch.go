@@ -85,7 +85,9 @@ func (d *Dispatcher) Reconcile(ctx context.Context, req reconcile.Request) (reco
 
 	var errs []error
 	for _, name := range plan.Delete {
-		if err := d.deleteCopies(ctx, name, remotes[name]); err != nil {
+		// While the workload holds quota here, its Job copy goes in the
+		// foreground: gone then means its pods are gone (recall).
+		if err := d.deleteCopies(ctx, name, remotes[name], workload.HasQuota(&wl)); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -332,12 +334,18 @@ func (d *Dispatcher) createJob(ctx context.Context, name string, wl *berthv1.Wor
 	return nil
 }
 
-// deleteCopies deletes a worker's copies of a workload.
-func (d *Dispatcher) deleteCopies(ctx context.Context, name string, c copies) error {
+// deleteCopies deletes a worker's copies of a workload. With foreground,
+// its Job stays until its pods are gone, which costs the garbage
+// collector's writes: only a workload that holds quota waits for that.
+func (d *Dispatcher) deleteCopies(ctx context.Context, name string, c copies, foreground bool) error {
 	wk, _ := d.workers.get(name)
 	conn := wk.conn
 	if conn == nil {
 		return nil // unreachable: its copies are collected once it is back
+	}
+	propagation := metav1.DeletePropagationBackground
+	if foreground {
+		propagation = metav1.DeletePropagationForeground
 	}
 	var objs []client.Object // the Job first: its pods stop before its Workload goes
 	if c.job != nil {
@@ -347,10 +355,15 @@ func (d *Dispatcher) deleteCopies(ctx context.Context, name string, c copies) er
 		objs = append(objs, c.workload)
 	}
 	for _, obj := range objs {
+		if obj.GetDeletionTimestamp() != nil {
+			continue // on its way
+		}
+		p := propagation
+		if _, isJob := obj.(*batchv1.Job); !isJob {
+			p = metav1.DeletePropagationBackground // a Workload copy owns nothing there
+		}
 		uid := obj.GetUID()
-		// In the foreground, so that the Job is there until its pods are
-		// gone: the manager keeps the quota until then (Decide, recall).
-		err := conn.client.Delete(ctx, obj, client.PropagationPolicy(metav1.DeletePropagationForeground), client.Preconditions{UID: &uid})
+		err := conn.client.Delete(ctx, obj, client.PropagationPolicy(p), client.Preconditions{UID: &uid})
 		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 			return fmt.Errorf("deleting the copy %s/%s on worker cluster %s: %w", obj.GetNamespace(), obj.GetName(), name, err)
 		}
@@ -401,7 +414,7 @@ func (d *Dispatcher) collect(ctx context.Context, key types.NamespacedName) erro
 			return err
 		}
 		c.job = job
-		if err := d.deleteCopies(ctx, name, c); err != nil {
+		if err := d.deleteCopies(ctx, name, c, false); err != nil {
 			return err
 		}
 	}
