@@ -66,8 +66,11 @@ func (d *Dispatcher) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		Refusal: refusal, Now: now, LostTimeout: d.lostTimeout}
 	remotes := map[string]copies{}
 	names := d.workers.names()
-	for _, c := range clusters {
-		if !slices.Contains(names, c) {
+	// The config's workers, and the one it runs on even if the config no
+	// longer names it: one not looked at yet (after a restart) is waited
+	// for, not taken as gone.
+	for _, c := range append(slices.Clone(clusters), wl.Status.ClusterName) {
+		if c != "" && !slices.Contains(names, c) {
 			names = append(names, c)
 		}
 	}
