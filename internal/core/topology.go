@@ -195,17 +195,38 @@ func (pl *places) place(w *Workload, a *Assignment) ([]Placement, *Pending) {
 	return out, nil
 }
 
-// hasTopology reports whether any pod set of w may be placed: one that
-// asks for it, or one that can be steered.
-func hasTopology(w *Workload) bool {
-	return slices.ContainsFunc(w.PodSets, func(ps PodSet) bool { return ps.Topology != nil || ps.Steerable })
+// placedSet reports whether pod set i of w is placed under assignment a:
+// it asks for a topology, or it can be steered and its one flavor has a
+// topology. It allocates nothing: the choice of victims asks it at every
+// step, for every Job.
+func (c *Cluster) placedSet(w *Workload, a *Assignment, i int) bool {
+	ps := w.PodSets[i]
+	if ps.Topology != nil {
+		return true
+	}
+	if !ps.Steerable {
+		return false
+	}
+	name := ""
+	for _, f := range a.PodSets[i].Flavors {
+		if name != "" && f != name {
+			return false
+		}
+		name = f
+	}
+	f := c.flavors[name]
+	return f != nil && f.TopologyName != ""
 }
 
-// placeable reports whether w's topology-aware pod sets, in the flavors a
-// gives them, can be placed on what admitted workloads leave now (so,
-// during the choice of victims, without those removed so far).
+// placeable reports whether w's placed pod sets, in the flavors a gives
+// them, can be placed on what admitted workloads leave now (so, during the
+// choice of victims, without those removed so far).
 func (c *Cluster) placeable(w *Workload, a *Assignment) bool {
-	if !hasTopology(w) {
+	placed := false
+	for i := range w.PodSets {
+		placed = placed || c.placedSet(w, a, i)
+	}
+	if !placed {
 		return true
 	}
 	try := *a
@@ -218,12 +239,9 @@ func (c *Cluster) placeable(w *Workload, a *Assignment) bool {
 // preemption must make room when its quota fits but no domain does.
 func (c *Cluster) topologyNeeds(w *Workload, a *Assignment) []FlavorResource {
 	var out []FlavorResource
-	pl := c.newPlaces()
-	for i, ps := range w.PodSets {
-		if ps.Topology == nil {
-			if _, why := pl.flavorOf(&a.PodSets[i]); !ps.Steerable || why != "" {
-				continue
-			}
+	for i := range w.PodSets {
+		if !c.placedSet(w, a, i) {
+			continue
 		}
 		for _, r := range sortedKeys(a.PodSets[i].Flavors) {
 			fr := FlavorResource{Flavor: a.PodSets[i].Flavors[r], Resource: r}
