@@ -118,9 +118,9 @@ func runOnSim(ctx context.Context, cfg *rest.Config, kubeconfig, bin string, r s
 	if err != nil {
 		return nil, err
 	}
-	cpuBefore := cpuOf(o.APIServerPID)
+	cpuBefore := cpuOf(o.pid("kube-apiserver"))
 	writesBefore, writesErr := writesOf(ctx, kube)
-	mem := watchMemory(ctx, o.ControllerPID)
+	mem := watchMemory(ctx, o.pid("berth-controller"))
 	fmt.Fprintf(o.Progress, "creating %s\n", r.What)
 	w.start = time.Now()
 	tl := startTimeline(ctx, w.start, layout([]string{"pods of the bench"}, "created (admitted)", "running", "succeeded"), w.counts)
@@ -132,7 +132,7 @@ func runOnSim(ctx context.Context, cfg *rest.Config, kubeconfig, bin string, r s
 	}
 	runErr := await(ctx, w.done, w.progress, o)
 	st.chart = tl.stop(fmt.Sprintf("berth bench %s, scale %g", r.Scenario, scale))
-	if after := cpuOf(o.APIServerPID); cpuBefore != nil && after != nil {
+	if after := cpuOf(o.pid("kube-apiserver")); cpuBefore != nil && after != nil {
 		cpu := *after - *cpuBefore
 		st.APIServerCPUSeconds = &cpu
 	}

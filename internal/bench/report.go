@@ -47,6 +47,8 @@ type Results struct {
 	RawStatusWritesPerSecond float64      `json:"rawStatusWritesPerSecond,omitempty"`
 	AdmissionsOverRawWrites  float64      `json:"admissionsOverRawWrites,omitempty"`
 	Audit                    *AuditResult `json:"audit,omitempty"`
+	// Cost is CPU per process, writes by client and profiles.
+	Cost Cost `json:"cost"`
 	// Faults injected (berth bench chaos), and each kind's recovery.
 	Faults   []chaos.Result  `json:"faults,omitempty"`
 	Recovery []chaos.Summary `json:"recovery,omitempty"`
@@ -55,7 +57,8 @@ type Results struct {
 // ClassResult is one class's times to admission, from arrival.
 type ClassResult struct {
 	Name                      string  `json:"name"`
-	Count                     int     `json:"count"`
+	Count                     int     `json:"count"` // admitted
+	Planned                   int     `json:"planned"`
 	AvgTimeToAdmissionSeconds float64 `json:"avgTimeToAdmissionSeconds"`
 	MaxTimeToAdmissionSeconds float64 `json:"maxTimeToAdmissionSeconds"`
 }
@@ -84,6 +87,9 @@ func Summarize(s *Scenario, scale float64, records []Record, bound time.Duration
 			if c := cpu[rec.Class]; c != nil {
 				work += float64(c.CPU) * c.Runtime.Seconds()
 			}
+		}
+		if cr := sums[rec.Class]; cr != nil {
+			cr.Planned++
 		}
 		if cr := sums[rec.Class]; cr != nil && rec.WasAdmitted {
 			wait := (rec.Admitted - rec.Created).Seconds()
@@ -153,6 +159,7 @@ func Markdown(r Results) string {
 		fmt.Fprintf(&b, "| berth controller CPU | %.1f s |\n", *r.ControllerCPUSeconds)
 	}
 	controllerMemoryRows(&b, r.ControllerPeakRSSMiB, r.ControllerPeakAnonMiB)
+	costRows(&b, r.Cost, r.Workloads)
 	auditRow(&b, r.Audit)
 	for _, f := range r.Recovery {
 		what := f.Component + " killed"
@@ -166,6 +173,11 @@ func Markdown(r Results) string {
 	for _, c := range r.Classes {
 		fmt.Fprintf(&b, "| %s | %d | %.2f s | %.2f s |\n", c.Name, c.Count, c.AvgTimeToAdmissionSeconds, c.MaxTimeToAdmissionSeconds)
 	}
+	perClass := map[string]int{}
+	for _, c := range r.Classes {
+		perClass[c.Name] = c.Planned
+	}
+	writesTable(&b, r.Cost, perClass, r.Workloads)
 	return b.String()
 }
 

@@ -3,6 +3,8 @@ package bench
 import (
 	"maps"
 	"math"
+	"os"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -165,5 +167,48 @@ apiserver_request_duration_seconds_count{resource="pods",verb="POST"} 1000
 	}
 	if l := parseLabels(`a="x\"y",b=""`); l["a"] != `x"y` || l["b"] != "" {
 		t.Errorf("labels %v", l)
+	}
+}
+
+// The writes of an audit log are counted by client, verb, resource and
+// class; refused ones are told apart, and a line cut short by a crash is
+// skipped rather than failing the count.
+func TestCountWrites(t *testing.T) {
+	f, err := os.Open("testdata/writes.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	got, err := countWrites(f, classByName([]string{"small", "medium", "large"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []WriteCount{
+		{Client: "berth-controller", Verb: "patch", Resource: "workloads/status", Class: "small", Count: 2},
+		{Client: "berth-admin", Verb: "create", Resource: "workloads", Class: "small", Count: 1},
+		{Client: "berth-controller", Verb: "create", Resource: "events", Class: "small", Count: 1},
+		{Client: "berth-controller", Verb: "patch", Resource: "clusterqueues/status", Count: 1},
+		{Client: "berth-controller", Verb: "patch", Resource: "workloads/status", Class: "large", Count: 1, Failed: 1},
+		{Client: "kube-controller-manager/job-controller", Verb: "update", Resource: "jobs/status", Class: "small", Count: 1},
+		{Client: "kube-scheduler", Verb: "create", Resource: "pods/binding", Class: "small", Count: 1},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("countWrites:\n got %+v\nwant %+v", got, want)
+	}
+}
+
+func TestClassByName(t *testing.T) {
+	classOf := classByName([]string{"small", "large"})
+	for name, want := range map[string]string{
+		"small-q0-1":                  "small",
+		"small-q12-340.18b2a3c4d5e6f": "small", // its event
+		"job-large-q3-4-8f2k1":        "large", // a Job's Workload
+		"large-q3-4-x7k2p":            "large", // a Job's pod
+		"bench-0":                     "",
+		"notsmall-q0-1":               "",
+	} {
+		if got := classOf(name); got != want {
+			t.Errorf("classOf(%q) = %q, want %q", name, got, want)
+		}
 	}
 }

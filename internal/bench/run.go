@@ -39,8 +39,16 @@ type Options struct {
 	// ProgressEvery defaults to 2s; Timeout (for all workloads to finish)
 	// to an hour.
 	ProgressEvery, Timeout time.Duration
-	// Processes of a berth instance to measure; 0 when not known.
-	APIServerPID, ControllerPID int
+	// Processes of a berth instance to measure, by component name
+	// (kube-apiserver, berth-controller, ...); empty when not known.
+	Processes map[string]int
+	// WritesLog is the instance's audit log of writes (berth up
+	// --audit-writes), read to count writes by client; "" when not kept.
+	WritesLog string
+	// Profile is a directory for CPU profiles of kube-apiserver and berth's
+	// controller over the run; "" takes none. ControllerMetrics is the
+	// controller's metrics address (host:port), where it serves profiles.
+	Profile, ControllerMetrics string
 	// Alive, when set, checks that the cluster still answers; a run fails
 	// once it has failed for UnreachableAfter (default 30s) without a pass.
 	Alive            func(context.Context) error
@@ -53,6 +61,8 @@ type Options struct {
 	// progress, and returns how each went.
 	Chaos func(ctx context.Context, start time.Time, progress func() chaos.Progress) []chaos.Result
 }
+
+func (o Options) pid(component string) int { return o.Processes[component] }
 
 // prepare fills in the defaults and makes the output directory.
 func (o *Options) prepare() error {
@@ -216,8 +226,8 @@ func Run(ctx context.Context, cfg *rest.Config, s Scenario, o Options) (*Results
 	if err != nil {
 		return nil, err
 	}
-	cpuBefore, ctrlBefore := cpuOf(o.APIServerPID), cpuOf(o.ControllerPID)
-	mem := watchMemory(ctx, o.ControllerPID)
+	m := startMeter(ctx, api.cfg, o)
+	mem := watchMemory(ctx, o.pid("berth-controller"))
 	fmt.Fprintf(o.Progress, "submitting %d workloads over %.1fs\n", len(plan), plan[len(plan)-1].At.Seconds())
 	t.start = time.Now()
 	var classes []string
@@ -285,8 +295,8 @@ func Run(ctx context.Context, cfg *rest.Config, s Scenario, o Options) (*Results
 			res.AdmissionsOverRawWrites = res.AdmissionsPerSecond / raw
 		}
 	}
-	if after := cpuOf(o.APIServerPID); cpuBefore != nil && after != nil {
-		cpu := *after - *cpuBefore
+	res.Cost = m.end(classByName(classes))
+	if cpu, ok := res.Cost.CPUSeconds["kube-apiserver"]; ok {
 		res.APIServerCPUSeconds = &cpu
 		// Per workload carried through: finished, or admitted when the
 		// scenario ends at admission.
@@ -302,8 +312,7 @@ func Run(ctx context.Context, cfg *rest.Config, s Scenario, o Options) (*Results
 			res.APIServerCPUMsPerWorkload = &ms
 		}
 	}
-	if after := cpuOf(o.ControllerPID); ctrlBefore != nil && after != nil {
-		cpu := *after - *ctrlBefore
+	if cpu, ok := res.Cost.CPUSeconds["berth-controller"]; ok {
 		res.ControllerCPUSeconds = &cpu
 	}
 	res.ControllerPeakRSSMiB, res.ControllerPeakAnonMiB = mem.peaks()

@@ -105,7 +105,7 @@ func RunSimScale(ctx context.Context, cfg *rest.Config, kubeconfig, bin string, 
 	nodes, pods := counters(ctx, kube)
 
 	res := &SimResults{Scenario: "sim-scale", Scale: scale, Nodes: sc.Nodes, Pods: sc.Pods, Version: version()}
-	cpuBefore := cpuOf(o.APIServerPID)
+	cpuBefore := cpuOf(o.pid("kube-apiserver"))
 	began := time.Now()
 	sim, err := startSim(bin, kubeconfig, sc.Nodes, o.Output)
 	if err != nil {
@@ -195,7 +195,7 @@ func RunSimScale(ctx context.Context, cfg *rest.Config, kubeconfig, bin string, 
 	if cpu, err := procstat.CPUSeconds(sim.pid); err == nil {
 		res.SimCPUSeconds = cpu
 	}
-	if after := cpuOf(o.APIServerPID); cpuBefore != nil && after != nil {
+	if after := cpuOf(o.pid("kube-apiserver")); cpuBefore != nil && after != nil {
 		cpu := *after - *cpuBefore
 		res.APIServerCPUSeconds = &cpu
 	}

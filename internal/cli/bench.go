@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -140,13 +141,15 @@ workload and the controller's peak RSS. See docs/benchmarks.md.`,
 				}
 				kubeconfig = controlplane.Layout{Dir: dir}.Kubeconfig()
 				instanceDir = dir
+				o.Processes = map[string]int{}
 				for _, c := range st.Components {
-					switch c.Name {
-					case "kube-apiserver":
-						o.APIServerPID = c.Process.PID
-					case "berth-controller":
-						o.ControllerPID = c.Process.PID
+					o.Processes[c.Name] = c.Process.PID
+					if c.Name == "berth-controller" {
+						o.ControllerMetrics = "127.0.0.1:" + strconv.Itoa(c.Port)
 					}
+				}
+				if st.AuditWrites {
+					o.WritesLog = controlplane.Layout{Dir: dir}.WritesLog()
 				}
 			}
 			cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
@@ -214,7 +217,7 @@ workload and the controller's peak RSS. See docs/benchmarks.md.`,
 				o.Chaos = faultsFn
 				// The run kills these processes: what one of them used until
 				// it was killed says nothing of the run.
-				o.APIServerPID, o.ControllerPID = 0, 0
+				o.Processes = nil
 				res, runErr := bench.Run(ctx, cfg, sc, o)
 				if err = runErr; res != nil {
 					summary = bench.Markdown(*res)
@@ -263,6 +266,9 @@ workload and the controller's peak RSS. See docs/benchmarks.md.`,
 	f.Uint64Var(&seed, "seed", 0, "chaos: the seed of the faults' order and moments (default: from the clock, printed)")
 	f.IntVar(&faults, "faults", 10, "chaos: how many faults to inject, the kinds in turn")
 	f.DurationVar(&duration, "duration", 2*time.Minute, "chaos: how long work arrives (the run lasts until the work is done and every fault injected)")
+	f.StringVar(&o.Profile, "profile", "",
+		"save CPU profiles of kube-apiserver and berth's controller over the run into this directory "+
+			"(berth up --apiserver-arg=--profiling=true --controller-flag=--profiling)")
 	f.BoolVar(&o.Audit, "audit", false, "check berth's promises during the run and report what breaks (its watch adds load to the API server)")
 	return cmd
 }

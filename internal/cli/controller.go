@@ -54,6 +54,7 @@ throughput long before the API server is busy.`,
 	f.StringVar(&o.MetricsAddr, "metrics-bind-address", o.MetricsAddr, "address for /metrics (0 disables)")
 	f.StringVar(&o.HealthAddr, "health-probe-bind-address", o.HealthAddr, "address for /healthz and /readyz")
 	f.StringVar(&o.PprofAddr, "pprof-bind-address", o.PprofAddr, "address for Go's /debug/pprof profiles (default off)")
+	f.BoolVar(&o.Profiling, "profiling", false, "also serve Go's /debug/pprof/profile on the metrics address (berth bench --profile reads it there)")
 	f.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "elect a leader, so replicas can run for availability; a replica that lost its lease (paused past it, say) writes nothing more")
 	f.DurationVar(&o.Lease.Duration, "leader-elect-lease-duration", o.Lease.Duration,
 		"with --leader-elect: how long after the leader last renewed its lease another replica may take it")

@@ -35,7 +35,11 @@ type upOptions struct {
 	port     int
 	noFsync  bool
 	notifyFD int
-	pool     poolFlags
+	// serverArgs are flags for the control plane's servers, by component.
+	serverArgs map[string]*[]string
+	// auditWrites makes kube-apiserver log every write, for berth bench.
+	auditWrites bool
+	pool        poolFlags
 	// simArgs are the pool flags set on the command line, for the simulator.
 	simArgs []string
 	// controllerFlags go to `berth controller` as they are.
@@ -115,6 +119,19 @@ the control plane keeps running afterwards. It implies --nodes 4 unless
 		"also start this many worker instances (NAME-worker1, ...; data under the manager's data directory), each with "+
 			"the simulator's nodes, and make this instance their manager: WorkerClusters worker1..N, MultiClusterConfig "+
 			workersConfigName+" and AdmissionCheck "+workersCheckName)
+	o.serverArgs = map[string]*[]string{}
+	example := map[string]string{"etcd": "--quota-backend-bytes=4294967296", "kube-apiserver": "--profiling=true",
+		"kube-controller-manager": "--concurrent-job-syncs=20", "kube-scheduler": "--v=4"}
+	for _, c := range controlplane.ArgsComponents {
+		var args []string
+		o.serverArgs[c] = &args
+		flag := strings.TrimPrefix(c, "kube-") + "-arg"
+		cmd.Flags().StringArrayVar(&args, flag, nil,
+			fmt.Sprintf("a flag for %s, after berth's own so that it wins, e.g. --%s=%s (repeatable)", c, flag, example[c]))
+	}
+	cmd.Flags().BoolVar(&o.auditWrites, "audit-writes", false,
+		"kube-apiserver logs every write (who, verb, object) to logs/writes.log in the data directory; "+
+			"berth bench then reports the writes by client (it costs the API server some CPU)")
 	cmd.Flags().IntVar(&o.notifyFD, "notify-fd", 0, "internal: file descriptor on which to report start-up to a detaching parent")
 	_ = cmd.Flags().MarkHidden("notify-fd")
 	o.pool.add(cmd.Flags())
@@ -306,6 +323,13 @@ func (o *upOptions) wireWorkers(cmd *cobra.Command, kubeconfig string) error {
 func planOptions(o *upOptions) controlplane.PlanOptions {
 	p := controlplane.DefaultPlanOptions()
 	p.EtcdUnsafeNoFsync = o.noFsync
+	p.AuditWrites = o.auditWrites
+	p.Args = map[string][]string{}
+	for c, args := range o.serverArgs {
+		if len(*args) > 0 {
+			p.Args[c] = *args
+		}
+	}
 	return p
 }
 
@@ -317,6 +341,14 @@ func upDetached(cmd *cobra.Command, o *upOptions, dir string) error {
 	args := []string{"up", "--name", o.name, "--data-dir", dir, "--port", strconv.Itoa(o.port)}
 	if o.noFsync {
 		args = append(args, "--etcd-unsafe-no-fsync")
+	}
+	if o.auditWrites {
+		args = append(args, "--audit-writes")
+	}
+	for _, c := range controlplane.ArgsComponents {
+		for _, a := range *o.serverArgs[c] {
+			args = append(args, "--"+strings.TrimPrefix(c, "kube-")+"-arg="+a)
+		}
 	}
 	args = append(args, o.simArgs...)
 	for _, f := range o.controllerFlags {

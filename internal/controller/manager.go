@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"path/filepath"
 	"time"
@@ -72,7 +73,10 @@ type Options struct {
 	// HealthAddr serves /healthz and /readyz.
 	HealthAddr string
 	// PprofAddr serves Go's /debug/pprof ("" or "0" disables it).
-	PprofAddr   string
+	PprofAddr string
+	// Profiling adds Go's /debug/pprof/profile to MetricsAddr, where
+	// berth bench --profile finds it.
+	Profiling   bool
 	LeaderElect bool
 	// Lease times the leader election; zero is DefaultLease.
 	Lease Lease
@@ -202,7 +206,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                              scheme,
-		Metrics:                             metricsserver.Options{BindAddress: o.MetricsAddr},
+		Metrics:                             metricsserver.Options{BindAddress: o.MetricsAddr, ExtraHandlers: profiling(o.Profiling)},
 		HealthProbeBindAddress:              o.HealthAddr,
 		PprofBindAddress:                    o.PprofAddr,
 		LeaderElection:                      o.LeaderElect,
@@ -356,4 +360,12 @@ func leaseLock(cfg *rest.Config, namespace string, renewDeadline time.Duration) 
 	}
 	return resourcelock.New(resourcelock.LeasesResourceLock, namespace, "berth-controller", core, coord,
 		resourcelock.ResourceLockConfig{Identity: host + "_" + string(uuid.NewUUID())})
+}
+
+// profiling is the metrics server's extra handlers when asked to profile.
+func profiling(on bool) map[string]http.Handler {
+	if !on {
+		return nil
+	}
+	return map[string]http.Handler{"/debug/pprof/profile": http.HandlerFunc(pprof.Profile)}
 }

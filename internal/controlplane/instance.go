@@ -82,9 +82,7 @@ func Start(ctx context.Context, o Options) (*Instance, error) {
 			return nil, fmt.Errorf("finding the berth binary: %w", err)
 		}
 	}
-	if o.Plan == (PlanOptions{}) {
-		o.Plan = DefaultPlanOptions()
-	}
+	o.Plan = o.Plan.WithDefaults()
 	if o.Restart == (RestartPolicy{}) {
 		o.Restart = DefaultRestartPolicy()
 	}
@@ -168,6 +166,11 @@ func start(ctx context.Context, l Layout, o Options, lock *dirLock, progress io.
 	if err != nil {
 		return nil, err
 	}
+	if o.Plan.AuditWrites {
+		if err := os.WriteFile(l.AuditPolicy(), []byte(auditPolicy), 0o600); err != nil {
+			return nil, fmt.Errorf("writing the audit policy: %w", err)
+		}
+	}
 	if err := writeKubeconfigs(l, o.Name, ports.APIServer, o.Identities); err != nil {
 		return nil, fmt.Errorf("writing kubeconfigs: %w", err)
 	}
@@ -189,6 +192,7 @@ func start(ctx context.Context, l Layout, o Options, lock *dirLock, progress io.
 		state: State{
 			Name: o.Name, Phase: PhaseStarting, Supervisor: ProcessRef{PID: os.Getpid(), StartTime: self},
 			StartedAt: time.Now().UTC(), Kubeconfig: l.Kubeconfig(), Ports: ports,
+			AuditWrites: o.Plan.AuditWrites,
 		},
 	}
 	if err := writeState(l, &inst.state); err != nil {

@@ -18,6 +18,8 @@ import (
 //	etcd/                 etcd's data: every Kubernetes object lives here
 //	flexvolume/           kube-controller-manager's flex volume plugin directory (empty)
 //	logs/<component>.log  each component's output, appended across runs
+//	logs/writes.log       with --audit-writes: kube-apiserver's audit log of every write
+//	audit-policy.yaml     with --audit-writes: the policy that log follows
 //
 // Everything in it is readable by its owner alone (ownerOnly).
 type Layout struct{ Dir string }
@@ -28,6 +30,11 @@ func (l Layout) Kubeconfig() string { return filepath.Join(l.Dir, "kubeconfig") 
 func (l Layout) PKIDir() string     { return filepath.Join(l.Dir, "pki") }
 func (l Layout) EtcdDir() string    { return filepath.Join(l.Dir, "etcd") }
 func (l Layout) LogDir() string     { return filepath.Join(l.Dir, "logs") }
+
+// WritesLog is kube-apiserver's audit log of writes (PlanOptions.AuditWrites),
+// and AuditPolicy the policy it follows.
+func (l Layout) WritesLog() string   { return filepath.Join(l.LogDir(), "writes.log") }
+func (l Layout) AuditPolicy() string { return filepath.Join(l.Dir, "audit-policy.yaml") }
 
 // FlexVolumeDir is kube-controller-manager's flex volume plugin directory.
 func (l Layout) FlexVolumeDir() string { return filepath.Join(l.Dir, "flexvolume") }

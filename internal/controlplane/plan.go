@@ -82,6 +82,17 @@ func Plan(l Layout, p Ports, o PlanOptions) []Component {
 		"--max-mutating-requests-inflight=" + strconv.Itoa(o.MaxMutatingRequestsInflight),
 		"--profiling=false",
 	}
+	if o.AuditWrites {
+		apiserverArgs = append(apiserverArgs,
+			"--audit-policy-file="+l.AuditPolicy(),
+			"--audit-log-path="+l.WritesLog(),
+			"--audit-log-format=json",
+			// Batched, so that a write does not wait for its line, and
+			// flushed each second, so a reader soon sees every write.
+			"--audit-log-mode=batch",
+			"--audit-log-batch-max-wait=1s",
+		)
+	}
 
 	common := func(component string, port int) []string {
 		kc := l.ComponentKubeconfig(component)
@@ -118,6 +129,11 @@ func Plan(l Layout, p Ports, o PlanOptions) []Component {
 		"--controllers="+controllers(o),
 	)
 	schedArgs := append([]string{"component", "kube-scheduler"}, common("kube-scheduler", p.Scheduler)...)
+
+	etcdArgs = append(etcdArgs, o.Args["etcd"]...)
+	apiserverArgs = append(apiserverArgs, o.Args["kube-apiserver"]...)
+	kcmArgs = append(kcmArgs, o.Args["kube-controller-manager"]...)
+	schedArgs = append(schedArgs, o.Args["kube-scheduler"]...)
 
 	comps := []Component{
 		{Name: "etcd", Stage: 0, Args: etcdArgs, Port: p.EtcdClient, HealthURL: etcdClient + "/health",
@@ -156,9 +172,42 @@ type PlanOptions struct {
 	// Virtual is a virtual cluster's control plane: no kube-scheduler,
 	// since the host schedules its Pods, and no node lifecycle controller.
 	Virtual bool
+	// AuditWrites makes kube-apiserver log every write (who, verb, object)
+	// to Layout.WritesLog, so that a benchmark can say who wrote what.
+	AuditWrites bool
+	// Args are flags added after a component's own, by component name
+	// (etcd, kube-apiserver, kube-controller-manager, kube-scheduler); a
+	// flag given again takes the last value.
+	Args map[string][]string
 }
+
+// ArgsComponents are the components PlanOptions.Args may name.
+var ArgsComponents = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"}
 
 // DefaultPlanOptions keeps etcd durable and raises the API server's in-flight limits.
 func DefaultPlanOptions() PlanOptions {
 	return PlanOptions{MaxRequestsInflight: 800, MaxMutatingRequestsInflight: 400}
 }
+
+// WithDefaults fills in the in-flight limits o leaves zero.
+func (o PlanOptions) WithDefaults() PlanOptions {
+	d := DefaultPlanOptions()
+	if o.MaxRequestsInflight == 0 {
+		o.MaxRequestsInflight = d.MaxRequestsInflight
+	}
+	if o.MaxMutatingRequestsInflight == 0 {
+		o.MaxMutatingRequestsInflight = d.MaxMutatingRequestsInflight
+	}
+	return o
+}
+
+// auditPolicy logs writes only, without their bodies: who, verb, object
+// and response code are what a count of writes needs.
+const auditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+- level: Metadata
+  verbs: [create, update, patch, delete, deletecollection]
+- level: None
+`

@@ -132,3 +132,38 @@ func TestVirtualPlanHasNoSchedulerNorNodeLifecycle(t *testing.T) {
 		}
 	}
 }
+
+func TestPlanAddsUsersArgsLast(t *testing.T) {
+	o := DefaultPlanOptions()
+	o.Args = map[string][]string{
+		"kube-apiserver":          {"--profiling=true"},
+		"etcd":                    {"--quota-backend-bytes=1"},
+		"kube-controller-manager": {"--concurrent-job-syncs=50"},
+		"kube-scheduler":          {"--v=2"},
+	}
+	for _, c := range Plan(Layout{Dir: "/data"}, Ports{}, o) {
+		want := o.Args[c.Name]
+		if len(want) == 0 {
+			t.Fatalf("no args planned for %s in the test", c.Name)
+		}
+		if got := c.Args[len(c.Args)-len(want):]; !slices.Equal(got, want) {
+			t.Errorf("%s ends with %q, want %q (a user's flag must come last to win)", c.Name, got, want)
+		}
+	}
+}
+
+func TestPlanAuditsWritesWhenAsked(t *testing.T) {
+	l := Layout{Dir: "/data"}
+	api := func(o PlanOptions) []string { return Plan(l, Ports{}, o)[1].Args }
+	if slices.ContainsFunc(api(DefaultPlanOptions()), func(a string) bool { return strings.HasPrefix(a, "--audit") }) {
+		t.Error("the API server audits by default; it costs every write a log line")
+	}
+	o := DefaultPlanOptions()
+	o.AuditWrites = true
+	args := api(o)
+	for _, want := range []string{"--audit-policy-file=" + l.AuditPolicy(), "--audit-log-path=" + l.WritesLog(), "--audit-log-format=json"} {
+		if !slices.Contains(args, want) {
+			t.Errorf("API server args lack %s: %q", want, args)
+		}
+	}
+}

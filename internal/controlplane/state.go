@@ -32,6 +32,8 @@ type State struct {
 	Ports      Ports            `json:"ports"`
 	Components []ComponentState `json:"components"`
 	Failure    *Failure         `json:"failure,omitempty"`
+	// AuditWrites says kube-apiserver logs its writes (Layout.WritesLog).
+	AuditWrites bool `json:"auditWrites,omitempty"`
 }
 
 // ProcessRef names one process for good: a pid plus its start time, so a pid

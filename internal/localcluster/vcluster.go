@@ -34,10 +34,7 @@ const SyncerComponent = "berth-vcluster-syncer"
 // etcd, kube-apiserver and kube-controller-manager (no scheduler: the host
 // schedules), then the syncer, supervised like every component.
 func VirtualOptions(c VirtualConfig) controlplane.Options {
-	plan := c.Plan
-	if plan == (controlplane.PlanOptions{}) {
-		plan = controlplane.DefaultPlanOptions()
-	}
+	plan := c.Plan.WithDefaults()
 	plan.Virtual = true
 	return controlplane.Options{
 		// Its kubeconfig context is berth-vc-<name>.

@@ -6,9 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,12 +16,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/pprof/profile"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/berth-dev/berth/internal/bench"
 	"github.com/berth-dev/berth/internal/controlplane"
 	"github.com/berth-dev/berth/internal/testenv"
 )
@@ -97,28 +97,65 @@ func TestTwoInstancesSideBySide(t *testing.T) {
 	}
 }
 
-// --controller-flag reaches berth's controller, through the detached
-// supervisor: here it turns on the controller's profiling endpoint, whose
-// command line shows the flag.
-func TestControllerFlagReachesTheController(t *testing.T) {
-	inst := newInstance(t, "ctlflag")
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+// The flags berth up passes on reach the servers, through the detached
+// supervisor, and berth bench uses them: --audit-writes gives the writes
+// by client, --apiserver-arg=--profiling=true and --controller-flag=--profiling
+// (both off by default) the two CPU profiles.
+func TestBenchSaysWhoWroteAndProfiles(t *testing.T) {
+	inst := newInstance(t, "cost")
+	inst.up(t, "--audit-writes", "--apiserver-arg=--profiling=true", "--controller-flag=--profiling")
+	defer inst.down(t)
+	out, profiles := t.TempDir(), t.TempDir()
+	if log, code := inst.run(t, "bench", "baseline", "--scale", "0.01", "--output", out, "--profile", profiles); code != 0 {
+		t.Fatalf("berth bench: exit %d\n%s", code, log)
+	}
+	raw, err := os.ReadFile(filepath.Join(out, "results.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := l.Addr().String()
-	l.Close()
-	inst.up(t, "--controller-flag=--pprof-bind-address="+addr)
-	defer inst.down(t)
-	resp, err := http.Get("http://" + addr + "/debug/pprof/cmdline")
-	if err != nil {
-		t.Fatalf("the controller serves no profiles at %s: %v", addr, err)
+	var res bench.Results
+	if err := json.Unmarshal(raw, &res); err != nil {
+		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK || !bytes.Contains(body, []byte("controller")) ||
-		!bytes.Contains(body, []byte("--pprof-bind-address="+addr)) {
-		t.Fatalf("GET /debug/pprof/cmdline: %s\n%s", resp.Status, body)
+	count := func(client, verb, resource string) (all, ofClasses int) {
+		for _, w := range res.Cost.Writes {
+			if w.Client == client && w.Verb == verb && w.Resource == resource {
+				all += w.Count
+				if w.Class != "" {
+					ofClasses += w.Count
+				}
+			}
+		}
+		return all, ofClasses
+	}
+	// Every workload is created by the bench and admitted by berth, in a
+	// status write each at least; all are named for their class.
+	if all, classed := count("berth-admin", "create", "workloads"); all != res.Workloads || classed != all {
+		t.Errorf("the bench's creates: %d, %d of them of a class; want %d: %+v", all, classed, res.Workloads, res.Cost.Writes)
+	}
+	if all, classed := count("berth-controller", "patch", "workloads/status"); all < res.Workloads || classed != all {
+		t.Errorf("berth's status writes: %d, %d of them of a class; want at least %d: %+v", all, classed, res.Workloads, res.Cost.Writes)
+	}
+	for _, p := range []string{"kube-apiserver", "berth-controller", "etcd"} {
+		if res.Cost.CPUSeconds[p] <= 0 {
+			t.Errorf("no CPU time of %s: %v", p, res.Cost.CPUSeconds)
+		}
+	}
+	if len(res.Cost.Profiles) != 2 || len(res.Cost.Notes) > 0 {
+		t.Fatalf("profiles %v, notes %v; want kube-apiserver's and berth-controller's", res.Cost.Profiles, res.Cost.Notes)
+	}
+	for _, file := range res.Cost.Profiles {
+		f, err := os.Open(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := profile.Parse(f)
+		f.Close()
+		if err != nil {
+			t.Errorf("%s: %v", file, err)
+		} else if len(p.Sample) == 0 {
+			t.Errorf("%s has no samples", file)
+		}
 	}
 }
 

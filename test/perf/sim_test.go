@@ -40,7 +40,7 @@ func BenchmarkSimScale(b *testing.B) {
 		}
 		b.StartTimer()
 		res, err := bench.RunSimScale(ctx, cfg, inst.Kubeconfig(), bin, bench.SimScaleAt(1), 1,
-			bench.Options{Output: b.TempDir(), APIServerPID: apiserver})
+			bench.Options{Output: b.TempDir(), Processes: map[string]int{"kube-apiserver": apiserver}})
 		b.StopTimer()
 		if err != nil {
 			b.Fatal(err)
