@@ -1,6 +1,8 @@
 package core
 
 import (
+	"maps"
+	"reflect"
 	"time"
 
 	"github.com/berth-dev/berth/internal/topology"
@@ -164,6 +166,29 @@ type Workload struct {
 	// Nominated marks a workload that preempted others and waits for their
 	// quota: it goes first, so the quota freed for it is not taken by others.
 	Nominated bool
+}
+
+// SameDemand reports whether a and b ask for the same thing in the same
+// place: ClusterQueue, priority, namespace labels and pod sets alike. Then
+// whatever keeps one from fitting, as things stand, keeps the other out too,
+// if it is no older (an older one may preempt more under
+// LowerOrNewerEqualPriority); the queue uses this to set aside a line of
+// equal workloads at once rather than one per cycle.
+func SameDemand(a, b *Workload) bool {
+	if a.ClusterQueue != b.ClusterQueue || a.Priority != b.Priority || len(a.PodSets) != len(b.PodSets) ||
+		!maps.Equal(a.NamespaceLabels, b.NamespaceLabels) {
+		return false
+	}
+	for i := range a.PodSets {
+		p, q := &a.PodSets[i], &b.PodSets[i]
+		if p.Name != q.Name || p.Count != q.Count || p.Steerable != q.Steerable ||
+			!maps.Equal(p.Requests, q.Requests) || !maps.Equal(p.NodeSelector, q.NodeSelector) ||
+			!reflect.DeepEqual(p.Tolerations, q.Tolerations) || !reflect.DeepEqual(p.NodeAffinity, q.NodeAffinity) ||
+			!reflect.DeepEqual(p.Topology, q.Topology) {
+			return false
+		}
+	}
+	return true
 }
 
 // OrderPriority is the priority a workload is ordered by: its own plus aging.

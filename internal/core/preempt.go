@@ -61,11 +61,18 @@ func (c *Cluster) chooseVictims(w *Workload, a *Assignment) []Victim {
 	for _, fr := range a.Preempt {
 		needed[fr] = true
 	}
-	cands := c.candidates(w, q, needed)
+	p := q.spec.Preemption
+	threshold := borrowThreshold(p, w)
+	// Other queues' workloads are looked at only when a rule below could
+	// take one: fair sharing, borrowWithinCohort, or reclaiming quota lent
+	// while this queue is under its nominal quota. Most heads that wait do
+	// so above it, and gathering and sorting the cohort's workloads for
+	// nothing was most of the preemption search's cost.
+	others := c.fairSharing || threshold != nil || underNominal(q, needed)
+	cands := c.candidates(w, q, needed, others)
 	if len(cands) == 0 {
 		return nil
 	}
-	p := q.spec.Preemption
 	var same []*Admitted
 	for _, cd := range cands {
 		if cd.ClusterQueue == q.name {
@@ -80,7 +87,7 @@ func (c *Cluster) chooseVictims(w *Workload, a *Assignment) []Victim {
 	if len(same) == len(cands) {
 		return c.minimal(w, a, q, needed, cands, true, nil)
 	}
-	if threshold := borrowThreshold(p, w); threshold != nil {
+	if threshold != nil {
 		if !underNominal(q, needed) {
 			cands = slices.DeleteFunc(slices.Clone(cands), func(cd *Admitted) bool {
 				return cd.ClusterQueue != q.name && cd.Priority >= *threshold
@@ -110,8 +117,8 @@ func borrowThreshold(p Preemption, w *Workload) *int32 {
 }
 
 // candidates lists the admitted workloads the policies let w evict, in the
-// order they should be tried.
-func (c *Cluster) candidates(w *Workload, q *cqNode, needed map[FlavorResource]bool) []*Admitted {
+// order they should be tried; other queues' only when others is set.
+func (c *Cluster) candidates(w *Workload, q *cqNode, needed map[FlavorResource]bool, others bool) []*Admitted {
 	var out []*Admitted
 	p := q.spec.Preemption
 	if p.WithinClusterQueue.allows() {
@@ -122,7 +129,7 @@ func (c *Cluster) candidates(w *Workload, q *cqNode, needed map[FlavorResource]b
 			}
 		}
 	}
-	if p.ReclaimWithinCohort.allows() && q.parent != nil {
+	if others && p.ReclaimWithinCohort.allows() && q.parent != nil {
 		for _, other := range c.trees[q.name] {
 			oq := c.cqs[other]
 			if other == q.name || oq == nil || !borrowing(oq, needed) {

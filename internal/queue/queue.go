@@ -314,7 +314,27 @@ func (m *Manager) Done(d core.Decision) {
 		default:
 			e.place = inadmissible
 			q.inadmissible[e.w.Key] = e
+			m.setAsideLike(q, e)
 		}
+	}
+}
+
+// setAsideLike sets aside, with e, the workloads next in line that ask for
+// the same as e (core.SameDemand) and are no older: as things stand none
+// of them fits either, and looking at each in a cycle of its own is most of
+// the scheduler's work when a long line of equal workloads waits (the next
+// release of quota gives them all another look, as it does e). It stops at
+// the first one that differs, so the order of the line is kept.
+func (m *Manager) setAsideLike(q *cqQueue, e *entry) {
+	for len(q.heap) > 0 {
+		next := q.heap[0]
+		if next.w.Nominated || next.w.Timestamp.Before(e.w.Timestamp) || !core.SameDemand(e.w, next.w) {
+			return
+		}
+		heap.Pop(&q.heap)
+		next.place = inadmissible
+		q.inadmissible[next.w.Key] = next
+		m.setPending(next, e.pending)
 	}
 }
 

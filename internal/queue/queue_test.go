@@ -95,6 +95,46 @@ func TestBestEffortFIFOStepsAside(t *testing.T) {
 	}
 }
 
+// A head that does not fit sets aside with it the equal workloads behind it,
+// with its reason, but not the first one that asks for something else, nor
+// any after that: the line keeps its order. The next release of quota gives
+// them all another look.
+func TestEqualWorkloadsStepAsideTogether(t *testing.T) {
+	m := setup(core.BestEffortFIFO)
+	small := func(name string, at time.Duration) *core.Workload {
+		return MakeWorkload(name, "").Priority(1).Created(at).PodSet("main", 1).Request("cpu", "1").Obj()
+	}
+	m.AddOrUpdate(small("s1", 1*time.Second), "default/lq")
+	m.AddOrUpdate(small("s2", 2*time.Second), "default/lq")
+	m.AddOrUpdate(small("s3", 3*time.Second), "default/lq")
+	m.AddOrUpdate(MakeWorkload("m4", "").Priority(1).Created(4*time.Second).PodSet("main", 1).Request("cpu", "5").Obj(), "default/lq")
+	m.AddOrUpdate(small("s5", 5*time.Second), "default/lq")
+
+	s1 := m.Heads()
+	if !slices.Equal(keys(s1), []string{"default/s1"}) {
+		t.Fatalf("heads %v", keys(s1))
+	}
+	m.Done(noFit(s1[0]))
+	if a, i := m.Counts("cq"); a != 2 || i != 3 {
+		t.Errorf("counts active=%d inadmissible=%d, want s1..s3 aside and m4, s5 in line", a, i)
+	}
+	assertReason(t, m, "default/s3", "needs more")
+	m4 := m.Heads()
+	if !slices.Equal(keys(m4), []string{"default/m4"}) {
+		t.Fatalf("after s1 stepped aside, heads %v, want m4, which asks for more", keys(m4))
+	}
+	m.Done(admit(m4[0]))
+	s5 := m.Heads()
+	if !slices.Equal(keys(s5), []string{"default/s5"}) {
+		t.Fatalf("heads %v, want s5: it was behind a different workload", keys(s5))
+	}
+	m.Done(noFit(s5[0]))
+	m.QueueInadmissible("cq")
+	if got := popAll(m); !slices.Equal(got, []string{"default/s1", "default/s2", "default/s3", "default/s5"}) {
+		t.Errorf("after quota was released, the line is %v", got)
+	}
+}
+
 func TestStrictFIFOHeadBlocks(t *testing.T) {
 	m := setup(core.StrictFIFO)
 	head := MakeWorkload("head", "").Priority(5).Obj()
