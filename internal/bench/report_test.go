@@ -45,15 +45,33 @@ func TestSummarize(t *testing.T) {
 		t.Errorf("large admitted %d, want 1 (one never was)", r.Classes[1].Count)
 	}
 	near("large average wait", r.Classes[1].AvgTimeToAdmissionSeconds, 0)
+	// s1 held 1s for a 1s runtime; s2 was evicted and does not count; l1
+	// held 3s for 2s.
+	near("small held past its runtime", r.Classes[0].AvgHeldPastRuntimeSeconds, 0)
+	near("large held past its runtime", r.Classes[1].AvgHeldPastRuntimeSeconds, 1)
+	if r.Classes[0].Planned != 2 || r.Classes[1].Planned != 2 {
+		t.Errorf("planned %d and %d, want 2 of each", r.Classes[0].Planned, r.Classes[1].Planned)
+	}
 
 	rss, anon := 300.0, 160.0
 	r.ControllerPeakRSSMiB, r.ControllerPeakAnonMiB = &rss, &anon
 	md := Markdown(r)
-	for _, want := range []string{"| workloads finished | 3 of 4 |", "| wall time / lower bound | 2.00 |", "| small | 2 | 1.50 s | 2.50 s |",
+	for _, want := range []string{"| workloads finished | 3 of 4 |", "| wall time / lower bound | 2.00 |", "| small | 2 | 1.50 s | 2.50 s | 0.00 s |",
 		"| berth controller peak RSS | 300 MiB |", "| berth controller peak private memory | 160 MiB |"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("summary lacks %q:\n%s", want, md)
 		}
+	}
+}
+
+// The chart's last panel is the share of all nominal cpu that the running
+// workloads hold.
+func TestQuotaInUse(t *testing.T) {
+	s := Scenario{Cohorts: 1, QueuesPerCohort: 2, NominalCPU: 10, Classes: []Class{{Name: "small", CPU: 1}, {Name: "large", CPU: 5}}}
+	// admitted, running, finished of each class
+	got := withQuotaInUse(&s, []float64{9, 5, 4, 3, 2, 1})
+	if want := 100 * (5*1 + 2*5) / 20.0; got[len(got)-1] != want || len(got) != 7 {
+		t.Errorf("quota in use %v, want %v%% last", got, want)
 	}
 }
 

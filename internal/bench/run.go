@@ -24,6 +24,7 @@ import (
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
 	"github.com/berth-dev/berth/internal/chaos"
+	"github.com/berth-dev/berth/internal/chart"
 	"github.com/berth-dev/berth/internal/controller"
 	"github.com/berth-dev/berth/internal/workload"
 )
@@ -234,7 +235,8 @@ func Run(ctx context.Context, cfg *rest.Config, s Scenario, o Options) (*Results
 	for _, c := range s.Classes {
 		classes = append(classes, c.Name)
 	}
-	tl := startTimeline(ctx, t.start, layout(classes, chartSeries...), func() []float64 { return t.counts(classes) })
+	panels := append(layout(classes, chartSeries...), chart.Panel{Title: "quota in use", Series: []chart.Series{{Name: "% of all nominal cpu"}}})
+	tl := startTimeline(ctx, t.start, panels, func() []float64 { return withQuotaInUse(&s, t.counts(classes)) })
 	var faults []chaos.Result
 	chaosDone := make(chan struct{})
 	chaosCtx, stopChaos := context.WithCancel(ctx)
@@ -504,6 +506,19 @@ func create(ctx context.Context, c client.Client, obj client.Object) error {
 		case <-time.After(min(100*time.Millisecond<<min(failures, 5), 2*time.Second)):
 		}
 	}
+}
+
+// withQuotaInUse adds to counts (chartSeries of each class) the share of
+// the nominal cpu that the running workloads hold, in percent.
+func withQuotaInUse(s *Scenario, counts []float64) []float64 {
+	var held float64
+	for i, c := range s.Classes {
+		if running := 3*i + 1; running < len(counts) {
+			held += counts[running] * float64(c.CPU)
+		}
+	}
+	nominal := float64(int64(s.Cohorts*s.QueuesPerCohort) * s.NominalCPU)
+	return append(counts, 100*held/max(nominal, 1))
 }
 
 // chartSeries names what counts gives of each class.
