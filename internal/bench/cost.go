@@ -47,6 +47,9 @@ type WriteCount struct {
 	Failed int `json:"failed,omitempty"`
 }
 
+// benchProcess is the bench's own entry in Cost.CPUSeconds.
+const benchProcess = "berth bench (this run)"
+
 // meter measures a run's cost between start and end.
 type meter struct {
 	o         Options
@@ -63,15 +66,20 @@ const profileChunk = 20 * time.Second
 // writes log's length, and starts profiling when asked.
 func startMeter(ctx context.Context, cfg *rest.Config, o Options) *meter {
 	m := &meter{o: o, cpuBefore: map[string]float64{}}
-	for name, pid := range o.Processes {
+	// The bench shares the machine with what it measures: its own CPU
+	// says how much of the machine the load itself took.
+	m.o.Processes = maps.Clone(o.Processes)
+	if m.o.Processes == nil {
+		m.o.Processes = map[string]int{}
+	}
+	m.o.Processes[benchProcess] = os.Getpid()
+	for name, pid := range m.o.Processes {
 		if c := cpuOf(pid); c != nil {
 			m.cpuBefore[name] = *c
 		}
 	}
 	if o.WritesLog != "" {
-		if st, err := os.Stat(o.WritesLog); err == nil {
-			m.logOffset = st.Size()
-		}
+		m.logOffset = logOffsets(map[string]string{"": o.WritesLog})[""]
 	}
 	if o.Profile != "" {
 		if api, err := apiServerProfiles(cfg); err == nil {
@@ -116,6 +124,18 @@ func (m *meter) end(classOf func(name string) string) Cost {
 		c.Profiles = append(c.Profiles, file)
 	}
 	return c
+}
+
+// logOffsets notes how long each log is now, so that only what comes
+// after is counted; a log not there yet starts at 0.
+func logOffsets(logs map[string]string) map[string]int64 {
+	out := map[string]int64{}
+	for name, path := range logs {
+		if st, err := os.Stat(path); err == nil {
+			out[name] = st.Size()
+		}
+	}
+	return out
 }
 
 // readWrites counts the writes in an audit log from offset on, once the
@@ -340,8 +360,8 @@ func httpProfiles(hc *http.Client, url string) fetchProfile {
 }
 
 // costRows adds a summary's rows of CPU per process and API writes per
-// workload by client, and the notes.
-func costRows(b *strings.Builder, c Cost, workloads int) {
+// unit of work (workload, pod) by client, and the notes.
+func costRows(b *strings.Builder, c Cost, workloads int, unit string) {
 	for _, name := range slices.Sorted(maps.Keys(c.CPUSeconds)) {
 		fmt.Fprintf(b, "| CPU of %s | %.1f s |\n", name, c.CPUSeconds[name])
 	}
@@ -357,7 +377,7 @@ func costRows(b *strings.Builder, c Cost, workloads int) {
 		for _, cl := range slices.SortedFunc(maps.Keys(byClient), func(a, b string) int { return byClient[b] - byClient[a] }) {
 			parts = append(parts, fmt.Sprintf("%s %.2f", cl, per(byClient[cl])))
 		}
-		fmt.Fprintf(b, "| API writes per workload (by client) | %.2f (%s) |\n", per(total), strings.Join(parts, ", "))
+		fmt.Fprintf(b, "| API writes per %s (by client) | %.2f (%s) |\n", unit, per(total), strings.Join(parts, ", "))
 	}
 	for _, p := range c.Profiles {
 		fmt.Fprintf(b, "| CPU profile | %s |\n", p)
@@ -369,7 +389,7 @@ func costRows(b *strings.Builder, c Cost, workloads int) {
 
 // writesTable is a summary's table of writes per workload by client, verb
 // and resource, and by class where an object was a class's.
-func writesTable(b *strings.Builder, c Cost, classes map[string]int, workloads int) {
+func writesTable(b *strings.Builder, c Cost, classes map[string]int, workloads int, unit string) {
 	if len(c.Writes) == 0 {
 		return
 	}
@@ -387,10 +407,10 @@ func writesTable(b *strings.Builder, c Cost, classes map[string]int, workloads i
 		}
 	}
 	names := slices.Sorted(maps.Keys(classes))
-	fmt.Fprintf(b, "\nAPI writes per workload, by client, verb and resource (from kube-apiserver's audit log):\n\n")
-	fmt.Fprintf(b, "| client | verb | resource | per workload | refused |")
+	fmt.Fprintf(b, "\nAPI writes per %s, by client, verb and resource (from kube-apiserver's audit log):\n\n", unit)
+	fmt.Fprintf(b, "| client | verb | resource | per %s | refused |", unit)
 	for _, n := range names {
-		fmt.Fprintf(b, " per %s workload |", n)
+		fmt.Fprintf(b, " per %s %s |", n, unit)
 	}
 	fmt.Fprintf(b, "\n|---|---|---|---|---|%s\n", strings.Repeat("---|", len(names)))
 	keys := slices.SortedFunc(maps.Keys(rows), func(a, b key) int {

@@ -64,6 +64,7 @@ type JobResults struct {
 	// anyone, by resource.
 	APIWrites map[string]float64 `json:"apiWrites,omitempty"`
 	Audit     *AuditResult       `json:"audit,omitempty"`
+	Cost      Cost               `json:"cost"`
 }
 
 // Percentile is the p-th percentile (0 < p <= 100) of sorted values, by the
@@ -83,7 +84,7 @@ func JobMarkdown(r JobResults) string {
 	fmt.Fprintf(&b, "| Jobs succeeded | %d of %d (%d pods) |\n", r.Succeeded, r.Jobs, r.Pods)
 	fmt.Fprintf(&b, "| creation to all pods Running: p50 / p90 / p99 / max | %.2f / %.2f / %.2f / %.2f s |\n",
 		r.StartP50, r.StartP90, r.StartP99, r.StartMax)
-	summaryCosts(&b, r.APIServerCPUSeconds, r.ControllerPeakRSSMiB, r.ControllerPeakAnonMiB, r.APIWrites, r.Pods, r.Audit)
+	summaryCosts(&b, r.APIServerCPUSeconds, r.ControllerPeakRSSMiB, r.ControllerPeakAnonMiB, r.APIWrites, r.Pods, r.Audit, r.Cost)
 	return b.String()
 }
 
@@ -114,7 +115,7 @@ func RunE2EJobs(ctx context.Context, cfg *rest.Config, kubeconfig, bin string, e
 		WallSeconds: w.last.Seconds(), LowerBoundSeconds: e.LowerBound().Seconds(),
 		StartP50: lat.P50, StartP90: lat.P90, StartP99: lat.P99, StartMax: lat.Max,
 		APIServerCPUSeconds: st.APIServerCPUSeconds, ControllerPeakRSSMiB: st.PeakRSS, ControllerPeakAnonMiB: st.PeakAnon,
-		APIWrites: st.Writes, Audit: st.Audit}
+		APIWrites: st.Writes, Audit: st.Audit, Cost: st.Cost}
 	if err := writeFiles(o.Output, res, JobMarkdown(*res), st.chart); err != nil {
 		return res, err
 	}

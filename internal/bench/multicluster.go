@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -68,6 +69,12 @@ type MultiClusterResults struct {
 	P90         float64 `json:"p90Seconds"`
 	P99         float64 `json:"p99Seconds"`
 	Max         float64 `json:"maxSeconds"`
+	// Writes are the API writes of the run until every Job finished, by
+	// control plane ("manager", or a worker's name), when each logged them
+	// (berth up --workers N --audit-writes); WritesPerJob is their sum per
+	// Job dispatched.
+	Writes       map[string][]WriteCount `json:"writes,omitempty"`
+	WritesPerJob float64                 `json:"writesPerJob,omitempty"`
 }
 
 // MultiClusterMarkdown is multicluster's summary for people.
@@ -88,6 +95,19 @@ func MultiClusterMarkdown(r MultiClusterResults) string {
 	fmt.Fprintf(&b, "| dispatch throughput | %.1f workloads/s |\n", r.PerSecond)
 	fmt.Fprintf(&b, "| creation to admitted on a worker: mean | %.2f s |\n", r.MeanSeconds)
 	fmt.Fprintf(&b, "| p50 / p90 / p99 / max | %.2f / %.2f / %.2f / %.2f s |\n", r.P50, r.P90, r.P99, r.Max)
+	if len(r.Writes) == 0 {
+		return b.String()
+	}
+	fmt.Fprintf(&b, "| API writes per Job, on all control planes | %.2f |\n", r.WritesPerJob)
+	fmt.Fprintf(&b, "\nAPI writes per Job dispatched, until every Job finished (from each kube-apiserver's audit log):\n\n")
+	fmt.Fprintf(&b, "| control plane | client | verb | resource | per Job | refused |\n|---|---|---|---|---|---|\n")
+	for _, plane := range slices.Sorted(maps.Keys(r.Writes)) {
+		for _, w := range r.Writes[plane] {
+			if per := float64(w.Count) / float64(max(r.Dispatched, 1)); per >= 0.005 {
+				fmt.Fprintf(&b, "| %s | %s | %s | %s | %.2f | %d |\n", plane, w.Client, w.Verb, w.Resource, per, w.Failed)
+			}
+		}
+	}
 	return b.String()
 }
 
@@ -167,6 +187,16 @@ func RunMultiCluster(ctx context.Context, cfg *rest.Config, sc MultiCluster, sca
 	}
 	go watchWorkloads(watchCtx, wc, observe)
 
+	logs := map[string]string{}
+	if o.WritesLog != "" {
+		logs["manager"] = o.WritesLog
+	}
+	for n, l := range o.WorkerWritesLogs {
+		if _, ok := workers[n]; ok {
+			logs[n] = l
+		}
+	}
+	offsets := logOffsets(logs)
 	fmt.Fprintf(o.Progress, "creating %d Jobs on the manager\n", sc.Jobs)
 	began := time.Now()
 	createErr := parallel(sc.Jobs, 32, func(i int) error {
@@ -186,6 +216,22 @@ func RunMultiCluster(ctx context.Context, cfg *rest.Config, sc MultiCluster, sca
 	}
 	runErr := awaitAll(ctx, done, began, &mu, func() int { return len(seen) }, sc.Jobs, "Jobs admitted on a worker", o)
 	stopWatch()
+	var writes map[string][]WriteCount
+	if runErr == nil && len(logs) > 0 {
+		// A dispatch costs writes until its Job is done: the pods on the
+		// worker, the statuses copied back, the copies' removal.
+		fmt.Fprintf(o.Progress, "waiting for the Jobs to finish, to count every write they cost\n")
+		if runErr = jobsFinished(ctx, m, sc.Jobs, o); runErr == nil {
+			writes = map[string][]WriteCount{}
+			for plane, l := range logs {
+				w, err := readWrites(l, offsets[plane], nil)
+				if err != nil {
+					return nil, fmt.Errorf("%s's writes: %w", plane, err)
+				}
+				writes[plane] = w
+			}
+		}
+	}
 
 	mu.Lock()
 	defer mu.Unlock()
@@ -214,10 +260,53 @@ func RunMultiCluster(ctx context.Context, cfg *rest.Config, sc MultiCluster, sca
 		res.WallSeconds = last.Sub(began).Seconds()
 		res.PerSecond = float64(res.Dispatched) / res.WallSeconds
 	}
+	if writes != nil {
+		res.Writes = writes
+		total := 0
+		for _, ws := range writes {
+			for _, w := range ws {
+				total += w.Count
+			}
+		}
+		res.WritesPerJob = float64(total) / float64(max(res.Dispatched, 1))
+	}
 	if err := writeFiles(o.Output, res, MultiClusterMarkdown(*res), mcChart(began, created, seen)); err != nil {
 		return res, err
 	}
 	return res, runErr
+}
+
+// jobsFinished waits until the run's n Jobs on the manager have all
+// completed or failed.
+func jobsFinished(ctx context.Context, m client.Client, n int, o Options) error {
+	deadline := time.Now().Add(5 * time.Minute)
+	for {
+		var list batchv1.JobList
+		if err := m.List(ctx, &list, client.InNamespace(mcNamespace)); err != nil {
+			return fmt.Errorf("listing the Jobs: %w", err)
+		}
+		finished := 0
+		for i := range list.Items {
+			for _, c := range list.Items[i].Status.Conditions {
+				if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == corev1.ConditionTrue {
+					finished++
+					break
+				}
+			}
+		}
+		if finished >= n {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d of %d Jobs finished after 5 minutes", finished, n)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+		fmt.Fprintf(o.Progress, "  %d of %d Jobs finished\n", finished, n)
+	}
 }
 
 // activeWorkers connects to every Active WorkerCluster of the manager, with

@@ -52,6 +52,7 @@ type simRunStats struct {
 	// Writes to the API server during the run, by resource (writesOf).
 	Writes map[string]float64
 	Audit  *AuditResult
+	Cost   Cost
 	chart  chart.Chart
 }
 
@@ -118,7 +119,7 @@ func runOnSim(ctx context.Context, cfg *rest.Config, kubeconfig, bin string, r s
 	if err != nil {
 		return nil, err
 	}
-	cpuBefore := cpuOf(o.pid("kube-apiserver"))
+	m := startMeter(ctx, api.cfg, o)
 	writesBefore, writesErr := writesOf(ctx, kube)
 	mem := watchMemory(ctx, o.pid("berth-controller"))
 	fmt.Fprintf(o.Progress, "creating %s\n", r.What)
@@ -132,8 +133,8 @@ func runOnSim(ctx context.Context, cfg *rest.Config, kubeconfig, bin string, r s
 	}
 	runErr := await(ctx, w.done, w.progress, o)
 	st.chart = tl.stop(fmt.Sprintf("berth bench %s, scale %g", r.Scenario, scale))
-	if after := cpuOf(o.pid("kube-apiserver")); cpuBefore != nil && after != nil {
-		cpu := *after - *cpuBefore
+	st.Cost = m.end(nil)
+	if cpu, ok := st.Cost.CPUSeconds["kube-apiserver"]; ok {
 		st.APIServerCPUSeconds = &cpu
 	}
 	if after, err := writesOf(context.Background(), kube); writesErr == nil && err == nil {

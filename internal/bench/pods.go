@@ -83,6 +83,7 @@ type PodResults struct {
 	ControllerPeakAnonMiB *float64           `json:"controllerPeakAnonMiB,omitempty"`
 	APIWrites             map[string]float64 `json:"apiWrites,omitempty"`
 	Audit                 *AuditResult       `json:"audit,omitempty"`
+	Cost                  Cost               `json:"cost"`
 }
 
 // PodMarkdown is pods' summary for people.
@@ -94,7 +95,7 @@ func PodMarkdown(r PodResults) string {
 		r.SingleStart.P50, r.SingleStart.P90, r.SingleStart.P99, r.SingleStart.Max)
 	fmt.Fprintf(&b, "| group, first Pod's creation to all Running: p50 / p90 / p99 / max | %.2f / %.2f / %.2f / %.2f s |\n",
 		r.GroupStart.P50, r.GroupStart.P90, r.GroupStart.P99, r.GroupStart.Max)
-	summaryCosts(&b, r.APIServerCPUSeconds, r.ControllerPeakRSSMiB, r.ControllerPeakAnonMiB, r.APIWrites, r.Pods, r.Audit)
+	summaryCosts(&b, r.APIServerCPUSeconds, r.ControllerPeakRSSMiB, r.ControllerPeakAnonMiB, r.APIWrites, r.Pods, r.Audit, r.Cost)
 	return b.String()
 }
 
@@ -132,7 +133,7 @@ func RunPods(ctx context.Context, cfg *rest.Config, kubeconfig, bin string, p Po
 		SingleStart:         latencyOf(w.startLatencies(func(u string) bool { return w.size[u] == 1 })),
 		GroupStart:          latencyOf(w.startLatencies(func(u string) bool { return w.size[u] > 1 })),
 		APIServerCPUSeconds: st.APIServerCPUSeconds, ControllerPeakRSSMiB: st.PeakRSS, ControllerPeakAnonMiB: st.PeakAnon,
-		APIWrites: st.Writes, Audit: st.Audit}
+		APIWrites: st.Writes, Audit: st.Audit, Cost: st.Cost}
 	if err := writeFiles(o.Output, res, PodMarkdown(*res), st.chart); err != nil {
 		return res, err
 	}

@@ -172,7 +172,7 @@ func Markdown(r Results) string {
 		fmt.Fprintf(&b, "| berth controller CPU | %.1f s |\n", *r.ControllerCPUSeconds)
 	}
 	controllerMemoryRows(&b, r.ControllerPeakRSSMiB, r.ControllerPeakAnonMiB)
-	costRows(&b, r.Cost, r.Workloads)
+	costRows(&b, r.Cost, r.Workloads, "workload")
 	auditRow(&b, r.Audit)
 	for _, f := range r.Recovery {
 		what := f.Component + " killed"
@@ -191,7 +191,7 @@ func Markdown(r Results) string {
 	for _, c := range r.Classes {
 		perClass[c.Name] = c.Planned
 	}
-	writesTable(&b, r.Cost, perClass, r.Workloads)
+	writesTable(&b, r.Cost, perClass, r.Workloads, "workload")
 	return b.String()
 }
 
@@ -206,11 +206,13 @@ func summaryHead(b *strings.Builder, scenario string, scale float64, date time.T
 
 // summaryCosts ends such a summary with what the run cost: API server CPU,
 // controller memory and API writes per pod, each when it was measured.
-func summaryCosts(b *strings.Builder, apiCPU, rss, anon *float64, writes map[string]float64, pods int, audit *AuditResult) {
+func summaryCosts(b *strings.Builder, apiCPU, rss, anon *float64, writes map[string]float64, pods int, audit *AuditResult, cost Cost) {
 	if apiCPU != nil {
 		fmt.Fprintf(b, "| kube-apiserver CPU | %.1f s |\n", *apiCPU)
 	}
 	controllerMemoryRows(b, rss, anon)
 	writesRow(b, writes, pods)
+	costRows(b, cost, pods, "pod")
 	auditRow(b, audit)
+	writesTable(b, cost, nil, pods, "pod")
 }

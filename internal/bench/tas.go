@@ -87,6 +87,7 @@ type TASResults struct {
 	ControllerPeakAnonMiB *float64                  `json:"controllerPeakAnonMiB,omitempty"`
 	APIWrites             map[string]float64        `json:"apiWrites,omitempty"`
 	Audit                 *AuditResult              `json:"audit,omitempty"`
+	Cost                  Cost                      `json:"cost"`
 }
 
 // TASMarkdown is tas' summary for people.
@@ -105,7 +106,7 @@ func TASMarkdown(r TASResults) string {
 		}
 		fmt.Fprintf(&b, "| gangs of %s: racks spanned | %s |\n", size, strings.Join(spans, ", "))
 	}
-	summaryCosts(&b, r.APIServerCPUSeconds, r.ControllerPeakRSSMiB, r.ControllerPeakAnonMiB, r.APIWrites, r.Pods, r.Audit)
+	summaryCosts(&b, r.APIServerCPUSeconds, r.ControllerPeakRSSMiB, r.ControllerPeakAnonMiB, r.APIWrites, r.Pods, r.Audit, r.Cost)
 	return b.String()
 }
 
@@ -146,7 +147,7 @@ func RunTAS(ctx context.Context, cfg *rest.Config, kubeconfig, bin string, s TAS
 		Pods: w.pods, Succeeded: len(w.succeeded), WallSeconds: w.last.Seconds(), LowerBoundSeconds: s.LowerBound().Seconds(),
 		Start: map[string]Latency{}, RacksSpanned: map[string]map[string]int{},
 		APIServerCPUSeconds: st.APIServerCPUSeconds, ControllerPeakRSSMiB: st.PeakRSS, ControllerPeakAnonMiB: st.PeakAnon,
-		APIWrites: st.Writes, Audit: st.Audit}
+		APIWrites: st.Writes, Audit: st.Audit, Cost: st.Cost}
 	for _, size := range s.Sizes {
 		res.Start[strconv.Itoa(size)] = latencyOf(w.startLatencies(func(u string) bool { return w.size[u] == size }))
 	}

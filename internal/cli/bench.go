@@ -234,6 +234,11 @@ workload and the controller's peak RSS. See docs/benchmarks.md.`,
 					summary = bench.VClusterMarkdown(*res)
 				}
 			case mcRun:
+				if instanceDir != "" {
+					if o.WorkerWritesLogs, err = workerWritesLogs(inst.name, instanceDir); err != nil {
+						return err
+					}
+				}
 				res, runErr := bench.RunMultiCluster(ctx, cfg, bench.MultiClusterAt(o.Scale), o.Scale, o)
 				if err = runErr; res != nil {
 					summary = bench.MultiClusterMarkdown(*res)
@@ -271,6 +276,23 @@ workload and the controller's peak RSS. See docs/benchmarks.md.`,
 			"(berth up --apiserver-arg=--profiling=true --controller-flag=--profiling)")
 	f.BoolVar(&o.Audit, "audit", false, "check berth's promises during the run and report what breaks (its watch adds load to the API server)")
 	return cmd
+}
+
+// workerWritesLogs finds the audit logs of writes of the worker instances
+// of the manager in dir (berth up --workers N --audit-writes).
+func workerWritesLogs(manager, dir string) (map[string]string, error) {
+	workers, err := workersOf(manager, dir, -1)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, w := range workers {
+		l := controlplane.Layout{Dir: w.dir}
+		if st, err := controlplane.ReadState(l); err == nil && st != nil && st.AuditWrites {
+			out[w.name] = l.WritesLog()
+		}
+	}
+	return out, nil
 }
 
 // reachable is the bench's check that its cluster still answers: the

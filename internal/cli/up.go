@@ -294,7 +294,7 @@ func (o *upOptions) startWorkers(cmd *cobra.Command, dir string) error {
 		return err
 	}
 	fmt.Fprintf(cmd.ErrOrStderr(), "starting %d worker instances\n", len(workers))
-	if err := startWorkers(context.Background(), workers, cmd.ErrOrStderr(), o.noFsync, o.simArgs); err != nil {
+	if err := startWorkers(context.Background(), workers, cmd.ErrOrStderr(), append(o.planFlags(), o.simArgs...)); err != nil {
 		_ = stopWorkers(context.Background(), o.name, dir, cmd.ErrOrStderr())
 		return err
 	}
@@ -320,6 +320,24 @@ func (o *upOptions) wireWorkers(cmd *cobra.Command, kubeconfig string) error {
 	return nil
 }
 
+// planFlags are the command-line flags of planOptions: a detached
+// supervisor and the worker instances are started with them.
+func (o *upOptions) planFlags() []string {
+	var args []string
+	if o.noFsync {
+		args = append(args, "--etcd-unsafe-no-fsync")
+	}
+	if o.auditWrites {
+		args = append(args, "--audit-writes")
+	}
+	for _, c := range controlplane.ArgsComponents {
+		for _, a := range *o.serverArgs[c] {
+			args = append(args, "--"+strings.TrimPrefix(c, "kube-")+"-arg="+a)
+		}
+	}
+	return args
+}
+
 func planOptions(o *upOptions) controlplane.PlanOptions {
 	p := controlplane.DefaultPlanOptions()
 	p.EtcdUnsafeNoFsync = o.noFsync
@@ -339,17 +357,7 @@ func planOptions(o *upOptions) controlplane.PlanOptions {
 func upDetached(cmd *cobra.Command, o *upOptions, dir string) error {
 	stdout := cmd.OutOrStdout()
 	args := []string{"up", "--name", o.name, "--data-dir", dir, "--port", strconv.Itoa(o.port)}
-	if o.noFsync {
-		args = append(args, "--etcd-unsafe-no-fsync")
-	}
-	if o.auditWrites {
-		args = append(args, "--audit-writes")
-	}
-	for _, c := range controlplane.ArgsComponents {
-		for _, a := range *o.serverArgs[c] {
-			args = append(args, "--"+strings.TrimPrefix(c, "kube-")+"-arg="+a)
-		}
-	}
+	args = append(args, o.planFlags()...)
 	args = append(args, o.simArgs...)
 	for _, f := range o.controllerFlags {
 		args = append(args, "--controller-flag="+f)

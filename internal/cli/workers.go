@@ -72,10 +72,11 @@ func workersOf(managerName, dir string, n int) ([]worker, error) {
 }
 
 // startWorkers starts each worker as its own detached instance (`berth up
-// --detach`), all at once, with the simulator's node flags; a worker that
+// --detach`), all at once, with the given flags (the manager's control
+// plane options and the simulator's node flags); a worker that
 // runs already, healthy (its manager stopped without it, say), is left
 // running. It fills in their kubeconfigs.
-func startWorkers(ctx context.Context, workers []worker, progress io.Writer, noFsync bool, simArgs []string) error {
+func startWorkers(ctx context.Context, workers []worker, progress io.Writer, flags []string) error {
 	self, err := os.Executable()
 	if err != nil {
 		return err
@@ -92,11 +93,7 @@ func startWorkers(ctx context.Context, workers []worker, progress io.Writer, noF
 				w.kubeconfig = controlplane.Layout{Dir: w.dir}.Kubeconfig()
 				return
 			}
-			args := []string{"up", "--detach", "--name", w.instance, "--data-dir", w.dir}
-			if noFsync {
-				args = append(args, "--etcd-unsafe-no-fsync")
-			}
-			args = append(args, simArgs...)
+			args := append([]string{"up", "--detach", "--name", w.instance, "--data-dir", w.dir}, flags...)
 			cmd := exec.CommandContext(ctx, self, args...)
 			var out strings.Builder
 			cmd.Stdout = &out
