@@ -223,6 +223,21 @@ func TestJobRunsOnAWorkerWithRoom(t *testing.T) {
 	if s := wl.Status.AdmissionChecks[0]; s.State != berthv1.CheckReady || s.Message != "admitted on worker cluster worker2" {
 		t.Errorf("check %s %q", s.State, s.Message)
 	}
+	// The check's Ready and the admission are one write, told in one event.
+	testenv.Eventually(t, wait, func() error {
+		evs, err := m.Kube.EventsV1().Events(m.Namespace).List(ctx, metav1.ListOptions{FieldSelector: "regarding.name=" + wl.Name})
+		if err != nil {
+			return err
+		}
+		var said []string
+		for _, ev := range evs.Items {
+			said = append(said, ev.Reason+": "+ev.Note)
+		}
+		if !slices.Equal(said, []string{"Admitted: every admission check is Ready; runs on worker cluster worker2"}) {
+			return fmt.Errorf("the workload's events %q; want one saying it was admitted and where it runs", said)
+		}
+		return nil
+	})
 	waitNoCopy(t, envs[worker1], job.Name)
 
 	testenv.Eventually(t, wait, func() error {

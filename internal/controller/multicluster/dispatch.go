@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
+	"github.com/berth-dev/berth/internal/admissioncheck"
 	"github.com/berth-dev/berth/internal/integration/jobs"
 	"github.com/berth-dev/berth/internal/multicluster"
 	"github.com/berth-dev/berth/internal/workload"
@@ -141,10 +142,18 @@ func (d *Dispatcher) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if plan.Recalled {
 			wl.Status.ClusterName = ""
 		}
+		admitted, err := d.admitWithCheck(ctx, &wl)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
 		if err := d.client.Status().Patch(ctx, &wl, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
 			return reconcile.Result{}, client.IgnoreNotFound(err)
 		}
-		if plan.ClusterName != "" {
+		switch {
+		case admitted:
+			d.rec.Eventf(&wl, nil, corev1.EventTypeNormal, "Admitted", "Dispatch",
+				"every admission check is Ready; runs on worker cluster %s", wl.Status.ClusterName)
+		case plan.ClusterName != "":
 			d.rec.Eventf(&wl, nil, corev1.EventTypeNormal, "Dispatched", "Dispatch", "runs on worker cluster %s", plan.ClusterName)
 		}
 	}
@@ -162,6 +171,26 @@ func (d *Dispatcher) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, fmt.Errorf("Workload %s: %v", req.NamespacedName, errs)
 	}
 	return reconcile.Result{RequeueAfter: requeue}, nil
+}
+
+// admitWithCheck admits the workload in the same write as its check's
+// Ready when that was the last check it waited for, as the admission
+// checks controller would right after: one status write and one event per
+// dispatch instead of two of each. It reports whether it did.
+func (d *Dispatcher) admitWithCheck(ctx context.Context, wl *berthv1.Workload) (bool, error) {
+	if wl.Status.Admission == nil {
+		return false, nil
+	}
+	var cq berthv1.ClusterQueue
+	if err := d.client.Get(ctx, types.NamespacedName{Name: wl.Status.Admission.ClusterQueue}, &cq); err != nil {
+		return false, client.IgnoreNotFound(err)
+	}
+	dec := admissioncheck.Decide(wl, cq.Spec.AdmissionChecks)
+	if dec.Action != admissioncheck.Admit {
+		return false, nil
+	}
+	admissioncheck.Apply(wl, dec, cq.Spec.AdmissionChecks, d.clock.Now())
+	return true, nil
 }
 
 // checkOf names the workload's multicluster check and its config's workers.
@@ -354,7 +383,9 @@ func (d *Dispatcher) deleteCopies(ctx context.Context, name string, c copies, fo
 	if c.job != nil {
 		objs = append(objs, c.job)
 	}
-	if c.workload != nil {
+	// A Workload copy its Job copy owns (the worker's berth adopts it)
+	// goes with the Job: deleting it too was a second, refused write.
+	if c.workload != nil && (c.job == nil || !metav1.IsControlledBy(c.workload, c.job)) {
 		objs = append(objs, c.workload)
 	}
 	for _, obj := range objs {
