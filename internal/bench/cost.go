@@ -53,6 +53,7 @@ const benchProcess = "berth bench (this run)"
 // meter measures a run's cost between start and end.
 type meter struct {
 	o         Options
+	stop      context.CancelFunc // ends the profiling
 	cpuBefore map[string]float64
 	logOffset int64
 	profiles  []*profiler
@@ -65,7 +66,8 @@ const profileChunk = 20 * time.Second
 // startMeter notes where the run starts: each process's CPU time, the
 // writes log's length, and starts profiling when asked.
 func startMeter(ctx context.Context, cfg *rest.Config, o Options) *meter {
-	m := &meter{o: o, cpuBefore: map[string]float64{}}
+	ctx, stop := context.WithCancel(ctx)
+	m := &meter{o: o, stop: stop, cpuBefore: map[string]float64{}}
 	// The bench shares the machine with what it measures: its own CPU
 	// says how much of the machine the load itself took.
 	m.o.Processes = maps.Clone(o.Processes)
@@ -98,6 +100,7 @@ func startMeter(ctx context.Context, cfg *rest.Config, o Options) *meter {
 // end stops the meter: CPU used since start, the writes logged since (by
 // the class classOf gives each object's name), and the profiles written.
 func (m *meter) end(classOf func(name string) string) Cost {
+	m.stop()
 	var c Cost
 	for name, pid := range m.o.Processes {
 		before, ok := m.cpuBefore[name]

@@ -112,7 +112,11 @@ Pods and groups, or nodes and pods (0.01 runs in seconds).
 
 Each run first deletes the objects of the last one (labelled berth.dev/bench).
 Against a berth instance it also reports kube-apiserver CPU seconds per
-workload and the controller's peak RSS. See docs/benchmarks.md.`,
+workload, the CPU time of each of the instance's processes and the
+controller's peak RSS; with 'berth up --audit-writes', the API writes per
+workload by client, verb and resource (multicluster: per Job, on every
+control plane); with --profile DIR, CPU profiles of kube-apiserver and the
+controller. See docs/benchmarks.md.`,
 		Example: `  berth up --detach
   berth bench baseline --scale 0.1
   berth bench baseline --output /tmp/baseline`,
@@ -124,6 +128,9 @@ workload and the controller's peak RSS. See docs/benchmarks.md.`,
 			}
 			if o.Scale <= 0 {
 				return fmt.Errorf("--scale %g: must be above 0", o.Scale)
+			}
+			if o.Profile != "" && slices.Contains([]string{simScale, mcRun, vcRun}, args[0]) {
+				return fmt.Errorf("--profile is not supported for %s yet: only for runs through one instance's queues", args[0])
 			}
 			instanceDir := ""
 			if kubeconfig == "" {
