@@ -61,6 +61,12 @@ type entry struct {
 	// replaced holds a newer version that arrived while in flight.
 	replaced *entry
 	deleted  bool
+	// followers were set aside with this entry, asking for the same
+	// (setAsideLike); a follower's leader is the entry it follows. They
+	// stay aside while their leader waits its turn, and come back when it
+	// is decided otherwise than set aside again.
+	followers []*entry
+	leader    *entry
 }
 
 type cqQueue struct {
@@ -212,6 +218,14 @@ func (m *Manager) AddOrUpdate(w *core.Workload, localQueue string) {
 		m.remove(old)
 		e.pending = old.pending
 		w.Nominated = old.w.Nominated
+		// A new version of a leader (its status written, say) leads on.
+		e.followers = old.followers
+		for _, f := range e.followers {
+			if f.leader == old {
+				f.leader = e
+			}
+		}
+		old.followers = nil
 	}
 	m.put(e)
 	m.route(e)
@@ -276,6 +290,14 @@ func (m *Manager) Done(d core.Decision) {
 		return
 	}
 	delete(e.cq.inFlight, e.w.Key)
+	// Unless it is set aside again, what it was decided says nothing more
+	// of its followers: they come back into line.
+	asideAgain := false
+	defer func() {
+		if !asideAgain {
+			m.releaseFollowers(e)
+		}
+	}()
 	switch {
 	case e.deleted, d.Admit != nil && e.replaced == nil:
 		m.drop(e)
@@ -315,6 +337,7 @@ func (m *Manager) Done(d core.Decision) {
 			e.place = inadmissible
 			q.inadmissible[e.w.Key] = e
 			m.setAsideLike(q, e)
+			asideAgain = true
 		}
 	}
 }
@@ -335,7 +358,32 @@ func (m *Manager) setAsideLike(q *cqQueue, e *entry) {
 		next.place = inadmissible
 		q.inadmissible[next.w.Key] = next
 		m.setPending(next, e.pending)
+		next.leader = e
+		e.followers = append(e.followers, next)
 	}
+}
+
+// releaseFollowers puts e's followers still aside behind it back in line.
+func (m *Manager) releaseFollowers(e *entry) {
+	for _, f := range e.followers {
+		if f.leader != e {
+			continue
+		}
+		f.leader = nil
+		if f.place == inadmissible && f.cq != nil && f.cq.inadmissible[f.w.Key] == f && m.entries[f.w.Key] == f {
+			delete(f.cq.inadmissible, f.w.Key)
+			m.pushHeap(f.cq, f)
+		}
+	}
+	e.followers = nil
+}
+
+// follows reports whether f waits for its leader, which is still in q's
+// line: set aside, waiting its turn or being decided on.
+func (m *Manager) follows(q *cqQueue, f *entry) bool {
+	l := f.leader
+	return l != nil && m.entries[l.w.Key] == l && l.cq == q &&
+		(l.place == inadmissible || l.place == inHeap || l.place == inFlight)
 }
 
 // QueueInadmissible gives the named ClusterQueues' stepped-aside workloads
@@ -344,15 +392,25 @@ func (m *Manager) setAsideLike(q *cqQueue, e *entry) {
 func (m *Manager) QueueInadmissible(cqs ...string) {
 	for _, name := range cqs {
 		if q, ok := m.cqs[name]; ok {
-			m.requeueAll(q)
+			m.requeue(q, false)
 		}
 	}
 }
 
-func (m *Manager) requeueAll(q *cqQueue) {
+func (m *Manager) requeueAll(q *cqQueue) { m.requeue(q, true) }
+
+// requeue gives q's set-aside workloads another look; unless all, only
+// the first of each run of equal ones (its leader): the others follow
+// once it is decided. Each release of quota put a whole line of equal
+// workloads back in the heap, and took it out again the next cycle.
+func (m *Manager) requeue(q *cqQueue, all bool) {
 	q.blocked = false
 	for k, e := range q.inadmissible {
+		if !all && m.follows(q, e) {
+			continue
+		}
 		delete(q.inadmissible, k)
+		e.leader = nil
 		m.pushHeap(q, e)
 	}
 }

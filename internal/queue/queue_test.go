@@ -129,9 +129,47 @@ func TestEqualWorkloadsStepAsideTogether(t *testing.T) {
 		t.Fatalf("heads %v, want s5: it was behind a different workload", keys(s5))
 	}
 	m.Done(noFit(s5[0]))
+	// A release of quota brings back the first of the equal ones only
+	// (and s5, which was set aside alone); s2 and s3 follow s1.
+	m.QueueInadmissible("cq")
+	if a, i := m.Counts("cq"); a != 2 || i != 2 {
+		t.Errorf("after a release, counts active=%d inadmissible=%d, want s1 and s5 in line, s2 and s3 following s1", a, i)
+	}
+	again := m.Heads()
+	if !slices.Equal(keys(again), []string{"default/s1"}) {
+		t.Fatalf("heads %v, want s1", keys(again))
+	}
+	m.Done(noFit(again[0]))
+	if a, i := m.Counts("cq"); a != 0 || i != 4 {
+		t.Errorf("s1 set aside again: counts active=%d inadmissible=%d, want all four aside (s5, equal, with them now)", a, i)
+	}
+	// Once s1 fits, its followers get their turn at once, with no other release.
 	m.QueueInadmissible("cq")
 	if got := popAll(m); !slices.Equal(got, []string{"default/s1", "default/s2", "default/s3", "default/s5"}) {
 		t.Errorf("after quota was released, the line is %v", got)
+	}
+}
+
+// A new version of a leader (its status was written) still leads: its
+// followers come back when it is admitted.
+func TestFollowersFollowALeadersNewVersion(t *testing.T) {
+	m := setup(core.BestEffortFIFO)
+	small := func(name string, at time.Duration) *core.Workload {
+		return MakeWorkload(name, "").Priority(1).Created(at).PodSet("main", 1).Request("cpu", "1").Obj()
+	}
+	m.AddOrUpdate(small("s1", time.Second), "default/lq")
+	m.AddOrUpdate(small("s2", 2*time.Second), "default/lq")
+	hs := m.Heads()
+	m.Done(noFit(hs[0]))
+	m.AddOrUpdate(small("s1", time.Second), "default/lq") // its pending reason written
+	m.QueueInadmissible("cq")
+	hs = m.Heads()
+	if !slices.Equal(keys(hs), []string{"default/s1"}) {
+		t.Fatalf("heads %v, want the new s1 only", keys(hs))
+	}
+	m.Done(admit(hs[0]))
+	if hs := m.Heads(); !slices.Equal(keys(hs), []string{"default/s2"}) {
+		t.Fatalf("after s1 was admitted, heads %v, want s2", keys(hs))
 	}
 }
 
