@@ -61,19 +61,12 @@ type entry struct {
 	// replaced holds a newer version that arrived while in flight.
 	replaced *entry
 	deleted  bool
-	// leads is the run of equal workloads set aside behind this one
-	// (setAsideLike); follows, the run it is set aside in. Those that
-	// follow stay aside while the leader waits its turn; when it is
-	// admitted or leaves, the next of them takes its place in line and
-	// leads the rest.
-	leads, follows *run
-}
-
-// run is a line of equal workloads set aside behind a leader.
-type run struct {
-	leader  *entry
-	members []*entry // in line order
-	next    int      // members before it have left the run
+	// followers were set aside with this entry, asking for the same
+	// (setAsideLike); a follower's leader is the entry it follows. They
+	// stay aside while their leader waits its turn, and come back when it
+	// is decided otherwise than set aside again.
+	followers []*entry
+	leader    *entry
 }
 
 type cqQueue struct {
@@ -226,9 +219,13 @@ func (m *Manager) AddOrUpdate(w *core.Workload, localQueue string) {
 		e.pending = old.pending
 		w.Nominated = old.w.Nominated
 		// A new version of a leader (its status written, say) leads on.
-		if r := old.leads; r != nil {
-			r.leader, e.leads, old.leads = e, r, nil
+		e.followers = old.followers
+		for _, f := range e.followers {
+			if f.leader == old {
+				f.leader = e
+			}
 		}
+		old.followers = nil
 	}
 	m.put(e)
 	m.route(e)
@@ -293,16 +290,20 @@ func (m *Manager) Done(d core.Decision) {
 		return
 	}
 	delete(e.cq.inFlight, e.w.Key)
+	// Unless it is set aside again, what it was decided says nothing more
+	// of its followers: they come back into line.
+	asideAgain := false
+	defer func() {
+		if !asideAgain {
+			m.releaseFollowers(e)
+		}
+	}()
 	switch {
 	case e.deleted, d.Admit != nil && e.replaced == nil:
 		m.drop(e)
-		m.promote(e)
 	case e.replaced != nil:
 		// The workload changed during the cycle: look at the new version.
 		n := e.replaced
-		if r := e.leads; r != nil {
-			r.leader, n.leads, e.leads = n, r, nil
-		}
 		n.pending = e.pending
 		if d.Pending != nil {
 			n.pending = d.Pending
@@ -319,7 +320,6 @@ func (m *Manager) Done(d core.Decision) {
 			// Its queues changed while it was being decided on.
 			e.place = detached
 			m.route(e)
-			m.promote(e)
 			return
 		}
 		switch {
@@ -337,6 +337,7 @@ func (m *Manager) Done(d core.Decision) {
 			e.place = inadmissible
 			q.inadmissible[e.w.Key] = e
 			m.setAsideLike(q, e)
+			asideAgain = true
 		}
 	}
 }
@@ -357,49 +358,31 @@ func (m *Manager) setAsideLike(q *cqQueue, e *entry) {
 		next.place = inadmissible
 		q.inadmissible[next.w.Key] = next
 		m.setPending(next, e.pending)
-		if e.leads == nil {
-			e.leads = &run{leader: e}
-		}
-		e.leads.members = append(e.leads.members, next)
-		next.follows = e.leads
+		next.leader = e
+		e.followers = append(e.followers, next)
 	}
 }
 
-// promote hands e's run, now that e is admitted or gone from its place in
-// line, to the first of its members still set aside: it goes back in line
-// and leads the rest. One at a time, as a cycle admits one head per queue.
-func (m *Manager) promote(e *entry) {
-	r := e.leads
-	if r == nil {
-		return
-	}
-	e.leads = nil
-	for r.next < len(r.members) {
-		f := r.members[r.next]
-		r.next++
-		if f.follows != r {
-			continue // left the run: requeued, updated or deleted
-		}
-		f.follows = nil
-		if f.place != inadmissible || f.cq == nil || f.cq.inadmissible[f.w.Key] != f || m.entries[f.w.Key] != f {
+// releaseFollowers puts e's followers still aside behind it back in line.
+func (m *Manager) releaseFollowers(e *entry) {
+	for _, f := range e.followers {
+		if f.leader != e {
 			continue
 		}
-		delete(f.cq.inadmissible, f.w.Key)
-		r.leader, f.leads = f, r
-		m.pushHeap(f.cq, f)
-		return
+		f.leader = nil
+		if f.place == inadmissible && f.cq != nil && f.cq.inadmissible[f.w.Key] == f && m.entries[f.w.Key] == f {
+			delete(f.cq.inadmissible, f.w.Key)
+			m.pushHeap(f.cq, f)
+		}
 	}
+	e.followers = nil
 }
 
-// waitsForLeader reports whether f is set aside behind a leader that is
-// still in q's line: set aside, waiting its turn or being decided on.
-func (m *Manager) waitsForLeader(q *cqQueue, f *entry) bool {
-	r := f.follows
-	if r == nil {
-		return false
-	}
-	l := r.leader
-	return l != nil && l.leads == r && m.entries[l.w.Key] == l && l.cq == q &&
+// follows reports whether f waits for its leader, which is still in q's
+// line: set aside, waiting its turn or being decided on.
+func (m *Manager) follows(q *cqQueue, f *entry) bool {
+	l := f.leader
+	return l != nil && m.entries[l.w.Key] == l && l.cq == q &&
 		(l.place == inadmissible || l.place == inHeap || l.place == inFlight)
 }
 
@@ -418,16 +401,16 @@ func (m *Manager) requeueAll(q *cqQueue) { m.requeue(q, true) }
 
 // requeue gives q's set-aside workloads another look; unless all, only
 // the first of each run of equal ones (its leader): the others follow
-// one at a time as it and each after it is admitted. Each release of quota put a whole line of equal
+// once it is decided. Each release of quota put a whole line of equal
 // workloads back in the heap, and took it out again the next cycle.
 func (m *Manager) requeue(q *cqQueue, all bool) {
 	q.blocked = false
 	for k, e := range q.inadmissible {
-		if !all && m.waitsForLeader(q, e) {
+		if !all && m.follows(q, e) {
 			continue
 		}
 		delete(q.inadmissible, k)
-		e.follows = nil
+		e.leader = nil
 		m.pushHeap(q, e)
 	}
 }
