@@ -54,6 +54,7 @@ const benchProcess = "berth bench (this run)"
 type meter struct {
 	o         Options
 	stop      context.CancelFunc // ends the profiling
+	notes     []string           // what could not be measured from the start
 	cpuBefore map[string]float64
 	logOffset int64
 	profiles  []*profiler
@@ -87,6 +88,11 @@ func startMeter(ctx context.Context, cfg *rest.Config, o Options) *meter {
 		if api, err := apiServerProfiles(cfg); err == nil {
 			m.profiles = append(m.profiles, startProfiler(ctx, "kube-apiserver", api,
 				"start berth up with --apiserver-arg=--profiling=true"))
+		} else {
+			m.notes = append(m.notes, "kube-apiserver CPU profile: "+err.Error())
+		}
+		if o.ControllerMetrics == "" {
+			m.notes = append(m.notes, "berth-controller CPU profile: the run knows no controller to ask (run against a berth instance)")
 		}
 		if o.ControllerMetrics != "" {
 			url := "http://" + o.ControllerMetrics + "/debug/pprof/profile"
@@ -101,7 +107,7 @@ func startMeter(ctx context.Context, cfg *rest.Config, o Options) *meter {
 // the class classOf gives each object's name), and the profiles written.
 func (m *meter) end(classOf func(name string) string) Cost {
 	m.stop()
-	var c Cost
+	c := Cost{Notes: m.notes}
 	for name, pid := range m.o.Processes {
 		before, ok := m.cpuBefore[name]
 		if after := cpuOf(pid); ok && after != nil {

@@ -95,15 +95,17 @@ func TestBestEffortFIFOStepsAside(t *testing.T) {
 	}
 }
 
+// small is a workload of 1 cpu at priority 1, created at.
+func small(name string, at time.Duration) *core.Workload {
+	return MakeWorkload(name, "").Priority(1).Created(at).PodSet("main", 1).Request("cpu", "1").Obj()
+}
+
 // A head that does not fit sets aside with it the equal workloads behind it,
 // with its reason, but not the first one that asks for something else, nor
 // any after that: the line keeps its order. The next release of quota gives
 // them all another look.
 func TestEqualWorkloadsStepAsideTogether(t *testing.T) {
 	m := setup(core.BestEffortFIFO)
-	small := func(name string, at time.Duration) *core.Workload {
-		return MakeWorkload(name, "").Priority(1).Created(at).PodSet("main", 1).Request("cpu", "1").Obj()
-	}
 	m.AddOrUpdate(small("s1", 1*time.Second), "default/lq")
 	m.AddOrUpdate(small("s2", 2*time.Second), "default/lq")
 	m.AddOrUpdate(small("s3", 3*time.Second), "default/lq")
@@ -154,9 +156,6 @@ func TestEqualWorkloadsStepAsideTogether(t *testing.T) {
 // followers come back when it is admitted.
 func TestFollowersFollowALeadersNewVersion(t *testing.T) {
 	m := setup(core.BestEffortFIFO)
-	small := func(name string, at time.Duration) *core.Workload {
-		return MakeWorkload(name, "").Priority(1).Created(at).PodSet("main", 1).Request("cpu", "1").Obj()
-	}
 	m.AddOrUpdate(small("s1", time.Second), "default/lq")
 	m.AddOrUpdate(small("s2", 2*time.Second), "default/lq")
 	hs := m.Heads()
