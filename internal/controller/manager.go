@@ -278,11 +278,11 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		return err
 	}
 	mgr.GetWebhookServer().Register(placement.WebhookPath, &crwebhook.Admission{Handler: placement.NewGater(scheme)})
-	mgr.GetWebhookServer().Register(pods.WebhookPath, &crwebhook.Admission{Handler: integration.NewHolder(scheme, pods.Kind{})})
+	mgr.GetWebhookServer().Register(pods.WebhookPath, &crwebhook.Admission{Handler: integration.NewHolder(pods.Kind{})})
 	mgr.GetWebhookServer().Register(pods.DefaultWebhookPath,
-		&crwebhook.Admission{Handler: integration.NewHolder(scheme, pods.Kind{Default: true})})
+		&crwebhook.Admission{Handler: integration.NewHolder(pods.Kind{Default: true})})
 	mgr.GetWebhookServer().Register(jobs.WebhookPath,
-		&crwebhook.Admission{Handler: integration.NewHolder(scheme, jobs.Kind{ManageAll: o.ManageJobsWithoutQueueName,
+		&crwebhook.Admission{Handler: integration.NewHolder(jobs.Kind{ManageAll: o.ManageJobsWithoutQueueName,
 			Dispatched: mcctrl.Dispatched(mgr.GetClient())})})
 
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {

@@ -133,3 +133,17 @@ func (Kind) Steer(obj client.Object, queue string, placed bool) error {
 }
 
 func (Kind) Finished(obj client.Object) (bool, bool) { return Finished(obj.(*batchv1.Job)) }
+
+var _ integration.Fielder = Kind{}
+
+// HeldFields are what Hold and HoldGrowth change: whether the Job is
+// suspended, who manages it, and its pod template's labels (the whole
+// template metadata, which every Job has, so the patch needs no parent).
+func (Kind) HeldFields(obj client.Object) []integration.Field {
+	job := obj.(*batchv1.Job)
+	return []integration.Field{
+		{Path: "/spec/suspend", Value: job.Spec.Suspend},
+		{Path: "/spec/managedBy", Value: job.Spec.ManagedBy},
+		{Path: "/spec/template/metadata", Value: &job.Spec.Template.ObjectMeta},
+	}
+}

@@ -7,7 +7,6 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/berth-dev/berth/internal/integration"
@@ -19,11 +18,7 @@ import (
 // decode, hold (suspend), and answer with the patch. The API server waits
 // for it on every Job creation.
 func BenchmarkHoldJob(b *testing.B) {
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		b.Fatal(err)
-	}
-	h := integration.NewHolder(scheme, jobs.Kind{})
+	h := integration.NewHolder(jobs.Kind{})
 	job := MakeJob("bench", "ns").Queue("main").Parallelism(4).Request("cpu", "1").Obj()
 	job.Spec.Suspend = nil
 	raw, err := json.Marshal(job)

@@ -2,7 +2,6 @@ package placement
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"slices"
 	"strings"
@@ -25,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
+	"github.com/berth-dev/berth/internal/integration"
 	"github.com/berth-dev/berth/internal/integration/jobs"
 	"github.com/berth-dev/berth/internal/integration/podgroups"
 	"github.com/berth-dev/berth/internal/integration/pods"
@@ -53,12 +53,15 @@ func (g *Gater) Handle(_ context.Context, req admission.Request) admission.Respo
 	if pod.Labels[berthv1.TopologyPlacedLabel] == "" || Gated(&pod) {
 		return admission.Allowed("nothing to gate")
 	}
-	pod.Spec.SchedulingGates = append(pod.Spec.SchedulingGates, corev1.PodSchedulingGate{Name: berthv1.TopologyGate})
-	raw, err := json.Marshal(&pod)
+	gates := func() []integration.Field {
+		return []integration.Field{{Path: "/spec/schedulingGates", Value: pod.Spec.SchedulingGates}}
+	}
+	before, err := integration.Snapshot(gates())
 	if err != nil {
 		return admission.Errored(http.StatusInternalServerError, err)
 	}
-	return admission.PatchResponseFromRaw(req.Object.Raw, raw)
+	pod.Spec.SchedulingGates = append(pod.Spec.SchedulingGates, corev1.PodSchedulingGate{Name: berthv1.TopologyGate})
+	return integration.FieldPatch(before, gates())
 }
 
 // WorkloadOf is the Workload a topology-placed pod belongs to: its Job's

@@ -89,6 +89,19 @@ func (k Kind) Hold(obj client.Object) bool {
 	return changed
 }
 
+var _ integration.Fielder = Kind{}
+
+// HeldFields are what Hold changes: the Pod's labels and finalizers, and
+// its scheduling gates.
+func (Kind) HeldFields(obj client.Object) []integration.Field {
+	pod := obj.(*corev1.Pod)
+	return []integration.Field{
+		{Path: "/metadata/labels", Value: pod.Labels},
+		{Path: "/metadata/finalizers", Value: pod.Finalizers},
+		{Path: "/spec/schedulingGates", Value: pod.Spec.SchedulingGates},
+	}
+}
+
 // Steer keeps, at start, a placed Pod behind the topology gate, labelled
 // so that the placement reconciler gives it its domain, and lifts the gate
 // of one that is not placed. A Pod created without the gate (before berth

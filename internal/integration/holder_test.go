@@ -1,0 +1,122 @@
+package integration_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
+	admissionv1 "k8s.io/api/admission/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	berthv1 "github.com/berth-dev/berth/api/v1beta1"
+	"github.com/berth-dev/berth/internal/integration"
+	"github.com/berth-dev/berth/internal/integration/jobs"
+	"github.com/berth-dev/berth/internal/integration/pods"
+	. "github.com/berth-dev/berth/test/fixtures"
+)
+
+// The webhook's patch, applied to the object as the API server sent it
+// (the way the API server applies it), gives the object Hold makes; it
+// touches nothing else, so a field berth's types do not know survives.
+func TestHolderPatchesOnlyWhatHoldChanges(t *testing.T) {
+	topology := func(j *batchv1.Job) *batchv1.Job {
+		j.Spec.Template.Annotations = map[string]string{integration.PreferredTopologyAnnotation: "rack"}
+		return j
+	}
+	suspended := func(j *batchv1.Job) *batchv1.Job { yes := true; j.Spec.Suspend = &yes; return j }
+	dispatched := jobs.Kind{Dispatched: func(string, string) bool { return true }}
+	for _, tc := range []struct {
+		name      string
+		kind      integration.Kind
+		old, obj  client.Object // old only for an update
+		wantPatch bool
+	}{
+		{name: "queued Job", kind: jobs.Kind{}, obj: MakeJob("j", "ns").Queue("q").Obj(), wantPatch: true},
+		{name: "queued Job already suspended", kind: jobs.Kind{}, obj: suspended(MakeJob("j", "ns").Queue("q").Obj())},
+		{name: "Job asking for topology, no template labels", kind: jobs.Kind{},
+			obj: topology(MakeJob("j", "ns").Queue("q").Obj()), wantPatch: true},
+		{name: "dispatched Job", kind: dispatched, obj: MakeJob("j", "ns").Queue("q").Obj(), wantPatch: true},
+		{name: "running Job that grows", kind: jobs.Kind{}, old: MakeJob("j", "ns").Queue("q").Parallelism(1).Obj(),
+			obj: MakeJob("j", "ns").Queue("q").Parallelism(3).Obj(), wantPatch: true},
+		{name: "queued Pod", kind: pods.Kind{}, obj: MakePod("p", "ns").Label(berthv1.QueueNameLabel, "q").Obj(), wantPatch: true},
+		{name: "Pod with Kueue's label only", kind: pods.Kind{},
+			obj: MakePod("p", "ns").Label(berthv1.KueueQueueNameLabel, "q").Finalizer("example.com/keep").Obj(), wantPatch: true},
+		{name: "unlabelled Pod of an opted-in namespace", kind: pods.Kind{Default: true}, obj: &corev1.Pod{
+			ObjectMeta: MakePod("p", "ns").Obj().ObjectMeta, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "i"}}}},
+			wantPatch: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			raw := withUnknownField(t, tc.obj)
+			req := admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{Operation: admissionv1.Create,
+				Object: runtime.RawExtension{Raw: raw}}}
+			want := tc.obj.DeepCopyObject().(client.Object)
+			if tc.old != nil {
+				req.Operation = admissionv1.Update
+				req.OldObject = runtime.RawExtension{Raw: withUnknownField(t, tc.old)}
+				tc.kind.(integration.Grower).HoldGrowth(tc.old, want)
+			} else {
+				tc.kind.Hold(want)
+			}
+			resp := integration.NewHolder(tc.kind).Handle(context.Background(), req)
+			if !resp.Allowed {
+				t.Fatalf("refused: %+v", resp.Result)
+			}
+			if got := len(resp.Patches) > 0; got != tc.wantPatch {
+				t.Fatalf("patched %v (%+v), want %v", got, resp.Patches, tc.wantPatch)
+			}
+			ops, err := json.Marshal(resp.Patches)
+			if err != nil {
+				t.Fatal(err)
+			}
+			patch, err := jsonpatch.DecodePatch(ops)
+			if err != nil {
+				t.Fatalf("the patch does not decode: %v\n%s", err, ops)
+			}
+			out, err := patch.Apply(raw)
+			if err != nil {
+				t.Fatalf("the patch does not apply to the object sent: %v\n%s", err, ops)
+			}
+			var unknown struct {
+				Spec struct {
+					Future *string `json:"futureField"`
+				} `json:"spec"`
+			}
+			if err := json.Unmarshal(out, &unknown); err != nil || unknown.Spec.Future == nil || *unknown.Spec.Future != "kept" {
+				t.Errorf("a field berth does not know was lost: %s", out)
+			}
+			got := tc.kind.New()
+			if err := json.Unmarshal(out, got); err != nil {
+				t.Fatal(err)
+			}
+			if !equality.Semantic.DeepEqual(got, want) {
+				t.Errorf("patched object:\n%s\nwant what Hold makes:\n%s", mustJSON(t, got), mustJSON(t, want))
+			}
+		})
+	}
+}
+
+// withUnknownField is obj as JSON, with spec.futureField added as a newer
+// API server might send it.
+func withUnknownField(t *testing.T, obj client.Object) []byte {
+	var m map[string]any
+	if err := json.Unmarshal(mustJSON(t, obj), &m); err != nil {
+		t.Fatal(err)
+	}
+	m["spec"].(map[string]any)["futureField"] = "kept"
+	return mustJSON(t, m)
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
