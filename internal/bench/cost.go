@@ -9,6 +9,7 @@ import (
 	"io"
 	"maps"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -175,9 +176,10 @@ func readWrites(path string, offset int64, classOf func(string) string) ([]Write
 
 // auditEvent is what countWrites reads of an audit log line.
 type auditEvent struct {
-	Stage string `json:"stage"`
-	Verb  string `json:"verb"`
-	User  struct {
+	Stage      string `json:"stage"`
+	RequestURI string `json:"requestURI"`
+	Verb       string `json:"verb"`
+	User       struct {
 		Username string `json:"username"`
 	} `json:"user"`
 	ObjectRef *struct {
@@ -191,8 +193,8 @@ type auditEvent struct {
 }
 
 // countWrites counts an audit log's completed writes by client, verb,
-// resource and class. Lines it cannot read are skipped: a log cut by a
-// crash ends with half a line.
+// resource and class; dry runs store nothing and are left out. Lines it
+// cannot read are skipped: a log cut by a crash ends with half a line.
 func countWrites(r io.Reader, classOf func(string) string) ([]WriteCount, error) {
 	type key struct{ client, verb, resource, class string }
 	counts := map[key]*WriteCount{}
@@ -200,7 +202,7 @@ func countWrites(r io.Reader, classOf func(string) string) ([]WriteCount, error)
 	sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
 	for sc.Scan() {
 		var e auditEvent
-		if json.Unmarshal(sc.Bytes(), &e) != nil || e.Stage != "ResponseComplete" || e.ObjectRef == nil {
+		if json.Unmarshal(sc.Bytes(), &e) != nil || e.Stage != "ResponseComplete" || e.ObjectRef == nil || dryRun(e.RequestURI) {
 			continue
 		}
 		res := e.ObjectRef.Resource
@@ -232,6 +234,12 @@ func countWrites(r io.Reader, classOf func(string) string) ([]WriteCount, error)
 		return strings.Compare(a.Client+a.Verb+a.Resource+a.Class, b.Client+b.Verb+b.Resource+b.Class)
 	})
 	return out, sc.Err()
+}
+
+// dryRun says whether a request asked for a dry run.
+func dryRun(requestURI string) bool {
+	u, err := url.ParseRequestURI(requestURI)
+	return err == nil && u.Query().Has("dryRun")
 }
 
 // clientName names a writer for people: kube-controller-manager's

@@ -37,13 +37,18 @@ func TestBenchScenariosSmoke(t *testing.T) {
 	for name := range bench.Scenarios {
 		names = append(names, name)
 	}
-	names = append(names, "sim-scale", "e2e-jobs", "pods", "tas")
+	names = append(names, "sim-scale", "e2e-jobs", "pods", "tas", "creates")
 	sort.Strings(names)
 	for _, name := range names {
 		t.Run(name, func(t *testing.T) {
 			out := t.TempDir()
-			cmd := exec.Command(bin, "bench", name, "--scale", "0.01", "--kubeconfig", env.Kubeconfig,
-				"--output", out, "--timeout", "3m", "--audit")
+			args := []string{"bench", name, "--scale", "0.01", "--kubeconfig", env.Kubeconfig,
+				"--output", out, "--timeout", "3m"}
+			audited := name != "sim-scale" && name != "creates" // they admit nothing through berth's queues
+			if audited {
+				args = append(args, "--audit")
+			}
+			cmd := exec.Command(bin, args...)
 			if combined, err := cmd.CombinedOutput(); err != nil {
 				t.Fatalf("berth bench %s: %v\n%s", name, err, combined)
 			}
@@ -57,14 +62,17 @@ func TestBenchScenariosSmoke(t *testing.T) {
 			}
 			// Every run through berth's queues is audited, and keeps
 			// berth's promises (sim-scale runs the simulator alone).
-			var audited struct{ Audit *bench.AuditResult }
-			if err := json.Unmarshal(data, &audited); name == "sim-scale" {
-			} else if err != nil || audited.Audit == nil {
+			var audit struct{ Audit *bench.AuditResult }
+			if err := json.Unmarshal(data, &audit); !audited {
+			} else if err != nil || audit.Audit == nil {
 				t.Errorf("results.json has no audit (%v)", err)
-			} else if audited.Audit.Violations != 0 {
-				t.Errorf("the auditor found %d broken promises: %v", audited.Audit.Violations, audited.Audit.First)
+			} else if audit.Audit.Violations != 0 {
+				t.Errorf("the auditor found %d broken promises: %v", audit.Audit.Violations, audit.Audit.First)
 			}
 			switch name {
+			case "creates":
+				checkCreates(t, data)
+				return
 			case "sim-scale":
 				checkSimScale(t, data)
 				want := bench.SimScaleAt(0.01)
@@ -133,6 +141,35 @@ func TestBenchScenariosSmoke(t *testing.T) {
 				t.Error(err)
 			}
 		})
+	}
+}
+
+// checkCreates: every round created its Jobs, and only the queued ones
+// went through berth's webhook (the test's other packages may call
+// berth's webhooks meanwhile, so the plain rounds may see a few calls,
+// never one per Job).
+func checkCreates(t *testing.T, data []byte) {
+	var r bench.CreateResults
+	if err := json.Unmarshal(data, &r); err != nil {
+		t.Fatal(err)
+	}
+	want := bench.CreatesAt(0.01).Jobs
+	if len(r.Rounds) != 4 {
+		t.Fatalf("%d rounds, want 4: %+v", len(r.Rounds), r.Rounds)
+	}
+	for _, rd := range r.Rounds {
+		if rd.Jobs != want || rd.PerSecond <= 0 {
+			t.Errorf("round %q: %d Jobs at %.1f a second, want %d at a measured rate", rd.Name, rd.Jobs, rd.PerSecond, want)
+		}
+		if rd.Queued && rd.WebhookCalls < float64(want) {
+			t.Errorf("round %q: %.0f webhook calls for %d queued Jobs", rd.Name, rd.WebhookCalls, want)
+		}
+		if !rd.Queued && rd.WebhookCalls >= float64(want) {
+			t.Errorf("round %q: %.0f webhook calls for %d Jobs without a queue label", rd.Name, rd.WebhookCalls, want)
+		}
+	}
+	if r.DryRunRatio <= 0 || r.StoredRatio <= 0 {
+		t.Errorf("ratios %.2f (dry run) and %.2f (stored): want both measured", r.DryRunRatio, r.StoredRatio)
 	}
 }
 
