@@ -46,7 +46,7 @@ func TestPlanWiresPortsAndFiles(t *testing.T) {
 		"etcd": {"--data-dir=/data/etcd", "--listen-client-url=http://127.0.0.1:1001", "--listen-peer-url=http://127.0.0.1:1002"},
 		"kube-apiserver": {"--etcd-servers=http://127.0.0.1:1001", "--secure-port=1003", "--bind-address=127.0.0.1",
 			"--authorization-mode=Node,RBAC", "--client-ca-file=/data/pki/ca.crt",
-			"--service-account-signing-key-file=/data/pki/sa.key"},
+			"--service-account-signing-key-file=/data/pki/sa.key", "--delete-collection-workers=8"},
 		"kube-controller-manager": {"--secure-port=1004", "--kubeconfig=/data/pki/kube-controller-manager.kubeconfig",
 			"--service-account-private-key-file=/data/pki/sa.key", "--leader-elect=false"},
 		"kube-scheduler": {"--secure-port=1005", "--kubeconfig=/data/pki/kube-scheduler.kubeconfig", "--leader-elect=false"},
