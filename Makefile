@@ -7,8 +7,12 @@ GOLANGCI_LINT = $(GO) tool -modfile=hack/lint.mod golangci-lint
 
 all: build
 
+# What `berth version` says, read from git (the toolchain stamps it too, but
+# not where GOFLAGS has -buildvcs=false).
+LDFLAGS ?= $(shell $(GO) run ./hack/buildinfo)
+
 build: ## build bin/berth
-	$(GO) build -o bin/berth ./cmd/berth
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/berth ./cmd/berth
 
 test: ## the full test suite: unit, integration and e2e against a real control plane
 	$(GO) test -timeout 30m ./...

@@ -4,9 +4,9 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 
 	"github.com/berth-dev/berth/internal/chart"
+	berthversion "github.com/berth-dev/berth/internal/version"
 )
 
 // writeFiles writes results.json, summary.md, chart.png and chart.csv.
@@ -25,28 +25,4 @@ func writeFiles(dir string, results any, summary string, ch chart.Chart) error {
 }
 
 // version is the commit berth was built from, when the build knows it.
-func version() string {
-	info, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "unknown"
-	}
-	rev, dirty := "", false
-	for _, s := range info.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			rev = s.Value
-		case "vcs.modified":
-			dirty = s.Value == "true"
-		}
-	}
-	if rev == "" {
-		return "unknown (built without VCS stamping)"
-	}
-	if len(rev) > 7 {
-		rev = rev[:7]
-	}
-	if dirty {
-		rev += "+"
-	}
-	return rev
-}
+func version() string { return berthversion.Get().Short() }

@@ -53,6 +53,7 @@ import (
 	"github.com/berth-dev/berth/internal/metrics"
 	"github.com/berth-dev/berth/internal/multicluster"
 	"github.com/berth-dev/berth/internal/scheduler"
+	"github.com/berth-dev/berth/internal/version"
 	"github.com/berth-dev/berth/internal/visibility"
 	"github.com/berth-dev/berth/internal/workload"
 )
@@ -153,6 +154,8 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	if err := o.Lease.Validate(); err != nil {
 		return err
 	}
+	v := version.Get()
+	ctrl.Log.Info("berth controller starting", "version", v.Version, "commit", v.Commit, "date", v.Date, "goVersion", v.GoVersion)
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = o.QPS, o.Burst
 	scheme := Scheme()

@@ -6,6 +6,8 @@ import (
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/berth-dev/berth/internal/version"
 )
 
 var (
@@ -67,13 +69,22 @@ var (
 	}, []string{"cluster_queue", "flavor", "resource"})
 )
 
+// BuildInfo is 1, labelled with the build's version, commit (and its date)
+// and Go version, so that a dashboard can tell which berth runs.
+var BuildInfo = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	Name: "berth_build_info",
+	Help: "Always 1, labelled with the build's version, commit, the commit's date and Go version.",
+}, []string{"version", "commit", "date", "go_version"})
+
 var once sync.Once
 
 // Register adds berth's metrics to r, once per process.
 func Register(r prometheus.Registerer) {
 	once.Do(func() {
 		r.MustRegister(PendingWorkloads, ReservingWorkloads, AdmissionAttempts, AdmissionCycleDuration,
-			AdmittedWorkloads, AdmissionWaitTime, QuotaUsage, NominalQuota, PreemptedWorkloads)
+			AdmittedWorkloads, AdmissionWaitTime, QuotaUsage, NominalQuota, PreemptedWorkloads, BuildInfo)
+		v := version.Get()
+		BuildInfo.WithLabelValues(v.Version, v.Commit, v.Date, v.GoVersion).Set(1)
 	})
 }
 

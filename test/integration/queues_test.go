@@ -1,9 +1,11 @@
 package integration
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,6 +20,7 @@ import (
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
 	"github.com/berth-dev/berth/internal/testenv"
+	"github.com/berth-dev/berth/internal/version"
 	"github.com/berth-dev/berth/internal/workload"
 	. "github.com/berth-dev/berth/test/fixtures"
 )
@@ -337,6 +340,20 @@ func TestQueueStatusAndMetrics(t *testing.T) {
 			port = c.Port
 		}
 	}
+	// The controller says which build it is, as `berth version` does.
+	bin, err := testenv.Binary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(bin, "version", "-o", "json").Output()
+	if err != nil {
+		t.Fatalf("berth version: %v", err)
+	}
+	var v version.Info
+	if err := json.Unmarshal(out, &v); err != nil || v.Version == "" || v.GoVersion == "" {
+		t.Fatalf("berth version -o json: %v\n%s", err, out)
+	}
+	buildInfo := fmt.Sprintf(`berth_build_info{commit=%q,date=%q,go_version=%q,version=%q} 1`, v.Commit, v.Date, v.GoVersion, v.Version)
 	testenv.Eventually(t, wait, func() error {
 		resp, err := http.Get("http://127.0.0.1:" + strconv.Itoa(port) + "/metrics")
 		if err != nil {
@@ -353,6 +370,7 @@ func TestQueueStatusAndMetrics(t *testing.T) {
 			`berth_admission_wait_time_seconds_count{cluster_queue="` + cq + `"} 1`,
 			`berth_admission_attempts_total{result="admitted"}`,
 			`berth_admission_cycle_duration_seconds_count`,
+			buildInfo,
 		} {
 			if !strings.Contains(string(body), want) {
 				return fmt.Errorf("metrics lack %s", want)
