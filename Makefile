@@ -3,7 +3,7 @@ GO ?= go
 CONTROLLER_GEN = $(GO) tool -modfile=hack/tools.mod controller-gen
 GOLANGCI_LINT = $(GO) tool -modfile=hack/lint.mod golangci-lint
 
-.PHONY: all build test generate verify-generated fmt vet lint up bench
+.PHONY: all build image test generate verify-generated fmt vet lint up bench
 
 all: build
 
@@ -13,6 +13,9 @@ LDFLAGS ?= $(shell $(GO) run ./hack/buildinfo)
 
 build: ## build bin/berth
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/berth ./cmd/berth
+
+image: ## berth's OCI image for linux/amd64 and linux/arm64 as bin/berth-image.tar; PUSH=registry/repo:tag pushes it instead
+	$(GO) run ./hack/image $(if $(PUSH),--push $(PUSH))
 
 test: ## the full test suite: unit, integration and e2e against a real control plane
 	$(GO) test -timeout 30m ./...
