@@ -171,6 +171,12 @@ func WriteArchive(path string, idx v1.ImageIndex, ref string) error {
 	if err != nil {
 		return err
 	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		f.Close()
+		return err
+	}
+	defer root.Close()
 	tw := tar.NewWriter(f)
 	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || p == dir {
@@ -185,7 +191,7 @@ func WriteArchive(path string, idx v1.ImageIndex, ref string) error {
 			hdr.Typeflag, hdr.Name, hdr.Mode = tar.TypeDir, hdr.Name+"/", 0o755
 			return tw.WriteHeader(hdr)
 		}
-		data, err := os.ReadFile(p)
+		data, err := root.ReadFile(rel)
 		if err != nil {
 			return err
 		}
