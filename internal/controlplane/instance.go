@@ -30,6 +30,10 @@ type Options struct {
 	AfterCore func(ctx context.Context, l Layout) error
 	// Extra returns components to run after the core (simulator, berth controller).
 	Extra func(l Layout, p Ports) ([]Component, error)
+	// AfterStop, when set, runs once every component has stopped, to undo
+	// what they set up outside their processes (a real node's mounts and
+	// network); what it reports is printed, not fatal.
+	AfterStop func(l Layout) error
 	// Identities are client identities to issue certificates and kubeconfigs
 	// for (see Layout.ComponentKubeconfig), beside the core components'.
 	Identities []Identity
@@ -208,6 +212,14 @@ func start(ctx context.Context, l Layout, o Options, lock *dirLock, progress io.
 	return inst, nil
 }
 
+// program is what runs c.
+func (i *Instance) program(c Component) string {
+	if c.Program != "" {
+		return c.Program
+	}
+	return i.opts.Binary
+}
+
 // startAll starts the core, runs AfterCore, then starts the extra components.
 func (i *Instance) startAll(ctx context.Context, core, extra []Component) error {
 	if err := i.startStages(ctx, core); err != nil {
@@ -230,7 +242,7 @@ func (i *Instance) startStages(ctx context.Context, comps []Component) error {
 		for ; idx < len(comps) && comps[idx].Stage == stage; idx++ {
 			c := comps[idx]
 			fmt.Fprintf(i.progress, "starting %s\n", c.Name)
-			p, err := startProcess(i.spawner, c.Name, i.opts.Binary, c.Args, i.layout.LogFile(c.Name))
+			p, err := startProcess(i.spawner, c.Name, i.program(c), c.Args, i.layout.LogFile(c.Name))
 			if err != nil {
 				return err
 			}
@@ -250,6 +262,11 @@ func (i *Instance) startStages(ctx context.Context, comps []Component) error {
 				return err
 			}
 			fmt.Fprintf(i.progress, "%s ready after %.1fs\n", p.name, time.Since(p.started).Seconds())
+			if c := batchComps[k]; c.AfterReady != nil {
+				if err := c.AfterReady(ctx); err != nil {
+					return fmt.Errorf("%s: %w", c.Name, err)
+				}
+			}
 		}
 	}
 	return nil
@@ -337,7 +354,7 @@ func (i *Instance) supervise() {
 			})
 		case k := <-restart:
 			c := i.comps[k]
-			p, err := startProcess(i.spawner, c.Name, i.opts.Binary, c.Args, i.layout.LogFile(c.Name))
+			p, err := startProcess(i.spawner, c.Name, i.program(c), c.Args, i.layout.LogFile(c.Name))
 			if err != nil {
 				ce := &ComponentError{Component: c.Name, Problem: "could not be restarted: " + err.Error(), Log: i.procs[k].logPath}
 				fmt.Fprintf(i.progress, "error: %v\n", ce)
@@ -366,6 +383,13 @@ func (i *Instance) shutdown(cause error) {
 		if p.exited() {
 			continue
 		}
+		if c := i.comps[k]; c.BeforeStop != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			if err := c.BeforeStop(ctx); err != nil {
+				fmt.Fprintf(i.progress, "warning: before stopping %s: %v\n", p.name, err)
+			}
+			cancel()
+		}
 		fmt.Fprintf(i.progress, "stopping %s\n", p.name)
 		stopped := make(chan struct{})
 		go func() {
@@ -380,6 +404,11 @@ func (i *Instance) shutdown(cause error) {
 		}
 	}
 	i.spawner.close()
+	if i.opts.AfterStop != nil {
+		if err := i.opts.AfterStop(i.layout); err != nil {
+			fmt.Fprintf(i.progress, "warning: %v\n", err)
+		}
+	}
 	i.update(func(s *State) {
 		now := time.Now().UTC()
 		s.StoppedAt = &now

@@ -64,6 +64,9 @@ func leafSpecs(extra []Identity) []certSpec {
 		{file: "admin", commonName: "berth-admin", organization: []string{"system:masters"}, usages: client},
 		{file: "kube-controller-manager", commonName: "system:kube-controller-manager", usages: client},
 		{file: "kube-scheduler", commonName: "system:kube-scheduler", usages: client},
+		// The API server's towards kubelets (a real node's); RBAC lets it
+		// read logs and exec (config/local/rbac.yaml).
+		{file: "apiserver-kubelet-client", commonName: "kube-apiserver-kubelet-client", usages: client},
 	}
 	for _, id := range extra {
 		specs = append(specs, certSpec{file: id.Name, commonName: id.User, organization: id.Groups, usages: client})

@@ -1,6 +1,7 @@
 package controlplane
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"time"
@@ -20,6 +21,10 @@ type Ports struct {
 // together, and they stop in reverse order.
 type Component struct {
 	Name string
+	// Program runs the component; "" is the berth binary (Options.Binary),
+	// re-executed with Args. A real node's containerd is the
+	// distribution's.
+	Program string
 	// Stage groups components that may start in parallel; stages start in
 	// ascending order and each waits for the previous one to be healthy.
 	Stage int
@@ -32,6 +37,13 @@ type Component struct {
 	StartTimeout time.Duration
 	// StopGrace is how long a SIGTERM is given before SIGKILL.
 	StopGrace time.Duration
+	// AfterReady, when set, runs once the component is first healthy,
+	// before the next stage starts (a runtime's images loaded, say).
+	AfterReady func(ctx context.Context) error `json:"-"`
+	// BeforeStop, when set, runs before the component is stopped, while it
+	// still answers (a runtime's containers removed through it, say); what
+	// it reports is printed, not fatal.
+	BeforeStop func(ctx context.Context) error `json:"-"`
 }
 
 // Plan returns the core control plane for a layout and a set of ports: etcd,
@@ -85,6 +97,11 @@ func Plan(l Layout, p Ports, o PlanOptions) []Component {
 		// and past the 60 s request timeout the namespace controller backs
 		// off before it tries again. 8 took 40 s (docs/benchmarks.md).
 		"--delete-collection-workers=8",
+		// A real node (berth up --real-node) is reached at its address,
+		// with a certificate its kubelet checks against the CA.
+		"--kubelet-preferred-address-types=InternalIP",
+		"--kubelet-client-certificate=" + l.PKI("apiserver-kubelet-client.crt"),
+		"--kubelet-client-key=" + l.PKI("apiserver-kubelet-client.key"),
 		"--profiling=false",
 	}
 	if o.AuditWrites {

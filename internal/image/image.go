@@ -11,11 +11,13 @@ package image
 import (
 	"archive/tar"
 	"bytes"
+	"compress/gzip"
 	"fmt"
 	"io"
 	"io/fs"
 	"maps"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -51,6 +53,15 @@ type Spec struct {
 	Binaries map[string]string
 	// Version is the build's; its date is the image's creation time.
 	Version version.Info
+	// Entrypoint and Cmd default to /berth and controller.
+	Entrypoint, Cmd []string
+	// Stored: the layer is not compressed (an image loaded on this
+	// machine only, where compressing would cost more than it saves).
+	Stored bool
+	// Files are more files for every platform's image, by their path in
+	// the image, from the files of this machine at the given paths (the
+	// shared libraries a binary built with cgo needs, say).
+	Files map[string]string
 }
 
 // Build makes the image index of s: one image per platform of Binaries.
@@ -84,7 +95,15 @@ func Build(s Spec) (v1.ImageIndex, error) {
 		if err != nil {
 			return nil, fmt.Errorf("the %s binary: %w", key, err)
 		}
-		l, err := layer(bin, created)
+		files := []file{{name: "berth", mode: 0o555, data: bin}}
+		for _, name := range slices.Sorted(maps.Keys(s.Files)) {
+			data, err := os.ReadFile(s.Files[name])
+			if err != nil {
+				return nil, fmt.Errorf("%s for %s: %w", s.Files[name], name, err)
+			}
+			files = append(files, file{name: strings.TrimPrefix(name, "/"), mode: 0o555, data: data})
+		}
+		l, err := layer(files, created, s.Stored)
 		if err != nil {
 			return nil, err
 		}
@@ -102,10 +121,14 @@ func Build(s Spec) (v1.ImageIndex, error) {
 		}
 		cfg = cfg.DeepCopy()
 		cfg.OS, cfg.Architecture, cfg.Created = goos, arch, v1.Time{Time: created}
+		entrypoint, cmd := s.Entrypoint, s.Cmd
+		if entrypoint == nil {
+			entrypoint, cmd = []string{"/berth"}, []string{"controller"}
+		}
 		cfg.Config = v1.Config{
 			User:       User,
-			Entrypoint: []string{"/berth"},
-			Cmd:        []string{"controller"},
+			Entrypoint: entrypoint,
+			Cmd:        cmd,
 			WorkingDir: "/",
 			Env:        []string{"TMPDIR=/tmp"},
 			Labels:     labels,
@@ -119,24 +142,44 @@ func Build(s Spec) (v1.ImageIndex, error) {
 	return idx, nil
 }
 
-// layer is the image's one layer: /berth, executable by anyone, and /tmp,
-// writable by anyone, owned by root and timed at the commit.
-func layer(bin []byte, at time.Time) (v1.Layer, error) {
+// file is one file of the layer, by its path in the image.
+type file struct {
+	name string
+	mode int64
+	data []byte
+}
+
+// layer is the image's one layer: its files (the berth binary first),
+// their directories, and /tmp, writable by anyone; owned by root and timed
+// at the commit.
+func layer(files []file, at time.Time, stored bool) (v1.Layer, error) {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
-	entries := []struct {
-		hdr  tar.Header
-		data []byte
-	}{
-		{tar.Header{Typeflag: tar.TypeDir, Name: "tmp/", Mode: 0o1777, ModTime: at}, nil},
-		{tar.Header{Typeflag: tar.TypeReg, Name: "berth", Mode: 0o555, Size: int64(len(bin)), ModTime: at}, bin},
-	}
-	for _, e := range entries {
-		e.hdr.Format = tar.FormatPAX
-		if err := tw.WriteHeader(&e.hdr); err != nil {
-			return nil, err
+	write := func(h tar.Header, data []byte) error {
+		h.ModTime, h.Format = at, tar.FormatPAX
+		if err := tw.WriteHeader(&h); err != nil {
+			return err
 		}
-		if _, err := tw.Write(e.data); err != nil {
+		_, err := tw.Write(data)
+		return err
+	}
+	if err := write(tar.Header{Typeflag: tar.TypeDir, Name: "tmp/", Mode: 0o1777}, nil); err != nil {
+		return nil, err
+	}
+	dirs := map[string]bool{}
+	for _, f := range files {
+		var parents []string
+		for d := path.Dir(f.name); d != "." && !dirs[d]; d = path.Dir(d) {
+			parents = append(parents, d)
+			dirs[d] = true
+		}
+		slices.Reverse(parents)
+		for _, d := range parents {
+			if err := write(tar.Header{Typeflag: tar.TypeDir, Name: d + "/", Mode: 0o755}, nil); err != nil {
+				return nil, err
+			}
+		}
+		if err := write(tar.Header{Typeflag: tar.TypeReg, Name: f.name, Mode: f.mode, Size: int64(len(f.data))}, f.data); err != nil {
 			return nil, err
 		}
 	}
@@ -144,8 +187,11 @@ func layer(bin []byte, at time.Time) (v1.Layer, error) {
 		return nil, err
 	}
 	data := buf.Bytes()
-	return tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil },
-		tarball.WithMediaType(types.OCILayer))
+	opts := []tarball.LayerOption{tarball.WithMediaType(types.OCILayer)}
+	if stored {
+		opts = append(opts, tarball.WithCompressionLevel(gzip.NoCompression))
+	}
+	return tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil }, opts...)
 }
 
 // WriteArchive writes idx as an OCI archive: the OCI layout (oci-layout,
