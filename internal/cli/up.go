@@ -24,6 +24,7 @@ import (
 	"github.com/berth-dev/berth/internal/controlplane"
 	"github.com/berth-dev/berth/internal/demo"
 	"github.com/berth-dev/berth/internal/localcluster"
+	"github.com/berth-dev/berth/internal/realnode"
 	"github.com/berth-dev/berth/internal/sim/nodepool"
 	"github.com/berth-dev/berth/internal/vclusters"
 )
@@ -48,6 +49,8 @@ type upOptions struct {
 	// are those started, to be wired once the manager is up.
 	workers int
 	started []worker
+	// realNode adds a real node (containerd, kubelet, kube-proxy).
+	realNode bool
 }
 
 func newUpCommand() *cobra.Command {
@@ -129,6 +132,10 @@ the control plane keeps running afterwards. It implies --nodes 4 unless
 		cmd.Flags().StringArrayVar(&args, flag, nil,
 			fmt.Sprintf("a flag for %s, after berth's own so that it wins, e.g. --%s=%s (repeatable)", c, flag, example[c]))
 	}
+	cmd.Flags().BoolVar(&o.realNode, "real-node", false,
+		"also run one real node, "+realnode.NodeName+" (labelled "+realnode.Label+"=true): containerd and runc from the distribution, "+
+			"a CNI bridge network, a kubelet and kube-proxy; its pods run real containers, from images loaded with 'berth image load'. "+
+			"Needs Linux and root; 'berth down' removes what it set up on the machine")
 	cmd.Flags().BoolVar(&o.auditWrites, "audit-writes", false,
 		"kube-apiserver logs every write (who, verb, object) to logs/writes.log in the data directory; "+
 			"berth bench then reports the writes by client (it costs the API server some CPU)")
@@ -230,7 +237,7 @@ func upForeground(cmd *cobra.Command, o *upOptions, dir string) error {
 	began := time.Now()
 	inst, err := controlplane.Start(ctx, localcluster.Options(localcluster.Config{
 		Name: o.name, DataDir: dir, Port: o.port, Progress: progress, Plan: planOptions(o), SimArgs: o.simArgs,
-		ControllerArgs: o.controllerFlags,
+		ControllerArgs: o.controllerFlags, RealNode: o.realNode,
 	}))
 	if err != nil {
 		progress.finish(notice{Error: err.Error()})
@@ -359,6 +366,9 @@ func upDetached(cmd *cobra.Command, o *upOptions, dir string) error {
 	args := []string{"up", "--name", o.name, "--data-dir", dir, "--port", strconv.Itoa(o.port)}
 	args = append(args, o.planFlags()...)
 	args = append(args, o.simArgs...)
+	if o.realNode {
+		args = append(args, "--real-node")
+	}
 	for _, f := range o.controllerFlags {
 		args = append(args, "--controller-flag="+f)
 	}

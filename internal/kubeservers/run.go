@@ -1,16 +1,21 @@
 package kubeservers
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"sort"
+	"syscall"
 
 	"github.com/spf13/cobra"
 	"k8s.io/component-base/cli"
 	apiserver "k8s.io/kubernetes/cmd/kube-apiserver/app"
 	controllermanager "k8s.io/kubernetes/cmd/kube-controller-manager/app"
+	proxy "k8s.io/kubernetes/cmd/kube-proxy/app"
 	scheduler "k8s.io/kubernetes/cmd/kube-scheduler/app"
+	kubelet "k8s.io/kubernetes/cmd/kubelet/app"
 )
 
 // runners maps a component name to the function that runs it with the given
@@ -20,6 +25,19 @@ var runners = map[string]func(args []string) int{
 	"kube-apiserver":          kubeCommand(apiserver.NewAPIServerCommand),
 	"kube-controller-manager": kubeCommand(controllermanager.NewControllerManagerCommand),
 	"kube-scheduler":          kubeCommand(func() *cobra.Command { return scheduler.NewSchedulerCommand() }),
+	// A real node's (berth up --real-node), and its pods' sandbox process.
+	"kubelet":    kubeCommand(func() *cobra.Command { return kubelet.NewKubeletCommand(context.Background()) }),
+	"kube-proxy": kubeCommand(proxy.NewProxyCommand),
+	"pause":      pause,
+}
+
+// pause is what holds a pod's sandbox (its namespaces) on a real node: it
+// waits for the signal that ends the pod.
+func pause([]string) int {
+	c := make(chan os.Signal, 1)
+	signal.Notify(c, syscall.SIGTERM, syscall.SIGINT)
+	<-c
+	return 0
 }
 
 // Names lists the components this binary can run, sorted.

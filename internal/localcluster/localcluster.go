@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strconv"
 	"time"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/berth-dev/berth/internal/controlplane"
 	"github.com/berth-dev/berth/internal/manifests"
+	"github.com/berth-dev/berth/internal/realnode"
 )
 
 // ControllerIdentity is the user berth's controller authenticates as locally.
@@ -53,6 +55,9 @@ type Config struct {
 	ControllerArgs []string
 	// SimArgs are extra flags for `berth sim` (--nodes and the like).
 	SimArgs []string
+	// RealNode adds a real node (package realnode): containerd, a kubelet
+	// and kube-proxy, beside the simulator's nodes.
+	RealNode bool
 }
 
 // Options turns a Config into the control plane's options.
@@ -61,9 +66,15 @@ func Options(c Config) controlplane.Options {
 	if progress == nil {
 		progress = io.Discard
 	}
+	identities := []controlplane.Identity{ControllerIdentity, SimIdentity}
+	if c.RealNode {
+		identities = append(identities, realnode.Identity, realnode.ProxyIdentity)
+	}
+	var tools realnode.Tools
+	bin := c.Binary
 	return controlplane.Options{
 		Name: c.Name, DataDir: c.DataDir, Binary: c.Binary, Port: c.Port, Plan: c.Plan, Progress: c.Progress,
-		Identities: []controlplane.Identity{ControllerIdentity, SimIdentity},
+		Identities: identities,
 		AfterCore: func(ctx context.Context, l controlplane.Layout) error {
 			began := time.Now()
 			fmt.Fprintln(progress, "installing berth's CRDs and RBAC")
@@ -81,6 +92,21 @@ func Options(c Config) controlplane.Options {
 			return nil
 		},
 		Extra: func(l controlplane.Layout, _ controlplane.Ports) ([]controlplane.Component, error) {
+			var node []controlplane.Component
+			if c.RealNode {
+				var err error
+				if bin == "" {
+					if bin, err = os.Executable(); err != nil {
+						return nil, err
+					}
+				}
+				if tools, err = realnode.Check(); err != nil {
+					return nil, err
+				}
+				if node, err = realNode(l, bin, tools, progress); err != nil {
+					return nil, err
+				}
+			}
 			ports, err := controlplane.FreePorts(4)
 			if err != nil {
 				return nil, err
@@ -92,7 +118,7 @@ func Options(c Config) controlplane.Options {
 				"--kubeconfig=" + l.ComponentKubeconfig(SimIdentity.Name),
 				"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(simHealth),
 			}, c.SimArgs...)
-			return []controlplane.Component{{
+			return append(node, []controlplane.Component{{
 				// Ready once its node pool exists: creating thousands of nodes takes a while.
 				Name: "berth-sim", Stage: 5, Args: simArgs, Port: simHealth,
 				HealthURL:    "http://127.0.0.1:" + strconv.Itoa(simHealth) + "/readyz",
@@ -101,7 +127,39 @@ func Options(c Config) controlplane.Options {
 				Name: "berth-controller", Stage: 10, Args: args, Port: metrics,
 				HealthURL:    "http://127.0.0.1:" + strconv.Itoa(health) + "/readyz",
 				StartTimeout: 60 * time.Second, StopGrace: 10 * time.Second,
-			}}, nil
+			}}...), nil
+		},
+		AfterStop: func(l controlplane.Layout) error {
+			if !c.RealNode || tools.Containerd == "" {
+				return nil
+			}
+			fmt.Fprintln(progress, "removing what the real node set up on this machine")
+			return realnode.Teardown(realnode.LayoutOf(l), bin, tools)
 		},
 	}
+}
+
+// realNode prepares the real node and returns its components: containerd,
+// once ready given the pause image, then the kubelet and kube-proxy (before
+// the simulator and berth's controller). Its pods are removed through
+// containerd before containerd stops.
+func realNode(l controlplane.Layout, bin string, tools realnode.Tools, progress io.Writer) ([]controlplane.Component, error) {
+	nl := realnode.LayoutOf(l)
+	free, err := controlplane.FreePorts(5)
+	if err != nil {
+		return nil, err
+	}
+	p := realnode.Ports{ContainerdMetrics: free[0], Kubelet: free[1], KubeletHealth: free[2], ProxyHealth: free[3], ProxyMetrics: free[4]}
+	if err := realnode.Prepare(nl, l, p, tools); err != nil {
+		return nil, fmt.Errorf("the real node: %w", err)
+	}
+	fmt.Fprintln(progress, "making the real node's pause image")
+	pause, err := realnode.PauseArchive(nl, bin)
+	if err != nil {
+		return nil, err
+	}
+	comps := realnode.Components(nl, l, p, 3, tools.Containerd)
+	comps[0].AfterReady = func(ctx context.Context) error { return realnode.LoadImage(ctx, nl, tools.Ctr, pause) }
+	comps[0].BeforeStop = func(ctx context.Context) error { return realnode.RemovePods(ctx, nl) }
+	return comps, nil
 }

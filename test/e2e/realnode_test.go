@@ -1,0 +1,243 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	berthv1 "github.com/berth-dev/berth/api/v1beta1"
+	"github.com/berth-dev/berth/internal/controller"
+	"github.com/berth-dev/berth/internal/controlplane"
+	"github.com/berth-dev/berth/internal/image"
+	"github.com/berth-dev/berth/internal/integration/jobs"
+	"github.com/berth-dev/berth/internal/realnode"
+	"github.com/berth-dev/berth/internal/testenv"
+	"github.com/berth-dev/berth/internal/version"
+	. "github.com/berth-dev/berth/test/fixtures"
+)
+
+// helloProgram is the test image's program: it waits the seconds of its
+// first argument, then says hello with its second.
+const helloProgram = `package main
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+)
+
+func main() {
+	s, _ := strconv.Atoi(os.Args[1])
+	time.Sleep(time.Duration(s) * time.Second)
+	fmt.Println("hello from a real container:", os.Args[2])
+}
+`
+
+// berth up --real-node runs real containers under berth's admission: on a
+// node whose only runtime is the distribution's containerd, a queued Job's
+// container runs from an image built here and loaded with berth image load,
+// its log says so, its Workload finishes and gives its quota back; a second
+// Job that does not fit meanwhile waits, then runs. berth down leaves
+// nothing of the node on the machine.
+func TestRealNodeRunsQueuedJobs(t *testing.T) {
+	t.Parallel()
+	tools, err := realnode.Check()
+	if err != nil {
+		t.Fatalf("this test needs a machine that can run a real node (.ci/run installs what it needs): %v", err)
+	}
+	archive := helloImage(t)
+	inst := newInstance(t, "realnode")
+	kubeconfig := inst.up(t, "--nodes", "0", "--real-node")
+	node := realnode.LayoutOf(controlplane.Layout{Dir: inst.dir})
+	downChecked := false
+	t.Cleanup(func() {
+		if !downChecked {
+			_, _ = inst.run(t, "down")
+		}
+	})
+	if out, code := inst.run(t, "image", "load", archive); code != 0 {
+		t.Fatalf("berth image load: exit %d\n%s", code, out)
+	}
+
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: controller.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	testenv.Eventually(t, time.Minute, func() error {
+		var n corev1.Node
+		if err := c.Get(ctx, types.NamespacedName{Name: realnode.NodeName}, &n); err != nil {
+			return err
+		}
+		if n.Labels[realnode.Label] != "true" {
+			return fmt.Errorf("node %s has labels %v", n.Name, n.Labels)
+		}
+		for _, cond := range n.Status.Conditions {
+			if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {
+				return nil
+			}
+		}
+		return fmt.Errorf("node %s is not Ready: %v", n.Name, n.Status.Conditions)
+	})
+
+	ns := "team"
+	for _, obj := range []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
+		MakeResourceFlavor("real").NodeLabel(realnode.Label, "true").Obj(),
+		MakeClusterQueue("real").ResourceGroup(MakeFlavorQuotas("real").Resource("cpu", "1").Obj()).Obj(),
+		MakeLocalQueue("main", ns, "real").Obj(),
+	} {
+		if err := c.Create(ctx, obj); err != nil {
+			t.Fatalf("creating %s: %v", obj.GetName(), err)
+		}
+	}
+	first, second := helloJob("first", ns, "6"), helloJob("second", ns, "0")
+	if err := c.Create(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, time.Minute, func() error { return running(ctx, c, ns, "first") })
+	if err := c.Create(ctx, second); err != nil {
+		t.Fatal(err)
+	}
+	// The quota (1 cpu) is the first's until it ends: the second waits.
+	testenv.Eventually(t, 30*time.Second, func() error {
+		wl, err := workloadOf(ctx, c, second)
+		if err != nil {
+			return err
+		}
+		if wl.Status.Admission != nil {
+			return fmt.Errorf("the second Job was admitted while the first held the quota")
+		}
+		return nil
+	})
+	for _, job := range []*batchv1.Job{first, second} {
+		testenv.Eventually(t, 2*time.Minute, func() error {
+			var j batchv1.Job
+			if err := c.Get(ctx, client.ObjectKeyFromObject(job), &j); err != nil {
+				return err
+			}
+			if j.Status.Succeeded != 1 {
+				return fmt.Errorf("Job %s: %d succeeded, %d failed, %d active", j.Name, j.Status.Succeeded, j.Status.Failed, j.Status.Active)
+			}
+			wl, err := workloadOf(ctx, c, &j)
+			if err != nil {
+				return err
+			}
+			if !hasCondition(wl, berthv1.WorkloadFinished) {
+				return fmt.Errorf("Workload %s not Finished: %v", wl.Name, wl.Status.Conditions)
+			}
+			return nil
+		})
+		out, err := exec.Command(inst.bin, "kubectl", "--kubeconfig", kubeconfig, "-n", ns, "logs", "job/"+job.Name).CombinedOutput()
+		if want := "hello from a real container: " + job.Name; err != nil || !strings.Contains(string(out), want) {
+			t.Errorf("kubectl logs job/%s: %v, %q; want %q", job.Name, err, out, want)
+		}
+	}
+	var cq berthv1.ClusterQueue
+	if err := c.Get(ctx, types.NamespacedName{Name: "real"}, &cq); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 30*time.Second, func() error {
+		if err := c.Get(ctx, types.NamespacedName{Name: "real"}, &cq); err != nil {
+			return err
+		}
+		if cq.Status.ReservingWorkloads != 0 {
+			return fmt.Errorf("ClusterQueue real still has %d workloads holding quota", cq.Status.ReservingWorkloads)
+		}
+		return nil
+	})
+
+	inst.down(t)
+	downChecked = true
+	if left := realnode.Leftovers(node, tools); len(left) > 0 {
+		t.Errorf("berth down left on the machine: %v", left)
+	}
+}
+
+// helloImage builds the test's image from helloProgram, static, and writes
+// it as an archive; it returns the archive's path.
+func helloImage(t *testing.T) string {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte(helloProgram), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module hello\n\ngo 1.26\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "hello")
+	cmd := exec.Command("go", "build", "-o", bin, ".")
+	cmd.Dir, cmd.Env = dir, append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=-buildvcs=false")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("building the test image's program: %v\n%s", err, out)
+	}
+	idx, err := image.Build(image.Spec{Binaries: map[string]string{"linux/amd64": bin},
+		Version: version.Info{Version: "test"}, Entrypoint: []string{"/berth"}, Cmd: []string{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	archive := filepath.Join(dir, "hello.tar")
+	if err := image.WriteArchive(archive, idx, "berth.dev/hello:test"); err != nil {
+		t.Fatal(err)
+	}
+	return archive
+}
+
+// helloJob is a queued Job of one pod of 1 cpu on the real node that waits
+// seconds, then says hello with its name.
+func helloJob(name, ns, seconds string) *batchv1.Job {
+	job := MakeJob(name, ns).Queue("main").Obj()
+	job.Spec.Template.Spec.Containers = []corev1.Container{{Name: "hello", Image: "berth.dev/hello:test",
+		ImagePullPolicy: corev1.PullNever, Args: []string{seconds, name},
+		Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}}}
+	return job
+}
+
+func running(ctx context.Context, c client.Client, ns, job string) error {
+	var pods corev1.PodList
+	if err := c.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{batchv1.JobNameLabel: job}); err != nil {
+		return err
+	}
+	for _, p := range pods.Items {
+		if p.Status.Phase == corev1.PodRunning && p.Spec.NodeName == realnode.NodeName {
+			return nil
+		}
+	}
+	return fmt.Errorf("no pod of Job %s runs on %s yet", job, realnode.NodeName)
+}
+
+func workloadOf(ctx context.Context, c client.Client, job *batchv1.Job) (*berthv1.Workload, error) {
+	var j batchv1.Job
+	if err := c.Get(ctx, client.ObjectKeyFromObject(job), &j); err != nil {
+		return nil, err
+	}
+	var wl berthv1.Workload
+	err := c.Get(ctx, types.NamespacedName{Namespace: j.Namespace, Name: jobs.WorkloadNameFor(j.Name, j.UID)}, &wl)
+	return &wl, err
+}
+
+func hasCondition(wl *berthv1.Workload, typ string) bool {
+	for _, cond := range wl.Status.Conditions {
+		if cond.Type == typ && cond.Status == metav1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}
