@@ -143,17 +143,9 @@ controller. See docs/benchmarks.md.`,
 			}
 			instanceDir := ""
 			if kubeconfig == "" {
-				dir, err := inst.resolve()
+				dir, st, err := inst.running("", ", or pass --kubeconfig")
 				if err != nil {
 					return err
-				}
-				st, err := controlplane.ReadState(controlplane.Layout{Dir: dir})
-				if err != nil {
-					return err
-				}
-				if st == nil || st.Phase != controlplane.PhaseRunning {
-					return fmt.Errorf("berth %q is not running (data directory %s); start it with 'berth up --detach %s', or pass --kubeconfig",
-						inst.name, dir, inst.selector(dir))
 				}
 				kubeconfig = controlplane.Layout{Dir: dir}.Kubeconfig()
 				instanceDir = dir

@@ -27,17 +27,9 @@ imagePullPolicy: IfNotPresent or Never.`,
   berth image load bin/berth-image.tar`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			dir, err := inst.resolve()
+			dir, _, err := inst.running(" --real-node", "")
 			if err != nil {
 				return err
-			}
-			st, err := controlplane.ReadState(controlplane.Layout{Dir: dir})
-			if err != nil {
-				return err
-			}
-			if st == nil || st.Phase != controlplane.PhaseRunning {
-				return fmt.Errorf("berth %q is not running (data directory %s); start it with 'berth up --detach --real-node %s'",
-					inst.name, dir, inst.selector(dir))
 			}
 			l := realnode.LayoutOf(controlplane.Layout{Dir: dir})
 			if _, err := os.Stat(l.Socket()); err != nil {

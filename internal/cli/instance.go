@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 
@@ -46,4 +47,23 @@ func envOr(key, def string) string {
 		return v
 	}
 	return def
+}
+
+// running resolves the instance and reads its state, and fails unless it
+// runs, saying how to start it (upFlags are the flags it needs, hint what
+// else would do).
+func (f *instanceFlags) running(upFlags, hint string) (string, *controlplane.State, error) {
+	dir, err := f.resolve()
+	if err != nil {
+		return "", nil, err
+	}
+	st, err := controlplane.ReadState(controlplane.Layout{Dir: dir})
+	if err != nil {
+		return "", nil, err
+	}
+	if st == nil || st.Phase != controlplane.PhaseRunning {
+		return "", nil, fmt.Errorf("berth %q is not running (data directory %s); start it with 'berth up --detach%s %s'%s",
+			f.name, dir, upFlags, f.selector(dir), hint)
+	}
+	return dir, st, nil
 }
