@@ -1,6 +1,7 @@
 package controlplane
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strconv"
@@ -67,7 +68,7 @@ func Plan(l Layout, p Ports, o PlanOptions) []Component {
 	apiserverArgs := []string{"component", "kube-apiserver",
 		"--etcd-servers=" + etcdClient,
 		"--bind-address=" + loop,
-		"--advertise-address=" + loop,
+		"--advertise-address=" + cmp.Or(o.AdvertiseAddress, loop),
 		"--secure-port=" + strconv.Itoa(p.APIServer),
 		"--tls-cert-file=" + l.PKI("apiserver.crt"),
 		"--tls-private-key-file=" + l.PKI("apiserver.key"),
@@ -197,6 +198,11 @@ type PlanOptions struct {
 	// AuditWrites makes kube-apiserver log every write (who, verb, object)
 	// to Layout.WritesLog, so that a benchmark can say who wrote what.
 	AuditWrites bool
+	// AdvertiseAddress is where the API server tells pods to find it (the
+	// kubernetes Service's endpoint), "" for 127.0.0.1; it listens on
+	// 127.0.0.1 alone all the same, so what serves that address must
+	// forward to it (a real node's, realnode.ForwardAPI).
+	AdvertiseAddress string
 	// Args are flags added after a component's own, by component name
 	// (etcd, kube-apiserver, kube-controller-manager, kube-scheduler); a
 	// flag given again takes the last value.

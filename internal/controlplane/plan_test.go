@@ -167,3 +167,19 @@ func TestPlanAuditsWritesWhenAsked(t *testing.T) {
 		}
 	}
 }
+
+// The API server is advertised on loopback unless told where pods find it
+// (a real node's address), and listens on loopback either way.
+func TestPlanAdvertisesWhereAsked(t *testing.T) {
+	l, p := Layout{Dir: "/data"}, Ports{EtcdClient: 1001, EtcdPeer: 1002, APIServer: 1003, ControllerManager: 1004, Scheduler: 1005}
+	api := func(o PlanOptions) []string { return Plan(l, p, o)[1].Args }
+	if args := api(DefaultPlanOptions()); !slices.Contains(args, "--advertise-address=127.0.0.1") {
+		t.Errorf("default: %v", args)
+	}
+	o := DefaultPlanOptions()
+	o.AdvertiseAddress = "10.244.0.1"
+	args := api(o)
+	if !slices.Contains(args, "--advertise-address=10.244.0.1") || !slices.Contains(args, "--bind-address=127.0.0.1") {
+		t.Errorf("advertised at 10.244.0.1: %v", args)
+	}
+}

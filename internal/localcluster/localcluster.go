@@ -71,9 +71,14 @@ func Options(c Config) controlplane.Options {
 		identities = append(identities, realnode.Identity, realnode.ProxyIdentity)
 	}
 	var tools realnode.Tools
+	var stopForward func()
 	bin := c.Binary
+	plan := c.Plan
+	if c.RealNode {
+		plan.AdvertiseAddress = realnode.NodeIP // pods find the API server there (ForwardAPI)
+	}
 	return controlplane.Options{
-		Name: c.Name, DataDir: c.DataDir, Binary: c.Binary, Port: c.Port, Plan: c.Plan, Progress: c.Progress,
+		Name: c.Name, DataDir: c.DataDir, Binary: c.Binary, Port: c.Port, Plan: plan, Progress: c.Progress,
 		Identities: identities,
 		AfterCore: func(ctx context.Context, l controlplane.Layout) error {
 			began := time.Now()
@@ -91,7 +96,7 @@ func Options(c Config) controlplane.Options {
 			fmt.Fprintf(progress, "berth's CRDs and RBAC installed after %.1fs\n", time.Since(began).Seconds())
 			return nil
 		},
-		Extra: func(l controlplane.Layout, _ controlplane.Ports) ([]controlplane.Component, error) {
+		Extra: func(l controlplane.Layout, cp controlplane.Ports) ([]controlplane.Component, error) {
 			var node []controlplane.Component
 			if c.RealNode {
 				var err error
@@ -104,6 +109,9 @@ func Options(c Config) controlplane.Options {
 					return nil, err
 				}
 				if node, err = realNode(l, bin, tools, progress); err != nil {
+					return nil, err
+				}
+				if stopForward, err = realnode.ForwardAPI(cp.APIServer); err != nil {
 					return nil, err
 				}
 			}
@@ -130,6 +138,9 @@ func Options(c Config) controlplane.Options {
 			}}...), nil
 		},
 		AfterStop: func(l controlplane.Layout) error {
+			if stopForward != nil {
+				stopForward()
+			}
 			if !c.RealNode || tools.Containerd == "" {
 				return nil
 			}

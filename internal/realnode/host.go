@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -594,4 +595,48 @@ func restoreSysctls(l Layout) error {
 		errs = append(errs, os.Remove(l.SysctlRecord()))
 	}
 	return errors.Join(errs...)
+}
+
+// ForwardAPI makes the API server, which listens on 127.0.0.1 only,
+// reachable from the node's pods: connections to NodeIP on its port are
+// passed to 127.0.0.1 on the same port, as they are (TLS is end to end).
+// The API server advertises NodeIP (controlplane.PlanOptions), so
+// kube-proxy sends the kubernetes Service's traffic there. It serves until
+// the returned function is called.
+func ForwardAPI(port int) (stop func(), err error) {
+	addr := net.JoinHostPort(NodeIP, strconv.Itoa(port))
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("forwarding the API server to the pods at %s: %w", addr, err)
+	}
+	target := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	go func() {
+		for {
+			in, err := ln.Accept()
+			if err != nil {
+				return // closed
+			}
+			go func() {
+				defer in.Close()
+				out, err := net.DialTimeout("tcp", target, 10*time.Second)
+				if err != nil {
+					return
+				}
+				defer out.Close()
+				done := make(chan struct{}, 2)
+				pipe := func(dst, src net.Conn) {
+					_, _ = io.Copy(dst, src)
+					if tc, ok := dst.(*net.TCPConn); ok {
+						_ = tc.CloseWrite()
+					}
+					done <- struct{}{}
+				}
+				go pipe(out, in)
+				go pipe(in, out)
+				<-done
+				<-done
+			}()
+		}
+	}()
+	return func() { _ = ln.Close() }, nil
 }

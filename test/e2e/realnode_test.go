@@ -31,10 +31,16 @@ import (
 
 // helloProgram is the test image's program: it waits the seconds of its
 // first argument, then says hello with its second.
+// Named "api", it asks the API server for its version instead, as a pod
+// in a cluster does: at the kubernetes Service, with its service account.
 const helloProgram = `package main
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"strconv"
 	"time"
@@ -43,7 +49,33 @@ import (
 func main() {
 	s, _ := strconv.Atoi(os.Args[1])
 	time.Sleep(time.Duration(s) * time.Second)
-	fmt.Println("hello from a real container:", os.Args[2])
+	if os.Args[2] != "api" {
+		fmt.Println("hello from a real container:", os.Args[2])
+		return
+	}
+	const sa = "/var/run/secrets/kubernetes.io/serviceaccount/"
+	token, err := os.ReadFile(sa + "token")
+	if err != nil {
+		fmt.Println("no service account token:", err)
+		os.Exit(1)
+	}
+	ca, err := os.ReadFile(sa + "ca.crt")
+	if err != nil {
+		fmt.Println("no CA:", err)
+		os.Exit(1)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(ca)
+	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	url := "https://" + net.JoinHostPort(os.Getenv("KUBERNETES_SERVICE_HOST"), os.Getenv("KUBERNETES_SERVICE_PORT")) + "/api"
+	req, _ := http.NewRequest("GET", url, nil)
+	req.Header.Set("Authorization", "Bearer "+string(token))
+	resp, err := c.Do(req)
+	if err != nil {
+		fmt.Println("the API server did not answer:", err)
+		os.Exit(1)
+	}
+	fmt.Println("the API server answered", resp.Status)
 }
 `
 
@@ -51,8 +83,9 @@ func main() {
 // node whose only runtime is the distribution's containerd, a queued Job's
 // container runs from an image built here and loaded with berth image load,
 // its log says so, its Workload finishes and gives its quota back; a second
-// Job that does not fit meanwhile waits, then runs. berth down leaves
-// nothing of the node on the machine.
+// Job that does not fit meanwhile waits, then runs; a third's pod reaches
+// the API server through the kubernetes Service. berth down leaves nothing
+// of the node on the machine.
 func TestRealNodeRunsQueuedJobs(t *testing.T) {
 	t.Parallel()
 	tools, err := realnode.Check()
@@ -151,6 +184,27 @@ func TestRealNodeRunsQueuedJobs(t *testing.T) {
 			t.Errorf("kubectl logs job/%s: %v, %q; want %q", job.Name, err, out, want)
 		}
 	}
+	// A pod on the pod network reaches the API server through the
+	// kubernetes Service, with its service account's token.
+	api := helloJob("api", ns, "0")
+	if err := c.Create(ctx, api); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 2*time.Minute, func() error {
+		var j batchv1.Job
+		if err := c.Get(ctx, client.ObjectKeyFromObject(api), &j); err != nil {
+			return err
+		}
+		if j.Status.Succeeded != 1 {
+			return fmt.Errorf("Job api: %d succeeded, %d failed, %d active", j.Status.Succeeded, j.Status.Failed, j.Status.Active)
+		}
+		return nil
+	})
+	if out, err := exec.Command(inst.bin, "kubectl", "--kubeconfig", kubeconfig, "-n", ns, "logs", "job/api").CombinedOutput(); err != nil ||
+		!strings.Contains(string(out), "the API server answered 200 OK") {
+		t.Errorf("kubectl logs job/api: %v, %q; want the API server's answer, 200 OK", err, out)
+	}
+
 	var cq berthv1.ClusterQueue
 	if err := c.Get(ctx, types.NamespacedName{Name: "real"}, &cq); err != nil {
 		t.Fatal(err)
