@@ -51,6 +51,8 @@ type upOptions struct {
 	started []worker
 	// realNode adds a real node (containerd, kubelet, kube-proxy).
 	realNode bool
+	// noController leaves berth's controller out, to install it from its image.
+	noController bool
 }
 
 func newUpCommand() *cobra.Command {
@@ -96,6 +98,9 @@ the control plane keeps running afterwards. It implies --nodes 4 unless
 			if _, err := o.pool.pool(cmd.Flags(), labels.SelectorFromSet(labels.Set{nodepool.OwnerLabel: "true"})); err != nil {
 				return err // reported here rather than by the simulator once everything else is up
 			}
+			if o.noController && (o.demo || o.workers > 0) {
+				return fmt.Errorf("--no-controller with --demo or --workers: both need berth's controller on this instance")
+			}
 			o.simArgs = forwardPoolFlags(cmd.Flags())
 			if o.demo && !cmd.Flags().Changed("nodes") {
 				o.simArgs = append(o.simArgs, "--nodes="+strconv.Itoa(demoNodes))
@@ -136,6 +141,8 @@ the control plane keeps running afterwards. It implies --nodes 4 unless
 		"also run one real node, "+realnode.NodeName+" (labelled "+realnode.Label+"=true): containerd and runc from the distribution, "+
 			"a CNI bridge network, a kubelet and kube-proxy; its pods run real containers, from images loaded with 'berth image load'. "+
 			"Needs Linux and root; 'berth down' removes what it set up on the machine")
+	cmd.Flags().BoolVar(&o.noController, "no-controller", false,
+		"run no berth controller of its own: a cluster to install berth in from its image (docs/install.md)")
 	cmd.Flags().BoolVar(&o.auditWrites, "audit-writes", false,
 		"kube-apiserver logs every write (who, verb, object) to logs/writes.log in the data directory; "+
 			"berth bench then reports the writes by client (it costs the API server some CPU)")
@@ -237,7 +244,7 @@ func upForeground(cmd *cobra.Command, o *upOptions, dir string) error {
 	began := time.Now()
 	inst, err := controlplane.Start(ctx, localcluster.Options(localcluster.Config{
 		Name: o.name, DataDir: dir, Port: o.port, Progress: progress, Plan: planOptions(o), SimArgs: o.simArgs,
-		ControllerArgs: o.controllerFlags, RealNode: o.realNode,
+		ControllerArgs: o.controllerFlags, RealNode: o.realNode, NoController: o.noController,
 	}))
 	if err != nil {
 		progress.finish(notice{Error: err.Error()})
@@ -368,6 +375,9 @@ func upDetached(cmd *cobra.Command, o *upOptions, dir string) error {
 	args = append(args, o.simArgs...)
 	if o.realNode {
 		args = append(args, "--real-node")
+	}
+	if o.noController {
+		args = append(args, "--no-controller")
 	}
 	for _, f := range o.controllerFlags {
 		args = append(args, "--controller-flag="+f)

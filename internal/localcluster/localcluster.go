@@ -58,6 +58,9 @@ type Config struct {
 	// RealNode adds a real node (package realnode): containerd, a kubelet
 	// and kube-proxy, beside the simulator's nodes.
 	RealNode bool
+	// NoController runs no berth controller: the instance is a cluster to
+	// install berth in from its image.
+	NoController bool
 }
 
 // Options turns a Config into the control plane's options.
@@ -126,16 +129,20 @@ func Options(c Config) controlplane.Options {
 				"--kubeconfig=" + l.ComponentKubeconfig(SimIdentity.Name),
 				"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(simHealth),
 			}, c.SimArgs...)
-			return append(node, []controlplane.Component{{
+			comps := append(node, controlplane.Component{
 				// Ready once its node pool exists: creating thousands of nodes takes a while.
 				Name: "berth-sim", Stage: 5, Args: simArgs, Port: simHealth,
 				HealthURL:    "http://127.0.0.1:" + strconv.Itoa(simHealth) + "/readyz",
 				StartTimeout: 5 * time.Minute, StopGrace: 10 * time.Second,
-			}, {
+			})
+			if c.NoController {
+				return comps, nil
+			}
+			return append(comps, controlplane.Component{
 				Name: "berth-controller", Stage: 10, Args: args, Port: metrics,
 				HealthURL:    "http://127.0.0.1:" + strconv.Itoa(health) + "/readyz",
 				StartTimeout: 60 * time.Second, StopGrace: 10 * time.Second,
-			}}...), nil
+			}), nil
 		},
 		AfterStop: func(l controlplane.Layout) error {
 			if stopForward != nil {

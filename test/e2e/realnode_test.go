@@ -6,11 +6,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -86,13 +89,27 @@ func main() {
 // Job that does not fit meanwhile waits, then runs; a third's pod reaches
 // the API server through the kubernetes Service. berth down leaves nothing
 // of the node on the machine.
-func TestRealNodeRunsQueuedJobs(t *testing.T) {
+//
+// Then berth itself, from its image (make image's build), installed with
+// config/deploy on an instance with no controller of its own: both replicas
+// run and one leads, queued Jobs run, and when the leader's pod is deleted
+// the other replica leads and admits a Job submitted meanwhile.
+//
+// One real node per machine: the two run one after the other.
+func TestRealNode(t *testing.T) {
 	t.Parallel()
 	tools, err := realnode.Check()
 	if err != nil {
 		t.Fatalf("this test needs a machine that can run a real node (.ci/run installs what it needs): %v", err)
 	}
-	archive := helloImage(t)
+	hello := helloImage(t)
+	berth := make(chan string, 1)
+	go func() { berth <- berthImage(t) }() // a minute or more: built meanwhile
+	t.Run("queued Jobs run real containers", func(t *testing.T) { queuedJobsRun(t, tools, hello) })
+	t.Run("berth installed from its image", func(t *testing.T) { installedFromImage(t, tools, hello, <-berth) })
+}
+
+func queuedJobsRun(t *testing.T, tools realnode.Tools, archive string) {
 	inst := newInstance(t, "realnode")
 	kubeconfig := inst.up(t, "--nodes", "0", "--real-node")
 	node := realnode.LayoutOf(controlplane.Layout{Dir: inst.dir})
@@ -226,6 +243,151 @@ func TestRealNodeRunsQueuedJobs(t *testing.T) {
 	}
 }
 
+// berthImage builds berth's image for this machine's platform as make
+// image does (hack/image), into an archive; "" when the build failed (the
+// failure is reported).
+func berthImage(t *testing.T) string {
+	archive := filepath.Join(t.TempDir(), "berth.tar")
+	cmd := exec.Command("go", "run", "./hack/image", "--platforms", "linux/"+runtime.GOARCH, "--output", archive, "--tag", "berth.dev/berth:e2e")
+	cmd.Dir = "../.."
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("building berth's image (go run ./hack/image): %v\n%s", err, out)
+		return ""
+	}
+	return archive
+}
+
+func installedFromImage(t *testing.T, tools realnode.Tools, hello, berth string) {
+	if berth == "" {
+		t.Fatal("no image of berth to install")
+	}
+	inst := newInstance(t, "installed")
+	kubeconfig := inst.up(t, "--nodes", "0", "--real-node", "--no-controller")
+	node := realnode.LayoutOf(controlplane.Layout{Dir: inst.dir})
+	downChecked := false
+	t.Cleanup(func() {
+		if !downChecked {
+			_, _ = inst.run(t, "down")
+		}
+	})
+	for _, archive := range []string{berth, hello} {
+		if out, code := inst.run(t, "image", "load", archive); code != 0 {
+			t.Fatalf("berth image load %s: exit %d\n%s", archive, code, out)
+		}
+	}
+	kubectl := func(stdin string, args ...string) string {
+		cmd := exec.Command(inst.bin, append([]string{"kubectl", "--kubeconfig", kubeconfig}, args...)...)
+		cmd.Stdin = strings.NewReader(stdin)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("kubectl %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	manifests := kubectl("", "kustomize", "../../config/deploy")
+	if !strings.Contains(manifests, "image: ghcr.io/berth-dev/berth:latest") {
+		t.Fatalf("config/deploy no longer names the image this test replaces:\n%s", manifests)
+	}
+	manifests = strings.ReplaceAll(manifests, "image: ghcr.io/berth-dev/berth:latest", "image: berth.dev/berth:e2e")
+	// berth up bound berth's own (absent) controller's user to the same
+	// roles, by the same names: the install takes them over.
+	kubectl(manifests, "apply", "--server-side", "--force-conflicts", "-f", "-")
+
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: controller.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	leader := func() (string, error) {
+		var lease coordinationv1.Lease
+		if err := c.Get(ctx, types.NamespacedName{Namespace: "berth-system", Name: "berth-controller"}, &lease); err != nil {
+			return "", err
+		}
+		if lease.Spec.HolderIdentity == nil {
+			return "", fmt.Errorf("no replica leads")
+		}
+		return strings.SplitN(*lease.Spec.HolderIdentity, "_", 2)[0], nil // the pod's name
+	}
+	var first string
+	testenv.Eventually(t, 3*time.Minute, func() error {
+		var d appsv1.Deployment
+		if err := c.Get(ctx, types.NamespacedName{Namespace: "berth-system", Name: "berth-controller"}, &d); err != nil {
+			return err
+		}
+		if d.Status.ReadyReplicas != 2 {
+			return fmt.Errorf("%d of 2 replicas Ready", d.Status.ReadyReplicas)
+		}
+		first, err = leader()
+		return err
+	})
+
+	ns := "team"
+	for _, obj := range []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
+		MakeResourceFlavor("real").NodeLabel(realnode.Label, "true").Obj(),
+		MakeClusterQueue("real").ResourceGroup(MakeFlavorQuotas("real").Resource("cpu", "1").Obj()).Obj(),
+		MakeLocalQueue("main", ns, "real").Obj(),
+	} {
+		if err := c.Create(ctx, obj); err != nil {
+			t.Fatalf("creating %s: %v", obj.GetName(), err)
+		}
+	}
+	succeeds := func(job *batchv1.Job, within time.Duration) {
+		t.Helper()
+		testenv.Eventually(t, within, func() error {
+			var j batchv1.Job
+			if err := c.Get(ctx, client.ObjectKeyFromObject(job), &j); err != nil {
+				return err
+			}
+			if j.Status.Succeeded != 1 {
+				return fmt.Errorf("Job %s: %d succeeded, %d failed, %d active", j.Name, j.Status.Succeeded, j.Status.Failed, j.Status.Active)
+			}
+			return nil
+		})
+		if out := kubectl("", "-n", ns, "logs", "job/"+job.Name); !strings.Contains(out, "hello from a real container: "+job.Name) {
+			t.Errorf("kubectl logs job/%s: %q", job.Name, out)
+		}
+	}
+	before := helloJob("before", ns, "0")
+	if err := c.Create(ctx, before); err != nil {
+		t.Fatal(err)
+	}
+	succeeds(before, 2*time.Minute)
+
+	// The leader's pod goes: the other replica leads, and admits a Job
+	// submitted meanwhile.
+	if err := c.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "berth-system", Name: first}}); err != nil {
+		t.Fatalf("deleting the leader's pod %s: %v", first, err)
+	}
+	meanwhile := helloJob("meanwhile", ns, "0")
+	if err := c.Create(ctx, meanwhile); err != nil {
+		t.Fatal(err)
+	}
+	deleted := time.Now()
+	testenv.Eventually(t, 30*time.Second, func() error {
+		now, err := leader()
+		if err != nil {
+			return err
+		}
+		if now == first {
+			return fmt.Errorf("%s still leads", first)
+		}
+		return nil
+	})
+	t.Logf("another replica leads %.1fs after the leader's pod was deleted", time.Since(deleted).Seconds())
+	succeeds(meanwhile, 2*time.Minute)
+
+	inst.down(t)
+	downChecked = true
+	if left := realnode.Leftovers(node, tools); len(left) > 0 {
+		t.Errorf("berth down left on the machine: %v", left)
+	}
+}
+
 // helloImage builds the test's image from helloProgram, static, and writes
 // it as an archive; it returns the archive's path.
 func helloImage(t *testing.T) string {
@@ -242,7 +404,7 @@ func helloImage(t *testing.T) string {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("building the test image's program: %v\n%s", err, out)
 	}
-	idx, err := image.Build(image.Spec{Binaries: map[string]string{"linux/amd64": bin},
+	idx, err := image.Build(image.Spec{Binaries: map[string]string{"linux/" + runtime.GOARCH: bin},
 		Version: version.Info{Version: "test"}, Entrypoint: []string{"/berth"}, Cmd: []string{}})
 	if err != nil {
 		t.Fatal(err)
