@@ -43,6 +43,7 @@ func TestDeployManifestsAreValid(t *testing.T) {
 		"serviceaccount/berth-controller",
 		"deployment.apps/berth-controller",
 		"service/berth-webhook",
+		"poddisruptionbudget.policy/berth-controller",
 		"clusterrole.rbac.authorization.k8s.io/berth-visibility-viewer",
 		"clusterrole.rbac.authorization.k8s.io/berth-namespace-viewer",
 		"mutatingwebhookconfiguration.admissionregistration.k8s.io/" + env.Name("berth"),
