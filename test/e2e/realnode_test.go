@@ -93,7 +93,8 @@ func main() {
 // Then berth itself, from its image (make image's build), installed with
 // config/deploy on an instance with no controller of its own: both replicas
 // run and one leads, queued Jobs run, and when the leader's pod is deleted
-// the other replica leads and admits a Job submitted meanwhile.
+// the other replica leads and admits a Job submitted meanwhile; upgraded to
+// another image while 50 Jobs wait, it runs each of them once.
 //
 // One real node per machine: the two run one after the other.
 func TestRealNode(t *testing.T) {
@@ -380,6 +381,103 @@ func installedFromImage(t *testing.T, tools realnode.Tools, hello, berth string)
 	})
 	t.Logf("another replica leads %.1fs after the leader's pod was deleted", time.Since(deleted).Seconds())
 	succeeds(meanwhile, 2*time.Minute)
+
+	// An upgrade to another image while 50 Jobs wait (their queue held):
+	// once it has rolled out and the queue is released, each runs once.
+	const waiting = 50
+	burst := MakeClusterQueue("burst").StopPolicy(berthv1.Hold).
+		ResourceGroup(MakeFlavorQuotas("real").Resource("cpu", "1").Obj()).Obj()
+	if err := c.Create(ctx, burst); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Create(ctx, MakeLocalQueue("burst", ns, "burst").Obj()); err != nil {
+		t.Fatal(err)
+	}
+	var burstJobs []*batchv1.Job
+	for i := range waiting {
+		job := helloJob(fmt.Sprintf("burst-%d", i), ns, "0")
+		job.Labels[berthv1.QueueNameLabel] = "burst"
+		job.Spec.Template.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("10m")
+		if err := c.Create(ctx, job); err != nil {
+			t.Fatal(err)
+		}
+		burstJobs = append(burstJobs, job)
+	}
+	testenv.Eventually(t, time.Minute, func() error {
+		var cq berthv1.ClusterQueue
+		if err := c.Get(ctx, client.ObjectKeyFromObject(burst), &cq); err != nil {
+			return err
+		}
+		if cq.Status.PendingWorkloads != waiting {
+			return fmt.Errorf("%d of %d Workloads pending", cq.Status.PendingWorkloads, waiting)
+		}
+		return nil
+	})
+	if out, err := exec.Command(tools.Ctr, "--address", node.Socket(), "--namespace", realnode.Namespace,
+		"images", "tag", "berth.dev/berth:e2e", "berth.dev/berth:e2e-upgraded").CombinedOutput(); err != nil {
+		t.Fatalf("ctr images tag: %v\n%s", err, out)
+	}
+	kubectl("", "-n", "berth-system", "set", "image", "deployment/berth-controller", "controller=berth.dev/berth:e2e-upgraded")
+	testenv.Eventually(t, 3*time.Minute, func() error {
+		var pods corev1.PodList
+		if err := c.List(ctx, &pods, client.InNamespace("berth-system"), client.MatchingLabels{"app.kubernetes.io/name": "berth-controller"}); err != nil {
+			return err
+		}
+		upgraded := map[string]bool{}
+		for _, p := range pods.Items {
+			ready := false
+			for _, cond := range p.Status.Conditions {
+				ready = ready || cond.Type == corev1.PodReady && cond.Status == corev1.ConditionTrue
+			}
+			if p.DeletionTimestamp == nil && ready && p.Spec.Containers[0].Image == "berth.dev/berth:e2e-upgraded" {
+				upgraded[p.Name] = true
+			}
+		}
+		if len(pods.Items) != 2 || len(upgraded) != 2 {
+			return fmt.Errorf("%d pods, %d of them Ready on the new image", len(pods.Items), len(upgraded))
+		}
+		now, err := leader()
+		if err != nil || !upgraded[now] {
+			return fmt.Errorf("leader %q (%v): not one of the upgraded pods %v", now, err, upgraded)
+		}
+		return nil
+	})
+	if err := c.Get(ctx, client.ObjectKeyFromObject(burst), burst); err != nil {
+		t.Fatal(err)
+	}
+	burst.Spec.StopPolicy = berthv1.StopPolicyNone
+	if err := c.Update(ctx, burst); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 4*time.Minute, func() error {
+		done := 0
+		for _, job := range burstJobs {
+			var j batchv1.Job
+			if err := c.Get(ctx, client.ObjectKeyFromObject(job), &j); err != nil {
+				return err
+			}
+			if j.Status.Succeeded == 1 {
+				done++
+			}
+		}
+		if done != waiting {
+			return fmt.Errorf("%d of %d Jobs succeeded", done, waiting)
+		}
+		return nil
+	})
+	for _, job := range burstJobs {
+		var pods corev1.PodList
+		if err := c.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{batchv1.JobNameLabel: job.Name}); err != nil {
+			t.Fatal(err)
+		}
+		wl, err := workloadOf(ctx, c, job)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(pods.Items) != 1 || hasCondition(wl, berthv1.WorkloadEvicted) {
+			t.Errorf("Job %s: %d pods, Workload conditions %v; want one pod, admitted once", job.Name, len(pods.Items), wl.Status.Conditions)
+		}
+	}
 
 	inst.down(t)
 	downChecked = true
