@@ -111,10 +111,12 @@ func Options(c Config) controlplane.Options {
 				if tools, err = realnode.Check(); err != nil {
 					return nil, err
 				}
-				if node, err = realNode(l, bin, tools, progress); err != nil {
-					return nil, err
+				if node, err = realNode(l, bin, tools, progress); err == nil {
+					stopForward, err = realnode.ForwardAPI(cp.APIServer)
 				}
-				if stopForward, err = realnode.ForwardAPI(cp.APIServer); err != nil {
+				if err != nil {
+					// No instance yet, so no AfterStop: undo the bridge here.
+					_ = realnode.Teardown(realnode.LayoutOf(l), bin, tools)
 					return nil, err
 				}
 			}
