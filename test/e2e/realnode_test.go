@@ -124,14 +124,7 @@ func queuedJobsRun(t *testing.T, tools realnode.Tools, archive string) {
 		t.Fatalf("berth image load: exit %d\n%s", code, out)
 	}
 
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.New(cfg, client.Options{Scheme: controller.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := clientOf(t, kubeconfig)
 	ctx := context.Background()
 	testenv.Eventually(t, time.Minute, func() error {
 		var n corev1.Node
@@ -150,16 +143,7 @@ func queuedJobsRun(t *testing.T, tools realnode.Tools, archive string) {
 	})
 
 	ns := "team"
-	for _, obj := range []client.Object{
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
-		MakeResourceFlavor("real").NodeLabel(realnode.Label, "true").Obj(),
-		MakeClusterQueue("real").ResourceGroup(MakeFlavorQuotas("real").Resource("cpu", "1").Obj()).Obj(),
-		MakeLocalQueue("main", ns, "real").Obj(),
-	} {
-		if err := c.Create(ctx, obj); err != nil {
-			t.Fatalf("creating %s: %v", obj.GetName(), err)
-		}
-	}
+	realQueue(t, c, ns)
 	first, second := helloJob("first", ns, "6"), helloJob("second", ns, "0")
 	if err := c.Create(ctx, first); err != nil {
 		t.Fatal(err)
@@ -294,14 +278,7 @@ func installedFromImage(t *testing.T, tools realnode.Tools, hello, berth string)
 	// roles, by the same names: the install takes them over.
 	kubectl(manifests, "apply", "--server-side", "--force-conflicts", "-f", "-")
 
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.New(cfg, client.Options{Scheme: controller.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := clientOf(t, kubeconfig)
 	ctx := context.Background()
 	leader := func() (string, error) {
 		var lease coordinationv1.Lease
@@ -322,21 +299,13 @@ func installedFromImage(t *testing.T, tools realnode.Tools, hello, berth string)
 		if d.Status.ReadyReplicas != 2 {
 			return fmt.Errorf("%d of 2 replicas Ready", d.Status.ReadyReplicas)
 		}
+		var err error
 		first, err = leader()
 		return err
 	})
 
 	ns := "team"
-	for _, obj := range []client.Object{
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
-		MakeResourceFlavor("real").NodeLabel(realnode.Label, "true").Obj(),
-		MakeClusterQueue("real").ResourceGroup(MakeFlavorQuotas("real").Resource("cpu", "1").Obj()).Obj(),
-		MakeLocalQueue("main", ns, "real").Obj(),
-	} {
-		if err := c.Create(ctx, obj); err != nil {
-			t.Fatalf("creating %s: %v", obj.GetName(), err)
-		}
-	}
+	realQueue(t, c, ns)
 	succeeds := func(job *batchv1.Job, within time.Duration) {
 		t.Helper()
 		testenv.Eventually(t, within, func() error {
@@ -483,6 +452,36 @@ func installedFromImage(t *testing.T, tools realnode.Tools, hello, berth string)
 	downChecked = true
 	if left := realnode.Leftovers(node, tools); len(left) > 0 {
 		t.Errorf("berth down left on the machine: %v", left)
+	}
+}
+
+// clientOf is a client of the cluster of kubeconfig, for berth's kinds too.
+func clientOf(t *testing.T, kubeconfig string) client.Client {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: controller.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// realQueue makes namespace ns with LocalQueue main, on ClusterQueue real
+// of 1 cpu in flavor real: the real node.
+func realQueue(t *testing.T, c client.Client, ns string) {
+	t.Helper()
+	for _, obj := range []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
+		MakeResourceFlavor("real").NodeLabel(realnode.Label, "true").Obj(),
+		MakeClusterQueue("real").ResourceGroup(MakeFlavorQuotas("real").Resource("cpu", "1").Obj()).Obj(),
+		MakeLocalQueue("main", ns, "real").Obj(),
+	} {
+		if err := c.Create(context.Background(), obj); err != nil {
+			t.Fatalf("creating %s: %v", obj.GetName(), err)
+		}
 	}
 }
 
