@@ -322,10 +322,22 @@ func installedFromImage(t *testing.T, tools realnode.Tools, hello, berth string)
 			t.Errorf("kubectl logs job/%s: %q", job.Name, out)
 		}
 	}
-	before := helloJob("before", ns, "0")
-	if err := c.Create(ctx, before); err != nil {
-		t.Fatal(err)
+	// The webhook is reached through its Service once kube-proxy has
+	// programmed it, a moment after the replicas are Ready; until then, and
+	// while a replica goes, the API server refuses queued Jobs (the webhook
+	// fails closed) and the client submits again.
+	create := func(job *batchv1.Job) {
+		t.Helper()
+		testenv.Eventually(t, 30*time.Second, func() error {
+			err := c.Create(ctx, job)
+			if err != nil && !strings.Contains(err.Error(), "failed calling webhook") {
+				t.Fatalf("creating Job %s: %v", job.Name, err)
+			}
+			return err
+		})
 	}
+	before := helloJob("before", ns, "0")
+	create(before)
 	succeeds(before, 2*time.Minute)
 
 	// The leader's pod goes: the other replica leads, and admits a Job
@@ -334,9 +346,7 @@ func installedFromImage(t *testing.T, tools realnode.Tools, hello, berth string)
 		t.Fatalf("deleting the leader's pod %s: %v", first, err)
 	}
 	meanwhile := helloJob("meanwhile", ns, "0")
-	if err := c.Create(ctx, meanwhile); err != nil {
-		t.Fatal(err)
-	}
+	create(meanwhile)
 	deleted := time.Now()
 	testenv.Eventually(t, 30*time.Second, func() error {
 		now, err := leader()
@@ -367,9 +377,7 @@ func installedFromImage(t *testing.T, tools realnode.Tools, hello, berth string)
 		job := helloJob(fmt.Sprintf("burst-%d", i), ns, "0")
 		job.Labels[berthv1.QueueNameLabel] = "burst"
 		job.Spec.Template.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("10m")
-		if err := c.Create(ctx, job); err != nil {
-			t.Fatal(err)
-		}
+		create(job)
 		burstJobs = append(burstJobs, job)
 	}
 	testenv.Eventually(t, time.Minute, func() error {
