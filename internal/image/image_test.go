@@ -144,19 +144,8 @@ func TestArchiveIsAnOCILayoutNamingTheImage(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	tr := tar.NewReader(f)
 	seen := map[string]string{}
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		data, _ := io.ReadAll(tr)
-		seen[h.Name] = string(data)
-	}
+	readTar(t, f, seen)
 	if !strings.Contains(seen["oci-layout"], `"imageLayoutVersion"`) {
 		t.Errorf("no oci-layout file: %v", slices.Sorted(mapKeys(seen)))
 	}
@@ -216,21 +205,30 @@ func layerFiles(t *testing.T, img v1.Image) map[string]string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tr := tar.NewReader(rc)
-		for {
-			h, err := tr.Next()
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			data, _ := io.ReadAll(tr)
-			out[h.Name] = string(data)
-		}
+		readTar(t, rc, out)
 		rc.Close()
 	}
 	return out
+}
+
+// readTar adds each file of the tar stream r to files, by name.
+func readTar(t *testing.T, r io.Reader, files map[string]string) {
+	t.Helper()
+	tr := tar.NewReader(r)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := io.ReadAll(tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[h.Name] = string(data)
+	}
 }
 
 func mapKeys[V any](m map[string]V) func(func(string) bool) { return maps.Keys(m) }

@@ -33,6 +33,12 @@ type Kind interface {
 	Start(obj client.Object, flavors []*berthv1.ResourceFlavor) error
 	// Finished reports whether obj has ended, and whether it failed.
 	Finished(obj client.Object) (finished, failed bool)
+	// HeldFields are the fields Hold and HoldGrowth may change, each at a
+	// JSON pointer whose parent every object of the kind has. The webhook
+	// answers with a patch of those that changed, not a diff of the whole
+	// object: most of its own work, and a field berth's copy of the type
+	// does not know (a newer API server's) cannot be patched away.
+	HeldFields(obj client.Object) []Field
 }
 
 // Steerer is a Kind whose pods berth can give topology domains though
@@ -59,16 +65,6 @@ type Refuser interface {
 // before berth could queue it again; it reports whether it changed obj.
 type Grower interface {
 	HoldGrowth(old, obj client.Object) bool
-}
-
-// Fielder is a Kind that names the fields Hold and HoldGrowth may change,
-// each at a JSON pointer whose parent every object of the kind has. The
-// webhook then answers with a patch of the fields that changed instead of a
-// diff of the whole object: a third of the webhook's work, and a field that
-// berth's copy of the type does not know (a newer API server's) cannot be
-// patched away.
-type Fielder interface {
-	HeldFields(obj client.Object) []Field
 }
 
 // Field is one field of an object: where it is, and its value.
@@ -102,16 +98,10 @@ func (h *Holder) Handle(_ context.Context, req admission.Request) admission.Resp
 	if err := decode(req.Object, obj); err != nil {
 		return admission.Errored(http.StatusBadRequest, err)
 	}
-	patched := func(req admission.Request, obj client.Object) admission.Response { return patched(req, obj) }
-	if f, ok := h.kind.(Fielder); ok {
-		// Taken now: Hold may change maps and slices in place.
-		before, err := Snapshot(f.HeldFields(obj))
-		if err != nil {
-			return admission.Errored(http.StatusInternalServerError, err)
-		}
-		patched = func(_ admission.Request, obj client.Object) admission.Response {
-			return FieldPatch(before, f.HeldFields(obj))
-		}
+	// Taken now: Hold may change maps and slices in place.
+	before, err := Snapshot(h.kind.HeldFields(obj))
+	if err != nil {
+		return admission.Errored(http.StatusInternalServerError, err)
 	}
 	if req.Operation == admissionv1.Update {
 		g, ok := h.kind.(Grower)
@@ -125,7 +115,7 @@ func (h *Holder) Handle(_ context.Context, req admission.Request) admission.Resp
 		if !g.HoldGrowth(old, obj) {
 			return admission.Allowed("does not grow")
 		}
-		return patched(req, obj)
+		return FieldPatch(before, h.kind.HeldFields(obj))
 	}
 	if r, ok := h.kind.(Refuser); ok {
 		if why := r.Refuse(obj); why != "" {
@@ -138,16 +128,7 @@ func (h *Holder) Handle(_ context.Context, req admission.Request) admission.Resp
 	if !h.kind.Hold(obj) {
 		return admission.Allowed("already held")
 	}
-	return patched(req, obj)
-}
-
-// patched answers req with the patch that makes its object obj.
-func patched(req admission.Request, obj client.Object) admission.Response {
-	raw, err := json.Marshal(obj)
-	if err != nil {
-		return admission.Errored(http.StatusInternalServerError, err)
-	}
-	return admission.PatchResponseFromRaw(req.Object.Raw, raw)
+	return FieldPatch(before, h.kind.HeldFields(obj))
 }
 
 // Snapshot is the fields' values as JSON, to compare with later.
@@ -164,12 +145,12 @@ func Snapshot(fields []Field) ([][]byte, error) {
 }
 
 // FieldPatch answers a request with the JSON patch that takes each field
-// from its value in before (its Snapshot) to its value now (the same paths,
-// in the same order): set where it has a value now, removed where it had
+// from its value in before (its Snapshot) to its value in fields now (the
+// same paths, in the same order): set where it has a value now, removed where it had
 // one and has none now, left out where it did not change.
-func FieldPatch(before [][]byte, now []Field) admission.Response {
+func FieldPatch(before [][]byte, fields []Field) admission.Response {
 	var ops []jsonpatch.JsonPatchOperation
-	for i, f := range now {
+	for i, f := range fields {
 		was := before[i]
 		now, err := json.Marshal(f.Value)
 		if err != nil {

@@ -134,8 +134,6 @@ func (Kind) Steer(obj client.Object, queue string, placed bool) error {
 
 func (Kind) Finished(obj client.Object) (bool, bool) { return Finished(obj.(*batchv1.Job)) }
 
-var _ integration.Fielder = Kind{}
-
 // HeldFields are what Hold and HoldGrowth change: whether the Job is
 // suspended, who manages it, and its pod template's labels (the whole
 // template metadata, which every Job has, so the patch needs no parent).

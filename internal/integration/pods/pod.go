@@ -89,8 +89,6 @@ func (k Kind) Hold(obj client.Object) bool {
 	return changed
 }
 
-var _ integration.Fielder = Kind{}
-
 // HeldFields are what Hold changes: the Pod's labels and finalizers, and
 // its scheduling gates.
 func (Kind) HeldFields(obj client.Object) []integration.Field {
