@@ -98,10 +98,9 @@ func Start(ctx context.Context, cfg *rest.Config, interval time.Duration, scope 
 				return
 			case <-tick.C:
 				if s, err := a.snapshot(ctx); err == nil {
-					seen := Quota(s)
-					over := a.confirm(ctx, seen)
+					over, dismissed := a.confirm(ctx, Quota(s))
 					a.mu.Lock()
-					a.dismissed += len(seen) - len(over)
+					a.dismissed += dismissed
 					a.record(over...)
 					running := a.track.Running(s)
 					a.mu.Unlock()
@@ -159,10 +158,14 @@ func (a *Auditor) snapshot(ctx context.Context) (Snapshot, error) {
 // in a new list (after the API server restarted, say): for a moment it may
 // hold one workload's new admission and another's old one, which never
 // held quota together. A real over-admission lasts as long as the
-// workloads hold quota, so the read a moment later still shows it.
-func (a *Auditor) confirm(ctx context.Context, found []Violation) []Violation {
+// workloads hold quota, so the read a moment later still shows it. When
+// the API server does not answer (it may be down for a while, and the
+// caches stale with it), nothing is kept or dismissed: the next tick finds
+// them in the cache again and asks again. It returns what it kept and how
+// many it dismissed.
+func (a *Auditor) confirm(ctx context.Context, found []Violation) (kept []Violation, dismissed int) {
 	if len(found) == 0 {
-		return nil
+		return nil, 0
 	}
 	s := Snapshot{At: time.Now()}
 	var cqs berthv1.ClusterQueueList
@@ -170,7 +173,7 @@ func (a *Auditor) confirm(ctx context.Context, found []Violation) []Violation {
 	var wls berthv1.WorkloadList
 	for _, l := range []client.ObjectList{&cqs, &cos, &wls} {
 		if err := a.client.List(ctx, l); err != nil {
-			return found // cannot tell: keep them
+			return nil, 0 // cannot tell yet
 		}
 	}
 	s.ClusterQueues, s.Cohorts, s.Workloads = ptrs(cqs.Items), ptrs(cos.Items), ptrs(wls.Items)
@@ -180,13 +183,12 @@ func (a *Auditor) confirm(ctx context.Context, found []Violation) []Violation {
 	for _, v := range Quota(a.limit(s)) {
 		again[v.queuesKey()] = true
 	}
-	var out []Violation
 	for _, v := range found {
 		if again[v.queuesKey()] {
-			out = append(out, v)
+			kept = append(kept, v)
 		}
 	}
-	return out
+	return kept, len(found) - len(kept)
 }
 
 // confirmRunning keeps the Jobs and Pods found running unadmitted that a
@@ -195,12 +197,21 @@ func (a *Auditor) confirm(ctx context.Context, found []Violation) []Violation {
 // relisted while another's watch still waits to reconnect, showing a Job
 // started beside its Workload from before its admission. A dismissed one's
 // grace starts again, so one that really runs unadmitted is reported later.
+// One the API server cannot be asked about (it is down, and the caches are
+// as stale as it left them) is asked about again at the next tick, its
+// grace not started again: it is neither kept nor dismissed on no answer.
 func (a *Auditor) confirmRunning(ctx context.Context, found []Violation) []Violation {
 	var out []Violation
 	for _, v := range found {
 		still, err := a.stillRunsUnadmitted(ctx, v.Objects[0])
-		if err != nil || still {
-			out = append(out, v) // it does, or we cannot tell: keep it
+		if err != nil {
+			a.mu.Lock()
+			a.track.Postpone(v.Objects[0])
+			a.mu.Unlock()
+			continue
+		}
+		if still {
+			out = append(out, v)
 			continue
 		}
 		a.mu.Lock()

@@ -2,8 +2,12 @@ package audit
 
 import (
 	"context"
+	"strings"
 	"testing"
+	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -36,9 +40,54 @@ func TestConfirmKeepsOnlyWhatAConsistentReadShows(t *testing.T) {
 	} {
 		c := fake.NewClientBuilder().WithScheme(controller.Scheme()).WithObjects(tc.stored...).WithStatusSubresource().Build()
 		a := &Auditor{client: c, scope: Scope{NamespacePrefix: "ns"}}
-		if got := a.confirm(context.Background(), seen); len(got) != tc.want {
-			t.Errorf("%s: kept %s; want %d", tc.name, rules(got), tc.want)
+		got, dismissed := a.confirm(context.Background(), seen)
+		if len(got) != tc.want || dismissed != len(seen)-tc.want {
+			t.Errorf("%s: kept %s, dismissed %d; want %d kept", tc.name, rules(got), dismissed, tc.want)
 		}
+	}
+}
+
+// An API server that does not answer neither confirms nor dismisses what a
+// cache showed: during an outage the caches stay as stale as it left them,
+// so a cache's view then proves nothing. A Job is asked about again at the
+// next tick, still counted from when it was first seen, so one that really
+// runs unadmitted is reported as soon as the API server answers.
+func TestConfirmWaitsForAnAnswer(t *testing.T) {
+	down := interceptor.Funcs{
+		Get: func(context.Context, client.WithWatch, client.ObjectKey, client.Object, ...client.GetOption) error {
+			return apierrors.NewServiceUnavailable("the API server is down")
+		},
+		List: func(context.Context, client.WithWatch, client.ObjectList, ...client.ListOption) error {
+			return apierrors.NewServiceUnavailable("the API server is down")
+		},
+	}
+	c := fake.NewClientBuilder().WithScheme(controller.Scheme()).WithInterceptorFuncs(down).Build()
+	a := &Auditor{client: c, track: NewTracker(10 * time.Second), scope: Scope{NamespacePrefix: "ns"}}
+
+	cq := MakeClusterQueue("cq").ResourceGroup(MakeFlavorQuotas("f").Resource("cpu", "4").Obj()).Obj()
+	seen := Quota(Snapshot{At: now, ClusterQueues: []*berthv1.ClusterQueue{cq},
+		Workloads: []*berthv1.Workload{admitted("a1", "cq", "3", now), admitted("a2", "cq", "3", now)}})
+	if got, dismissed := a.confirm(context.Background(), seen); len(got) != 0 || dismissed != 0 {
+		t.Errorf("quota with no answer: kept %s, dismissed %d; want neither", rules(got), dismissed)
+	}
+
+	job := MakeJob("j", "ns").Queue("q").Obj()
+	job.Spec.Suspend = ptr.To(false)
+	s := Snapshot{At: now, Jobs: []*batchv1.Job{job}}
+	if got := a.track.Running(s); len(got) != 0 {
+		t.Fatalf("reported on first sight: %s", rules(got))
+	}
+	s.At = now.Add(11 * time.Second)
+	found := a.track.Running(s)
+	if len(found) != 1 {
+		t.Fatalf("after its grace: %s; want it reported", rules(found))
+	}
+	if got := a.confirmRunning(context.Background(), found); len(got) != 0 {
+		t.Errorf("kept %s with no answer from the API server", rules(got))
+	}
+	s.At = now.Add(12 * time.Second)
+	if again := a.track.Running(s); len(again) != 1 || !strings.Contains(again[0].Message, now.Format(time.RFC3339Nano)) {
+		t.Errorf("at the next tick: %s; want it reported again, running since it was first seen", rules(again))
 	}
 }
 

@@ -123,6 +123,11 @@ func (t *Tracker) Running(s Snapshot) []Violation {
 	return out
 }
 
+// Postpone forgets that object k was reported, keeping when it was first
+// seen running: the next Running reports it again, for a report that could
+// not be confirmed or dismissed yet.
+func (t *Tracker) Postpone(k string) { delete(t.reported, k) }
+
 // Unreport forgets that object k ("Job ns/name", "Pod ns/name") was
 // reported, and starts its grace again: the report was not confirmed.
 func (t *Tracker) Unreport(k string, now time.Time) {
