@@ -67,6 +67,8 @@ throughput long before the API server is busy.`,
 	f.StringVar(&o.WebhookCertDir, "webhook-cert-dir", o.WebhookCertDir, "directory for the webhook's serving certificate (default: a temporary one)")
 	f.StringVar(&o.WebhookURL, "webhook-url", o.WebhookURL, "base URL the API server calls the webhook at, when not through --webhook-service")
 	f.StringVar(&o.WebhookService, "webhook-service", o.WebhookService, "Service in --namespace that fronts the webhook (port 443)")
+	f.StringVar(&o.ServiceAccount, "service-account", o.ServiceAccount,
+		"the controller's ServiceAccount in --namespace, in a cluster: it owns the Secret, Lease and Service the controller makes there, so that deleting it (uninstalling berth) removes them")
 	f.StringVar(&o.PodIP, "pod-ip", o.PodIP, "this replica's pod address, in a cluster: the leader serves the visibility API there (without it and without --webhook-url the visibility API is not registered)")
 	f.BoolVar(&o.ManageJobsWithoutQueueName, "manage-jobs-without-queue-name", o.ManageJobsWithoutQueueName,
 		"queue every Job; those without a queue label go to the LocalQueue named \"default\" in their namespace")

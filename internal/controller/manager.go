@@ -14,7 +14,10 @@ import (
 	"path/filepath"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -64,6 +67,7 @@ import (
 // +kubebuilder:rbac:groups=berth.dev,resources=clusterqueues/status;cohorts/status;localqueues/status;resourceflavors/status;workloads/status,verbs=get;patch
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 // +kubebuilder:rbac:groups=coordination.k8s.io,namespace=berth-system,resources=leases,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",namespace=berth-system,resources=serviceaccounts,verbs=get
 
 // Options configure the controller.
 type Options struct {
@@ -91,6 +95,11 @@ type Options struct {
 	// called through WebhookService on port 443.
 	WebhookURL     string
 	WebhookService string
+	// ServiceAccount, when set, is the controller's own in Namespace (in a
+	// cluster): it owns every object the controller makes there (the
+	// webhook certificate, the lease, the visibility Service), so that
+	// uninstalling berth, which deletes it, removes them too.
+	ServiceAccount string
 	// PodIP is this replica's address in a cluster: the leader serves the
 	// visibility API there. With neither it nor WebhookURL, the visibility
 	// API is not registered.
@@ -171,11 +180,15 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	if err != nil {
 		return fmt.Errorf("connecting to the API server: %w", err)
 	}
+	owner, err := serviceAccountOwner(ctx, direct, o.Namespace, o.ServiceAccount)
+	if err != nil {
+		return err
+	}
 	caBundle, err := webhook.Prepare(ctx, direct, webhook.Options{ //nolint:gosec // G101: SecretName names where the certificate is kept; it is no credential
 		Namespace: o.Namespace, SecretName: "berth-webhook-tls", ConfigName: "berth", CertDir: o.WebhookCertDir,
 		URL: o.WebhookURL, Service: types.NamespacedName{Namespace: o.Namespace, Name: o.WebhookService},
 		ServicePort: 443, ManageAll: o.ManageJobsWithoutQueueName,
-		AlsoServes: []types.NamespacedName{{Namespace: o.Namespace, Name: visctrl.ServiceName}},
+		AlsoServes: []types.NamespacedName{{Namespace: o.Namespace, Name: visctrl.ServiceName}}, Owner: owner,
 	}, time.Now())
 	if err != nil {
 		return err
@@ -198,6 +211,9 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		if lock, err = leaseLock(cfg, o.Namespace, o.Lease.RenewDeadline); err != nil {
 			return err
 		}
+		if err := ownedLease(ctx, direct, o.Namespace, owner); err != nil {
+			return err
+		}
 		lock, wrap = f.Lock(lock), f.Wrap
 		cfg.Wrap(wrap)
 	}
@@ -213,7 +229,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		HealthProbeBindAddress:              o.HealthAddr,
 		PprofBindAddress:                    o.PprofAddr,
 		LeaderElection:                      o.LeaderElect,
-		LeaderElectionID:                    "berth-controller",
+		LeaderElectionID:                    leaseName,
 		LeaderElectionNamespace:             o.Namespace,
 		LeaderElectionResourceLockInterface: lock,
 		LeaseDuration:                       ptr.To(o.Lease.Duration),
@@ -258,7 +274,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	if visErr == nil {
 		synced := func() bool { return adm.HasSynced() && q.HasSynced() && checksSynced() }
 		if err := visctrl.Setup(mgr, sched, synced, proxy, visctrl.Options{Namespace: o.Namespace, URL: o.WebhookURL,
-			PodIP: o.PodIP, Port: o.WebhookPort, CABundle: caBundle}); err != nil {
+			PodIP: o.PodIP, Port: o.WebhookPort, CABundle: caBundle, NamespaceOwner: owner}); err != nil {
 			return err
 		}
 	}
@@ -361,9 +377,40 @@ func leaseLock(cfg *rest.Config, namespace string, renewDeadline time.Duration) 
 	if err != nil {
 		return nil, err
 	}
-	return resourcelock.New(resourcelock.LeasesResourceLock, namespace, "berth-controller", core, coord,
+	return resourcelock.New(resourcelock.LeasesResourceLock, namespace, leaseName, core, coord,
 		resourcelock.ResourceLockConfig{Identity: host + "_" + string(uuid.NewUUID())})
 }
+
+// serviceAccountOwner is an owner reference to ServiceAccount name in
+// namespace; nil when name is empty.
+func serviceAccountOwner(ctx context.Context, c client.Client, namespace, name string) (*metav1.OwnerReference, error) {
+	if name == "" {
+		return nil, nil
+	}
+	var sa corev1.ServiceAccount
+	if err := c.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, &sa); err != nil {
+		return nil, fmt.Errorf("--service-account: reading ServiceAccount %s/%s: %w", namespace, name, err)
+	}
+	return &metav1.OwnerReference{APIVersion: "v1", Kind: "ServiceAccount", Name: sa.Name, UID: sa.UID}, nil
+}
+
+// ownedLease makes the leader-election Lease, empty, owned by owner, unless
+// it exists: leader election then takes it as it finds it, keeping its
+// owner. Without an owner it leaves the Lease to leader election.
+func ownedLease(ctx context.Context, c client.Client, namespace string, owner *metav1.OwnerReference) error {
+	if owner == nil {
+		return nil
+	}
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: leaseName,
+		OwnerReferences: []metav1.OwnerReference{*owner}}}
+	if err := c.Create(ctx, lease); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating Lease %s/%s: %w", namespace, leaseName, err)
+	}
+	return nil
+}
+
+// leaseName is the leader-election Lease's.
+const leaseName = "berth-controller"
 
 // profiling is the metrics server's extra handlers when asked to profile.
 func profiling(on bool) map[string]http.Handler {

@@ -58,6 +58,10 @@ type Options struct {
 	// removing berth's CRDs removes the APIService too, rather than leave
 	// one no server answers (which stalls every namespace deletion).
 	Owner *metav1.OwnerReference
+	// NamespaceOwner, when set, owns the Service and its endpoint: the
+	// controller's ServiceAccount in a cluster, so that uninstalling berth
+	// removes them.
+	NamespaceOwner *metav1.OwnerReference
 }
 
 // OwnerCRD is the CustomResourceDefinition the APIService belongs to.
@@ -111,6 +115,12 @@ func Objects(o Options) (*apiregistrationv1.APIService, *corev1.Service, *discov
 	}}
 	if o.Owner != nil {
 		api.OwnerReferences = []metav1.OwnerReference{*o.Owner}
+	}
+	if o.NamespaceOwner != nil {
+		svc.OwnerReferences = []metav1.OwnerReference{*o.NamespaceOwner}
+		if slice != nil {
+			slice.OwnerReferences = []metav1.OwnerReference{*o.NamespaceOwner}
+		}
 	}
 	return api, svc, slice, nil
 }
@@ -172,9 +182,20 @@ func register(ctx context.Context, c client.Client, r client.Reader, o Options) 
 			return fmt.Errorf("is of type %s, want %s: delete it and berth will make it anew", have.Spec.Type, svc.Spec.Type)
 		}
 		have.Spec.ExternalName, have.Spec.Ports = svc.Spec.ExternalName, svc.Spec.Ports
+		if svc.OwnerReferences != nil {
+			have.OwnerReferences = svc.OwnerReferences
+		}
 		return nil
 	}); err != nil {
 		return err
+	}
+	if o.URL == "" {
+		// In a cluster berth's chart installs the APIService, and
+		// uninstalling removes it: a replica still stopping then must not
+		// make it again.
+		if err := r.Get(ctx, client.ObjectKeyFromObject(api), &apiregistrationv1.APIService{}); err != nil {
+			return fmt.Errorf("APIService %s (installed with berth: its chart, or config/deploy): %w", api.Name, err)
+		}
 	}
 	if err := upsert.Object(ctx, c, r, api, func(have *apiregistrationv1.APIService) error {
 		have.Spec, have.OwnerReferences = api.Spec, api.OwnerReferences
@@ -187,6 +208,9 @@ func register(ctx context.Context, c client.Client, r client.Reader, o Options) 
 	}
 	return upsert.Object(ctx, c, r, slice, func(have *discoveryv1.EndpointSlice) error {
 		have.Endpoints, have.Ports, have.AddressType = slice.Endpoints, slice.Ports, slice.AddressType
+		if slice.OwnerReferences != nil {
+			have.OwnerReferences = slice.OwnerReferences
+		}
 		return nil
 	})
 }

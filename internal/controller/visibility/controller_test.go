@@ -52,6 +52,20 @@ func TestObjectsInACluster(t *testing.T) {
 	if _, _, slice, _ := Objects(Options{Namespace: "n", PodIP: "fd00::1", Port: 9443}); slice.AddressType != discoveryv1.AddressTypeIPv6 {
 		t.Errorf("an IPv6 pod address gives an %s slice", slice.AddressType)
 	}
+	// Owned by the controller's ServiceAccount, they go when berth is
+	// uninstalled; the APIService keeps its own owner.
+	sa := &metav1.OwnerReference{APIVersion: "v1", Kind: "ServiceAccount", Name: "berth-controller", UID: "sa-uid"}
+	crd := &metav1.OwnerReference{APIVersion: "apiextensions.k8s.io/v1", Kind: "CustomResourceDefinition", Name: OwnerCRD, UID: "crd-uid"}
+	api, svc, slice, err = Objects(Options{Namespace: "berth-system", PodIP: "10.1.2.3", Port: 9443, NamespaceOwner: sa, Owner: crd})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(svc.OwnerReferences) != 1 || svc.OwnerReferences[0].UID != "sa-uid" || len(slice.OwnerReferences) != 1 || slice.OwnerReferences[0].UID != "sa-uid" {
+		t.Errorf("owners: Service %v, EndpointSlice %v; want the ServiceAccount", svc.OwnerReferences, slice.OwnerReferences)
+	}
+	if len(api.OwnerReferences) != 1 || api.OwnerReferences[0].UID != "crd-uid" {
+		t.Errorf("APIService owners %v; want the CRD", api.OwnerReferences)
+	}
 }
 
 func TestObjectsRefuseWhatCannotBeReached(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -51,6 +52,9 @@ type Options struct {
 	// AlsoServes names other Services the API server reaches the same
 	// server through (the visibility API's): the certificate covers them.
 	AlsoServes []types.NamespacedName
+	// Owner, when set, owns the certificate Secret: the controller's
+	// ServiceAccount in a cluster, so that uninstalling berth removes it.
+	Owner *metav1.OwnerReference
 }
 
 const (
@@ -90,6 +94,10 @@ func Prepare(ctx context.Context, c client.Client, o Options, now time.Time) ([]
 	var have admissionregistrationv1.MutatingWebhookConfiguration
 	err = c.Get(ctx, types.NamespacedName{Name: o.ConfigName}, &have)
 	switch {
+	case apierrors.IsNotFound(err) && o.URL == "":
+		// In a cluster berth's chart installs it, and uninstalling removes
+		// it: a replica still stopping then must not make it again.
+		err = fmt.Errorf("not found: it is installed with berth (its chart, or config/deploy)")
 	case apierrors.IsNotFound(err):
 		err = c.Create(ctx, want)
 	case err == nil:
@@ -114,6 +122,17 @@ func ensureSecret(ctx context.Context, c client.Client, o Options, now time.Time
 		}
 		exists := err == nil
 		if exists && usable(s.Data, dnsNames(o), now) {
+			if o.Owner == nil || slices.ContainsFunc(s.OwnerReferences, func(r metav1.OwnerReference) bool { return r.UID == o.Owner.UID }) {
+				return s.Data["ca.crt"], s.Data["tls.crt"], s.Data["tls.key"], nil
+			}
+			// Made before berth knew its owner (or by another install): keep
+			// the certificate, take the Secret.
+			s.OwnerReferences = []metav1.OwnerReference{*o.Owner}
+			if err := c.Update(ctx, &s); apierrors.IsConflict(err) {
+				continue
+			} else if err != nil {
+				return nil, nil, nil, err
+			}
 			return s.Data["ca.crt"], s.Data["tls.crt"], s.Data["tls.key"], nil
 		}
 		ca, err := pki.NewCA("berth-webhook-ca", now, 10*certValidity)
@@ -127,6 +146,9 @@ func ensureSecret(ctx context.Context, c client.Client, o Options, now time.Time
 		}
 		s.Namespace, s.Name = o.Namespace, o.SecretName
 		s.Type = corev1.SecretTypeTLS
+		if o.Owner != nil {
+			s.OwnerReferences = []metav1.OwnerReference{*o.Owner}
+		}
 		s.Data = map[string][]byte{"ca.crt": ca.CertPEM(), "tls.crt": leaf.CertPEM(), "tls.key": leaf.KeyPEM()}
 		if exists {
 			err = c.Update(ctx, &s)

@@ -1,10 +1,14 @@
 package webhook
 
 import (
+	"context"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/berth-dev/berth/internal/pki"
 )
@@ -36,5 +40,46 @@ func TestCertificateCoversEveryServiceName(t *testing.T) {
 	}
 	if !usable(issue(names), names, now) {
 		t.Errorf("a certificate for %v is not usable", names)
+	}
+}
+
+// In a cluster the certificate Secret belongs to the controller's
+// ServiceAccount, so uninstalling berth removes it: a new one is made owned,
+// and one made before (by a version of berth that set no owner) keeps its
+// certificate and is taken over.
+func TestCertificateSecretIsOwned(t *testing.T) {
+	now := time.Date(2026, 11, 24, 0, 0, 0, 0, time.UTC)
+	owner := &metav1.OwnerReference{APIVersion: "v1", Kind: "ServiceAccount", Name: "berth-controller", UID: "sa-uid"}
+	o := Options{Namespace: "berth-system", SecretName: "berth-webhook-tls", Owner: owner, //nolint:gosec // G101: a Secret's name, no credential
+		Service: types.NamespacedName{Namespace: "berth-system", Name: "berth-webhook"}}
+	c := fake.NewClientBuilder().Build()
+	ca, _, _, err := ensureSecret(context.Background(), c, o, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s corev1.Secret
+	if err := c.Get(context.Background(), types.NamespacedName{Namespace: "berth-system", Name: "berth-webhook-tls"}, &s); err != nil {
+		t.Fatal(err)
+	}
+	if len(s.OwnerReferences) != 1 || s.OwnerReferences[0].UID != "sa-uid" {
+		t.Errorf("new Secret's owners: %v; want the ServiceAccount", s.OwnerReferences)
+	}
+
+	s.OwnerReferences = nil
+	if err := c.Update(context.Background(), &s); err != nil {
+		t.Fatal(err)
+	}
+	again, _, _, err := ensureSecret(context.Background(), c, o, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(again) != string(ca) {
+		t.Error("taking over an unowned Secret made a new CA; want the certificate kept")
+	}
+	if err := c.Get(context.Background(), types.NamespacedName{Namespace: "berth-system", Name: "berth-webhook-tls"}, &s); err != nil {
+		t.Fatal(err)
+	}
+	if len(s.OwnerReferences) != 1 || s.OwnerReferences[0].UID != "sa-uid" {
+		t.Errorf("unowned Secret's owners after: %v; want the ServiceAccount", s.OwnerReferences)
 	}
 }
