@@ -20,22 +20,29 @@ func CRDs() ([][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	sim, err := readAll(manifests, "sim/crd")
+	sim, err := SimCRDs()
 	return append(crds, sim...), err
 }
+
+// SimCRDs returns only the simulator's CustomResourceDefinitions.
+func SimCRDs() ([][]byte, error) { return readAll(manifests, "sim/crd") }
 
 // LocalRBAC returns what the controller and the simulator of a local control
 // plane need: the controller's namespace, their roles (generated from the
 // code's RBAC markers) and bindings to the users their client certificates
-// name; and the roles for berth's users (rbac/users.yaml).
-func LocalRBAC() ([][]byte, error) {
+// name; and the roles for berth's users (rbac/users.yaml). Without the
+// controller, berth's own roles are left out (the bindings in local/ are
+// the caller's to leave out).
+func LocalRBAC(controller bool) ([][]byte, error) {
 	ns, err := readAll(manifests, "local")
 	if err != nil {
 		return nil, err
 	}
-	roles, err := readAll(manifests, "rbac")
-	if err != nil {
-		return nil, err
+	var roles [][]byte
+	if controller {
+		if roles, err = readAll(manifests, "rbac"); err != nil {
+			return nil, err
+		}
 	}
 	simRoles, err := readAll(manifests, "sim/rbac")
 	if err != nil {

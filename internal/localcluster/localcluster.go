@@ -85,18 +85,22 @@ func Options(c Config) controlplane.Options {
 		Identities: identities,
 		AfterCore: func(ctx context.Context, l controlplane.Layout) error {
 			began := time.Now()
-			fmt.Fprintln(progress, "installing berth's CRDs and RBAC")
+			what := "berth's CRDs and RBAC"
+			if c.NoController {
+				what = "the simulator's CRDs and RBAC (berth's are for its chart to install)"
+			}
+			fmt.Fprintln(progress, "installing "+what)
 			cfg, err := clientcmd.BuildConfigFromFlags("", l.Kubeconfig())
 			if err != nil {
 				return err
 			}
-			if err := manifests.CRDs(ctx, cfg); err != nil {
+			if err := manifests.CRDs(ctx, cfg, !c.NoController); err != nil {
 				return fmt.Errorf("installing CRDs: %w", err)
 			}
-			if err := manifests.LocalRBAC(ctx, cfg); err != nil {
+			if err := manifests.LocalRBAC(ctx, cfg, !c.NoController); err != nil {
 				return fmt.Errorf("installing RBAC: %w", err)
 			}
-			fmt.Fprintf(progress, "berth's CRDs and RBAC installed after %.1fs\n", time.Since(began).Seconds())
+			fmt.Fprintf(progress, "%s installed after %.1fs\n", what, time.Since(began).Seconds())
 			return nil
 		},
 		Extra: func(l controlplane.Layout, cp controlplane.Ports) ([]controlplane.Component, error) {

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"time"
 
@@ -27,13 +28,25 @@ import (
 	"github.com/berth-dev/berth/config"
 )
 
+// ControllerName names the controller's roles and bindings, and
+// ControllerNamespace is its namespace on a local control plane.
+const (
+	ControllerName      = "berth-controller"
+	ControllerNamespace = "berth-system"
+)
+
 // FieldManager owns what berth applies.
 const FieldManager = "berth-install"
 
-// CRDs applies berth's CustomResourceDefinitions and waits until the API
-// server serves every one of them.
-func CRDs(ctx context.Context, cfg *rest.Config) error {
-	docs, err := config.CRDs()
+// CRDs applies berth's CustomResourceDefinitions and the simulator's, and
+// waits until the API server serves every one of them. Without berth's
+// (a cluster to install berth in, as a user's would be), only the
+// simulator's.
+func CRDs(ctx context.Context, cfg *rest.Config, berth bool) error {
+	docs, err := config.SimCRDs()
+	if berth {
+		docs, err = config.CRDs()
+	}
 	if err != nil {
 		return err
 	}
@@ -74,16 +87,23 @@ func CRDs(ctx context.Context, cfg *rest.Config) error {
 	return nil
 }
 
-// LocalRBAC applies the namespace, roles and bindings the controller of a
-// local control plane runs with.
-func LocalRBAC(ctx context.Context, cfg *rest.Config) error {
-	docs, err := config.LocalRBAC()
+// LocalRBAC applies the namespace, roles and bindings the controller and
+// the simulator of a local control plane run with. Without the controller,
+// nothing of berth's own: its namespace, roles and bindings are for an
+// install (its chart) to make, as in any cluster.
+func LocalRBAC(ctx context.Context, cfg *rest.Config, controller bool) error {
+	docs, err := config.LocalRBAC(controller)
 	if err != nil {
 		return err
 	}
 	objs, err := Decode(docs...)
 	if err != nil {
 		return err
+	}
+	if !controller {
+		objs = slices.DeleteFunc(objs, func(o *unstructured.Unstructured) bool {
+			return o.GetName() == ControllerName || (o.GetKind() == "Namespace" && o.GetName() == ControllerNamespace)
+		})
 	}
 	// Namespaces before anything that lives in one.
 	sort.SliceStable(objs, func(i, j int) bool { return objs[i].GetKind() == "Namespace" && objs[j].GetKind() != "Namespace" })
