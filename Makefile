@@ -3,7 +3,7 @@ GO ?= go
 CONTROLLER_GEN = $(GO) tool -modfile=hack/tools.mod controller-gen
 GOLANGCI_LINT = $(GO) tool -modfile=hack/lint.mod golangci-lint
 
-.PHONY: all build image test generate verify-generated fmt vet lint up bench
+.PHONY: all build image chart test generate verify-generated fmt vet lint up bench
 
 all: build
 
@@ -14,8 +14,11 @@ LDFLAGS ?= $(shell $(GO) run ./hack/buildinfo)
 build: ## build bin/berth
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/berth ./cmd/berth
 
-image: ## berth's OCI image for linux/amd64 and linux/arm64 as bin/berth-image.tar; PUSH=registry/repo:tag pushes it instead
+image: ## berth's OCI image for linux/amd64 and linux/arm64 as bin/berth-image.tar; PUSH=registry/repo[:tag] pushes it instead (the tag by default berth's version)
 	$(GO) run ./hack/image $(if $(PUSH),--push $(PUSH))
+
+chart: ## berth's Helm chart as bin/berth-<version>.tgz, its appVersion (and default image tag) the version make image labels
+	$(GO) run ./hack/chart
 
 test: ## the full test suite: unit, integration and e2e against a real control plane
 	$(GO) test -timeout 30m ./...
@@ -30,9 +33,9 @@ generate: ## deepcopy, CRDs and RBAC from the markers in api/ and internal/
 	$(GO) run ./hack/manifests
 
 verify-generated: generate ## fail when generated files differ from what is committed
-	@git diff --exit-code --stat -- api config || \
+	@git diff --exit-code --stat -- api config charts || \
 		{ echo "generated files are stale: run 'make generate' and commit the result"; exit 1; }
-	@untracked=$$(git ls-files --others --exclude-standard -- api config); \
+	@untracked=$$(git ls-files --others --exclude-standard -- api config charts); \
 		if [ -n "$$untracked" ]; then echo "generated files not committed: $$untracked"; exit 1; fi
 
 fmt:

@@ -32,7 +32,7 @@ func run() error {
 		platforms = append(platforms, p.String())
 	}
 	output := flag.String("output", "bin/berth-image.tar", "write the image here as an OCI archive (berth image load, ctr images import)")
-	push := flag.String("push", "", "push the image to this reference (registry/repository:tag) instead of writing --output")
+	push := flag.String("push", "", "push the image to this reference (registry/repository[:tag], the tag by default berth's version) instead of writing --output")
 	tag := flag.String("tag", "", "the image reference the archive names (default berth.dev/berth:<version>)")
 	only := flag.String("platforms", strings.Join(platforms, ","), "comma-separated os/arch to build for")
 	flag.Parse()
@@ -74,6 +74,9 @@ func run() error {
 		return err
 	}
 	if *push != "" {
+		if !strings.Contains((*push)[strings.LastIndex(*push, "/")+1:], ":") && !strings.Contains(*push, "@") {
+			*push += ":" + tagOf(v.Version)
+		}
 		if err := image.Push(*push, idx); err != nil {
 			return err
 		}
@@ -82,7 +85,7 @@ func run() error {
 	}
 	ref := *tag
 	if ref == "" {
-		ref = "berth.dev/berth:" + strings.ReplaceAll(v.Version, "+", "-")
+		ref = "berth.dev/berth:" + tagOf(v.Version)
 	}
 	if err := os.MkdirAll(filepath.Dir(*output), 0o755); err != nil {
 		return err
@@ -93,3 +96,7 @@ func run() error {
 	fmt.Printf("wrote %s (%s, %s)\n", *output, ref, digest)
 	return nil
 }
+
+// tagOf is the image tag for berth's version: "+" (not allowed in a tag)
+// as "-". The chart's default image tag is made the same way.
+func tagOf(version string) string { return strings.ReplaceAll(version, "+", "-") }

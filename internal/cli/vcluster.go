@@ -218,7 +218,7 @@ func newVClusterServeCommand() *cobra.Command {
 		Long: `Run virtual cluster NAME: its etcd, kube-apiserver and kube-controller-manager
 as child processes, then its syncer, all supervised (a component that exits is
 restarted), until Ctrl-C or SIGTERM. 'berth vcluster create' runs this in the
-background; in a real cluster, config/vcluster runs it as a Deployment, where
+background; in a real cluster, berth's chart (or config/vcluster) runs it as a Deployment, where
 the syncer reaches the host with the Pod's own service account.
 
 The host account it uses (--host-kubeconfig, else in-cluster) needs the Role

@@ -47,6 +47,8 @@ func TestDeployManifestsAreValid(t *testing.T) {
 		"clusterrole.rbac.authorization.k8s.io/berth-visibility-viewer",
 		"clusterrole.rbac.authorization.k8s.io/berth-namespace-viewer",
 		"mutatingwebhookconfiguration.admissionregistration.k8s.io/" + env.Name("berth"),
+		"apiservice.apiregistration.k8s.io/v1beta1.visibility.berth.dev",
+		"service/berth-metrics",
 	} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("apply -k config/deploy did not include %s:\n%s", want, out)

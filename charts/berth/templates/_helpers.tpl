@@ -1,0 +1,16 @@
+{{/* The labels every object of berth's controller carries. */}}
+{{- define "berth.labels" -}}
+app.kubernetes.io/name: berth-controller
+app.kubernetes.io/part-of: berth
+{{- end }}
+
+{{/* The selector of the controller's Pods. */}}
+{{- define "berth.selector" -}}
+app.kubernetes.io/name: berth-controller
+{{- end }}
+
+{{/* berth's image: the tag defaults to the chart's appVersion, with "+"
+(not allowed in a tag) as "-", as make image tags it. */}}
+{{- define "berth.image" -}}
+{{ .Values.image.repository }}:{{ .Values.image.tag | default (.Chart.AppVersion | replace "+" "-") }}
+{{- end }}

@@ -1,0 +1,268 @@
+package helmchart
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/yaml"
+
+	"github.com/berth-dev/berth/internal/manifests"
+)
+
+const dir = "../../" + Dir
+
+// render is the chart rendered for namespace with vals, as objects.
+func render(t *testing.T, namespace string, vals map[string]any) []*unstructured.Unstructured {
+	t.Helper()
+	ch, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := Render(ch, namespace, vals)
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := manifests.Decode([]byte(out))
+	if err != nil {
+		t.Fatalf("decoding what the chart rendered: %v\n%s", err, out)
+	}
+	return objs
+}
+
+func find(objs []*unstructured.Unstructured, kind, name string) *unstructured.Unstructured {
+	for _, o := range objs {
+		if o.GetKind() == kind && o.GetName() == name {
+			return o
+		}
+	}
+	return nil
+}
+
+func deployment(t *testing.T, objs []*unstructured.Unstructured, name string) *appsv1.Deployment {
+	t.Helper()
+	u := find(objs, "Deployment", name)
+	if u == nil {
+		t.Fatalf("no Deployment %s rendered", name)
+	}
+	var d appsv1.Deployment
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &d); err != nil {
+		t.Fatal(err)
+	}
+	return &d
+}
+
+// helm lint --strict finds nothing, with the defaults and with every
+// optional part on.
+func TestLint(t *testing.T) {
+	for _, vals := range []map[string]any{nil, everything()} {
+		if err := Lint(dir, vals); err != nil {
+			t.Errorf("helm lint with %v: %v", vals, err)
+		}
+	}
+}
+
+func everything() map[string]any {
+	return map[string]any{
+		"replicas": 3,
+		"controller": map[string]any{"fairSharing": true, "manageJobsWithoutQueueName": true, "kubeAPIQPS": 100, "kubeAPIBurst": 200,
+			"origin": "manager-1", "workerLostTimeout": "2m", "logLevel": "debug",
+			"leaderElection": map[string]any{"leaseDuration": "30s", "renewDeadline": "20s", "retryPeriod": "5s"}},
+		"metrics":           map[string]any{"serviceMonitor": map[string]any{"enabled": true}},
+		"priorityClassName": "system-cluster-critical",
+		"vclusters":         []any{map[string]any{"name": "team-a"}, map[string]any{"name": "scratch", "storage": ""}},
+	}
+}
+
+// The defaults give what a platform team expects of a controller: two
+// replicas that elect a leader, spread where they can be, at most one
+// disrupted at a time, restricted to the least they need, and everything in
+// the release's namespace.
+func TestDefaults(t *testing.T) {
+	objs := render(t, "queues", nil)
+	d := deployment(t, objs, "berth-controller")
+	if *d.Spec.Replicas != 2 {
+		t.Errorf("%d replicas; want 2", *d.Spec.Replicas)
+	}
+	pod := d.Spec.Template.Spec
+	c := pod.Containers[0]
+	for _, arg := range []string{"--leader-elect", "--namespace=queues", "--service-account=berth-controller", "--pod-ip=$(POD_IP)"} {
+		if !slices.Contains(c.Args, arg) {
+			t.Errorf("controller args %v lack %s", c.Args, arg)
+		}
+	}
+	if c.Image != "ghcr.io/berth-dev/berth:latest" {
+		t.Errorf("image %s; want the chart's appVersion as tag", c.Image)
+	}
+	psc, sc := pod.SecurityContext, c.SecurityContext
+	if psc == nil || psc.RunAsNonRoot == nil || !*psc.RunAsNonRoot || psc.SeccompProfile == nil || psc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault ||
+		sc == nil || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem || sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation ||
+		sc.Capabilities == nil || !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) {
+		t.Errorf("not restricted: pod %+v, container %+v", psc, sc)
+	}
+	if c.Resources.Requests.Cpu().IsZero() || c.Resources.Requests.Memory().IsZero() {
+		t.Errorf("no resource requests: %+v", c.Resources)
+	}
+	if a := pod.Affinity; a == nil || a.PodAntiAffinity == nil || len(a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution) != 1 ||
+		len(a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution) != 0 {
+		t.Errorf("want preferred (not required) anti-affinity, so one node still runs both: %+v", a)
+	}
+	if pdb := find(objs, "PodDisruptionBudget", "berth-controller"); pdb == nil {
+		t.Error("no PodDisruptionBudget")
+	}
+	for _, kind := range []string{"CustomResourceDefinition", "ServiceMonitor", "Namespace"} {
+		for _, o := range objs {
+			if o.GetKind() == kind {
+				t.Errorf("%s %s rendered by default", kind, o.GetName())
+			}
+		}
+	}
+	for _, o := range objs {
+		// kube-system: the Role and RoleBinding to read the front-proxy CA.
+		if ns := o.GetNamespace(); ns != "" && ns != "queues" && !(ns == "kube-system" && o.GetName() == "berth-controller") {
+			t.Errorf("%s %s in namespace %s; want the release's", o.GetKind(), o.GetName(), ns)
+		}
+	}
+	api := find(objs, "APIService", "v1beta1.visibility.berth.dev")
+	if ns, _, _ := unstructured.NestedString(api.Object, "spec", "service", "namespace"); ns != "queues" {
+		t.Errorf("APIService names the Service in %q", ns)
+	}
+	hooks := find(objs, "MutatingWebhookConfiguration", "berth")
+	webhooks, _, _ := unstructured.NestedSlice(hooks.Object, "webhooks")
+	for _, w := range webhooks {
+		if ns, _, _ := unstructured.NestedString(w.(map[string]any), "clientConfig", "service", "namespace"); ns != "queues" {
+			t.Errorf("webhook %v calls a Service in %q", w.(map[string]any)["name"], ns)
+		}
+	}
+	role := find(objs, "Role", "berth-controller")
+	if role == nil || role.GetNamespace() != "queues" {
+		t.Errorf("the controller's Role: %v", role)
+	}
+}
+
+// Values reach the controller as its flags (internal/cli checks each is
+// one it has), and optional parts appear when asked for.
+func TestValues(t *testing.T) {
+	objs := render(t, "berth-system", everything())
+	d := deployment(t, objs, "berth-controller")
+	for _, arg := range []string{"--fair-sharing", "--manage-jobs-without-queue-name", "--kube-api-qps=100", "--kube-api-burst=200",
+		"--origin=manager-1", "--worker-lost-timeout=2m", "--zap-log-level=debug", "--leader-elect-lease-duration=30s",
+		"--leader-elect-renew-deadline=20s", "--leader-elect-retry-period=5s"} {
+		if !slices.Contains(d.Spec.Template.Spec.Containers[0].Args, arg) {
+			t.Errorf("args %v lack %s", d.Spec.Template.Spec.Containers[0].Args, arg)
+		}
+	}
+	if *d.Spec.Replicas != 3 || d.Spec.Template.Spec.PriorityClassName != "system-cluster-critical" {
+		t.Errorf("replicas %d, priority class %q", *d.Spec.Replicas, d.Spec.Template.Spec.PriorityClassName)
+	}
+	if find(objs, "ServiceMonitor", "berth-controller") == nil {
+		t.Error("no ServiceMonitor")
+	}
+	// A virtual cluster with storage keeps its state in a claim; one
+	// without, in an emptyDir.
+	for name, claim := range map[string]bool{"team-a": true, "scratch": false} {
+		if find(objs, "Namespace", "vcluster-"+name) == nil {
+			t.Errorf("no namespace for virtual cluster %s", name)
+		}
+		vc := deployment(t, objs, "berth-vcluster-"+name)
+		data := vc.Spec.Template.Spec.Volumes[0]
+		if (data.PersistentVolumeClaim != nil) != claim || (find(objs, "PersistentVolumeClaim", "berth-vcluster-"+name) != nil) != claim {
+			t.Errorf("virtual cluster %s: data volume %+v; want a claim: %v", name, data.VolumeSource, claim)
+		}
+		if vc.Namespace != "vcluster-"+name || vc.Spec.Template.Spec.ServiceAccountName != "berth-vcluster-"+name {
+			t.Errorf("virtual cluster %s runs in %s as %s", name, vc.Namespace, vc.Spec.Template.Spec.ServiceAccountName)
+		}
+	}
+	pvc := find(objs, "PersistentVolumeClaim", "berth-vcluster-team-a")
+	if size, _, _ := unstructured.NestedString(pvc.Object, "spec", "resources", "requests", "storage"); size != "5Gi" {
+		t.Errorf("default storage %q; want 5Gi", size)
+	}
+}
+
+// A value the chart does not know, or one of the wrong shape, is refused
+// with its name, rather than ignored.
+func TestValuesRefused(t *testing.T) {
+	ch, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		vals map[string]any
+		says string
+	}{
+		{map[string]any{"replica": 3}, "replica"},
+		{map[string]any{"controller": map[string]any{"fairsharing": true}}, "fairsharing"},
+		{map[string]any{"replicas": 0}, "replicas"},
+		{map[string]any{"controller": map[string]any{"leaderElection": map[string]any{"leaseDuration": "15"}}}, "leaseDuration"},
+		{map[string]any{"vclusters": []any{map[string]any{"name": "Team_A"}}}, "name"},
+		{map[string]any{"image": map[string]any{"pullPolicy": "Sometimes"}}, "pullPolicy"},
+	} {
+		_, err := Render(ch, "berth-system", tc.vals)
+		if err == nil || !strings.Contains(err.Error(), tc.says) {
+			t.Errorf("values %v: %v; want an error naming %s", tc.vals, err, tc.says)
+		}
+	}
+}
+
+// kustomize installs what Helm does: config/deploy/berth.yaml is the
+// chart rendered with its defaults (make generate writes it).
+func TestKustomizeIsTheChart(t *testing.T) {
+	ch, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := Render(ch, "berth-system", map[string]any{"image": map[string]any{"tag": "latest"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	have, err := os.ReadFile("../../config/deploy/berth.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasSuffix(string(have), want) {
+		t.Error("config/deploy/berth.yaml is not the chart rendered with its defaults: run make generate")
+	}
+	var k struct{ Resources []string }
+	data, err := os.ReadFile("../../config/deploy/kustomization.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(data, &k); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(k.Resources, []string{"../crd", "namespace.yaml", "berth.yaml"}) {
+		t.Errorf("config/deploy installs %v; want the CRDs, the namespace and the rendered chart", k.Resources)
+	}
+}
+
+// The chart's CRDs are berth's, byte for byte.
+func TestCRDsAreBerths(t *testing.T) {
+	ch, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	crds := ch.CRDObjects()
+	bases, err := os.ReadDir("../../config/crd/bases")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(crds) != len(bases) {
+		t.Fatalf("the chart has %d CRDs, config/crd/bases %d", len(crds), len(bases))
+	}
+	for _, c := range crds {
+		want, err := os.ReadFile("../../config/crd/bases/" + filepath.Base(c.Filename))
+		if err != nil {
+			t.Errorf("chart CRD %s: %v", c.Filename, err)
+			continue
+		}
+		if string(want) != string(c.File.Data) {
+			t.Errorf("chart CRD %s differs from config/crd/bases: run make generate", c.Filename)
+		}
+	}
+}
