@@ -3,6 +3,7 @@ package kubeservers
 import (
 	"context"
 	"fmt"
+	_ "github.com/berth-dev/berth/internal/kubeversion" // before any server reads its version
 	"io"
 	"os"
 	"os/signal"
