@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"os"
 	"os/exec"
 	"strings"
 	"sync"
@@ -27,7 +28,15 @@ func newInstance(t *testing.T, name string) *instance {
 	if err != nil {
 		t.Fatal(err)
 	}
-	inst := &instance{name: name, dir: t.TempDir(), bin: bin}
+	// Not t.TempDir: its path holds the test's name, and a real node's
+	// sockets live in the data directory, where a Unix socket's path may
+	// be at most 104 bytes.
+	dir, err := os.MkdirTemp("", "e2e-"+name+"-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	inst := &instance{name: name, dir: dir, bin: bin}
 	t.Cleanup(func() {
 		if out, code := inst.run(t, "down"); code != 0 {
 			t.Errorf("cleanup: berth down: exit %d\n%s", code, out)

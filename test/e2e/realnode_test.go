@@ -5,25 +5,35 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/kube"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
 	"github.com/berth-dev/berth/internal/controller"
 	"github.com/berth-dev/berth/internal/controlplane"
+	"github.com/berth-dev/berth/internal/helmchart"
 	"github.com/berth-dev/berth/internal/image"
 	"github.com/berth-dev/berth/internal/integration/jobs"
 	"github.com/berth-dev/berth/internal/realnode"
@@ -90,11 +100,14 @@ func main() {
 // the API server through the kubernetes Service. berth down leaves nothing
 // of the node on the machine.
 //
-// Then berth itself, from its image (make image's build), installed with
-// config/deploy on an instance with no controller of its own: both replicas
-// run and one leads, queued Jobs run, and when the leader's pod is deleted
-// the other replica leads and admits a Job submitted meanwhile; upgraded to
-// another image while 50 Jobs wait, it runs each of them once.
+// Then berth itself, from its image and its chart (make image's and make
+// chart's builds), installed with Helm's library on an instance with
+// nothing of berth's: both replicas run and one leads, on the build the
+// chart names; queued Jobs run, and when the leader's pod is deleted the
+// other replica leads and admits a Job submitted meanwhile; the chart's
+// virtual cluster comes up; helm upgrade to another image while 50 Jobs
+// wait runs each of them once; helm uninstall leaves nothing of berth's but
+// its CRDs.
 //
 // One real node per machine: the two run one after the other.
 func TestRealNode(t *testing.T) {
@@ -107,7 +120,7 @@ func TestRealNode(t *testing.T) {
 	berth := make(chan string, 1)
 	go func() { berth <- berthImage(t) }() // a minute or more: built meanwhile
 	t.Run("queued Jobs run real containers", func(t *testing.T) { queuedJobsRun(t, tools, hello) })
-	t.Run("berth installed from its image", func(t *testing.T) { installedFromImage(t, tools, hello, <-berth) })
+	t.Run("berth installed from its image and chart", func(t *testing.T) { installedFromImage(t, tools, hello, <-berth) })
 }
 
 func queuedJobsRun(t *testing.T, tools realnode.Tools, archive string) {
@@ -136,11 +149,23 @@ func queuedJobsRun(t *testing.T, tools realnode.Tools, archive string) {
 		}
 		for _, cond := range n.Status.Conditions {
 			if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {
+				// The kubelet says which Kubernetes it is, as the API server
+				// does: the k8s.io/kubernetes module's version.
+				if v := n.Status.NodeInfo.KubeletVersion; !strings.HasPrefix(v, "v1.") {
+					t.Errorf("the real node's kubelet says it is Kubernetes %s", v)
+				}
 				return nil
 			}
 		}
 		return fmt.Errorf("node %s is not Ready: %v", n.Name, n.Status.Conditions)
 	})
+	dc, err := discovery.NewDiscoveryClientForConfig(restConfig(t, kubeconfig))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, err := dc.ServerVersion(); err != nil || !strings.HasPrefix(v.GitVersion, "v1.") {
+		t.Errorf("the API server says it is Kubernetes %v (%v)", v, err)
+	}
 
 	ns := "team"
 	realQueue(t, c, ns)
@@ -229,11 +254,12 @@ func queuedJobsRun(t *testing.T, tools realnode.Tools, archive string) {
 }
 
 // berthImage builds berth's image for this machine's platform as make
-// image does (hack/image), into an archive; "" when the build failed (the
-// failure is reported).
+// image does (hack/image), into an archive naming it
+// berth.dev/berth:<version>; "" when the build failed (the failure is
+// reported).
 func berthImage(t *testing.T) string {
 	archive := filepath.Join(t.TempDir(), "berth.tar")
-	cmd := exec.Command("go", "run", "./hack/image", "--platforms", "linux/"+runtime.GOARCH, "--output", archive, "--tag", "berth.dev/berth:e2e")
+	cmd := exec.Command("go", "run", "./hack/image", "--platforms", "linux/"+runtime.GOARCH, "--output", archive)
 	cmd.Dir = "../.."
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Errorf("building berth's image (go run ./hack/image): %v\n%s", err, out)
@@ -245,6 +271,20 @@ func berthImage(t *testing.T) string {
 func installedFromImage(t *testing.T, tools realnode.Tools, hello, berth string) {
 	if berth == "" {
 		t.Fatal("no image of berth to install")
+	}
+	// The chart as make chart packages it: stamped with the version the
+	// image was built as, which its image tag defaults to.
+	built, ok, err := version.FromGit("../..")
+	if err != nil || !ok {
+		t.Fatalf("berth's version from git: %v (in a work tree: %v)", err, ok)
+	}
+	archive, err := helmchart.Package("../../"+helmchart.Dir, t.TempDir(), built.Version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch, err := helmchart.Load(archive)
+	if err != nil {
+		t.Fatal(err)
 	}
 	inst := newInstance(t, "installed")
 	kubeconfig := inst.up(t, "--nodes", "0", "--real-node", "--no-controller")
@@ -269,23 +309,37 @@ func installedFromImage(t *testing.T, tools realnode.Tools, hello, berth string)
 		}
 		return string(out)
 	}
-	manifests := kubectl("", "kustomize", "../../config/deploy")
-	if !strings.Contains(manifests, "image: ghcr.io/berth-dev/berth:latest") {
-		t.Fatalf("config/deploy no longer names the image this test replaces:\n%s", manifests)
-	}
-	manifests = strings.ReplaceAll(manifests, "image: ghcr.io/berth-dev/berth:latest", "image: berth.dev/berth:e2e")
-	// berth up bound berth's own (absent) controller's user to the same
-	// roles, by the same names: the install takes them over.
-	kubectl(manifests, "apply", "--server-side", "--force-conflicts", "-f", "-")
-
 	c := clientOf(t, kubeconfig)
 	ctx := context.Background()
+	crds := &metav1.PartialObjectMetadataList{}
+	crds.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinitionList"))
+	if err := c.List(ctx, crds); err != nil {
+		t.Fatal(err)
+	}
+	for _, crd := range crds.Items {
+		if strings.HasSuffix(crd.Name, "."+berthv1.GroupVersion.Group) {
+			t.Fatalf("an instance with --no-controller has berth's CRD %s: the chart is to install it", crd.Name)
+		}
+	}
+
+	const ns = "berth-system"
+	helm := helmConfig(t, kubeconfig, ns)
+	install := action.NewInstall(helm)
+	install.ReleaseName, install.Namespace, install.CreateNamespace = helmchart.ReleaseName, ns, true
+	// A virtual cluster without storage: this cluster has no provisioner.
+	if _, err := install.RunWithContext(ctx, ch, map[string]any{
+		"image":     map[string]any{"repository": "berth.dev/berth"},
+		"vclusters": []any{map[string]any{"name": "e2e", "storage": ""}},
+	}); err != nil {
+		t.Fatalf("helm install: %v", err)
+	}
+
 	leader := func() (string, error) {
 		var lease coordinationv1.Lease
-		if err := c.Get(ctx, types.NamespacedName{Namespace: "berth-system", Name: "berth-controller"}, &lease); err != nil {
+		if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "berth-controller"}, &lease); err != nil {
 			return "", err
 		}
-		if lease.Spec.HolderIdentity == nil {
+		if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "" {
 			return "", fmt.Errorf("no replica leads")
 		}
 		return strings.SplitN(*lease.Spec.HolderIdentity, "_", 2)[0], nil // the pod's name
@@ -293,7 +347,7 @@ func installedFromImage(t *testing.T, tools realnode.Tools, hello, berth string)
 	var first string
 	testenv.Eventually(t, 3*time.Minute, func() error {
 		var d appsv1.Deployment
-		if err := c.Get(ctx, types.NamespacedName{Namespace: "berth-system", Name: "berth-controller"}, &d); err != nil {
+		if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "berth-controller"}, &d); err != nil {
 			return err
 		}
 		if d.Status.ReadyReplicas != 2 {
@@ -303,9 +357,21 @@ func installedFromImage(t *testing.T, tools realnode.Tools, hello, berth string)
 		first, err = leader()
 		return err
 	})
+	// The build that runs is the one the chart names.
+	var leaderPod corev1.Pod
+	if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: first}, &leaderPod); err != nil {
+		t.Fatal(err)
+	}
+	if img, want := leaderPod.Spec.Containers[0].Image, "berth.dev/berth:"+strings.ReplaceAll(ch.Metadata.AppVersion, "+", "-"); img != want || ch.Metadata.AppVersion != built.Version {
+		t.Errorf("the chart (appVersion %s) runs %s; want %s, of berth %s", ch.Metadata.AppVersion, img, want, built.Version)
+	}
+	logs := kubectl("", "-n", ns, "logs", first)
+	if line, _, _ := strings.Cut(logs, "\n"); !strings.Contains(line, "berth controller starting") || !strings.Contains(line, `"version":"`+built.Version+`"`) {
+		t.Errorf("the controller's first log line: %s; want it starting as berth %s", line, built.Version)
+	}
 
-	ns := "team"
-	realQueue(t, c, ns)
+	team := "team"
+	realQueue(t, c, team)
 	succeeds := func(job *batchv1.Job, within time.Duration) {
 		t.Helper()
 		testenv.Eventually(t, within, func() error {
@@ -318,7 +384,7 @@ func installedFromImage(t *testing.T, tools realnode.Tools, hello, berth string)
 			}
 			return nil
 		})
-		if out := kubectl("", "-n", ns, "logs", "job/"+job.Name); !strings.Contains(out, "hello from a real container: "+job.Name) {
+		if out := kubectl("", "-n", team, "logs", "job/"+job.Name); !strings.Contains(out, "hello from a real container: "+job.Name) {
 			t.Errorf("kubectl logs job/%s: %q", job.Name, out)
 		}
 	}
@@ -336,16 +402,16 @@ func installedFromImage(t *testing.T, tools realnode.Tools, hello, berth string)
 			return err
 		})
 	}
-	before := helloJob("before", ns, "0")
+	before := helloJob("before", team, "0")
 	create(before)
 	succeeds(before, 2*time.Minute)
 
 	// The leader's pod goes: the other replica leads, and admits a Job
 	// submitted meanwhile.
-	if err := c.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "berth-system", Name: first}}); err != nil {
+	if err := c.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: first}}); err != nil {
 		t.Fatalf("deleting the leader's pod %s: %v", first, err)
 	}
-	meanwhile := helloJob("meanwhile", ns, "0")
+	meanwhile := helloJob("meanwhile", team, "0")
 	create(meanwhile)
 	deleted := time.Now()
 	testenv.Eventually(t, 30*time.Second, func() error {
@@ -361,7 +427,16 @@ func installedFromImage(t *testing.T, tools realnode.Tools, hello, berth string)
 	t.Logf("another replica leads %.1fs after the leader's pod was deleted", time.Since(deleted).Seconds())
 	succeeds(meanwhile, 2*time.Minute)
 
-	// An upgrade to another image while 50 Jobs wait (their queue held):
+	// The chart's virtual cluster: its control plane comes up in its Pod.
+	testenv.Eventually(t, 3*time.Minute, func() error {
+		out, err := exec.Command(inst.bin, "kubectl", "--kubeconfig", kubeconfig, "-n", "vcluster-e2e", "logs", "deploy/berth-vcluster-e2e").CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "virtual cluster e2e is up") {
+			return fmt.Errorf("virtual cluster e2e not up yet (%v): %s", err, tail(string(out), 5))
+		}
+		return nil
+	})
+
+	// helm upgrade to another image while 50 Jobs wait (their queue held):
 	// once it has rolled out and the queue is released, each runs once.
 	const waiting = 50
 	burst := MakeClusterQueue("burst").StopPolicy(berthv1.Hold).
@@ -369,12 +444,12 @@ func installedFromImage(t *testing.T, tools realnode.Tools, hello, berth string)
 	if err := c.Create(ctx, burst); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Create(ctx, MakeLocalQueue("burst", ns, "burst").Obj()); err != nil {
+	if err := c.Create(ctx, MakeLocalQueue("burst", team, "burst").Obj()); err != nil {
 		t.Fatal(err)
 	}
 	var burstJobs []*batchv1.Job
 	for i := range waiting {
-		job := helloJob(fmt.Sprintf("burst-%d", i), ns, "0")
+		job := helloJob(fmt.Sprintf("burst-%d", i), team, "0")
 		job.Labels[berthv1.QueueNameLabel] = "burst"
 		job.Spec.Template.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("10m")
 		create(job)
@@ -391,13 +466,17 @@ func installedFromImage(t *testing.T, tools realnode.Tools, hello, berth string)
 		return nil
 	})
 	if out, err := exec.Command(tools.Ctr, "--address", node.Socket(), "--namespace", realnode.Namespace,
-		"images", "tag", "berth.dev/berth:e2e", "berth.dev/berth:e2e-upgraded").CombinedOutput(); err != nil {
+		"images", "tag", leaderPod.Spec.Containers[0].Image, "berth.dev/berth:e2e-upgraded").CombinedOutput(); err != nil {
 		t.Fatalf("ctr images tag: %v\n%s", err, out)
 	}
-	kubectl("", "-n", "berth-system", "set", "image", "deployment/berth-controller", "controller=berth.dev/berth:e2e-upgraded")
+	upgrade := action.NewUpgrade(helm)
+	upgrade.Namespace, upgrade.ReuseValues = ns, true
+	if _, err := upgrade.RunWithContext(ctx, helmchart.ReleaseName, ch, map[string]any{"image": map[string]any{"tag": "e2e-upgraded"}}); err != nil {
+		t.Fatalf("helm upgrade: %v", err)
+	}
 	testenv.Eventually(t, 3*time.Minute, func() error {
 		var pods corev1.PodList
-		if err := c.List(ctx, &pods, client.InNamespace("berth-system"), client.MatchingLabels{"app.kubernetes.io/name": "berth-controller"}); err != nil {
+		if err := c.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{"app.kubernetes.io/name": "berth-controller"}); err != nil {
 			return err
 		}
 		upgraded := map[string]bool{}
@@ -444,7 +523,7 @@ func installedFromImage(t *testing.T, tools realnode.Tools, hello, berth string)
 	})
 	for _, job := range burstJobs {
 		var pods corev1.PodList
-		if err := c.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{batchv1.JobNameLabel: job.Name}); err != nil {
+		if err := c.List(ctx, &pods, client.InNamespace(team), client.MatchingLabels{batchv1.JobNameLabel: job.Name}); err != nil {
 			t.Fatal(err)
 		}
 		wl, err := workloadOf(ctx, c, job)
@@ -456,6 +535,22 @@ func installedFromImage(t *testing.T, tools realnode.Tools, hello, berth string)
 		}
 	}
 
+	// helm uninstall: nothing of berth's is left but its CRDs (and what
+	// users made of them, and the namespace Helm was asked to create).
+	if _, err := action.NewUninstall(helm).Run(helmchart.ReleaseName); err != nil {
+		t.Fatalf("helm uninstall: %v", err)
+	}
+	testenv.Eventually(t, 2*time.Minute, func() error {
+		left, err := berthObjects(ctx, kubeconfig, ns)
+		if err != nil {
+			return err
+		}
+		if len(left) > 0 {
+			return fmt.Errorf("left after helm uninstall: %v", left)
+		}
+		return nil
+	})
+
 	inst.down(t)
 	downChecked = true
 	if left := realnode.Leftovers(node, tools); len(left) > 0 {
@@ -463,18 +558,93 @@ func installedFromImage(t *testing.T, tools realnode.Tools, hello, berth string)
 	}
 }
 
+// helmConfig is Helm's client of the cluster of kubeconfig, for releases
+// in namespace.
+func helmConfig(t *testing.T, kubeconfig, namespace string) *action.Configuration {
+	t.Helper()
+	cfg := new(action.Configuration)
+	if err := cfg.Init(kube.GetConfig(kubeconfig, "", namespace), namespace, "secret", func(string, ...any) {}); err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// berthObjects lists every object of berth's in the cluster of kubeconfig,
+// of every kind the API server serves, but its CRDs and the objects of
+// their kinds (users' queues and workloads): any named berth-* (but the
+// local simulator's, berth-sim*, and the API server's own kubelet access),
+// any in namespace (but what every namespace has) or in a virtual
+// cluster's namespace, and any in group berth.dev's API services.
+func berthObjects(ctx context.Context, kubeconfig, namespace string) ([]string, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	lists, err := dc.ServerPreferredResources()
+	if err != nil {
+		return nil, fmt.Errorf("discovery: %w", err) // an APIService left unanswered shows here too
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	var left []string
+	for _, l := range lists {
+		gv, err := schema.ParseGroupVersion(l.GroupVersion)
+		if err != nil {
+			return nil, err
+		}
+		if gv.Group == berthv1.GroupVersion.Group || gv.Group == "events.k8s.io" || gv.Group == "kwok.x-k8s.io" {
+			continue
+		}
+		for _, r := range l.APIResources {
+			if strings.Contains(r.Name, "/") || !slices.Contains(r.Verbs, "list") || r.Name == "events" {
+				continue
+			}
+			objs, err := dyn.Resource(gv.WithResource(r.Name)).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return nil, fmt.Errorf("listing %s: %w", r.Name, err)
+			}
+			for _, o := range objs.Items {
+				name, ns := o.GetName(), o.GetNamespace()
+				mine := strings.HasPrefix(name, "berth") && !strings.HasPrefix(name, "berth-sim") && name != "berth-apiserver-kubelet-client" && r.Name != "customresourcedefinitions" ||
+					strings.HasPrefix(ns, "vcluster-") || strings.HasPrefix(name, "vcluster-") ||
+					(ns == namespace && !(r.Name == "serviceaccounts" && name == "default") && !(r.Name == "configmaps" && name == "kube-root-ca.crt")) ||
+					(r.Name == "apiservices" && strings.HasSuffix(name, "."+berthv1.GroupVersion.Group))
+				if r.Name == "namespaces" && name == namespace {
+					mine = false // made by helm install --create-namespace, which uninstall leaves
+				}
+				if mine {
+					left = append(left, fmt.Sprintf("%s %s", r.Name, path.Join(ns, name)))
+				}
+			}
+		}
+	}
+	return left, nil
+}
+
 // clientOf is a client of the cluster of kubeconfig, for berth's kinds too.
 func clientOf(t *testing.T, kubeconfig string) client.Client {
+	t.Helper()
+	c, err := client.New(restConfig(t, kubeconfig), client.Options{Scheme: controller.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// restConfig is the client configuration of kubeconfig.
+func restConfig(t *testing.T, kubeconfig string) *rest.Config {
 	t.Helper()
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := client.New(cfg, client.Options{Scheme: controller.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
+	return cfg
 }
 
 // realQueue makes namespace ns with LocalQueue main, on ClusterQueue real
