@@ -22,6 +22,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
@@ -558,6 +559,13 @@ func installedFromImage(t *testing.T, tools realnode.Tools, hello, berth string)
 	}
 }
 
+// served: an APIService that a Service answers (an aggregated API), not
+// the API server's own.
+func served(apiService unstructured.Unstructured) bool {
+	svc, found, _ := unstructured.NestedMap(apiService.Object, "spec", "service")
+	return found && svc != nil
+}
+
 // helmConfig is Helm's client of the cluster of kubeconfig, for releases
 // in namespace.
 func helmConfig(t *testing.T, kubeconfig, namespace string) *action.Configuration {
@@ -572,9 +580,11 @@ func helmConfig(t *testing.T, kubeconfig, namespace string) *action.Configuratio
 // berthObjects lists every object of berth's in the cluster of kubeconfig,
 // of every kind the API server serves, but its CRDs and the objects of
 // their kinds (users' queues and workloads): any named berth-* (but the
-// local simulator's, berth-sim*, and the API server's own kubelet access),
+// instance's own: its simulator's, its API server's kubelet access, its
+// real node),
 // any in namespace (but what every namespace has) or in a virtual
-// cluster's namespace, and any in group berth.dev's API services.
+// cluster's namespace, and any of berth.dev's APIServices that a Service
+// answers (the API server's own, for the CRDs' group, stays with them).
 func berthObjects(ctx context.Context, kubeconfig, namespace string) ([]string, error) {
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
@@ -611,10 +621,13 @@ func berthObjects(ctx context.Context, kubeconfig, namespace string) ([]string, 
 			}
 			for _, o := range objs.Items {
 				name, ns := o.GetName(), o.GetNamespace()
-				mine := strings.HasPrefix(name, "berth") && !strings.HasPrefix(name, "berth-sim") && name != "berth-apiserver-kubelet-client" && r.Name != "customresourcedefinitions" ||
+				// The instance's own: its simulator's, its API server's
+				// access to the kubelet, and the real node.
+				instances := strings.HasPrefix(name, "berth-sim") || name == "berth-apiserver-kubelet-client" || name == realnode.NodeName
+				mine := strings.HasPrefix(name, "berth") && !instances && r.Name != "customresourcedefinitions" ||
 					strings.HasPrefix(ns, "vcluster-") || strings.HasPrefix(name, "vcluster-") ||
 					(ns == namespace && !(r.Name == "serviceaccounts" && name == "default") && !(r.Name == "configmaps" && name == "kube-root-ca.crt")) ||
-					(r.Name == "apiservices" && strings.HasSuffix(name, "."+berthv1.GroupVersion.Group))
+					(r.Name == "apiservices" && strings.HasSuffix(name, "."+berthv1.GroupVersion.Group) && served(o))
 				if r.Name == "namespaces" && name == namespace {
 					mine = false // made by helm install --create-namespace, which uninstall leaves
 				}
