@@ -590,6 +590,7 @@ func berthObjects(ctx context.Context, kubeconfig, namespace string) ([]string, 
 	if err != nil {
 		return nil, err
 	}
+	cfg.WarningHandler = rest.NoWarnings{} // listing every kind lists deprecated ones too
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
 		return nil, err
