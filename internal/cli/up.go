@@ -142,7 +142,7 @@ the control plane keeps running afterwards. It implies --nodes 4 unless
 			"a CNI bridge network, a kubelet and kube-proxy; its pods run real containers, from images loaded with 'berth image load'. "+
 			"Needs Linux and root; 'berth down' removes what it set up on the machine")
 	cmd.Flags().BoolVar(&o.noController, "no-controller", false,
-		"run no berth controller of its own: a cluster to install berth in from its image (docs/install.md)")
+		"run no berth controller of its own and install nothing of berth's (only the simulator's CRDs and roles): a cluster to install berth in from its image and chart (docs/install.md)")
 	cmd.Flags().BoolVar(&o.auditWrites, "audit-writes", false,
 		"kube-apiserver logs every write (who, verb, object) to logs/writes.log in the data directory; "+
 			"berth bench then reports the writes by client (it costs the API server some CPU)")
