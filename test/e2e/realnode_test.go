@@ -20,6 +20,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -104,11 +105,11 @@ func main() {
 // Then berth itself, from its image and its chart (make image's and make
 // chart's builds), installed with Helm's library on an instance with
 // nothing of berth's: both replicas run and one leads, on the build the
-// chart names; queued Jobs run, and when the leader's pod is deleted the
-// other replica leads and admits a Job submitted meanwhile; the chart's
-// virtual cluster comes up; helm upgrade to another image while 50 Jobs
-// wait runs each of them once; helm uninstall leaves nothing of berth's but
-// its CRDs.
+// chart names; queued Jobs run (one that does not fit waits, then runs),
+// and when the leader's pod is deleted the other replica leads and admits
+// a Job submitted meanwhile; the chart's virtual cluster comes up; helm
+// upgrade to another image while 50 Jobs wait runs each of them once; helm
+// uninstall leaves nothing of berth's but its CRDs.
 //
 // One real node per machine: the two run one after the other.
 func TestRealNode(t *testing.T) {
@@ -403,9 +404,30 @@ func installedFromImage(t *testing.T, tools realnode.Tools, hello, berth string)
 			return err
 		})
 	}
-	before := helloJob("before", team, "0")
+	// The first runs a few seconds on the queue's whole quota (1 cpu); one
+	// submitted meanwhile waits, tried and found not to fit, then runs.
+	before, waits := helloJob("before", team, "15"), helloJob("waits", team, "0")
 	create(before)
+	testenv.Eventually(t, 2*time.Minute, func() error { return running(ctx, c, team, before.Name) })
+	create(waits)
+	testenv.Eventually(t, 30*time.Second, func() error {
+		wl, err := workloadOf(ctx, c, waits)
+		if err != nil {
+			return err
+		}
+		if wl.Status.Admission != nil {
+			if running(ctx, c, team, before.Name) == nil {
+				t.Fatalf("Job %s was admitted while Job %s held the quota", waits.Name, before.Name)
+			}
+			return fmt.Errorf("Job %s was admitted before it was seen waiting", waits.Name)
+		}
+		if cond := apimeta.FindStatusCondition(wl.Status.Conditions, berthv1.WorkloadQuotaReserved); cond == nil || cond.Status != metav1.ConditionFalse {
+			return fmt.Errorf("Workload %s not yet found not to fit: %v", wl.Name, wl.Status.Conditions)
+		}
+		return nil
+	})
 	succeeds(before, 2*time.Minute)
+	succeeds(waits, 2*time.Minute)
 
 	// The leader's pod goes: the other replica leads, and admits a Job
 	// submitted meanwhile.
