@@ -376,7 +376,11 @@ func instanceChaos(dir string, plan []chaos.Fault, log io.Writer, l *leaders) fu
 						return err
 					}
 					if c.Running && c.PID != 0 {
-						return syscall.Kill(c.PID, syscall.SIGKILL)
+						// ESRCH: it exited between the status and the kill
+						// (a paused leader, resumed): killed once back too.
+						if err := syscall.Kill(c.PID, syscall.SIGKILL); !errors.Is(err, syscall.ESRCH) {
+							return err
+						}
 					}
 					if time.Now().After(deadline) {
 						return fmt.Errorf("%s is not running, and was not back within %s", name, killWait)
