@@ -5,7 +5,9 @@ import (
 	"testing"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -81,5 +83,27 @@ func TestCertificateSecretIsOwned(t *testing.T) {
 	}
 	if len(s.OwnerReferences) != 1 || s.OwnerReferences[0].UID != "sa-uid" {
 		t.Errorf("unowned Secret's owners after: %v; want the ServiceAccount", s.OwnerReferences)
+	}
+}
+
+// In a cluster (no URL) the webhook configuration is the install's: a
+// replica that finds none (berth uninstalled while it stops) says so and
+// makes none, rather than leave one behind that calls a Service no
+// longer there. On a local control plane (a URL) it makes it.
+func TestConfigurationIsMadeOnlyLocally(t *testing.T) {
+	now := time.Date(2026, 11, 24, 0, 0, 0, 0, time.UTC)
+	for _, url := range []string{"", "https://127.0.0.1:9443"} {
+		c := fake.NewClientBuilder().Build()
+		o := Options{Namespace: "berth-system", SecretName: "berth-webhook-tls", ConfigName: "berth", CertDir: t.TempDir(), URL: url, //nolint:gosec // G101: a Secret's name, no credential
+			Service: types.NamespacedName{Namespace: "berth-system", Name: "berth-webhook"}, ServicePort: 443}
+		_, err := Prepare(context.Background(), c, o, now)
+		var have admissionregistrationv1.MutatingWebhookConfiguration
+		getErr := c.Get(context.Background(), types.NamespacedName{Name: "berth"}, &have)
+		if url == "" && (err == nil || !apierrors.IsNotFound(getErr)) {
+			t.Errorf("in a cluster with no webhook configuration: Prepare %v, configuration %v; want an error and none made", err, getErr)
+		}
+		if url != "" && (err != nil || getErr != nil) {
+			t.Errorf("locally: Prepare %v, configuration %v; want it made", err, getErr)
+		}
 	}
 }
