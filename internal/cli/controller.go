@@ -65,6 +65,8 @@ throughput long before the API server is busy.`,
 	f.StringVar(&o.WebhookHost, "webhook-host", o.WebhookHost, "address the webhook server listens on (default all)")
 	f.IntVar(&o.WebhookPort, "webhook-port", o.WebhookPort, "port the webhook server listens on")
 	f.StringVar(&o.WebhookCertDir, "webhook-cert-dir", o.WebhookCertDir, "directory for the webhook's serving certificate (default: a temporary one)")
+	f.BoolVar(&o.WebhookCertProvided, "webhook-cert-provided", o.WebhookCertProvided,
+		"--webhook-cert-dir holds a serving certificate (tls.crt, tls.key) that someone else keeps fresh, cert-manager say: berth neither makes nor renews it, and leaves the caBundle of its webhook configuration and visibility APIService to them (cert-manager's CA injector)")
 	f.StringVar(&o.WebhookURL, "webhook-url", o.WebhookURL, "base URL the API server calls the webhook at, when not through --webhook-service")
 	f.StringVar(&o.WebhookService, "webhook-service", o.WebhookService, "Service in --namespace that fronts the webhook (port 443)")
 	f.StringVar(&o.ServiceAccount, "service-account", o.ServiceAccount,

@@ -90,6 +90,10 @@ type Options struct {
 	WebhookPort int
 	// WebhookCertDir receives the serving certificate; default: a temporary directory.
 	WebhookCertDir string
+	// WebhookCertProvided says WebhookCertDir holds a certificate someone
+	// else keeps fresh (cert-manager), who also fills in the CA bundles of
+	// the webhook configuration and the visibility APIService.
+	WebhookCertProvided bool
 	// WebhookURL, when set, is the base URL the API server calls the webhook
 	// at (https://127.0.0.1:port for a local control plane). Otherwise it is
 	// called through WebhookService on port 443.
@@ -168,6 +172,9 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = o.QPS, o.Burst
 	scheme := Scheme()
+	if o.WebhookCertProvided && o.WebhookCertDir == "" {
+		return errors.New("--webhook-cert-provided needs --webhook-cert-dir: where the certificate is")
+	}
 	if o.WebhookCertDir == "" {
 		dir, err := os.MkdirTemp("", "berth-webhook-")
 		if err != nil {
@@ -186,7 +193,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	}
 	caBundle, err := webhook.Prepare(ctx, direct, webhook.Options{ //nolint:gosec // G101: SecretName names where the certificate is kept; it is no credential
 		Namespace: o.Namespace, SecretName: "berth-webhook-tls", ConfigName: "berth", CertDir: o.WebhookCertDir,
-		URL: o.WebhookURL, Service: types.NamespacedName{Namespace: o.Namespace, Name: o.WebhookService},
+		CertProvided: o.WebhookCertProvided, URL: o.WebhookURL, Service: types.NamespacedName{Namespace: o.Namespace, Name: o.WebhookService},
 		ServicePort: 443, ManageAll: o.ManageJobsWithoutQueueName,
 		AlsoServes: []types.NamespacedName{{Namespace: o.Namespace, Name: visctrl.ServiceName}}, Owner: owner,
 	}, time.Now())

@@ -52,7 +52,9 @@ type Options struct {
 	// server's. The leader writes them as the Service's only endpoint.
 	PodIP string
 	Port  int
-	// CABundle verifies the webhook server's certificate.
+	// CABundle verifies the webhook server's certificate. Empty, the
+	// certificate's provider (cert-manager's CA injector) fills it in and
+	// berth keeps what it wrote.
 	CABundle []byte
 	// Owner, when set, owns the APIService: berth's Workload CRD, so that
 	// removing berth's CRDs removes the APIService too, rather than leave
@@ -198,7 +200,11 @@ func register(ctx context.Context, c client.Client, r client.Reader, o Options) 
 		}
 	}
 	if err := upsert.Object(ctx, c, r, api, func(have *apiregistrationv1.APIService) error {
+		ca := have.Spec.CABundle
 		have.Spec, have.OwnerReferences = api.Spec, api.OwnerReferences
+		if len(o.CABundle) == 0 {
+			have.Spec.CABundle = ca
+		}
 		return nil
 	}); err != nil {
 		return err

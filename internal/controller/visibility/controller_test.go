@@ -1,12 +1,19 @@
 package visibility
 
 import (
+	"context"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 )
 
 // On a local control plane the API server reaches the controller by an
@@ -80,6 +87,42 @@ func TestObjectsRefuseWhatCannotBeReached(t *testing.T) {
 	} {
 		if _, _, _, err := Objects(c.o); err == nil || !strings.Contains(err.Error(), c.says) {
 			t.Errorf("Objects(%+v) = %v, want an error saying %q", c.o, err, c.says)
+		}
+	}
+}
+
+// With a certificate that cert-manager provides (no CA bundle given), the
+// leader registering the API keeps the bundle cert-manager's CA injector
+// wrote in the APIService; with its own, it writes that.
+func TestRegisterKeepsAnInjectedCABundle(t *testing.T) {
+	ctx := context.Background()
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, apiregistrationv1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct{ given, want string }{{"", "injected"}, {"berth's", "berth's"}} {
+		o := Options{Namespace: "berth-system", PodIP: "10.0.0.5", Port: 9443, CABundle: []byte(tc.given)}
+		api, _, _, err := Objects(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		api.Spec.CABundle = []byte("injected")
+		crd := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: OwnerCRD, UID: "crd-uid"}}
+		c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(crd, api).Build()
+		if err := register(ctx, c, c, o); err != nil {
+			t.Fatal(err)
+		}
+		var have apiregistrationv1.APIService
+		if err := c.Get(ctx, client.ObjectKeyFromObject(api), &have); err != nil {
+			t.Fatal(err)
+		}
+		if string(have.Spec.CABundle) != tc.want {
+			t.Errorf("given CA bundle %q: the APIService has %q; want %q", tc.given, have.Spec.CABundle, tc.want)
+		}
+		if have.Spec.Service == nil || have.Spec.Service.Name != ServiceName || len(have.OwnerReferences) != 1 {
+			t.Errorf("given CA bundle %q: APIService %+v, owners %v; want it registered", tc.given, have.Spec, have.OwnerReferences)
 		}
 	}
 }

@@ -1,12 +1,14 @@
 // Package webhook prepares what the API server needs to call berth's admission
 // webhooks: a serving certificate that berth manages itself (kept in a Secret,
-// so every replica serves the same one) and the MutatingWebhookConfiguration
-// that points at the controller, by URL (local control plane) or by Service
-// (in a cluster), with the CA bundle filled in.
+// so every replica serves the same one) or that is provided (by cert-manager),
+// and the MutatingWebhookConfiguration that points at the controller, by URL
+// (local control plane) or by Service (in a cluster), with the CA bundle
+// filled in when berth manages the certificate.
 package webhook
 
 import (
 	"context"
+	"crypto/tls"
 	"crypto/x509"
 	"fmt"
 	"net"
@@ -20,6 +22,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
@@ -42,6 +45,10 @@ type Options struct {
 	ConfigName string
 	// CertDir receives tls.crt and tls.key for the webhook server.
 	CertDir string
+	// CertProvided says CertDir already holds them, kept fresh by someone
+	// else (cert-manager, from the Secret), who also fills in the CA
+	// bundle of the webhook configuration: berth writes neither.
+	CertProvided bool
 	// URL, when set, is the base URL the API server calls (https://127.0.0.1:9443).
 	URL string
 	// Service is used when URL is empty.
@@ -75,8 +82,51 @@ const templateQueued = `has(object.spec.template.metadata) && has(object.spec.te
 
 // Prepare makes sure the certificate exists and is fresh, writes it for the
 // server, and points the webhook configuration at the controller. It returns
-// the CA bundle that verifies the server.
+// the CA bundle that verifies the server; none for a provided certificate,
+// whose provider fills it in.
 func Prepare(ctx context.Context, c client.Client, o Options, now time.Time) ([]byte, error) {
+	var caPEM []byte
+	var err error
+	if o.CertProvided {
+		err = provided(ctx, c, o)
+	} else {
+		caPEM, err = managed(ctx, c, o, now)
+	}
+	if err != nil {
+		return nil, err
+	}
+	want := Configuration(o, caPEM)
+	// A conflict is cert-manager's CA injector writing at the same moment.
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var have admissionregistrationv1.MutatingWebhookConfiguration
+		err := c.Get(ctx, types.NamespacedName{Name: o.ConfigName}, &have)
+		switch {
+		case apierrors.IsNotFound(err) && o.URL == "":
+			// In a cluster berth's chart installs it, and uninstalling removes
+			// it: a replica still stopping then must not make it again.
+			return fmt.Errorf("not found: it is installed with berth (its chart, or config/deploy)")
+		case apierrors.IsNotFound(err):
+			return c.Create(ctx, want)
+		case err != nil:
+			return err
+		}
+		webhooks := slices.Clone(want.Webhooks)
+		if o.CertProvided {
+			keepCABundle(have.Webhooks, webhooks)
+		}
+		have.Webhooks = webhooks
+		have.Labels = want.Labels
+		return c.Update(ctx, &have)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("MutatingWebhookConfiguration %s: %w", o.ConfigName, err)
+	}
+	return caPEM, nil
+}
+
+// managed makes sure berth's own certificate exists and is fresh, and
+// writes it for the server.
+func managed(ctx context.Context, c client.Client, o Options, now time.Time) (caPEM []byte, err error) {
 	caPEM, certPEM, keyPEM, err := ensureSecret(ctx, c, o, now)
 	if err != nil {
 		return nil, fmt.Errorf("webhook certificate (Secret %s/%s): %w", o.Namespace, o.SecretName, err)
@@ -87,28 +137,71 @@ func Prepare(ctx context.Context, c client.Client, o Options, now time.Time) ([]
 	if err := os.WriteFile(filepath.Join(o.CertDir, "tls.crt"), certPEM, 0o600); err != nil {
 		return nil, err
 	}
-	if err := os.WriteFile(filepath.Join(o.CertDir, "tls.key"), keyPEM, 0o600); err != nil {
-		return nil, err
-	}
-	want := Configuration(o, caPEM)
-	var have admissionregistrationv1.MutatingWebhookConfiguration
-	err = c.Get(ctx, types.NamespacedName{Name: o.ConfigName}, &have)
-	switch {
-	case apierrors.IsNotFound(err) && o.URL == "":
-		// In a cluster berth's chart installs it, and uninstalling removes
-		// it: a replica still stopping then must not make it again.
-		err = fmt.Errorf("not found: it is installed with berth (its chart, or config/deploy)")
-	case apierrors.IsNotFound(err):
-		err = c.Create(ctx, want)
-	case err == nil:
-		have.Webhooks = want.Webhooks
-		have.Labels = want.Labels
-		err = c.Update(ctx, &have)
-	}
+	return caPEM, os.WriteFile(filepath.Join(o.CertDir, "tls.key"), keyPEM, 0o600)
+}
+
+// provided checks that the certificate given in CertDir can be served, and
+// makes its Secret, when there is one, owned by Owner: cert-manager does
+// not delete the Secrets it writes, and uninstalling berth should.
+func provided(ctx context.Context, c client.Client, o Options) error {
+	certPEM, err := os.ReadFile(filepath.Join(o.CertDir, "tls.crt"))
 	if err != nil {
-		return nil, fmt.Errorf("MutatingWebhookConfiguration %s: %w", o.ConfigName, err)
+		return fmt.Errorf("the provided webhook certificate: %w", err)
 	}
-	return caPEM, nil
+	keyPEM, err := os.ReadFile(filepath.Join(o.CertDir, "tls.key"))
+	if err != nil {
+		return fmt.Errorf("the provided webhook certificate's key: %w", err)
+	}
+	// As the server will load it: any key encoding (cert-manager's RSA
+	// keys are PKCS #1).
+	if _, err := tls.X509KeyPair(certPEM, keyPEM); err != nil {
+		return fmt.Errorf("the provided webhook certificate in %s: %w", o.CertDir, err)
+	}
+	if o.Owner == nil {
+		return nil
+	}
+	for attempt := 0; attempt < 5; attempt++ {
+		var s corev1.Secret
+		err := c.Get(ctx, types.NamespacedName{Namespace: o.Namespace, Name: o.SecretName}, &s)
+		if apierrors.IsNotFound(err) {
+			return nil // provided some other way
+		}
+		if err != nil {
+			return fmt.Errorf("Secret %s/%s: %w", o.Namespace, o.SecretName, err)
+		}
+		if slices.ContainsFunc(s.OwnerReferences, func(r metav1.OwnerReference) bool { return r.UID == o.Owner.UID }) {
+			return nil
+		}
+		// Added beside cert-manager's own owners, if it was told to set any.
+		s.OwnerReferences = append(s.OwnerReferences, *o.Owner)
+		if err := c.Update(ctx, &s); !apierrors.IsConflict(err) {
+			if err != nil {
+				return fmt.Errorf("Secret %s/%s: %w", o.Namespace, o.SecretName, err)
+			}
+			return nil
+		}
+	}
+	return fmt.Errorf("Secret %s/%s: kept conflicting with other writers", o.Namespace, o.SecretName)
+}
+
+// keepCABundle gives each wanted webhook the CA bundle its namesake has,
+// as the certificate's provider injected it.
+func keepCABundle(have, want []admissionregistrationv1.MutatingWebhook) {
+	var some []byte
+	byName := map[string][]byte{}
+	for _, h := range have {
+		byName[h.Name] = h.ClientConfig.CABundle
+		if len(h.ClientConfig.CABundle) > 0 {
+			some = h.ClientConfig.CABundle
+		}
+	}
+	for i := range want {
+		if ca := byName[want[i].Name]; len(ca) > 0 {
+			want[i].ClientConfig.CABundle = ca
+		} else {
+			want[i].ClientConfig.CABundle = some // a webhook new in this version
+		}
+	}
 }
 
 // ensureSecret returns the CA and serving certificate from the Secret,

@@ -2,6 +2,15 @@ package webhook
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,6 +19,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/berth-dev/berth/internal/pki"
@@ -105,5 +115,80 @@ func TestConfigurationIsMadeOnlyLocally(t *testing.T) {
 		if url != "" && (err != nil || getErr != nil) {
 			t.Errorf("locally: Prepare %v, configuration %v; want it made", err, getErr)
 		}
+	}
+}
+
+// With a provided certificate (cert-manager's, mounted from its Secret)
+// berth serves it as it is: it writes no certificate, keeps the CA bundle
+// the provider injected (a webhook new in this version gets it too), and
+// only takes the Secret as its ServiceAccount's, so uninstalling removes it.
+// A certificate missing from the directory is an error naming it.
+func TestProvidedCertificateIsLeftToItsProvider(t *testing.T) {
+	now := time.Date(2026, 11, 24, 0, 0, 0, 0, time.UTC)
+	ctx := context.Background()
+	dir := t.TempDir()
+	owner := &metav1.OwnerReference{APIVersion: "v1", Kind: "ServiceAccount", Name: "berth-controller", UID: "sa-uid"}
+	o := Options{Namespace: "berth-system", SecretName: "berth-webhook-tls", ConfigName: "berth", CertDir: dir, CertProvided: true, //nolint:gosec // G101: a Secret's name, no credential
+		Service: types.NamespacedName{Namespace: "berth-system", Name: "berth-webhook"}, ServicePort: 443, Owner: owner}
+	if _, err := Prepare(ctx, fake.NewClientBuilder().Build(), o, now); err == nil || !strings.Contains(err.Error(), filepath.Join(dir, "tls.crt")) {
+		t.Errorf("no certificate provided: %v; want an error naming %s", err, filepath.Join(dir, "tls.crt"))
+	}
+
+	// As cert-manager's self-signed issuer makes it by default: RSA, its
+	// key in PKCS #1, the certificate its own CA.
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "berth-webhook"}, DNSNames: dnsNames(o),
+		NotBefore: now, NotAfter: now.Add(90 * 24 * time.Hour), ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)})
+	for name, data := range map[string][]byte{"tls.crt": certPEM, "tls.key": keyPEM} {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "berth-system", Name: "berth-webhook-tls",
+		Annotations: map[string]string{"cert-manager.io/certificate-name": "berth-webhook"}},
+		Data: map[string][]byte{"ca.crt": certPEM, "tls.crt": certPEM, "tls.key": keyPEM}}
+	config := Configuration(o, []byte("injected"))
+	config.Webhooks = config.Webhooks[1:] // as an older version installed it
+	c := fake.NewClientBuilder().WithObjects(secret, config).Build()
+	got, err := Prepare(ctx, c, o, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != nil {
+		t.Errorf("Prepare returned a CA bundle %q for a provided certificate; want none", got)
+	}
+	var have admissionregistrationv1.MutatingWebhookConfiguration
+	if err := c.Get(ctx, types.NamespacedName{Name: "berth"}, &have); err != nil {
+		t.Fatal(err)
+	}
+	if len(have.Webhooks) != len(Configuration(o, nil).Webhooks) {
+		t.Errorf("%d webhooks; want all %d", len(have.Webhooks), len(Configuration(o, nil).Webhooks))
+	}
+	for _, h := range have.Webhooks {
+		if string(h.ClientConfig.CABundle) != "injected" {
+			t.Errorf("webhook %s: caBundle %q; want the injected one kept", h.Name, h.ClientConfig.CABundle)
+		}
+	}
+	var s corev1.Secret
+	if err := c.Get(ctx, client.ObjectKeyFromObject(secret), &s); err != nil {
+		t.Fatal(err)
+	}
+	if string(s.Data["tls.crt"]) != string(certPEM) || string(s.Data["ca.crt"]) != string(certPEM) {
+		t.Error("berth rewrote the provided certificate's Secret")
+	}
+	if len(s.OwnerReferences) != 1 || s.OwnerReferences[0].UID != "sa-uid" {
+		t.Errorf("provided Secret's owners: %v; want the ServiceAccount", s.OwnerReferences)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 2 {
+		t.Errorf("the certificate directory holds %d files; want the 2 provided", len(entries))
 	}
 }
