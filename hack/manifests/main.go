@@ -110,8 +110,11 @@ func chartFromCode() error {
 		return err
 	}
 	data = []byte(strings.Replace(string(data), "  creationTimestamp: null\n", "", 1))
+	data = []byte(strings.Replace(string(data), "metadata:\n",
+		"metadata:\n  {{- with include \"berth.caInjection\" . }}\n  {{- . | nindent 2 }}\n  {{- end }}\n", 1))
 	note := "# The controller keeps it up to date and fills in caBundle with the CA of the\n" +
-		"# certificate it manages; declared here so that uninstalling removes it.\n"
+		"# certificate it manages (or cert-manager's CA injector, with its);\n" +
+		"# declared here so that uninstalling removes it.\n"
 	templates := filepath.Join(helmchart.Dir, "templates")
 	if err := writeTemplate(filepath.Join(templates, "webhook.yaml"), header+note+string(data)); err != nil {
 		return err

@@ -22,6 +22,7 @@ func TestChartGivesTheControllerItsOwnFlags(t *testing.T) {
 		"controller": map[string]any{"fairSharing": true, "manageJobsWithoutQueueName": true, "kubeAPIQPS": 100, "kubeAPIBurst": 200,
 			"origin": "manager-1", "workerLostTimeout": "2m", "logLevel": "debug",
 			"leaderElection": map[string]any{"leaseDuration": "30s", "renewDeadline": "20s", "retryPeriod": "5s"}},
+		"certManager": map[string]any{"enabled": true},
 	})
 	if err != nil {
 		t.Fatal(err)

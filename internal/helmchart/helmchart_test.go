@@ -77,6 +77,7 @@ func everything() map[string]any {
 		"metrics":           map[string]any{"serviceMonitor": map[string]any{"enabled": true}},
 		"priorityClassName": "system-cluster-critical",
 		"vclusters":         []any{map[string]any{"name": "team-a"}, map[string]any{"name": "scratch", "storage": ""}},
+		"certManager":       map[string]any{"enabled": true},
 	}
 }
 
@@ -116,7 +117,7 @@ func TestDefaults(t *testing.T) {
 	if pdb := find(objs, "PodDisruptionBudget", "berth-controller"); pdb == nil {
 		t.Error("no PodDisruptionBudget")
 	}
-	for _, kind := range []string{"CustomResourceDefinition", "ServiceMonitor", "Namespace"} {
+	for _, kind := range []string{"CustomResourceDefinition", "ServiceMonitor", "Namespace", "Certificate", "Issuer"} {
 		for _, o := range objs {
 			if o.GetKind() == kind {
 				t.Errorf("%s %s rendered by default", kind, o.GetName())
@@ -185,6 +186,68 @@ func TestValues(t *testing.T) {
 	}
 }
 
+// With certManager.enabled, cert-manager issues the webhooks' certificate
+// into the Secret the controller mounts and serves as given, and its CA
+// injector is asked to fill in both CA bundles; by default the controller
+// makes its own and nothing asks for injection. An issuer of the cluster's
+// replaces the chart's self-signed one.
+func TestCertManager(t *testing.T) {
+	injects := func(objs []*unstructured.Unstructured) []string {
+		var asked []string
+		for _, o := range objs {
+			if from := o.GetAnnotations()["cert-manager.io/inject-ca-from"]; from != "" {
+				asked = append(asked, o.GetKind()+" "+from)
+			}
+		}
+		slices.Sort(asked)
+		return asked
+	}
+	if asked := injects(render(t, "queues", nil)); len(asked) > 0 {
+		t.Errorf("by default, CA injection asked of %v", asked)
+	}
+
+	objs := render(t, "queues", map[string]any{"certManager": map[string]any{"enabled": true}})
+	want := []string{"APIService queues/berth-webhook", "MutatingWebhookConfiguration queues/berth-webhook"}
+	if asked := injects(objs); !slices.Equal(asked, want) {
+		t.Errorf("CA injection asked of %v; want %v", asked, want)
+	}
+	cert := find(objs, "Certificate", "berth-webhook")
+	if cert == nil || cert.GetNamespace() != "queues" {
+		t.Fatalf("Certificate berth-webhook: %v", cert)
+	}
+	secretName, _, _ := unstructured.NestedString(cert.Object, "spec", "secretName")
+	names, _, _ := unstructured.NestedStringSlice(cert.Object, "spec", "dnsNames")
+	issuer, _, _ := unstructured.NestedStringMap(cert.Object, "spec", "issuerRef")
+	if secretName != "berth-webhook-tls" || !slices.Contains(names, "berth-webhook.queues.svc") || !slices.Contains(names, "berth-visibility.queues.svc") { //nolint:gosec // G101: a Secret's name, no credential
+		t.Errorf("Certificate: Secret %q, names %v", secretName, names)
+	}
+	if issuer["name"] != "berth-selfsigned" || issuer["kind"] != "Issuer" || find(objs, "Issuer", "berth-selfsigned") == nil {
+		t.Errorf("Certificate's issuer %v; want the chart's self-signed Issuer, rendered", issuer)
+	}
+	pod := deployment(t, objs, "berth-controller").Spec.Template.Spec
+	if args := pod.Containers[0].Args; !slices.Contains(args, "--webhook-cert-provided") || !slices.Contains(args, "--webhook-cert-dir=/certs") {
+		t.Errorf("args %v; want the certificate served as provided, from /certs", args)
+	}
+	mounted := false
+	for _, v := range pod.Volumes {
+		if v.Secret != nil && v.Secret.SecretName == secretName {
+			for _, m := range pod.Containers[0].VolumeMounts {
+				mounted = mounted || m.Name == v.Name && m.MountPath == "/certs" && m.ReadOnly
+			}
+		}
+	}
+	if !mounted {
+		t.Errorf("Secret %s not mounted read-only at /certs: %+v, %+v", secretName, pod.Volumes, pod.Containers[0].VolumeMounts)
+	}
+
+	objs = render(t, "queues", map[string]any{"certManager": map[string]any{"enabled": true,
+		"issuerRef": map[string]any{"name": "corp-ca", "kind": "ClusterIssuer", "group": "cert-manager.io"}}})
+	issuer, _, _ = unstructured.NestedStringMap(find(objs, "Certificate", "berth-webhook").Object, "spec", "issuerRef")
+	if issuer["name"] != "corp-ca" || issuer["kind"] != "ClusterIssuer" || issuer["group"] != "cert-manager.io" || find(objs, "Issuer", "berth-selfsigned") != nil {
+		t.Errorf("with the cluster's issuer named: Certificate's issuer %v, and the chart's own rendered too: %v", issuer, find(objs, "Issuer", "berth-selfsigned") != nil)
+	}
+}
+
 // A value the chart does not know, or one of the wrong shape, is refused
 // with its name, rather than ignored.
 func TestValuesRefused(t *testing.T) {
@@ -202,6 +265,7 @@ func TestValuesRefused(t *testing.T) {
 		{map[string]any{"controller": map[string]any{"leaderElection": map[string]any{"leaseDuration": "15"}}}, "leaseDuration"},
 		{map[string]any{"vclusters": []any{map[string]any{"name": "Team_A"}}}, "name"},
 		{map[string]any{"image": map[string]any{"pullPolicy": "Sometimes"}}, "pullPolicy"},
+		{map[string]any{"certManager": map[string]any{"enabled": true, "issuerRef": map[string]any{"name": "ca", "kind": "Vault"}}}, "kind"},
 	} {
 		_, err := Render(ch, "berth-system", tc.vals)
 		if err == nil || !strings.Contains(err.Error(), tc.says) {

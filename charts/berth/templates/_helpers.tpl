@@ -14,3 +14,12 @@ app.kubernetes.io/name: berth-controller
 {{- define "berth.image" -}}
 {{ .Values.image.repository }}:{{ .Values.image.tag | default (.Chart.AppVersion | replace "+" "-") }}
 {{- end }}
+
+{{/* With cert-manager, its CA injector fills in caBundle from the
+webhook's Certificate. */}}
+{{- define "berth.caInjection" -}}
+{{- if .Values.certManager.enabled -}}
+annotations:
+  cert-manager.io/inject-ca-from: {{ .Release.Namespace }}/berth-webhook
+{{- end }}
+{{- end }}
