@@ -108,8 +108,10 @@ func main() {
 // chart names; queued Jobs run (one that does not fit waits, then runs),
 // and when the leader's pod is deleted the other replica leads and admits
 // a Job submitted meanwhile; the chart's virtual cluster comes up; helm
-// upgrade to another image while 50 Jobs wait runs each of them once; helm
-// uninstall leaves nothing of berth's but its CRDs.
+// upgrade to another image, and to webhook certificates that cert-manager
+// issues, while 50 Jobs wait runs each of them once; the webhooks and the
+// visibility API answer with cert-manager's certificate; helm uninstall
+// leaves nothing of berth's but its CRDs.
 //
 // One real node per machine: the two run one after the other.
 func TestRealNode(t *testing.T) {
@@ -119,10 +121,11 @@ func TestRealNode(t *testing.T) {
 		t.Fatalf("this test needs a machine that can run a real node (.ci/run installs what it needs): %v", err)
 	}
 	hello := helloImage(t)
-	berth := make(chan string, 1)
+	berth, cm := make(chan string, 1), make(chan certManager, 1)
 	go func() { berth <- berthImage(t) }() // a minute or more: built meanwhile
+	go func() { cm <- buildCertManager(t) }()
 	t.Run("queued Jobs run real containers", func(t *testing.T) { queuedJobsRun(t, tools, hello) })
-	t.Run("berth installed from its image and chart", func(t *testing.T) { installedFromImage(t, tools, hello, <-berth) })
+	t.Run("berth installed from its image and chart", func(t *testing.T) { installedFromImage(t, tools, hello, <-berth, <-cm) })
 }
 
 func queuedJobsRun(t *testing.T, tools realnode.Tools, archive string) {
@@ -270,7 +273,7 @@ func berthImage(t *testing.T) string {
 	return archive
 }
 
-func installedFromImage(t *testing.T, tools realnode.Tools, hello, berth string) {
+func installedFromImage(t *testing.T, tools realnode.Tools, hello, berth string, cm certManager) {
 	if berth == "" {
 		t.Fatal("no image of berth to install")
 	}
@@ -336,6 +339,22 @@ func installedFromImage(t *testing.T, tools realnode.Tools, hello, berth string)
 		t.Fatalf("helm install: %v", err)
 	}
 
+	// What a failure needs explained: the controller's pods, their logs and
+	// the certificate's state.
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		for _, args := range [][]string{
+			{"-n", ns, "get", "pods,certificates,certificaterequests,secrets", "-o", "wide"},
+			{"-n", ns, "describe", "pods"},
+			{"-n", ns, "logs", "-l", "app.kubernetes.io/name=berth-controller", "--tail", "30", "--prefix"},
+			{"-n", ns, "describe", "certificates"},
+		} {
+			out, _ := exec.Command(inst.bin, append([]string{"kubectl", "--kubeconfig", kubeconfig}, args...)...).CombinedOutput()
+			t.Logf("kubectl %s:\n%s", strings.Join(args, " "), tail(string(out), 80))
+		}
+	})
 	leader := func() (string, error) {
 		var lease coordinationv1.Lease
 		if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "berth-controller"}, &lease); err != nil {
@@ -459,8 +478,9 @@ func installedFromImage(t *testing.T, tools realnode.Tools, hello, berth string)
 		return nil
 	})
 
-	// helm upgrade to another image while 50 Jobs wait (their queue held):
-	// once it has rolled out and the queue is released, each runs once.
+	// helm upgrade to another image, with cert-manager now issuing the
+	// webhooks' certificate, while 50 Jobs wait (their queue held): once it
+	// has rolled out and the queue is released, each runs once.
 	const waiting = 50
 	burst := MakeClusterQueue("burst").StopPolicy(berthv1.Hold).
 		ResourceGroup(MakeFlavorQuotas("real").Resource("cpu", "1").Obj()).Obj()
@@ -492,9 +512,12 @@ func installedFromImage(t *testing.T, tools realnode.Tools, hello, berth string)
 		"images", "tag", leaderPod.Spec.Containers[0].Image, "berth.dev/berth:e2e-upgraded").CombinedOutput(); err != nil {
 		t.Fatalf("ctr images tag: %v\n%s", err, out)
 	}
+	cm.start(t, kubectl, kubeconfig)
+	helm = helmConfig(t, kubeconfig, ns) // anew, as the helm command would be: it learns cert-manager's kinds
 	upgrade := action.NewUpgrade(helm)
 	upgrade.Namespace, upgrade.ReuseValues = ns, true
-	if _, err := upgrade.RunWithContext(ctx, helmchart.ReleaseName, ch, map[string]any{"image": map[string]any{"tag": "e2e-upgraded"}}); err != nil {
+	if _, err := upgrade.RunWithContext(ctx, helmchart.ReleaseName, ch, map[string]any{"image": map[string]any{"tag": "e2e-upgraded"},
+		"certManager": map[string]any{"enabled": true}}); err != nil {
 		t.Fatalf("helm upgrade: %v", err)
 	}
 	testenv.Eventually(t, 3*time.Minute, func() error {
@@ -521,6 +544,21 @@ func installedFromImage(t *testing.T, tools realnode.Tools, hello, berth string)
 		}
 		return nil
 	})
+	certManagersServed(t, c, ns, func() (string, error) {
+		out, err := exec.Command(inst.bin, "kubectl", "--kubeconfig", kubeconfig, "get", "--raw",
+			"/apis/visibility.berth.dev/v1beta1/clusterqueues/burst/pendingworkloads").CombinedOutput()
+		return string(out), err
+	})
+	// The webhook answers with cert-manager's certificate: a queued Job is
+	// held (the webhooks fail closed, so it could not be created otherwise).
+	after := helloJob(fmt.Sprintf("burst-%d", waiting), team, "0")
+	after.Labels[berthv1.QueueNameLabel] = "burst"
+	after.Spec.Template.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("10m")
+	create(after)
+	burstJobs = append(burstJobs, after)
+	if after.Spec.Suspend == nil || !*after.Spec.Suspend {
+		t.Errorf("Job %s created after the upgrade was not held by the webhook", after.Name)
+	}
 	if err := c.Get(ctx, client.ObjectKeyFromObject(burst), burst); err != nil {
 		t.Fatal(err)
 	}
@@ -539,8 +577,8 @@ func installedFromImage(t *testing.T, tools realnode.Tools, hello, berth string)
 				done++
 			}
 		}
-		if done != waiting {
-			return fmt.Errorf("%d of %d Jobs succeeded", done, waiting)
+		if done != len(burstJobs) {
+			return fmt.Errorf("%d of %d Jobs succeeded", done, len(burstJobs))
 		}
 		return nil
 	})
