@@ -12,6 +12,7 @@ import (
 	"net/http/pprof"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -191,15 +192,18 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	if err != nil {
 		return err
 	}
-	caBundle, err := webhook.Prepare(ctx, direct, webhook.Options{ //nolint:gosec // G101: SecretName names where the certificate is kept; it is no credential
+	hookOpts := webhook.Options{ //nolint:gosec // G101: SecretName names where the certificate is kept; it is no credential
 		Namespace: o.Namespace, SecretName: "berth-webhook-tls", ConfigName: "berth", CertDir: o.WebhookCertDir,
 		CertProvided: o.WebhookCertProvided, URL: o.WebhookURL, Service: types.NamespacedName{Namespace: o.Namespace, Name: o.WebhookService},
 		ServicePort: 443, ManageAll: o.ManageJobsWithoutQueueName,
 		AlsoServes: []types.NamespacedName{{Namespace: o.Namespace, Name: visctrl.ServiceName}}, Owner: owner,
-	}, time.Now())
+	}
+	caBundle, err := webhook.Prepare(ctx, direct, hookOpts, time.Now())
 	if err != nil {
 		return err
 	}
+	var currentCA atomic.Pointer[[]byte]
+	currentCA.Store(&caBundle)
 	proxy, visErr := frontProxy(ctx, direct)
 	if visErr == nil && o.WebhookURL == "" && o.PodIP == "" {
 		visErr = errors.New("neither --webhook-url nor --pod-ip is set, so the API server could not reach it")
@@ -260,6 +264,22 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		return err
 	}
 	metrics.Register(ctrlmetrics.Registry)
+	if !o.WebhookCertProvided {
+		// Every replica, leader or not: each serves the webhooks.
+		renew := func(ctx context.Context) error {
+			webhook.Renew(ctx, direct, hookOpts, time.Hour, clock.RealClock{}, func(ctx context.Context, ca []byte) error {
+				currentCA.Store(&ca)
+				if visErr != nil {
+					return nil
+				}
+				return visctrl.TrustCA(ctx, direct, ca)
+			})
+			return nil
+		}
+		if err := mgr.Add(everyReplica(renew)); err != nil {
+			return err
+		}
+	}
 
 	sched := scheduler.New(clock.RealClock{})
 	sched.SetFairSharing(o.FairSharing)
@@ -281,7 +301,8 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	if visErr == nil {
 		synced := func() bool { return adm.HasSynced() && q.HasSynced() && checksSynced() }
 		if err := visctrl.Setup(mgr, sched, synced, proxy, visctrl.Options{Namespace: o.Namespace, URL: o.WebhookURL,
-			PodIP: o.PodIP, Port: o.WebhookPort, CABundle: caBundle, NamespaceOwner: owner}); err != nil {
+			PodIP: o.PodIP, Port: o.WebhookPort, CABundle: caBundle, NamespaceOwner: owner,
+			CurrentCA: func() []byte { return *currentCA.Load() }}); err != nil {
 			return err
 		}
 	}
@@ -426,3 +447,10 @@ func profiling(on bool) map[string]http.Handler {
 	}
 	return map[string]http.Handler{"/debug/pprof/profile": http.HandlerFunc(pprof.Profile)}
 }
+
+// everyReplica is a runnable that runs on every replica, not only the
+// leader.
+type everyReplica func(context.Context) error
+
+func (r everyReplica) Start(ctx context.Context) error { return r(ctx) }
+func (everyReplica) NeedLeaderElection() bool          { return false }

@@ -1,6 +1,7 @@
 package visibility
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -56,6 +57,10 @@ type Options struct {
 	// certificate's provider (cert-manager's CA injector) fills it in and
 	// berth keeps what it wrote.
 	CABundle []byte
+	// CurrentCA, when set, is the CA bundle as it is now (berth renews its
+	// certificate while it runs): the leader registers with it, not with
+	// CABundle as it was at start.
+	CurrentCA func() []byte
 	// Owner, when set, owns the APIService: berth's Workload CRD, so that
 	// removing berth's CRDs removes the APIService too, rather than leave
 	// one no server answers (which stalls every namespace deletion).
@@ -154,6 +159,10 @@ func Setup(mgr ctrl.Manager, lines visibility.Lines, synced func() bool, proxy v
 		// Retried until it takes: the API is unreachable until registered.
 		_ = wait.ExponentialBackoffWithContext(ctx, wait.Backoff{Duration: time.Second, Factor: 2, Cap: time.Minute, Steps: 1 << 30},
 			func(ctx context.Context) (bool, error) {
+				o := o
+				if o.CurrentCA != nil {
+					o.CABundle = o.CurrentCA()
+				}
 				if err := register(ctx, mgr.GetClient(), mgr.GetAPIReader(), o); err != nil {
 					log.Error(err, "registering the visibility API; trying again")
 					return false, nil
@@ -163,6 +172,21 @@ func Setup(mgr ctrl.Manager, lines visibility.Lines, synced func() bool, proxy v
 		<-ctx.Done()
 		return nil
 	}))
+}
+
+// TrustCA sets the CA bundle of the APIService, when it exists, to ca: the
+// webhook certificate was renewed.
+func TrustCA(ctx context.Context, c client.Client, ca []byte) error {
+	var api apiregistrationv1.APIService
+	if err := c.Get(ctx, client.ObjectKey{Name: APIServiceName}, &api); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if bytes.Equal(api.Spec.CABundle, ca) {
+		return nil
+	}
+	orig := api.DeepCopy()
+	api.Spec.CABundle = ca
+	return c.Patch(ctx, &api, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
 }
 
 // register writes each object, creating it or bringing it to what is

@@ -126,3 +126,36 @@ func TestRegisterKeepsAnInjectedCABundle(t *testing.T) {
 		}
 	}
 }
+
+// A renewed webhook certificate's CA bundle reaches the APIService; with
+// no APIService (berth uninstalled while a replica stops) nothing is made.
+func TestTrustCA(t *testing.T) {
+	ctx := context.Background()
+	scheme := runtime.NewScheme()
+	if err := apiregistrationv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	c := fake.NewClientBuilder().WithScheme(scheme).Build()
+	if err := TrustCA(ctx, c, []byte("new")); err != nil {
+		t.Errorf("without an APIService: %v", err)
+	}
+	var list apiregistrationv1.APIServiceList
+	if err := c.List(ctx, &list); err != nil || len(list.Items) != 0 {
+		t.Errorf("without an APIService, TrustCA made %d (%v)", len(list.Items), err)
+	}
+	api, _, _, err := Objects(Options{Namespace: "berth-system", PodIP: "10.0.0.5", Port: 9443, CABundle: []byte("old")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c = fake.NewClientBuilder().WithScheme(scheme).WithObjects(api).Build()
+	if err := TrustCA(ctx, c, []byte("new")); err != nil {
+		t.Fatal(err)
+	}
+	var have apiregistrationv1.APIService
+	if err := c.Get(ctx, client.ObjectKeyFromObject(api), &have); err != nil {
+		t.Fatal(err)
+	}
+	if string(have.Spec.CABundle) != "new" || have.Spec.Service == nil {
+		t.Errorf("APIService after TrustCA: %+v", have.Spec)
+	}
+}

@@ -7,9 +7,11 @@
 package webhook
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/pem"
 	"fmt"
 	"net"
 	"os"
@@ -23,6 +25,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
@@ -114,6 +118,8 @@ func Prepare(ctx context.Context, c client.Client, o Options, now time.Time) ([]
 		if o.CertProvided {
 			keepCABundle(have.Webhooks, webhooks)
 		}
+		// Unchanged (as when Renew asks every hour), the API server stores
+		// nothing.
 		have.Webhooks = webhooks
 		have.Labels = want.Labels
 		return c.Update(ctx, &have)
@@ -242,7 +248,13 @@ func ensureSecret(ctx context.Context, c client.Client, o Options, now time.Time
 		if o.Owner != nil {
 			s.OwnerReferences = []metav1.OwnerReference{*o.Owner}
 		}
-		s.Data = map[string][]byte{"ca.crt": ca.CertPEM(), "tls.crt": leaf.CertPEM(), "tls.key": leaf.KeyPEM()}
+		// The old CA stays trusted beside the new one, so that replicas
+		// still serving the old certificate are called until they reload.
+		bundle := ca.CertPEM()
+		if exists {
+			bundle = append(bundle, unexpired(s.Data["ca.crt"], now)...)
+		}
+		s.Data = map[string][]byte{"ca.crt": bundle, "tls.crt": leaf.CertPEM(), "tls.key": leaf.KeyPEM()}
 		if exists {
 			err = c.Update(ctx, &s)
 		} else {
@@ -257,6 +269,43 @@ func ensureSecret(ctx context.Context, c client.Client, o Options, now time.Time
 		return s.Data["ca.crt"], s.Data["tls.crt"], s.Data["tls.key"], nil
 	}
 	return nil, nil, nil, fmt.Errorf("kept conflicting with other writers")
+}
+
+// unexpired is the first certificate of bundle, when it is one and has not
+// expired: the CA a renewal replaces (only the first, so the bundle never
+// holds more than two).
+func unexpired(bundle []byte, now time.Time) []byte {
+	c, err := pki.ParseCert(bundle)
+	if err != nil || !now.Before(c.NotAfter) {
+		return nil
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.Raw})
+}
+
+// Renew keeps berth's own certificate fresh while the controller runs
+// (Prepare sees to it only when a replica starts): every interval it renews
+// a certificate close to expiry (any replica may), serves what the Secret
+// holds (another replica's renewal too) and points the webhook
+// configuration, and onCA, at its CA bundle. It returns when ctx ends.
+func Renew(ctx context.Context, c client.Client, o Options, every time.Duration, clk clock.Clock, onCA func(context.Context, []byte) error) {
+	log := ctrl.LoggerFrom(ctx).WithName("webhook-certificate")
+	var served []byte
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-clk.After(every):
+		}
+		ca, err := Prepare(ctx, c, o, clk.Now())
+		if err == nil && !bytes.Equal(ca, served) {
+			if err = onCA(ctx, ca); err == nil {
+				served = ca
+			}
+		}
+		if err != nil {
+			log.Error(err, "keeping the webhook certificate fresh; trying again", "in", every)
+		}
+	}
 }
 
 // usable reports whether a Secret's certificate is fresh, signed by its CA,

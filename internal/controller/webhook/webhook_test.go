@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/rsa"
@@ -19,6 +20,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
@@ -190,5 +192,73 @@ func TestProvidedCertificateIsLeftToItsProvider(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 2 {
 		t.Errorf("the certificate directory holds %d files; want the 2 provided", len(entries))
+	}
+}
+
+// While the controller runs, its certificate is renewed when close to
+// expiry (not only when a replica starts): the new certificate is served
+// and trusted, and the old CA stays in the bundle beside the new one, so
+// that a replica still serving the old certificate is called until it
+// reloads.
+func TestRenewWhileRunning(t *testing.T) {
+	start := time.Date(2026, 11, 24, 0, 0, 0, 0, time.UTC)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	dir := t.TempDir()
+	o := Options{Namespace: "berth-system", SecretName: "berth-webhook-tls", ConfigName: "berth", CertDir: dir, URL: "https://127.0.0.1:9443", //nolint:gosec // G101: a Secret's name, no credential
+		Service: types.NamespacedName{Namespace: "berth-system", Name: "berth-webhook"}, ServicePort: 443}
+	c := fake.NewClientBuilder().Build()
+	first, err := Prepare(ctx, c, o, start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldCert, err := os.ReadFile(filepath.Join(dir, "tls.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	clk := clocktesting.NewFakeClock(start)
+	trusted := make(chan []byte, 4)
+	go Renew(ctx, c, o, time.Hour, clk, func(_ context.Context, ca []byte) error { trusted <- ca; return nil })
+	for deadline := time.Now().Add(10 * time.Second); !clk.HasWaiters(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("Renew never waited for its next check")
+		}
+	}
+	clk.Step(certValidity - renewBefore + 24*time.Hour) // within 30 days of expiry
+	var bundle []byte
+	select {
+	case bundle = <-trusted:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no CA bundle trusted after the certificate came within 30 days of expiry")
+	}
+	newCert, err := os.ReadFile(filepath.Join(dir, "tls.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Equal(newCert, oldCert) || bytes.Equal(bundle, first) {
+		t.Fatal("the certificate close to expiry was not renewed")
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(bundle) {
+		t.Fatal("the new bundle holds no certificate")
+	}
+	for name, pemCert := range map[string][]byte{"the new certificate": newCert, "the old one": oldCert} {
+		cert, err := pki.ParseCert(pemCert)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cert.Verify(x509.VerifyOptions{Roots: roots, DNSName: "berth-webhook.berth-system.svc", CurrentTime: clk.Now()}); err != nil {
+			t.Errorf("%s is not trusted by the renewed bundle: %v", name, err)
+		}
+	}
+	var have admissionregistrationv1.MutatingWebhookConfiguration
+	if err := c.Get(ctx, types.NamespacedName{Name: "berth"}, &have); err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range have.Webhooks {
+		if !bytes.Equal(h.ClientConfig.CABundle, bundle) {
+			t.Errorf("webhook %s does not trust the renewed bundle", h.Name)
+		}
 	}
 }
