@@ -159,3 +159,32 @@ func TestTrustCA(t *testing.T) {
 		t.Errorf("APIService after TrustCA: %+v", have.Spec)
 	}
 }
+
+// In a cluster the APIService is the install's: the leader that finds none
+// (berth uninstalled while it stops) says so and makes none, since an
+// APIService no server answers stalls every namespace deletion. On a local
+// control plane it makes it.
+func TestRegisterMakesTheAPIServiceOnlyLocally(t *testing.T) {
+	ctx := context.Background()
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, apiregistrationv1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, o := range []Options{
+		{Namespace: "berth-system", PodIP: "10.0.0.5", Port: 9443, CABundle: []byte("ca")},
+		{Namespace: "berth-system", URL: "https://127.0.0.1:20232", CABundle: []byte("ca")},
+	} {
+		crd := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: OwnerCRD, UID: "crd-uid"}}
+		c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(crd).Build()
+		err := register(ctx, c, c, o)
+		getErr := c.Get(ctx, client.ObjectKey{Name: APIServiceName}, &apiregistrationv1.APIService{})
+		if o.URL == "" && (err == nil || !strings.Contains(err.Error(), APIServiceName) || getErr == nil) {
+			t.Errorf("in a cluster without the APIService: register %v, APIService %v; want an error naming it and none made", err, getErr)
+		}
+		if o.URL != "" && (err != nil || getErr != nil) {
+			t.Errorf("locally: register %v, APIService %v; want it made", err, getErr)
+		}
+	}
+}
