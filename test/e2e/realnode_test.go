@@ -110,8 +110,9 @@ func main() {
 // a Job submitted meanwhile; the chart's virtual cluster comes up; helm
 // upgrade to another image, and to webhook certificates that cert-manager
 // issues, while 50 Jobs wait runs each of them once; the webhooks and the
-// visibility API answer with cert-manager's certificate; helm uninstall
-// leaves nothing of berth's but its CRDs.
+// visibility API answer with cert-manager's certificate, and again with
+// berth's own after a switch back; helm uninstall leaves nothing of
+// berth's but its CRDs.
 //
 // One real node per machine: the two run one after the other.
 func TestRealNode(t *testing.T) {
@@ -520,35 +521,43 @@ func installedFromImage(t *testing.T, tools realnode.Tools, hello, berth string,
 		"certManager": map[string]any{"enabled": true}}); err != nil {
 		t.Fatalf("helm upgrade: %v", err)
 	}
-	testenv.Eventually(t, 3*time.Minute, func() error {
-		var pods corev1.PodList
-		if err := c.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{"app.kubernetes.io/name": "berth-controller"}); err != nil {
-			return err
-		}
-		upgraded := map[string]bool{}
-		for _, p := range pods.Items {
-			ready := false
-			for _, cond := range p.Status.Conditions {
-				ready = ready || cond.Type == corev1.PodReady && cond.Status == corev1.ConditionTrue
+	// Both replicas replaced by pods that are as done says, one leading.
+	rolledOut := func(what string, done func(corev1.Pod) bool) {
+		t.Helper()
+		testenv.Eventually(t, 3*time.Minute, func() error {
+			var pods corev1.PodList
+			if err := c.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{"app.kubernetes.io/name": "berth-controller"}); err != nil {
+				return err
 			}
-			if p.DeletionTimestamp == nil && ready && p.Spec.Containers[0].Image == "berth.dev/berth:e2e-upgraded" {
-				upgraded[p.Name] = true
+			upgraded := map[string]bool{}
+			for _, p := range pods.Items {
+				ready := false
+				for _, cond := range p.Status.Conditions {
+					ready = ready || cond.Type == corev1.PodReady && cond.Status == corev1.ConditionTrue
+				}
+				if p.DeletionTimestamp == nil && ready && done(p) {
+					upgraded[p.Name] = true
+				}
 			}
+			if len(pods.Items) != 2 || len(upgraded) != 2 {
+				return fmt.Errorf("%d pods, %d of them Ready with %s", len(pods.Items), len(upgraded), what)
+			}
+			now, err := leader()
+			if err != nil || !upgraded[now] {
+				return fmt.Errorf("leader %q (%v): not one of the pods with %s %v", now, err, what, upgraded)
+			}
+			return nil
+		})
+	}
+	rolledOut("the new image", func(p corev1.Pod) bool { return p.Spec.Containers[0].Image == "berth.dev/berth:e2e-upgraded" })
+	pending := func(queue string) func() (string, error) {
+		return func() (string, error) {
+			out, err := exec.Command(inst.bin, "kubectl", "--kubeconfig", kubeconfig, "get", "--raw",
+				"/apis/visibility.berth.dev/v1beta1/clusterqueues/"+queue+"/pendingworkloads").CombinedOutput()
+			return string(out), err
 		}
-		if len(pods.Items) != 2 || len(upgraded) != 2 {
-			return fmt.Errorf("%d pods, %d of them Ready on the new image", len(pods.Items), len(upgraded))
-		}
-		now, err := leader()
-		if err != nil || !upgraded[now] {
-			return fmt.Errorf("leader %q (%v): not one of the upgraded pods %v", now, err, upgraded)
-		}
-		return nil
-	})
-	certManagersServed(t, c, ns, func() (string, error) {
-		out, err := exec.Command(inst.bin, "kubectl", "--kubeconfig", kubeconfig, "get", "--raw",
-			"/apis/visibility.berth.dev/v1beta1/clusterqueues/burst/pendingworkloads").CombinedOutput()
-		return string(out), err
-	})
+	}
+	certManagersServed(t, c, ns, pending("burst"))
 	// The webhook answers with cert-manager's certificate: a queued Job is
 	// held (the webhooks fail closed, so it could not be created otherwise).
 	after := helloJob(fmt.Sprintf("burst-%d", waiting), team, "0")
@@ -595,6 +604,31 @@ func installedFromImage(t *testing.T, tools realnode.Tools, hello, berth string,
 			t.Errorf("Job %s: %d pods, Workload conditions %v; want one pod, admitted once", job.Name, len(pods.Items), wl.Status.Conditions)
 		}
 	}
+
+	// And back to berth's own certificate: berth makes a new CA, trusted
+	// beside cert-manager's certificate while the replicas roll; the
+	// webhooks and the visibility API answer with it.
+	upgrade = action.NewUpgrade(helm)
+	upgrade.Namespace, upgrade.ReuseValues = ns, true
+	if _, err := upgrade.RunWithContext(ctx, helmchart.ReleaseName, ch, map[string]any{"certManager": map[string]any{"enabled": false}}); err != nil {
+		t.Fatalf("helm upgrade back to berth's own certificate: %v", err)
+	}
+	rolledOut("berth's own certificate", func(p corev1.Pod) bool {
+		return !slices.Contains(p.Spec.Containers[0].Args, "--webhook-cert-provided")
+	})
+	back := helloJob("back", team, "0")
+	create(back)
+	if back.Spec.Suspend == nil || !*back.Spec.Suspend {
+		t.Errorf("Job %s created after the switch back was not held by the webhook", back.Name)
+	}
+	succeeds(back, 2*time.Minute)
+	testenv.Eventually(t, time.Minute, func() error {
+		out, err := pending("real")()
+		if err != nil || !strings.Contains(out, `"items"`) {
+			return fmt.Errorf("the visibility API through the API server: %v: %s", err, tail(out, 3))
+		}
+		return nil
+	})
 
 	// helm uninstall: nothing of berth's is left but its CRDs (and what
 	// users made of them, and the namespace Helm was asked to create).
