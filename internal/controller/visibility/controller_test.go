@@ -96,12 +96,7 @@ func TestObjectsRefuseWhatCannotBeReached(t *testing.T) {
 // wrote in the APIService; with its own, it writes that.
 func TestRegisterKeepsAnInjectedCABundle(t *testing.T) {
 	ctx := context.Background()
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, apiregistrationv1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			t.Fatal(err)
-		}
-	}
+	scheme := registerScheme(t)
 	for _, tc := range []struct{ given, want string }{{"", "injected"}, {"berth's", "berth's"}} {
 		o := Options{Namespace: "berth-system", PodIP: "10.0.0.5", Port: 9443, CABundle: []byte(tc.given)}
 		api, _, _, err := Objects(o)
@@ -166,12 +161,7 @@ func TestTrustCA(t *testing.T) {
 // control plane it makes it.
 func TestRegisterMakesTheAPIServiceOnlyLocally(t *testing.T) {
 	ctx := context.Background()
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, apiregistrationv1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			t.Fatal(err)
-		}
-	}
+	scheme := registerScheme(t)
 	for _, o := range []Options{
 		{Namespace: "berth-system", PodIP: "10.0.0.5", Port: 9443, CABundle: []byte("ca")},
 		{Namespace: "berth-system", URL: "https://127.0.0.1:20232", CABundle: []byte("ca")},
@@ -187,4 +177,16 @@ func TestRegisterMakesTheAPIServiceOnlyLocally(t *testing.T) {
 			t.Errorf("locally: register %v, APIService %v; want it made", err, getErr)
 		}
 	}
+}
+
+// registerScheme knows what register reads and writes.
+func registerScheme(t *testing.T) *runtime.Scheme {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, apiregistrationv1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return scheme
 }
