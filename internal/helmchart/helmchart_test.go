@@ -266,6 +266,7 @@ func TestValuesRefused(t *testing.T) {
 		{map[string]any{"vclusters": []any{map[string]any{"name": "Team_A"}}}, "name"},
 		{map[string]any{"image": map[string]any{"pullPolicy": "Sometimes"}}, "pullPolicy"},
 		{map[string]any{"certManager": map[string]any{"enabled": true, "issuerRef": map[string]any{"name": "ca", "kind": "Vault"}}}, "kind"},
+		{map[string]any{"certManager": map[string]any{"enabled": true, "issuerRef": map[string]any{"kind": "ClusterIssuer"}}}, "name"},
 	} {
 		_, err := Render(ch, "berth-system", tc.vals)
 		if err == nil || !strings.Contains(err.Error(), tc.says) {
