@@ -171,6 +171,11 @@ type RequeueState struct {
 	// RequeueAt is when it may be considered again.
 	// +optional
 	RequeueAt *metav1.Time `json:"requeueAt,omitempty"`
+	// PodsReadyTimeouts counts its evictions because its pods were not all
+	// Ready in time (berth controller --wait-for-pods-ready), since it was
+	// last activated.
+	// +optional
+	PodsReadyTimeouts *int32 `json:"podsReadyTimeouts,omitempty"`
 }
 
 // Workload condition types.
@@ -186,6 +191,13 @@ const (
 	WorkloadPreempted = "Preempted"
 	// Finished: it ran to the end; its quota is released.
 	WorkloadFinished = "Finished"
+	// PodsReady (berth controller --wait-for-pods-ready only): True once
+	// every pod of its current admission was Ready (or had succeeded) at
+	// once; False after it was evicted because they were not, within the
+	// timeout (reason PodsReadyTimeout), or deactivated after too many such
+	// evictions (reason RequeuingLimitExceeded). Unset while it waits for
+	// them, and while it is pending.
+	WorkloadPodsReady = "PodsReady"
 )
 
 // WorkloadStatus is the workload's place in the queue.
@@ -194,7 +206,8 @@ type WorkloadStatus struct {
 	// +optional
 	Admission *Admission `json:"admission,omitempty"`
 
-	// Conditions: QuotaReserved, Admitted, Evicted, Preempted, Finished.
+	// Conditions: QuotaReserved, Admitted, PodsReady, Evicted, Preempted,
+	// Finished.
 	// +optional
 	// +listType=map
 	// +listMapKey=type

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -39,6 +40,9 @@ throughput long before the API server is busy.`,
 				return fmt.Errorf("loading a kubeconfig (--kubeconfig, $KUBECONFIG or in-cluster): %w", err)
 			}
 			if err := o.Lease.Validate(); err != nil {
+				return err
+			}
+			if err := podsReadyFlags(cmd.Flags(), o.WaitForPodsReady); err != nil {
 				return err
 			}
 			ctx := ctrl.SetupSignalHandler()
@@ -83,8 +87,32 @@ throughput long before the API server is busy.`,
 		"how long a worker cluster may be unreachable before the workloads running there are queued again")
 	f.BoolVar(&o.FairSharing, "fair-sharing", o.FairSharing,
 		"order admission and reclaiming in cohorts by weighted shares of borrowed capacity")
+	f.BoolVar(&o.WaitForPodsReady, "wait-for-pods-ready", o.WaitForPodsReady,
+		"all-or-nothing start: evict an admitted Job whose pods are not all Ready within --pods-ready-timeout, give its quota back and queue it again after a backoff; each admitted workload gets a PodsReady condition (one more write)")
+	f.DurationVar(&o.PodsReady.Timeout, "pods-ready-timeout", o.PodsReady.Timeout,
+		"with --wait-for-pods-ready: how long after its admission a workload's pods have to be all Ready")
+	f.DurationVar(&o.PodsReady.BackoffBase, "pods-ready-backoff-base", o.PodsReady.BackoffBase,
+		"with --wait-for-pods-ready: how long a workload waits after its first timeout before it may be admitted again; doubled for each further one")
+	f.DurationVar(&o.PodsReady.BackoffMax, "pods-ready-backoff-max", o.PodsReady.BackoffMax,
+		"with --wait-for-pods-ready: the longest wait after a timeout")
+	f.Int32Var(&o.PodsReady.RequeueLimit, "pods-ready-requeue-limit", o.PodsReady.RequeueLimit,
+		"with --wait-for-pods-ready: after this many timeouts the workload is deactivated (spec.active false) until 'berth resume'; 0 never")
 	gf := goflag.NewFlagSet("zap", goflag.ContinueOnError)
 	zapOpts.BindFlags(gf)
 	f.AddGoFlagSet(gf)
 	return cmd
+}
+
+// podsReadyFlags refuses a --pods-ready-* flag without --wait-for-pods-ready,
+// which alone reads them: it would be silently ignored.
+func podsReadyFlags(f *pflag.FlagSet, wait bool) error {
+	if wait {
+		return nil
+	}
+	for _, name := range []string{"pods-ready-timeout", "pods-ready-backoff-base", "pods-ready-backoff-max", "pods-ready-requeue-limit"} {
+		if f.Changed(name) {
+			return fmt.Errorf("--%s is read only with --wait-for-pods-ready", name)
+		}
+	}
+	return nil
 }

@@ -45,6 +45,7 @@ import (
 	checksctrl "github.com/berth-dev/berth/internal/controller/admissioncheck"
 	"github.com/berth-dev/berth/internal/controller/fence"
 	mcctrl "github.com/berth-dev/berth/internal/controller/multicluster"
+	podsreadyctrl "github.com/berth-dev/berth/internal/controller/podsready"
 	"github.com/berth-dev/berth/internal/controller/queues"
 	topoctrl "github.com/berth-dev/berth/internal/controller/topology"
 	visctrl "github.com/berth-dev/berth/internal/controller/visibility"
@@ -56,6 +57,7 @@ import (
 	"github.com/berth-dev/berth/internal/integration/pods"
 	"github.com/berth-dev/berth/internal/metrics"
 	"github.com/berth-dev/berth/internal/multicluster"
+	"github.com/berth-dev/berth/internal/podsready"
 	"github.com/berth-dev/berth/internal/scheduler"
 	"github.com/berth-dev/berth/internal/version"
 	"github.com/berth-dev/berth/internal/visibility"
@@ -126,6 +128,10 @@ type Options struct {
 	// WorkerLostTimeout is how long a worker cluster may be unreachable
 	// before the workloads running there are queued again.
 	WorkerLostTimeout time.Duration
+	// WaitForPodsReady evicts an admitted workload whose pods are not all
+	// Ready within PodsReady.Timeout, and queues it again (package podsready).
+	WaitForPodsReady bool
+	PodsReady        podsready.Options
 }
 
 // DefaultOptions are the defaults of `berth controller`.
@@ -138,6 +144,7 @@ func DefaultOptions() Options {
 		// the bottleneck.
 		QPS: 500, Burst: 1000, AdmissionWriters: 16,
 		Origin: "berth", WorkerLostTimeout: multicluster.DefaultLostTimeout,
+		PodsReady: podsready.DefaultOptions(),
 	}
 }
 
@@ -167,6 +174,11 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	}
 	if err := o.Lease.Validate(); err != nil {
 		return err
+	}
+	if o.WaitForPodsReady {
+		if err := o.PodsReady.Validate(); err != nil {
+			return err
+		}
 	}
 	v := version.Get()
 	ctrl.Log.Info("berth controller starting", "version", v.Version, "commit", v.Commit, "date", v.Date, "goVersion", v.GoVersion)
@@ -306,8 +318,13 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 			return err
 		}
 	}
-	if err := jobs.Setup(mgr, o.ManageJobsWithoutQueueName); err != nil {
+	if err := jobs.Setup(mgr, o.ManageJobsWithoutQueueName, o.WaitForPodsReady); err != nil {
 		return err
+	}
+	if o.WaitForPodsReady {
+		if err := podsreadyctrl.Setup(mgr, o.PodsReady, clock.RealClock{}); err != nil {
+			return err
+		}
 	}
 	if err := pods.Setup(mgr); err != nil {
 		return err

@@ -52,8 +52,12 @@ type Report struct {
 	Victims []string `json:"victims,omitempty"`
 	Checks  []string `json:"checks,omitempty"`
 	// RunsOn is the worker cluster a multicluster check dispatched it to.
-	RunsOn string   `json:"runsOn,omitempty"`
-	Notes  []string `json:"notes,omitempty"`
+	RunsOn string `json:"runsOn,omitempty"`
+	// Pods is its PodsReady condition in words (berth controller
+	// --wait-for-pods-ready): its pods all Ready, or why their readiness
+	// cost it its admission.
+	Pods  string   `json:"pods,omitempty"`
+	Notes []string `json:"notes,omitempty"`
 }
 
 // Need is one pod set's request.
@@ -97,6 +101,12 @@ func Explain(in Input) Report {
 		r.Reason, r.Message = c.Reason, c.Message
 	}
 	r.RunsOn = w.Status.ClusterName
+	if c := meta.FindStatusCondition(w.Status.Conditions, berthv1.WorkloadPodsReady); c != nil {
+		r.Pods = c.Message
+		if c.Status != "True" {
+			r.Pods = "not Ready: " + c.Message
+		}
+	}
 	for _, c := range w.Status.AdmissionChecks {
 		s := fmt.Sprintf("%s: %s", c.Name, c.State)
 		if c.Message != "" {
@@ -304,6 +314,9 @@ func Render(r Report) string {
 	}
 	if r.RunsOn != "" {
 		fmt.Fprintf(&b, "  runs on:   worker cluster %s\n", r.RunsOn)
+	}
+	if r.Pods != "" {
+		fmt.Fprintf(&b, "  pods:      %s\n", r.Pods)
 	}
 	if r.Now != "" {
 		fmt.Fprintf(&b, "  right now: %s\n", r.Now)

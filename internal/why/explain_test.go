@@ -121,6 +121,21 @@ func TestExplainDispatched(t *testing.T) {
 	}
 }
 
+// Its pods' readiness (--wait-for-pods-ready) is shown: Ready, or why it
+// cost the workload its admission.
+func TestExplainPodsReady(t *testing.T) {
+	in := input(false, 5)
+	in.Workload = MakeWorkload("me", "ns").Queue("main").Request("cpu", "2").Reserved("cq").Obj()
+	workload.SetPodsReady(in.Workload, "1 of 1 pods Ready or succeeded", now)
+	if r := why.Explain(in); !strings.Contains(why.Render(r), "pods:      1 of 1 pods Ready or succeeded") {
+		t.Errorf("Ready:\n%s", why.Render(r))
+	}
+	workload.SetPodsNotReady(in.Workload, workload.PodsReadyTimeout, "its pods were not all Ready within 5m0s", now)
+	if r := why.Explain(in); !strings.Contains(why.Render(r), "pods:      not Ready: its pods were not all Ready within 5m0s") {
+		t.Errorf("timed out:\n%s", why.Render(r))
+	}
+}
+
 // A stopped ClusterQueue is named as the blocker.
 func TestExplainStoppedQueue(t *testing.T) {
 	in := input(false, 100)

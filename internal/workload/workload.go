@@ -214,6 +214,8 @@ func SetAdmitted(w *berthv1.Workload, a *berthv1.Admission, checks []string, now
 	if c := meta.FindStatusCondition(w.Status.Conditions, berthv1.WorkloadEvicted); c != nil && c.Status == metav1.ConditionTrue {
 		setCondition(w, berthv1.WorkloadEvicted, metav1.ConditionFalse, "Readmitted", "admitted again", now)
 	}
+	// PodsReady speaks of one admission's pods.
+	meta.RemoveStatusCondition(&w.Status.Conditions, berthv1.WorkloadPodsReady)
 }
 
 // ChecksPendingReason is the Admitted reason of a workload that holds quota
@@ -253,6 +255,10 @@ func Deactivation(w *berthv1.Workload) (reason, message string) {
 		}
 		return "AdmissionCheckRejected", msg + "; it is deactivated (spec.active is false)"
 	}
+	if c := meta.FindStatusCondition(w.Status.Conditions, berthv1.WorkloadPodsReady); c != nil &&
+		c.Status == metav1.ConditionFalse && c.Reason == RequeuingLimitExceeded {
+		return RequeuingLimitExceeded, c.Message
+	}
 	return "Deactivated", "the workload was deactivated (spec.active is false)"
 }
 
@@ -277,14 +283,39 @@ func SetEvicted(w *berthv1.Workload, reason, message string, now time.Time, back
 	setCondition(w, berthv1.WorkloadEvicted, metav1.ConditionTrue, reason, message, now)
 	setCondition(w, berthv1.WorkloadQuotaReserved, metav1.ConditionFalse, "Pending", "evicted: "+message, now)
 	setCondition(w, berthv1.WorkloadAdmitted, metav1.ConditionFalse, reason, message, now)
-	count := int32(1)
-	if w.Status.RequeueState != nil && w.Status.RequeueState.Count != nil {
-		count = *w.Status.RequeueState.Count + 1
+	rs := w.Status.RequeueState
+	if rs == nil {
+		rs = &berthv1.RequeueState{}
+		w.Status.RequeueState = rs
 	}
-	w.Status.RequeueState = &berthv1.RequeueState{Count: &count}
+	count := int32(1)
+	if rs.Count != nil {
+		count = *rs.Count + 1
+	}
+	rs.Count = &count
+	// A later time already set stays (DelayRequeue, when it was stopped):
+	// any other was passed before it was admitted again.
+	earlier := rs.RequeueAt
+	rs.RequeueAt = nil
 	if backoff {
 		at := metav1.NewTime(now.Add(BackoffFor(count)))
-		w.Status.RequeueState.RequeueAt = &at
+		rs.RequeueAt = &at
+		if earlier != nil && earlier.After(at.Time) {
+			rs.RequeueAt = earlier
+		}
+	}
+}
+
+// DelayRequeue keeps an evicted or stopping workload from being admitted
+// again before until, if it would be sooner.
+func DelayRequeue(w *berthv1.Workload, until time.Time) {
+	if w.Status.RequeueState == nil {
+		w.Status.RequeueState = &berthv1.RequeueState{}
+	}
+	rs := w.Status.RequeueState
+	if rs.RequeueAt == nil || rs.RequeueAt.Before(&metav1.Time{Time: until}) {
+		at := metav1.NewTime(until)
+		rs.RequeueAt = &at
 	}
 }
 
@@ -313,8 +344,12 @@ func SetStopping(w *berthv1.Workload, reason, message string, now time.Time, bac
 		if w.Status.RequeueState == nil {
 			w.Status.RequeueState = &berthv1.RequeueState{}
 		}
-		at := metav1.NewTime(now)
-		w.Status.RequeueState.RequeueAt = &at
+		// A mark that it backs off (the time is worked out when it is
+		// released), unless a later time is set already.
+		if rs := w.Status.RequeueState; rs.RequeueAt == nil || !rs.RequeueAt.After(now) {
+			at := metav1.NewTime(now)
+			rs.RequeueAt = &at
+		}
 	case w.Status.RequeueState != nil:
 		w.Status.RequeueState.RequeueAt = nil
 	}
@@ -349,12 +384,53 @@ const (
 )
 
 // BackoffFor is how long a workload evicted for the count-th time waits.
-func BackoffFor(count int32) time.Duration {
-	d := BackoffBase
-	for i := int32(1); i < count && d < BackoffMax; i++ {
+func BackoffFor(count int32) time.Duration { return Backoff(count, BackoffBase, BackoffMax) }
+
+// Backoff is base doubled for each try after the first, at most limit.
+func Backoff(try int32, base, limit time.Duration) time.Duration {
+	d := base
+	for i := int32(1); i < try && d < limit; i++ {
 		d *= 2
 	}
-	return min(d, BackoffMax)
+	return min(d, limit)
+}
+
+// PodsReady reasons: the workload was evicted because its pods were not all
+// Ready within the timeout, and deactivated after too many such evictions.
+const (
+	PodsReadyTimeout       = "PodsReadyTimeout"
+	RequeuingLimitExceeded = "RequeuingLimitExceeded"
+)
+
+// RunsPods reports a workload whose integration says when its pods are
+// Ready: a batch/v1 Job's, a Pod's or a pod group's. A Workload created
+// directly has no pods berth knows of.
+func RunsPods(w *berthv1.Workload) bool { return KeepsQuotaWhileStopping(w) }
+
+// PodsReady reports the PodsReady condition True: every pod of its current
+// admission was Ready at once.
+func PodsReady(w *berthv1.Workload) bool {
+	return meta.IsStatusConditionTrue(w.Status.Conditions, berthv1.WorkloadPodsReady)
+}
+
+// SetPodsReady records that the pods of its admission are all Ready.
+func SetPodsReady(w *berthv1.Workload, message string, now time.Time) {
+	setCondition(w, berthv1.WorkloadPodsReady, metav1.ConditionTrue, "PodsReady", message, now)
+}
+
+// SetPodsNotReady records why the pods' readiness cost it its admission
+// (reason PodsReadyTimeout or RequeuingLimitExceeded).
+func SetPodsNotReady(w *berthv1.Workload, reason, message string, now time.Time) {
+	setCondition(w, berthv1.WorkloadPodsReady, metav1.ConditionFalse, reason, message, now)
+}
+
+// PodsReadyTimeouts is how often it was evicted because its pods were not
+// Ready in time, since it was last activated.
+func PodsReadyTimeouts(w *berthv1.Workload) int32 {
+	if rs := w.Status.RequeueState; rs != nil && rs.PodsReadyTimeouts != nil {
+		return *rs.PodsReadyTimeouts
+	}
+	return 0
 }
 
 // SetFinished marks the workload finished; its quota is released.
@@ -372,7 +448,7 @@ func setCondition(w *berthv1.Workload, typ string, status metav1.ConditionStatus
 }
 
 func conditionRank(t string) int {
-	for i, c := range []string{berthv1.WorkloadQuotaReserved, berthv1.WorkloadAdmitted, berthv1.WorkloadEvicted,
+	for i, c := range []string{berthv1.WorkloadQuotaReserved, berthv1.WorkloadAdmitted, berthv1.WorkloadPodsReady, berthv1.WorkloadEvicted,
 		berthv1.WorkloadPreempted, berthv1.WorkloadFinished} {
 		if c == t {
 			return i

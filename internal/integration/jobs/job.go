@@ -117,6 +117,25 @@ func PodSets(job *batchv1.Job) []berthv1.PodSet {
 	return []berthv1.PodSet{ps}
 }
 
+// PodsReady reports whether every pod its Workload's admission counts is
+// Ready or has succeeded, as the Job controller counts them, and says so in
+// words.
+func PodsReady(job *batchv1.Job, wl *berthv1.Workload) (bool, string) {
+	if wl.Status.Admission == nil {
+		return false, ""
+	}
+	var want int32
+	for _, psa := range wl.Status.Admission.PodSetAssignments {
+		want += psa.Count
+	}
+	var ready int32
+	if job.Status.Ready != nil {
+		ready = *job.Status.Ready
+	}
+	have := ready + job.Status.Succeeded
+	return have >= want, fmt.Sprintf("%d of %d pods Ready or succeeded", min(have, want), want)
+}
+
 // NameLabel on a Job's Workload names the Job (cut to 63 characters).
 const NameLabel = "berth.dev/job-name"
 

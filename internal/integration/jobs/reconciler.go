@@ -20,6 +20,7 @@ import (
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
 	"github.com/berth-dev/berth/internal/integration"
+	"github.com/berth-dev/berth/internal/podsready"
 	"github.com/berth-dev/berth/internal/workload"
 )
 
@@ -39,13 +40,17 @@ type Reconciler struct {
 	rec       events.EventRecorder
 	clock     clock.Clock
 	manageAll bool
+	// podsReady records when an admitted Job's pods are all Ready
+	// (--wait-for-pods-ready).
+	podsReady bool
 }
 
 // Setup registers the Job reconciler with mgr; manageAll queues Jobs without a
-// queue label in their namespace's LocalQueue "default".
-func Setup(mgr ctrl.Manager, manageAll bool) error {
+// queue label in their namespace's LocalQueue "default"; podsReady records
+// when an admitted Job's pods are all Ready (the PodsReady condition).
+func Setup(mgr ctrl.Manager, manageAll, podsReady bool) error {
 	r := &Reconciler{client: mgr.GetClient(), live: mgr.GetAPIReader(), rec: mgr.GetEventRecorder("berth-jobs"), clock: clock.RealClock{},
-		manageAll: manageAll}
+		manageAll: manageAll, podsReady: podsReady}
 	queued := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		job, ok := o.(*batchv1.Job)
 		return ok && QueueName(job, manageAll) != ""
@@ -166,6 +171,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			return reconcile.Result{}, r.evictResized(ctx, &job, &wl, why)
 		}
 		if !Suspended(&job) {
+			if r.podsReady && !workload.PodsReady(&wl) && podsready.Subject(&wl) {
+				if ready, msg := PodsReady(&job, &wl); ready {
+					orig := wl.DeepCopy()
+					workload.SetPodsReady(&wl, msg, r.clock.Now())
+					return reconcile.Result{}, client.IgnoreNotFound(r.client.Status().Patch(ctx, &wl,
+						client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})))
+				}
+			}
 			return reconcile.Result{}, nil // running
 		}
 		if job.Status.StartTime != nil {

@@ -1,0 +1,224 @@
+package podsready
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	berthv1 "github.com/berth-dev/berth/api/v1beta1"
+	"github.com/berth-dev/berth/internal/testenv"
+	"github.com/berth-dev/berth/internal/workload"
+	. "github.com/berth-dev/berth/test/fixtures"
+)
+
+// The controller's rules here: short, so a test sees several tries.
+const (
+	timeout     = 4 * time.Second
+	backoffBase = 2 * time.Second
+	limit       = 3
+	wait        = 60 * time.Second
+)
+
+var ctx = context.Background()
+
+func TestMain(m *testing.M) {
+	os.Exit(testenv.MainClusters(m, testenv.Cluster{Name: "podsready", ControllerArgs: []string{
+		"--wait-for-pods-ready", "--pods-ready-timeout=" + timeout.String(),
+		"--pods-ready-backoff-base=" + backoffBase.String(), "--pods-ready-backoff-max=" + (2 * backoffBase).String(),
+		fmt.Sprintf("--pods-ready-requeue-limit=%d", limit)}}))
+}
+
+// A gang of three pods of 3 cpu on one node of 8 cpu: two run, the third
+// stays Pending. It is evicted after the timeout and queues again after a
+// backoff; meanwhile a Job that fits uses the quota and finishes; after the
+// third timeout the gang is deactivated and says why; resumed, with room on
+// a second node, its pods are all Ready and it keeps its quota.
+func TestAGangThatCannotStartGivesItsQuotaBack(t *testing.T) {
+	env := testenv.New(t)
+	env.CreateSimNode(t, env.Name("n1"), nil)
+	rf, cq := env.Name("rf"), env.Name("cq")
+	env.Create(t, MakeResourceFlavor(rf).Obj())
+	env.Create(t, MakeClusterQueue(cq).ResourceGroup(MakeFlavorQuotas(rf).Resource("cpu", "9").Obj()).Obj())
+	env.Create(t, MakeLocalQueue("main", env.Namespace, cq).Obj())
+
+	gang := MakeJob("gang", env.Namespace).Queue("main").Parallelism(3).Request("cpu", "3").
+		Toleration(env.Toleration()).PodAnnotation("berth.dev/sim-duration", "10m").Obj()
+	env.Create(t, gang)
+	gwl := jobWorkload(t, env, "gang")
+	waitFor(t, env, gwl, "admitted", func(w *berthv1.Workload) bool { return workload.IsAdmitted(w) })
+	waitPods(t, env, "gang", 2, 1)
+
+	// Queued behind the gang: 6 cpu, and the gang holds 9 of 9.
+	other := MakeJob("other", env.Namespace).Queue("main").Parallelism(2).Request("cpu", "3").
+		Toleration(env.Toleration()).PodAnnotation("berth.dev/sim-duration", "2s").Obj()
+	env.Create(t, other)
+	owl := jobWorkload(t, env, "other")
+
+	// First timeout: evicted, its quota given back once its pods are gone.
+	w := waitFor(t, env, gwl, "evicted for its pods", func(w *berthv1.Workload) bool {
+		return workload.PodsReadyTimeouts(w) == 1 && !workload.HasQuota(w)
+	})
+	c := meta.FindStatusCondition(w.Status.Conditions, berthv1.WorkloadPodsReady)
+	if c == nil || c.Status != "False" || c.Reason != workload.PodsReadyTimeout || !strings.Contains(c.Message, "not all Ready within 4s") {
+		t.Fatalf("PodsReady after the timeout: %+v", c)
+	}
+	evicted := meta.FindStatusCondition(w.Status.Conditions, berthv1.WorkloadEvicted)
+	if at := w.Status.RequeueState.RequeueAt; at == nil || at.Sub(evicted.LastTransitionTime.Time) < backoffBase-time.Second {
+		t.Fatalf("requeue at %v after an eviction at %v, want a backoff of %s", at, evicted.LastTransitionTime, backoffBase)
+	}
+	// The quota it gave back runs the other Job to the end meanwhile.
+	waitFor(t, env, owl, "finished", func(w *berthv1.Workload) bool { return workload.IsFinished(w) })
+
+	// Two more tries, then it is deactivated and says why.
+	w = waitFor(t, env, gwl, "deactivated after 3 timeouts", func(w *berthv1.Workload) bool {
+		c := meta.FindStatusCondition(w.Status.Conditions, berthv1.WorkloadQuotaReserved)
+		return !workload.IsActive(w) && !workload.HasQuota(w) && c != nil && c.Reason == "Deactivated"
+	})
+	if n := workload.PodsReadyTimeouts(w); n != limit {
+		t.Fatalf("%d timeouts counted, want %d", n, limit)
+	}
+	if msg := meta.FindStatusCondition(w.Status.Conditions, berthv1.WorkloadQuotaReserved).Message; !strings.Contains(msg, "3 times") ||
+		!strings.Contains(msg, "berth resume") {
+		t.Fatalf("the deactivated workload says %q", msg)
+	}
+	waitPods(t, env, "gang", 0, 0)
+	why := berth(t, env, "why", "job", "gang", "-n", env.Namespace)
+	if !strings.Contains(why, "Deactivated") || !strings.Contains(why, "not all Ready within 4s") {
+		t.Fatalf("berth why for the deactivated gang:\n%s", why)
+	}
+
+	// Room for all three, and resumed: its tries start again, its pods are
+	// all Ready, and it keeps its quota past the timeout.
+	env.CreateSimNode(t, env.Name("n2"), nil)
+	berth(t, env, "resume", "job", "gang", "-n", env.Namespace)
+	waitFor(t, env, gwl, "all pods Ready", func(w *berthv1.Workload) bool {
+		return workload.IsAdmitted(w) && workload.PodsReady(w) && workload.PodsReadyTimeouts(w) == 0
+	})
+	testenv.Consistently(t, timeout+time.Second, func() error {
+		w, err := get(env, gwl)
+		if err != nil {
+			return err
+		}
+		if !workload.IsAdmitted(w) || workload.IsStopping(w) {
+			return fmt.Errorf("a gang with all pods Ready lost its admission: %s", describe(w))
+		}
+		return nil
+	})
+	why = berth(t, env, "why", "job", "gang", "-n", env.Namespace)
+	if !strings.Contains(why, "3 of 3 pods Ready") {
+		t.Fatalf("berth why for the running gang:\n%s", why)
+	}
+}
+
+// berth runs the CLI against the control plane and returns its output.
+func berth(t *testing.T, env *testenv.Env, args ...string) string {
+	t.Helper()
+	bin, err := testenv.Binary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(bin, append(args, "--kubeconfig", env.Kubeconfig)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("berth %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+func get(env *testenv.Env, key types.NamespacedName) (*berthv1.Workload, error) {
+	var w berthv1.Workload
+	err := env.Client.Get(ctx, key, &w)
+	return &w, err
+}
+
+func waitFor(t *testing.T, env *testenv.Env, key types.NamespacedName, what string, ok func(*berthv1.Workload) bool) *berthv1.Workload {
+	t.Helper()
+	var w *berthv1.Workload
+	testenv.Eventually(t, wait, func() error {
+		var err error
+		if w, err = get(env, key); err != nil {
+			return err
+		}
+		if !ok(w) {
+			return fmt.Errorf("workload %s not %s: %s", key, what, describe(w))
+		}
+		return nil
+	})
+	return w
+}
+
+// jobWorkload waits for the Workload of Job name.
+func jobWorkload(t *testing.T, env *testenv.Env, name string) types.NamespacedName {
+	t.Helper()
+	var key types.NamespacedName
+	testenv.Eventually(t, wait, func() error {
+		var list berthv1.WorkloadList
+		if err := env.Client.List(ctx, &list, client.InNamespace(env.Namespace),
+			client.MatchingLabels{"berth.dev/job-name": name}); err != nil {
+			return err
+		}
+		if len(list.Items) != 1 {
+			return fmt.Errorf("%d workloads for Job %s, want 1", len(list.Items), name)
+		}
+		key = client.ObjectKeyFromObject(&list.Items[0])
+		return nil
+	})
+	return key
+}
+
+// waitPods waits until Job name has running Ready pods and pending ones.
+func waitPods(t *testing.T, env *testenv.Env, name string, ready, pending int) {
+	t.Helper()
+	testenv.Eventually(t, wait, func() error {
+		var pods corev1.PodList
+		if err := env.Client.List(ctx, &pods, client.InNamespace(env.Namespace), client.MatchingLabels{"job-name": name}); err != nil {
+			return err
+		}
+		r, p := 0, 0
+		for _, pod := range pods.Items {
+			switch {
+			case pod.DeletionTimestamp != nil:
+				return fmt.Errorf("pod %s is being deleted", pod.Name)
+			case pod.Status.Phase == corev1.PodPending:
+				p++
+			case isReady(&pod):
+				r++
+			}
+		}
+		if r != ready || p != pending {
+			return fmt.Errorf("Job %s: %d pods Ready and %d Pending, want %d and %d", name, r, p, ready, pending)
+		}
+		return nil
+	})
+}
+
+func isReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func describe(w *berthv1.Workload) string {
+	var parts []string
+	if !workload.IsActive(w) {
+		parts = append(parts, "inactive")
+	}
+	for _, c := range w.Status.Conditions {
+		parts = append(parts, fmt.Sprintf("%s=%s (%s: %s)", c.Type, c.Status, c.Reason, c.Message))
+	}
+	if rs := w.Status.RequeueState; rs != nil {
+		parts = append(parts, fmt.Sprintf("requeue at %v, %d pods-ready timeouts", rs.RequeueAt, workload.PodsReadyTimeouts(w)))
+	}
+	return strings.Join(parts, "; ")
+}
