@@ -31,6 +31,9 @@ configuration. Its API client is allowed --kube-api-qps requests per second
 throughput long before the API server is busy.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := podsReadyFlags(cmd.Flags(), o); err != nil {
+				return err
+			}
 			ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 			defaultGC()
 			loading := clientcmd.NewDefaultClientConfigLoadingRules()
@@ -40,9 +43,6 @@ throughput long before the API server is busy.`,
 				return fmt.Errorf("loading a kubeconfig (--kubeconfig, $KUBECONFIG or in-cluster): %w", err)
 			}
 			if err := o.Lease.Validate(); err != nil {
-				return err
-			}
-			if err := podsReadyFlags(cmd.Flags(), o.WaitForPodsReady); err != nil {
 				return err
 			}
 			ctx := ctrl.SetupSignalHandler()
@@ -97,6 +97,8 @@ throughput long before the API server is busy.`,
 		"with --wait-for-pods-ready: the longest wait after a timeout")
 	f.Int32Var(&o.PodsReady.RequeueLimit, "pods-ready-requeue-limit", o.PodsReady.RequeueLimit,
 		"with --wait-for-pods-ready: after this many timeouts the workload is deactivated (spec.active false) until 'berth resume'; 0 never")
+	f.BoolVar(&o.PodsReady.BlockAdmission, "pods-ready-block-admission", o.PodsReady.BlockAdmission,
+		"with --wait-for-pods-ready: a ClusterQueue admits nothing while a Job it admitted has not had all its pods Ready, so gangs start one after another")
 	gf := goflag.NewFlagSet("zap", goflag.ContinueOnError)
 	zapOpts.BindFlags(gf)
 	f.AddGoFlagSet(gf)
@@ -104,12 +106,14 @@ throughput long before the API server is busy.`,
 }
 
 // podsReadyFlags refuses a --pods-ready-* flag without --wait-for-pods-ready,
-// which alone reads them: it would be silently ignored.
-func podsReadyFlags(f *pflag.FlagSet, wait bool) error {
-	if wait {
-		return nil
+// which alone reads them (it would be silently ignored), and values that
+// cannot be followed, before anything starts.
+func podsReadyFlags(f *pflag.FlagSet, o controller.Options) error {
+	if o.WaitForPodsReady {
+		return o.PodsReady.Validate()
 	}
-	for _, name := range []string{"pods-ready-timeout", "pods-ready-backoff-base", "pods-ready-backoff-max", "pods-ready-requeue-limit"} {
+	for _, name := range []string{"pods-ready-timeout", "pods-ready-backoff-base", "pods-ready-backoff-max",
+		"pods-ready-requeue-limit", "pods-ready-block-admission"} {
 		if f.Changed(name) {
 			return fmt.Errorf("--%s is read only with --wait-for-pods-ready", name)
 		}

@@ -175,11 +175,6 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	if err := o.Lease.Validate(); err != nil {
 		return err
 	}
-	if o.WaitForPodsReady {
-		if err := o.PodsReady.Validate(); err != nil {
-			return err
-		}
-	}
 	v := version.Get()
 	ctrl.Log.Info("berth controller starting", "version", v.Version, "commit", v.Commit, "date", v.Date, "goVersion", v.GoVersion)
 	cfg = rest.CopyConfig(cfg)
@@ -295,6 +290,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 
 	sched := scheduler.New(clock.RealClock{})
 	sched.SetFairSharing(o.FairSharing)
+	sched.SetBlockUntilPodsReady(o.WaitForPodsReady && o.PodsReady.BlockAdmission)
 	var q *queues.Controller
 	checksSynced := func() bool { return false }
 	adm, err := admission.Setup(ctx, mgr, sched, admission.Options{

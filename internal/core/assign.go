@@ -24,6 +24,11 @@ func (c *Cluster) Assign(w *Workload) (*Assignment, *Pending) {
 	if q.inactive != "" {
 		return nil, &Pending{Reason: QueueInactive, Message: fmt.Sprintf("ClusterQueue %s is inactive: %s", q.name, q.inactive)}
 	}
+	if n := c.podsPending[q.name]; c.blockPods && n > 0 {
+		return nil, &Pending{Reason: WaitingForPodsReady, Message: fmt.Sprintf(
+			"ClusterQueue %s admits nothing until the pods of the %d workload(s) it admitted are all Ready", q.name, n),
+			Stable: fmt.Sprintf("ClusterQueue %s waits for the pods of what it admitted", q.name)}
+	}
 	if q.spec.NamespaceSelector == nil || !q.spec.NamespaceSelector.Matches(w.NamespaceLabels) {
 		return nil, &Pending{Reason: Inadmissible, Message: fmt.Sprintf(
 			"the namespace of the workload does not match the namespaceSelector of ClusterQueue %s", q.name)}

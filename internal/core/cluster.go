@@ -78,6 +78,10 @@ type Cluster struct {
 	placedIn   map[string]map[string]*Admitted // flavor -> workload key
 	// checks are the AdmissionChecks, by name: whether each is Active.
 	checks map[string]bool
+	// podsPending counts, per ClusterQueue, the admitted workloads whose
+	// pods are not all Ready; with blockPods a queue with any admits nothing.
+	podsPending map[string]int
+	blockPods   bool
 }
 
 // Admitted is a workload holding quota.
@@ -98,6 +102,9 @@ type Admitted struct {
 	// ChecksPending: it holds quota but waits for admission checks, so it
 	// is reserving, not yet admitted.
 	ChecksPending bool
+	// PodsPending: it is admitted and its pods are not all Ready yet
+	// (Workload.AwaitsPods); see SetBlockUntilPodsReady.
+	PodsPending bool
 }
 
 // NewCluster returns an empty cluster.
@@ -116,7 +123,21 @@ func NewCluster() *Cluster {
 		nodes:      map[string]topology.Node{},
 		placedIn:   map[string]map[string]*Admitted{},
 		checks:     map[string]bool{},
+
+		podsPending: map[string]int{},
 	}
+}
+
+// SetBlockUntilPodsReady makes a ClusterQueue admit nothing while a
+// workload it admitted waits for its pods to be all Ready (Admitted
+// PodsPending): gangs then start one after another, none of them holding
+// part of the nodes another needs.
+func (c *Cluster) SetBlockUntilPodsReady(on bool) { c.blockPods = on }
+
+// PodsPending reports whether an admitted workload waits for its pods.
+func (c *Cluster) PodsPending(key string) bool {
+	a, ok := c.admitted[key]
+	return ok && a.PodsPending
 }
 
 // SetFlavor adds or replaces a flavor.
@@ -181,6 +202,9 @@ func (c *Cluster) insert(a *Admitted) {
 		c.byCQ[a.ClusterQueue] = map[string]*Admitted{}
 	}
 	c.byCQ[a.ClusterQueue][a.Key] = a
+	if a.PodsPending {
+		c.podsPending[a.ClusterQueue]++
+	}
 	if n := c.cqs[a.ClusterQueue]; n != nil {
 		for fr, v := range a.Usage {
 			c.addUsage(&n.node, fr, v)
@@ -205,6 +229,11 @@ func (c *Cluster) remove(a *Admitted) {
 		delete(m, a.Key)
 		if len(m) == 0 {
 			delete(c.byCQ, a.ClusterQueue)
+		}
+	}
+	if a.PodsPending {
+		if c.podsPending[a.ClusterQueue]--; c.podsPending[a.ClusterQueue] <= 0 {
+			delete(c.podsPending, a.ClusterQueue)
 		}
 	}
 	if n := c.cqs[a.ClusterQueue]; n != nil {

@@ -84,7 +84,8 @@ func (c *Cluster) Cycle(heads []*Workload, now time.Time) []Decision {
 			}
 			if p == nil {
 				c.AddAdmitted(Admitted{Key: cand.w.Key, ClusterQueue: cand.a.ClusterQueue, Usage: cand.a.Usage,
-					Priority: cand.w.Priority, Timestamp: cand.w.Timestamp, AdmittedAt: now, Placements: placements})
+					Priority: cand.w.Priority, Timestamp: cand.w.Timestamp, AdmittedAt: now, Placements: placements,
+					PodsPending: cand.w.AwaitsPods && len(cand.a.AdmissionChecks) == 0})
 				d.Admit = cand.a
 				continue
 			}

@@ -495,3 +495,50 @@ func TestAddAdmittedReplaces(t *testing.T) {
 		t.Errorf("usage after redefining the queue = %d", got)
 	}
 }
+
+// With SetBlockUntilPodsReady a ClusterQueue admits one workload whose pods
+// are watched, then nothing more until they are all Ready; other queues go
+// on, and a workload whose pods are not watched blocks nothing.
+func TestBlockUntilPodsReady(t *testing.T) {
+	c := core.NewCluster()
+	c.SetBlockUntilPodsReady(true)
+	c.SetFlavor(MakeFlavor("default").Obj())
+	for _, name := range []string{"a", "b"} {
+		c.SetClusterQueue(MakeClusterQueue(name).ResourceGroup(MakeFlavorQuotas("default").Resource("cpu", "10").Obj()).Obj())
+	}
+	gang := MakeWorkload("gang", "a").PodSet("main", 2).Request("cpu", "1").AwaitsPods().Obj()
+	plain := MakeWorkload("plain", "b").PodSet("main", 1).Request("cpu", "1").Obj()
+	ds := c.Cycle([]*core.Workload{gang, plain}, Epoch)
+	if ds[0].Admit == nil || ds[1].Admit == nil || !c.PodsPending("default/gang") || c.PodsPending("default/plain") {
+		t.Fatalf("first cycle: %+v / %+v", ds[0].Pending, ds[1].Pending)
+	}
+	next := MakeWorkload("next", "a").PodSet("main", 1).Request("cpu", "1").Obj()
+	more := MakeWorkload("more", "b").PodSet("main", 1).Request("cpu", "1").Obj()
+	ds = c.Cycle([]*core.Workload{next, more}, Epoch)
+	if p := ds[0].Pending; p == nil || p.Reason != core.WaitingForPodsReady || !strings.Contains(p.Message, "the pods of the 1 workload(s)") {
+		t.Fatalf("behind a gang whose pods are not Ready: %+v", p)
+	}
+	if ds[1].Admit == nil {
+		t.Fatalf("another queue is not blocked: %+v", ds[1].Pending)
+	}
+	// Its pods Ready (the API shows it admitted without PodsPending).
+	c.AddAdmitted(core.Admitted{Key: "default/gang", ClusterQueue: "a", Usage: core.Usage{FR("default", "cpu"): Milli("2")}})
+	if ds = c.Cycle([]*core.Workload{next}, Epoch); ds[0].Admit == nil {
+		t.Fatalf("after the gang's pods are Ready: %+v", ds[0].Pending)
+	}
+	// Released while its pods were pending, a gang blocks no more either.
+	late := MakeWorkload("late", "a").PodSet("main", 1).Request("cpu", "1").AwaitsPods().Obj()
+	if ds = c.Cycle([]*core.Workload{late}, Epoch); ds[0].Admit == nil {
+		t.Fatal(ds[0].Pending)
+	}
+	c.RemoveAdmitted("default/late")
+	if ds = c.Cycle([]*core.Workload{MakeWorkload("after", "a").PodSet("main", 1).Request("cpu", "1").Obj()}, Epoch); ds[0].Admit == nil {
+		t.Fatalf("after the gang let go of its quota: %+v", ds[0].Pending)
+	}
+	// Off, nothing blocks.
+	c.SetBlockUntilPodsReady(false)
+	c.Cycle([]*core.Workload{MakeWorkload("g2", "a").PodSet("main", 1).Request("cpu", "1").AwaitsPods().Obj()}, Epoch)
+	if ds = c.Cycle([]*core.Workload{MakeWorkload("free", "a").PodSet("main", 1).Request("cpu", "1").Obj()}, Epoch); ds[0].Admit == nil {
+		t.Fatalf("not blocking: %+v", ds[0].Pending)
+	}
+}

@@ -166,6 +166,9 @@ type Workload struct {
 	// Nominated marks a workload that preempted others and waits for their
 	// quota: it goes first, so the quota freed for it is not taken by others.
 	Nominated bool
+	// AwaitsPods: once admitted, its pods' readiness is watched (a Job's),
+	// so it counts for SetBlockUntilPodsReady until they are all Ready.
+	AwaitsPods bool
 }
 
 // SameDemand reports whether a and b ask for the same thing in the same
@@ -311,4 +314,8 @@ const (
 	// Preempting: workloads are being evicted to make room for it; looked at
 	// again when their quota is released.
 	Preempting PendingReason = "Preempting"
+	// WaitingForPodsReady: its ClusterQueue admits nothing until the pods of
+	// what it admitted are all Ready (SetBlockUntilPodsReady); looked at
+	// again when they are, or that workload lets go of its quota.
+	WaitingForPodsReady PendingReason = "WaitingForPodsReady"
 )

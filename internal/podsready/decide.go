@@ -22,6 +22,9 @@ type Options struct {
 	BackoffBase, BackoffMax time.Duration
 	// RequeueLimit is how many timeouts deactivate a workload; 0 never does.
 	RequeueLimit int32
+	// BlockAdmission: a ClusterQueue admits nothing while a workload it
+	// admitted waits for its pods (the scheduler's, not Decide's, to apply).
+	BlockAdmission bool
 	// Since is when the controller started: a workload admitted before is
 	// given the whole Timeout from then, as its pods' readiness may not have
 	// been recorded while no controller ran.
@@ -72,17 +75,9 @@ type Decision struct {
 	Message string
 }
 
-// Subject reports a workload these rules apply to: one whose integration
-// records its pods' readiness, and that runs here, not dispatched to a
-// worker cluster (nor a dispatched copy on a worker).
-func Subject(w *berthv1.Workload) bool {
-	_, copied := w.Labels[berthv1.MultiClusterOriginLabel]
-	return workload.RunsPods(w) && !copied && w.Status.ClusterName == ""
-}
-
 // Decide looks at a workload at now.
 func Decide(w *berthv1.Workload, o Options, now time.Time) Decision {
-	if !Subject(w) || workload.IsFinished(w) || !workload.IsActive(w) {
+	if !workload.PodsReadySubject(w) || workload.IsFinished(w) || !workload.IsActive(w) {
 		return Decision{}
 	}
 	if c := limited(w); c != nil {
@@ -142,8 +137,8 @@ func Apply(w *berthv1.Workload, d Decision, o Options, now time.Time) bool {
 		if d.Action == Deactivate {
 			reason = workload.RequeuingLimitExceeded
 		}
-		// Its quota goes back once its pods are gone (its integration
-		// releases it), as for any eviction of a workload with pods.
+		// Its quota goes back once its pods are gone (the Job integration
+		// releases it), as for any eviction of a Job.
 		workload.SetStopping(w, workload.PodsReadyTimeout, d.Message, now, true)
 		workload.SetPodsNotReady(w, reason, d.Message, now)
 		w.Status.RequeueState.PodsReadyTimeouts = &try

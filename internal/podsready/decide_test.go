@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
 	"github.com/berth-dev/berth/internal/podsready"
@@ -107,7 +108,13 @@ func TestReadyPodsAreLeftAlone(t *testing.T) {
 func TestNotSubject(t *testing.T) {
 	for name, w := range map[string]*berthv1.Workload{
 		"created directly, no pods berth knows of": MakeWorkload("w", "ns").Reserved("cq").Obj(),
-		"dispatched to a worker cluster":           MakeWorkload("w", "ns").OwnedByJob("j").Reserved("cq").RunsOn("worker-1").Obj(),
+		"a plain Pod's": func() *berthv1.Workload {
+			w := MakeWorkload("w", "ns").Reserved("cq").Obj()
+			yes := true
+			w.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: "p", UID: "p", Controller: &yes}}
+			return w
+		}(),
+		"dispatched to a worker cluster": MakeWorkload("w", "ns").OwnedByJob("j").Reserved("cq").RunsOn("worker-1").Obj(),
 		"a manager's copy on a worker": func() *berthv1.Workload {
 			w := admittedJobWorkload()
 			w.Labels = map[string]string{berthv1.MultiClusterOriginLabel: "manager"}

@@ -225,6 +225,7 @@ func (s *Scheduler) WorkloadAdmitted(a core.Admitted, localQueue string) {
 	s.cluster.ReleaseHold(key)
 	prev, was := s.cluster.IsAdmitted(key)
 	evicting := s.cluster.Evicting(key)
+	podsWere := s.cluster.PodsPending(key)
 	s.cluster.AddAdmitted(a)
 	if evicting {
 		// Its eviction is on its way; the admitted state is not news.
@@ -235,6 +236,12 @@ func (s *Scheduler) WorkloadAdmitted(a core.Admitted, localQueue string) {
 	s.dirtyCQ[cq] = true
 	if was && prev != cq {
 		s.queueInadmissible(s.cluster.CohortTree(prev)...)
+		s.signal()
+	}
+	if podsWere && !a.PodsPending {
+		// Its pods are Ready (or it is being evicted): a queue blocked
+		// until they were (SetBlockUntilPodsReady) may admit again.
+		s.queueInadmissible(cq)
 		s.signal()
 	}
 }
@@ -571,6 +578,16 @@ func (s *Scheduler) SetFairSharing(on bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.cluster.SetFairSharing(on)
+	s.requeueAll()
+}
+
+// SetBlockUntilPodsReady makes each ClusterQueue admit nothing while a
+// workload it admitted waits for its pods to be all Ready
+// (core.Cluster.SetBlockUntilPodsReady).
+func (s *Scheduler) SetBlockUntilPodsReady(on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cluster.SetBlockUntilPodsReady(on)
 	s.requeueAll()
 }
 

@@ -89,6 +89,7 @@ func ToCore(w *berthv1.Workload, nsLabels labels.Set) *core.Workload {
 		Timestamp:       QueueTimestamp(w),
 		Version:         w.ResourceVersion,
 		PodSets:         make([]core.PodSet, 0, len(w.Spec.PodSets)),
+		AwaitsPods:      PodsReadySubject(w),
 	}
 	if rs := w.Status.RequeueState; rs != nil && rs.RequeueAt != nil {
 		cw.NotBefore = rs.RequeueAt.Time
@@ -122,7 +123,7 @@ func steerable(w *berthv1.Workload) bool {
 // AdmittedOf describes a workload holding quota for the core.
 func AdmittedOf(w *berthv1.Workload) core.Admitted {
 	a := core.Admitted{Key: Key(w), ClusterQueue: w.Status.Admission.ClusterQueue, Usage: UsageOf(w.Status.Admission),
-		Priority: Priority(w), Timestamp: QueueTimestamp(w), ChecksPending: !IsAdmitted(w)}
+		Priority: Priority(w), Timestamp: QueueTimestamp(w), ChecksPending: !IsAdmitted(w), PodsPending: AwaitsPods(w)}
 	if c := meta.FindStatusCondition(w.Status.Conditions, berthv1.WorkloadQuotaReserved); c != nil {
 		a.AdmittedAt = c.LastTransitionTime.Time
 	}
@@ -402,10 +403,23 @@ const (
 	RequeuingLimitExceeded = "RequeuingLimitExceeded"
 )
 
-// RunsPods reports a workload whose integration says when its pods are
-// Ready: a batch/v1 Job's, a Pod's or a pod group's. A Workload created
-// directly has no pods berth knows of.
-func RunsPods(w *berthv1.Workload) bool { return KeepsQuotaWhileStopping(w) }
+// PodsReadySubject reports a workload whose pods' readiness berth watches
+// (berth controller --wait-for-pods-ready): a batch/v1 Job's (its
+// integration records PodsReady, and a Job evicted is suspended and queues
+// again), running here, not dispatched to a worker cluster (nor a
+// dispatched copy on a worker). Plain Pods and pod groups are not: evicting
+// them deletes their pods for good.
+func PodsReadySubject(w *berthv1.Workload) bool {
+	_, copied := w.Labels[berthv1.MultiClusterOriginLabel]
+	ref := metav1.GetControllerOf(w)
+	return ref != nil && ref.Kind == "Job" && ref.APIVersion == "batch/v1" && !copied && w.Status.ClusterName == ""
+}
+
+// AwaitsPods reports an admitted workload whose pods' readiness berth
+// watches and that has not recorded them all Ready.
+func AwaitsPods(w *berthv1.Workload) bool {
+	return PodsReadySubject(w) && IsAdmitted(w) && !IsStopping(w) && !PodsReady(w)
+}
 
 // PodsReady reports the PodsReady condition True: every pod of its current
 // admission was Ready at once.

@@ -20,12 +20,13 @@ import (
 	. "github.com/berth-dev/berth/test/fixtures"
 )
 
-// The controller's rules here: short, so a test sees several tries.
+// The controller's rules here: short, so a test sees several tries, yet
+// long enough for pods that can run to be Ready on a busy machine.
 const (
-	timeout     = 4 * time.Second
+	timeout     = 10 * time.Second
 	backoffBase = 2 * time.Second
 	limit       = 3
-	wait        = 60 * time.Second
+	wait        = 90 * time.Second
 )
 
 var ctx = context.Background()
@@ -34,7 +35,7 @@ func TestMain(m *testing.M) {
 	os.Exit(testenv.MainClusters(m, testenv.Cluster{Name: "podsready", ControllerArgs: []string{
 		"--wait-for-pods-ready", "--pods-ready-timeout=" + timeout.String(),
 		"--pods-ready-backoff-base=" + backoffBase.String(), "--pods-ready-backoff-max=" + (2 * backoffBase).String(),
-		fmt.Sprintf("--pods-ready-requeue-limit=%d", limit)}}))
+		fmt.Sprintf("--pods-ready-requeue-limit=%d", limit), "--pods-ready-block-admission"}}))
 }
 
 // A gang of three pods of 3 cpu on one node of 8 cpu: two run, the third
@@ -68,7 +69,7 @@ func TestAGangThatCannotStartGivesItsQuotaBack(t *testing.T) {
 		return workload.PodsReadyTimeouts(w) == 1 && !workload.HasQuota(w)
 	})
 	c := meta.FindStatusCondition(w.Status.Conditions, berthv1.WorkloadPodsReady)
-	if c == nil || c.Status != "False" || c.Reason != workload.PodsReadyTimeout || !strings.Contains(c.Message, "not all Ready within 4s") {
+	if c == nil || c.Status != "False" || c.Reason != workload.PodsReadyTimeout || !strings.Contains(c.Message, "not all Ready within "+timeout.String()) {
 		t.Fatalf("PodsReady after the timeout: %+v", c)
 	}
 	evicted := meta.FindStatusCondition(w.Status.Conditions, berthv1.WorkloadEvicted)
@@ -92,7 +93,7 @@ func TestAGangThatCannotStartGivesItsQuotaBack(t *testing.T) {
 	}
 	waitPods(t, env, "gang", 0, 0)
 	why := berth(t, env, "why", "job", "gang", "-n", env.Namespace)
-	if !strings.Contains(why, "Deactivated") || !strings.Contains(why, "not all Ready within 4s") {
+	if !strings.Contains(why, "Deactivated") || !strings.Contains(why, "not all Ready within "+timeout.String()) {
 		t.Fatalf("berth why for the deactivated gang:\n%s", why)
 	}
 
@@ -116,6 +117,48 @@ func TestAGangThatCannotStartGivesItsQuotaBack(t *testing.T) {
 	why = berth(t, env, "why", "job", "gang", "-n", env.Namespace)
 	if !strings.Contains(why, "3 of 3 pods Ready") {
 		t.Fatalf("berth why for the running gang:\n%s", why)
+	}
+}
+
+// With --pods-ready-block-admission a ClusterQueue admits nothing while a
+// Job it admitted has pods not Ready, though its quota has room: until that
+// Job is evicted for its timeout, or its pods are all Ready.
+func TestAdmissionWaitsForTheGangsPods(t *testing.T) {
+	env := testenv.New(t)
+	env.CreateSimNode(t, env.Name("n1"), nil)
+	rf, cq := env.Name("rf"), env.Name("cq")
+	env.Create(t, MakeResourceFlavor(rf).Obj())
+	env.Create(t, MakeClusterQueue(cq).ResourceGroup(MakeFlavorQuotas(rf).Resource("cpu", "20").Obj()).Obj())
+	env.Create(t, MakeLocalQueue("main", env.Namespace, cq).Obj())
+	job := func(name string, pods int32, cpu string) types.NamespacedName {
+		env.Create(t, MakeJob(name, env.Namespace).Queue("main").Parallelism(pods).Request("cpu", cpu).
+			Toleration(env.Toleration()).PodAnnotation("berth.dev/sim-duration", "10m").Obj())
+		return jobWorkload(t, env, name)
+	}
+
+	gang := job("gang", 3, "3") // two of its pods fit on n1
+	waitFor(t, env, gang, "admitted", func(w *berthv1.Workload) bool { return workload.IsAdmitted(w) })
+	small := job("small", 1, "1")
+	waitFor(t, env, small, "blocked by the gang's pods", func(w *berthv1.Workload) bool {
+		c := meta.FindStatusCondition(w.Status.Conditions, berthv1.WorkloadQuotaReserved)
+		return c != nil && c.Status == "False" && c.Reason == "WaitingForPodsReady" &&
+			strings.Contains(c.Message, "admits nothing until the pods of the 1 workload(s) it admitted are all Ready")
+	})
+	// The gang's timeout lets it in.
+	waitFor(t, env, gang, "evicted", func(w *berthv1.Workload) bool { return workload.PodsReadyTimeouts(w) == 1 })
+	waitFor(t, env, small, "admitted, its pod Ready", func(w *berthv1.Workload) bool { return workload.PodsReady(w) })
+
+	// Room for the gang on a second node: readmitted, it blocks a Job
+	// created meanwhile until its pods are all Ready.
+	env.CreateSimNode(t, env.Name("n2"), nil)
+	waitFor(t, env, gang, "admitted again", func(w *berthv1.Workload) bool { return workload.IsAdmitted(w) })
+	late := job("late", 1, "1")
+	g := waitFor(t, env, gang, "all pods Ready", func(w *berthv1.Workload) bool { return workload.PodsReady(w) })
+	l := waitFor(t, env, late, "admitted", func(w *berthv1.Workload) bool { return workload.IsAdmitted(w) })
+	ready := meta.FindStatusCondition(g.Status.Conditions, berthv1.WorkloadPodsReady).LastTransitionTime
+	admitted := meta.FindStatusCondition(l.Status.Conditions, berthv1.WorkloadQuotaReserved).LastTransitionTime
+	if admitted.Before(&ready) {
+		t.Fatalf("a Job was admitted at %v, before the gang ahead of it had all its pods Ready at %v", admitted, ready)
 	}
 }
 

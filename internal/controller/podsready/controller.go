@@ -19,6 +19,7 @@ import (
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
 	"github.com/berth-dev/berth/internal/podsready"
+	"github.com/berth-dev/berth/internal/workload"
 )
 
 // +kubebuilder:rbac:groups=berth.dev,resources=workloads,verbs=get;list;watch;patch
@@ -44,7 +45,7 @@ func Setup(mgr ctrl.Manager, opts podsready.Options, clk clock.PassiveClock) err
 		Named("podsready").
 		For(&berthv1.Workload{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
 			w, ok := o.(*berthv1.Workload)
-			return ok && podsready.Subject(w)
+			return ok && workload.PodsReadySubject(w)
 		}))).
 		Complete(r)
 }

@@ -192,6 +192,9 @@ func (w *WorkloadWrapper) Steerable() *WorkloadWrapper {
 	return w
 }
 
+// AwaitsPods marks a workload whose pods' readiness is watched once admitted.
+func (w *WorkloadWrapper) AwaitsPods() *WorkloadWrapper { w.w.AwaitsPods = true; return w }
+
 func (w *WorkloadWrapper) last() *core.PodSet {
 	if len(w.w.PodSets) == 0 {
 		w.PodSet("main", 1)

@@ -20,7 +20,6 @@ import (
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
 	"github.com/berth-dev/berth/internal/integration"
-	"github.com/berth-dev/berth/internal/podsready"
 	"github.com/berth-dev/berth/internal/workload"
 )
 
@@ -171,7 +170,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			return reconcile.Result{}, r.evictResized(ctx, &job, &wl, why)
 		}
 		if !Suspended(&job) {
-			if r.podsReady && !workload.PodsReady(&wl) && podsready.Subject(&wl) {
+			if r.podsReady && !workload.PodsReady(&wl) && workload.PodsReadySubject(&wl) {
 				if ready, msg := PodsReady(&job, &wl); ready {
 					orig := wl.DeepCopy()
 					workload.SetPodsReady(&wl, msg, r.clock.Now())

@@ -1,0 +1,31 @@
+package cli
+
+import (
+	"io"
+	"strings"
+	"testing"
+)
+
+// --pods-ready-* flags are refused without --wait-for-pods-ready, and bad
+// values with it, before the controller connects to anything.
+func TestPodsReadyFlagsRefused(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--pods-ready-timeout=1m"}, "--pods-ready-timeout is read only with --wait-for-pods-ready"},
+		{[]string{"--pods-ready-block-admission"}, "--pods-ready-block-admission is read only with --wait-for-pods-ready"},
+		{[]string{"--wait-for-pods-ready", "--pods-ready-timeout=0s"}, "--pods-ready-timeout 0s: must be positive"},
+		{[]string{"--wait-for-pods-ready", "--pods-ready-backoff-base=2m", "--pods-ready-backoff-max=1m"},
+			"--pods-ready-backoff-max 1m0s: must be at least --pods-ready-backoff-base 2m0s"},
+		{[]string{"--wait-for-pods-ready", "--pods-ready-requeue-limit=-1"}, "--pods-ready-requeue-limit -1"},
+	} {
+		cmd := newControllerCommand()
+		cmd.SetArgs(append(tc.args, "--kubeconfig=/nonexistent"))
+		cmd.SetOut(io.Discard)
+		cmd.SetErr(io.Discard)
+		if err := cmd.Execute(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v, want %q", tc.args, err, tc.want)
+		}
+	}
+}
