@@ -49,6 +49,12 @@ const (
 	PrebuiltWorkloadLabel = "berth.dev/prebuilt-workload-name"
 	// KueuePodGroupTotalCountAnnotation is honoured too.
 	KueuePodGroupTotalCountAnnotation = "kueue.x-k8s.io/pod-group-total-count"
+	// JobMinParallelismAnnotation on a Job allows partial admission: when
+	// its parallelism does not fit, it runs with as many pods at once as
+	// do, at least this many.
+	JobMinParallelismAnnotation = "berth.dev/job-min-parallelism"
+	// KueueJobMinParallelismAnnotation is honoured too.
+	KueueJobMinParallelismAnnotation = "kueue.x-k8s.io/job-min-parallelism"
 )
 
 // ResourceInUseFinalizer is on every ClusterQueue, LocalQueue and

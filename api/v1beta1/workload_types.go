@@ -8,6 +8,8 @@ import (
 // PodSet is a group of identical pods, with what placement needs to know of
 // them, rather than a whole pod template: objects stay small, and the API
 // server, which is the bottleneck, has less to store and send.
+// +kubebuilder:validation:XValidation:rule="!has(self.minCount) || self.minCount <= self.count",message="minCount must not be more than count"
+// +kubebuilder:validation:XValidation:rule="!has(self.minCount) || !has(self.topologyRequest)",message="minCount (partial admission) together with a topologyRequest is not supported yet"
 type PodSet struct {
 	// Name of the pod set, unique in the workload.
 	// +kubebuilder:validation:MinLength=1
@@ -18,11 +20,12 @@ type PodSet struct {
 	// +kubebuilder:validation:Minimum=1
 	Count int32 `json:"count"`
 
-	// MinCount (partial admission) is not supported yet: a workload that sets
-	// it is refused, rather than admitted only with all Count pods.
+	// MinCount allows partial admission: when Count pods do not fit in the
+	// free quota, the workload is admitted with the most that do, if at
+	// least MinCount (its admission says how many), rather than wait or
+	// preempt others. Not with a topologyRequest yet.
 	// +optional
 	// +kubebuilder:validation:Minimum=1
-	// +kubebuilder:validation:XValidation:rule="false",message="minCount (partial admission) is not supported yet"
 	MinCount *int32 `json:"minCount,omitempty"`
 
 	// Requests of one pod: containers, init containers and pod overhead

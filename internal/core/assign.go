@@ -16,6 +16,9 @@ import (
 // group by resource group, trying each group's flavors in the order listed,
 // against what is free now. It returns the assignment, or why there is none.
 // An assignment with Preempt set fits only if admitted workloads are evicted.
+// A workload that allows fewer pods (PodSet.MinCount) and does not fit as
+// things are gets the most pods that do fit, if its minimum does: berth
+// admits fewer pods rather than preempt others.
 func (c *Cluster) Assign(w *Workload) (*Assignment, *Pending) {
 	q := c.cqs[w.ClusterQueue]
 	if q == nil {
@@ -33,8 +36,74 @@ func (c *Cluster) Assign(w *Workload) (*Assignment, *Pending) {
 		return nil, &Pending{Reason: Inadmissible, Message: fmt.Sprintf(
 			"the namespace of the workload does not match the namespaceSelector of ClusterQueue %s", q.name)}
 	}
-	a := &Assignment{ClusterQueue: q.name, AdmissionChecks: q.spec.AdmissionChecks, Usage: Usage{}}
+	a, p := c.assignCounts(q, w, nil)
+	if p != nil && p.Reason != NoFit || p == nil && len(a.Preempt) == 0 {
+		return a, p
+	}
+	if partial := c.assignPartial(q, w); partial != nil {
+		return partial, nil
+	}
+	return a, p
+}
+
+// assignPartial is partial admission: for a workload whose pod sets allow
+// fewer pods (MinCount) and that does not fit as things are, the assignment
+// with the most pods that does fit, without preempting anyone, or nil.
+// Each such pod set gives up the same share of what it may (Count -
+// MinCount, rounded up), found by bisection: fewer pods never need more.
+func (c *Cluster) assignPartial(q *cqNode, w *Workload) *Assignment {
+	var most int32 // the largest reduction any pod set may take
 	for _, ps := range w.PodSets {
+		if ps.MinCount > 0 && ps.MinCount < ps.Count {
+			most = max(most, ps.Count-ps.MinCount)
+		}
+	}
+	if most == 0 {
+		return nil
+	}
+	counts := func(cut int32) []int32 {
+		out := make([]int32, len(w.PodSets))
+		for i, ps := range w.PodSets {
+			out[i] = ps.Count
+			if ps.MinCount > 0 && ps.MinCount < ps.Count {
+				span := int64(ps.Count - ps.MinCount)
+				out[i] -= int32((span*int64(cut) + int64(most) - 1) / int64(most))
+			}
+		}
+		return out
+	}
+	fits := func(cut int32) *Assignment {
+		a, p := c.assignCounts(q, w, counts(cut))
+		if p != nil || len(a.Preempt) > 0 {
+			return nil
+		}
+		return a
+	}
+	best := fits(most)
+	if best == nil {
+		return nil
+	}
+	// The least cut that fits: cut lo does not, cut hi does.
+	lo, hi := int32(0), most
+	for hi-lo > 1 {
+		mid := lo + (hi-lo)/2
+		if a := fits(mid); a != nil {
+			best, hi = a, mid
+		} else {
+			lo = mid
+		}
+	}
+	return best
+}
+
+// assignCounts assigns every pod set, with counts[i] pods for pod set i
+// (nil: their own Count).
+func (c *Cluster) assignCounts(q *cqNode, w *Workload, counts []int32) (*Assignment, *Pending) {
+	a := &Assignment{ClusterQueue: q.name, AdmissionChecks: q.spec.AdmissionChecks, Usage: Usage{}}
+	for i, ps := range w.PodSets {
+		if counts != nil {
+			ps.Count = counts[i]
+		}
 		psa, preempt, p := c.assignPodSet(q, ps, a.Usage)
 		if p != nil {
 			if len(w.PodSets) > 1 {

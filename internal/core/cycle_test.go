@@ -1,6 +1,7 @@
 package core_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -540,5 +541,80 @@ func TestBlockUntilPodsReady(t *testing.T) {
 	c.Cycle([]*core.Workload{MakeWorkload("g2", "a").PodSet("main", 1).Request("cpu", "1").AwaitsPods().Obj()}, Epoch)
 	if ds = c.Cycle([]*core.Workload{MakeWorkload("free", "a").PodSet("main", 1).Request("cpu", "1").Obj()}, Epoch); ds[0].Admit == nil {
 		t.Fatalf("not blocking: %+v", ds[0].Pending)
+	}
+}
+
+// A workload that allows fewer pods gets the most that fit when all do not,
+// never fewer than its minimum, and never by preempting: then it waits, or
+// preempts for all its pods as any other would.
+func TestPartialAdmission(t *testing.T) {
+	setup := func(used string) *core.Cluster {
+		c := core.NewCluster()
+		c.SetFlavor(MakeFlavor("default").Obj())
+		c.SetClusterQueue(MakeClusterQueue("cq").ResourceGroup(MakeFlavorQuotas("default").Resource("cpu", "10").Obj()).Obj())
+		c.AddAdmitted(core.Admitted{Key: "default/running", ClusterQueue: "cq", Usage: core.Usage{FR("default", "cpu"): Milli(used)}})
+		return c
+	}
+	for _, tc := range []struct {
+		name       string
+		used       string
+		w          *core.Workload
+		want       []int32 // admitted counts; nil: pending
+		wantReason core.PendingReason
+	}{
+		{"all fit", "0", MakeWorkload("w", "cq").PodSet("main", 8).Request("cpu", "1").MinCount(2).Obj(), []int32{8}, ""},
+		{"the most that fit", "3", MakeWorkload("w", "cq").PodSet("main", 8).Request("cpu", "1").MinCount(2).Obj(), []int32{7}, ""},
+		{"down to the minimum", "8", MakeWorkload("w", "cq").PodSet("main", 8).Request("cpu", "1").MinCount(2).Obj(), []int32{2}, ""},
+		{"not below it", "9", MakeWorkload("w", "cq").PodSet("main", 8).Request("cpu", "1").MinCount(2).Obj(), nil, core.NoFit},
+		{"without a minimum, all or nothing", "3", MakeWorkload("w", "cq").PodSet("main", 8).Request("cpu", "1").Obj(), nil, core.NoFit},
+		{"pod sets give up the same share", "4",
+			MakeWorkload("w", "cq").PodSet("workers", 4).Request("cpu", "1").MinCount(2).
+				PodSet("driver", 1).Request("cpu", "1").
+				PodSet("ps", 6).Request("cpu", "0.5").MinCount(2).Obj(), []int32{3, 1, 4}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := setup(tc.used)
+			d := c.Cycle([]*core.Workload{tc.w}, Epoch)[0]
+			if tc.want == nil {
+				if d.Admit != nil || d.Pending == nil || d.Pending.Reason != tc.wantReason {
+					t.Fatalf("admitted %+v, pending %+v; want pending %s", d.Admit, d.Pending, tc.wantReason)
+				}
+				return
+			}
+			if d.Admit == nil {
+				t.Fatalf("pending: %+v", d.Pending)
+			}
+			var got []int32
+			var cpu int64
+			for _, ps := range d.Admit.PodSets {
+				got = append(got, ps.Count)
+				cpu += ps.Usage[FR("default", "cpu")]
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Fatalf("admitted %v pods, want %v", got, tc.want)
+			}
+			if cpu != d.Admit.Usage[FR("default", "cpu")] || cpu+Milli(tc.used) > Milli("10") {
+				t.Fatalf("usage %d of pod sets, %d in all, with %s used of 10", cpu, d.Admit.Usage[FR("default", "cpu")], tc.used)
+			}
+		})
+	}
+}
+
+// Partial admission is preferred to preempting: a lower-priority workload
+// keeps running when fewer pods fit beside it.
+func TestPartialAdmissionBeforePreemption(t *testing.T) {
+	c := core.NewCluster()
+	c.SetFlavor(MakeFlavor("default").Obj())
+	c.SetClusterQueue(MakeClusterQueue("cq").Preemption(core.PreemptLowerPriority, core.PreemptNever).
+		ResourceGroup(MakeFlavorQuotas("default").Resource("cpu", "10").Obj()).Obj())
+	c.AddAdmitted(core.Admitted{Key: "default/low", ClusterQueue: "cq", Usage: core.Usage{FR("default", "cpu"): Milli("4")}})
+	d := c.Cycle([]*core.Workload{MakeWorkload("high", "cq").Priority(10).PodSet("main", 8).Request("cpu", "1").MinCount(4).Obj()}, Epoch)[0]
+	if d.Admit == nil || d.Admit.PodSets[0].Count != 6 || len(d.Preempt) > 0 {
+		t.Fatalf("admit %+v, preempt %v; want 6 pods and no victim", d.Admit, d.Preempt)
+	}
+	// Its minimum does not fit: it preempts for all its pods.
+	d = c.Cycle([]*core.Workload{MakeWorkload("higher", "cq").Priority(20).PodSet("main", 8).Request("cpu", "1").MinCount(5).Obj()}, Epoch)[0]
+	if d.Admit != nil || len(d.Preempt) == 0 {
+		t.Fatalf("admit %+v, preempt %v; want a preemption", d.Admit, d.Preempt)
 	}
 }

@@ -184,7 +184,7 @@ func SameDemand(a, b *Workload) bool {
 	}
 	for i := range a.PodSets {
 		p, q := &a.PodSets[i], &b.PodSets[i]
-		if p.Name != q.Name || p.Count != q.Count || p.Steerable != q.Steerable ||
+		if p.Name != q.Name || p.Count != q.Count || p.MinCount != q.MinCount || p.Steerable != q.Steerable ||
 			!maps.Equal(p.Requests, q.Requests) || !maps.Equal(p.NodeSelector, q.NodeSelector) ||
 			!reflect.DeepEqual(p.Tolerations, q.Tolerations) || !reflect.DeepEqual(p.NodeAffinity, q.NodeAffinity) ||
 			!reflect.DeepEqual(p.Topology, q.Topology) {
@@ -199,8 +199,11 @@ func (w *Workload) OrderPriority() int32 { return w.Priority + w.Aged }
 
 // PodSet is a group of identical pods.
 type PodSet struct {
-	Name         string
-	Count        int32
+	Name  string
+	Count int32
+	// MinCount, when above 0 and below Count, allows partial admission: as
+	// few as MinCount pods when Count do not fit (Assign).
+	MinCount     int32
 	Requests     map[string]int64 // of one pod, milli-units
 	NodeSelector map[string]string
 	Tolerations  []corev1.Toleration

@@ -173,7 +173,7 @@ func (pl *places) place(w *Workload, a *Assignment) ([]Placement, *Pending) {
 			undo()
 			return nil, &Pending{Reason: QueueInactive, Message: fmt.Sprintf("%sResourceFlavor %s: %v", prefix, f.Name, err)}
 		}
-		tps := topology.PodSet{Count: ps.Count, Requests: ps.Requests,
+		tps := topology.PodSet{Count: psa.Count, Requests: ps.Requests,
 			Tolerations: append(slices.Clone(ps.Tolerations), f.Tolerations...), Allows: allows(ps), Shape: shapeOf(ps.Requests)}
 		ta, err := t.Place(tps, *req)
 		var nf *topology.NoFit

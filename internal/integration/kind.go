@@ -51,6 +51,14 @@ type Steerer interface {
 	Steer(obj client.Object, queue string, placed bool) error
 }
 
+// Shrinker is a Kind whose objects may ask to run with fewer pods than they
+// want (partial admission: a pod set's minCount): Start calls Shrink after
+// the Kind's Start with the pods admitted, and Shrink makes obj run no more
+// (a Job's parallelism), keeping what it had for when it is held again.
+type Shrinker interface {
+	Shrink(obj client.Object, admitted int32) error
+}
+
 // Refuser is a Kind that refuses some objects at creation, such as those
 // asking for what berth does not support yet, or asking for a queue in a
 // way that would not be honoured; Refuse says why, or "". It sees every

@@ -71,6 +71,20 @@ func Placed(a *berthv1.Admission, podSet string) bool {
 	return false
 }
 
+// AdmittedCount is how many pods of podSet the admission covers, 0 when it
+// names none.
+func AdmittedCount(a *berthv1.Admission, podSet string) int32 {
+	if a == nil {
+		return 0
+	}
+	for _, psa := range a.PodSetAssignments {
+		if psa.Name == podSet {
+			return psa.Count
+		}
+	}
+	return 0
+}
+
 // Release gives back the quota of a stopping workload whose pods are gone
 // (workload.ReleaseStopped), with one status patch onto the version read.
 func Release(ctx context.Context, c client.Client, wl *berthv1.Workload, now time.Time) error {
@@ -104,6 +118,11 @@ func Start(ctx context.Context, c client.Client, live client.Reader, rec events.
 	}
 	if err := kind.Start(obj, flavors); err != nil {
 		return err
+	}
+	if s, ok := kind.(Shrinker); ok {
+		if err := s.Shrink(obj, AdmittedCount(wl.Status.Admission, "main")); err != nil {
+			return err
+		}
 	}
 	if s, ok := kind.(Steerer); ok {
 		if err := s.Steer(obj, wl.Spec.QueueName, Placed(wl.Status.Admission, "main")); err != nil {

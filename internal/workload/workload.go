@@ -99,6 +99,9 @@ func ToCore(w *berthv1.Workload, nsLabels labels.Set) *core.Workload {
 		cps := core.PodSet{Name: ps.Name, Count: ps.Count, Requests: make(map[string]int64, len(ps.Requests)),
 			NodeSelector: ps.NodeSelector, Tolerations: ps.Tolerations, NodeAffinity: ps.NodeAffinity,
 			Topology: TopologyRequestOf(ps.TopologyRequest), Steerable: steerable}
+		if ps.MinCount != nil {
+			cps.MinCount = *ps.MinCount
+		}
 		for r, q := range ps.Requests {
 			cps.Requests[string(r)] = core.Milli(q)
 		}

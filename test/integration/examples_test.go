@@ -6,11 +6,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 
+	batchv1 "k8s.io/api/batch/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
+	"github.com/berth-dev/berth/internal/integration/jobs"
 	"github.com/berth-dev/berth/internal/testenv"
 	"github.com/berth-dev/berth/internal/workload"
 )
@@ -69,5 +72,33 @@ func TestExamplesWork(t *testing.T) {
 			}
 		}
 		return fmt.Errorf("no admitted workload in %s yet (%d workloads)", teamA, len(list.Items))
+	})
+
+	// examples/job-partial.yaml: 12 pods asked, fewer admitted, at least 2,
+	// and the Job runs that many at once.
+	kubectl("create", "-f", example("job-partial.yaml"))
+	testenv.Eventually(t, wait, func() error {
+		var list batchv1.JobList
+		if err := env.Client.List(ctx, &list, client.InNamespace(teamA)); err != nil {
+			return err
+		}
+		for _, j := range list.Items {
+			if !strings.HasPrefix(j.Name, "partial-") {
+				continue
+			}
+			wl, err := getWorkload(env, teamA, jobs.WorkloadName(&j))
+			if err != nil {
+				return err
+			}
+			if !workload.IsAdmitted(wl) {
+				return fmt.Errorf("Job %s not admitted: %s", j.Name, describe(wl))
+			}
+			n := wl.Status.Admission.PodSetAssignments[0].Count
+			if n < 2 || n >= 12 || j.Spec.Parallelism == nil || *j.Spec.Parallelism != n {
+				return fmt.Errorf("Job %s admitted with %d pods, running %v at once; want 2 to 11, and as many", j.Name, n, j.Spec.Parallelism)
+			}
+			return nil
+		}
+		return fmt.Errorf("no partial- Job in %s", teamA)
 	})
 }

@@ -131,19 +131,24 @@ func TestLocalQueueAndCohortValidation(t *testing.T) {
 }
 
 // Fields berth does not act on yet are refused with a message saying so,
-// never accepted and ignored.
+// never accepted and ignored; so are values it cannot follow.
 func TestUnsupportedFieldsAreRefused(t *testing.T) {
 	env := testenv.New(t)
-	minCount := int32(1)
+	minCount, rack := int32(1), "rack"
 	partial := &berthv1.Workload{}
 	partial.Name, partial.Namespace = "partial", env.Namespace
 	partial.Spec.QueueName = "main"
-	partial.Spec.PodSets = []berthv1.PodSet{{Name: "main", Count: 4, MinCount: &minCount}}
+	partial.Spec.PodSets = []berthv1.PodSet{{Name: "main", Count: 4, MinCount: &minCount,
+		TopologyRequest: &berthv1.TopologyRequest{Required: &rack}}}
+	tooMany := partial.DeepCopy()
+	tooMany.Name = "too-many"
+	tooMany.Spec.PodSets[0].TopologyRequest, tooMany.Spec.PodSets[0].MinCount = nil, ptr(int32(5))
 	for _, tc := range []struct {
 		obj  client.Object
 		want []string
 	}{
-		{partial, []string{"spec.podSets[0].minCount", "minCount (partial admission) is not supported yet"}},
+		{partial, []string{"spec.podSets[0]", "minCount (partial admission) together with a topologyRequest is not supported yet"}},
+		{tooMany, []string{"spec.podSets[0]", "minCount must not be more than count"}},
 	} {
 		err := env.Client.Create(ctx, tc.obj)
 		if err == nil {

@@ -192,6 +192,9 @@ func (w *WorkloadWrapper) Steerable() *WorkloadWrapper {
 	return w
 }
 
+// MinCount allows the last pod set partial admission, down to n pods.
+func (w *WorkloadWrapper) MinCount(n int32) *WorkloadWrapper { w.last().MinCount = n; return w }
+
 // AwaitsPods marks a workload whose pods' readiness is watched once admitted.
 func (w *WorkloadWrapper) AwaitsPods() *WorkloadWrapper { w.w.AwaitsPods = true; return w }
 

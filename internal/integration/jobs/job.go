@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -112,9 +113,30 @@ func PodSets(job *batchv1.Job) []berthv1.PodSet {
 	}
 	ps := integration.PodSetOf("main", max(count, 1), &job.Spec.Template.Spec)
 	// A wrong request is refused by the webhook; one that got past it
-	// (created before berth ran) asks for nothing.
+	// (created before berth ran) asks for nothing, and queues whole.
 	ps.TopologyRequest, _ = integration.TopologyRequestOf(job.Spec.Template.Annotations)
+	if least, ok, err := MinParallelism(job); err == nil && ok && least < ps.Count && ps.TopologyRequest == nil {
+		ps.MinCount = &least
+	}
 	return []berthv1.PodSet{ps}
+}
+
+// MinParallelism reads the least number of pods at once a Job may run with
+// (berth's or Kueue's annotation), for partial admission; a value that is
+// not a positive integer is an error naming the annotation.
+func MinParallelism(job *batchv1.Job) (int32, bool, error) {
+	for _, key := range []string{berthv1.JobMinParallelismAnnotation, berthv1.KueueJobMinParallelismAnnotation} {
+		v, ok := job.Annotations[key]
+		if !ok {
+			continue
+		}
+		n, err := strconv.ParseInt(v, 10, 32)
+		if err != nil || n < 1 {
+			return 0, false, fmt.Errorf("annotation %s: %q is not a positive number of pods", key, v)
+		}
+		return int32(n), true, nil
+	}
+	return 0, false, nil
 }
 
 // PodsReady reports whether every pod its Workload's admission counts is
@@ -180,14 +202,19 @@ func InSync(wl *berthv1.Workload, job *batchv1.Job, queue string, priority *int3
 // differ on purpose while the flavors' settings are injected. Of a running
 // Job the API lets only parallelism change; any change of the count, up or
 // down, queues the Job again, as Kueue does, so the quota held is always
-// what runs.
+// what runs. A Job not started yet (its template its own) must still have
+// the shape its Workload asks for; a started one runs as many pods at once
+// as were admitted, fewer under partial admission (ShrinkToAdmitted).
 func Resized(wl *berthv1.Workload, job *batchv1.Job) string {
 	now := PodSets(job)
 	if wl.Status.Admission == nil || len(now) != len(wl.Status.Admission.PodSetAssignments) || len(now) != len(wl.Spec.PodSets) {
 		return "its pod sets changed"
 	}
 	for i, ps := range now {
-		if admitted := wl.Status.Admission.PodSetAssignments[i].Count; ps.Count != admitted {
+		if asked := wl.Spec.PodSets[i].Count; !Injected(job) && ps.Count != asked {
+			return fmt.Sprintf("%d pods at once, queued with %d", ps.Count, asked)
+		}
+		if admitted := wl.Status.Admission.PodSetAssignments[i].Count; Injected(job) && ps.Count != admitted {
 			return fmt.Sprintf("%d pods at once, admitted with %d", ps.Count, admitted)
 		}
 		if !equality.Semantic.DeepEqual(ps.Requests, wl.Spec.PodSets[i].Requests) {
@@ -207,6 +234,10 @@ type scheduling struct {
 	Tolerations  []corev1.Toleration `json:"tolerations,omitempty"`
 	// AddedLabels are pod template labels berth added (SteerTemplate).
 	AddedLabels []string `json:"addedLabels,omitempty"`
+	// Parallelism is the Job's own, and Partial what berth set it to when
+	// fewer pods were admitted (ShrinkToAdmitted).
+	Parallelism *int32 `json:"parallelism,omitempty"`
+	Partial     int32  `json:"partial,omitempty"`
 }
 
 // Injected reports whether the Job's template carries flavors' settings.
@@ -248,11 +279,38 @@ func RestoreTemplate(job *batchv1.Job) (bool, error) {
 	}
 	job.Spec.Template.Spec.NodeSelector = orig.NodeSelector
 	job.Spec.Template.Spec.Tolerations = orig.Tolerations
+	if orig.Partial > 0 && job.Spec.Parallelism != nil && *job.Spec.Parallelism == orig.Partial {
+		// Its own again, unless someone changed it since: theirs wins.
+		job.Spec.Parallelism = orig.Parallelism
+	}
 	for _, l := range orig.AddedLabels {
 		delete(job.Spec.Template.Labels, l)
 	}
 	delete(job.Annotations, OriginalSchedulingAnnotation)
 	return true, nil
+}
+
+// ShrinkToAdmitted runs a Job admitted with fewer pods than it asked for
+// (partial admission) with that many at once: its parallelism is set to
+// admitted, and its own kept for RestoreTemplate. StartTemplate must have
+// run.
+func ShrinkToAdmitted(job *batchv1.Job, admitted int32) error {
+	count := PodSets(job)[0].Count
+	if admitted <= 0 || admitted >= count {
+		return nil
+	}
+	var orig scheduling
+	if err := json.Unmarshal([]byte(job.Annotations[OriginalSchedulingAnnotation]), &orig); err != nil {
+		return fmt.Errorf("annotation %s of Job %s/%s is not valid: %w", OriginalSchedulingAnnotation, job.Namespace, job.Name, err)
+	}
+	orig.Parallelism, orig.Partial = job.Spec.Parallelism, admitted
+	data, err := json.Marshal(orig)
+	if err != nil {
+		return err
+	}
+	job.Annotations[OriginalSchedulingAnnotation] = string(data)
+	job.Spec.Parallelism = &admitted
+	return nil
 }
 
 // SteerTemplate labels the pod template of a Job admitted with a topology

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
+	"github.com/berth-dev/berth/internal/integration"
 	. "github.com/berth-dev/berth/test/fixtures"
 )
 
@@ -234,5 +235,87 @@ func TestRefuseQueueLabelsOnlyInThePodTemplate(t *testing.T) {
 				t.Errorf("Refuse = %q, want %q", why, c.want)
 			}
 		})
+	}
+}
+
+// A Job's min-parallelism annotation (berth's or Kueue's) becomes its pod
+// set's minCount; a wrong one is refused at creation, naming it.
+func TestMinParallelism(t *testing.T) {
+	for _, tc := range []struct {
+		annotations map[string]string
+		want        *int32
+	}{
+		{map[string]string{berthv1.JobMinParallelismAnnotation: "2"}, ptr(int32(2))},
+		{map[string]string{berthv1.KueueJobMinParallelismAnnotation: "3"}, ptr(int32(3))},
+		{map[string]string{berthv1.JobMinParallelismAnnotation: "6"}, nil}, // not fewer than it asks: all or nothing
+		{nil, nil},
+	} {
+		job := MakeJob("j", "ns").Queue("q").Parallelism(6).Obj()
+		job.Annotations = tc.annotations
+		got := PodSets(job)[0].MinCount
+		if (got == nil) != (tc.want == nil) || got != nil && *got != *tc.want {
+			t.Errorf("%v: minCount %v, want %v", tc.annotations, got, tc.want)
+		}
+		if why := (Kind{}).Refuse(job); why != "" {
+			t.Errorf("%v refused: %s", tc.annotations, why)
+		}
+	}
+	for value, want := range map[string]string{"0": "is not a positive number", "two": "is not a positive number"} {
+		job := MakeJob("j", "ns").Queue("q").Parallelism(6).Obj()
+		job.Annotations = map[string]string{berthv1.JobMinParallelismAnnotation: value}
+		if why := (Kind{}).Refuse(job); !strings.Contains(why, want) || !strings.Contains(why, berthv1.JobMinParallelismAnnotation) {
+			t.Errorf("%q: refused with %q", value, why)
+		}
+	}
+	job := MakeJob("j", "ns").Queue("q").Parallelism(6).PodAnnotation(integration.RequiredTopologyAnnotation, "rack").Obj()
+	job.Annotations = map[string]string{berthv1.JobMinParallelismAnnotation: "2"}
+	if why := (Kind{}).Refuse(job); !strings.Contains(why, "not supported yet") {
+		t.Errorf("partial admission with a topology request: %q", why)
+	}
+}
+
+// Admitted with fewer pods, a Job runs that many at once; held again, it
+// gets its own parallelism back, unless someone changed it meanwhile.
+func TestShrinkAndRestore(t *testing.T) {
+	job := MakeJob("j", "ns").Parallelism(8).Completions(20).Obj()
+	job.Annotations = map[string]string{berthv1.JobMinParallelismAnnotation: "2"}
+	var wl berthv1.Workload
+	wl.Spec.PodSets = PodSets(job)
+	wl.Status.Admission = &berthv1.Admission{PodSetAssignments: []berthv1.PodSetAssignment{{Name: "main", Count: 3}}}
+	if why := Resized(&wl, job); why != "" {
+		t.Fatalf("admitted with fewer pods, not started yet, it is resized: %s", why)
+	}
+	if err := StartTemplate(job, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := ShrinkToAdmitted(job, 3); err != nil {
+		t.Fatal(err)
+	}
+	if *job.Spec.Parallelism != 3 || *job.Spec.Completions != 20 {
+		t.Fatalf("parallelism %d, completions %d; want 3 and 20", *job.Spec.Parallelism, *job.Spec.Completions)
+	}
+	if why := Resized(&wl, job); why != "" {
+		t.Fatalf("running as admitted, it is resized: %s", why)
+	}
+	if _, err := RestoreTemplate(job); err != nil || *job.Spec.Parallelism != 8 {
+		t.Fatalf("restored parallelism %d (%v), want 8", *job.Spec.Parallelism, err)
+	}
+
+	if err := StartTemplate(job, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := ShrinkToAdmitted(job, 3); err != nil {
+		t.Fatal(err)
+	}
+	job.Spec.Parallelism = ptr(int32(2)) // the user's
+	if _, err := RestoreTemplate(job); err != nil || *job.Spec.Parallelism != 2 {
+		t.Fatalf("restored parallelism %d (%v), want the user's 2", *job.Spec.Parallelism, err)
+	}
+	// All admitted: nothing changes.
+	if err := StartTemplate(job, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := ShrinkToAdmitted(job, 2); err != nil || *job.Spec.Parallelism != 2 {
+		t.Fatalf("parallelism %d (%v) after a full admission", *job.Spec.Parallelism, err)
 	}
 }

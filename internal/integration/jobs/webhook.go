@@ -26,7 +26,10 @@ type Kind struct {
 // ManagedBy is the spec.managedBy of a Job that runs on a worker cluster.
 const ManagedBy = berthv1.MultiClusterControllerName
 
-var _ integration.Kind = Kind{}
+var (
+	_ integration.Kind     = Kind{}
+	_ integration.Shrinker = Kind{}
+)
 
 func (Kind) New() client.Object { return &batchv1.Job{} }
 
@@ -105,8 +108,17 @@ func (k Kind) Refuse(obj client.Object) string {
 	if queue == "" {
 		return ""
 	}
-	if _, err := integration.TopologyRequestOf(job.Spec.Template.Annotations); err != nil {
+	topo, err := integration.TopologyRequestOf(job.Spec.Template.Annotations)
+	if err != nil {
 		return fmt.Sprintf("Job %s: pod template: %v", job.Name, err)
+	}
+	_, partial, err := MinParallelism(job)
+	if err != nil {
+		return fmt.Sprintf("Job %s: metadata.annotations: %v", job.Name, err)
+	}
+	if partial && topo != nil {
+		return fmt.Sprintf("Job %s: partial admission (annotation %s) together with a topology request is not supported yet",
+			job.Name, berthv1.JobMinParallelismAnnotation)
 	}
 	return ""
 }
@@ -121,6 +133,12 @@ func (Kind) Start(obj client.Object, flavors []*berthv1.ResourceFlavor) error {
 	no := false
 	job.Spec.Suspend = &no
 	return nil
+}
+
+// Shrink runs a Job admitted with fewer pods than it asked for with that
+// many at once (ShrinkToAdmitted).
+func (Kind) Shrink(obj client.Object, admitted int32) error {
+	return ShrinkToAdmitted(obj.(*batchv1.Job), admitted)
 }
 
 // Steer labels the pod template of a placed Job so that its pods are given
