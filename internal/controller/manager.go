@@ -51,6 +51,7 @@ import (
 	visctrl "github.com/berth-dev/berth/internal/controller/visibility"
 	"github.com/berth-dev/berth/internal/controller/webhook"
 	"github.com/berth-dev/berth/internal/integration"
+	"github.com/berth-dev/berth/internal/integration/deployments"
 	"github.com/berth-dev/berth/internal/integration/jobs"
 	"github.com/berth-dev/berth/internal/integration/placement"
 	"github.com/berth-dev/berth/internal/integration/podgroups"
@@ -341,6 +342,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	mgr.GetWebhookServer().Register(pods.WebhookPath, &crwebhook.Admission{Handler: integration.NewHolder(pods.Kind{})})
 	mgr.GetWebhookServer().Register(pods.DefaultWebhookPath,
 		&crwebhook.Admission{Handler: integration.NewHolder(pods.Kind{Default: true})})
+	mgr.GetWebhookServer().Register(deployments.WebhookPath, &crwebhook.Admission{Handler: deployments.Webhook{}})
 	mgr.GetWebhookServer().Register(jobs.WebhookPath,
 		&crwebhook.Admission{Handler: integration.NewHolder(jobs.Kind{ManageAll: o.ManageJobsWithoutQueueName,
 			Dispatched: mcctrl.Dispatched(mgr.GetClient())})})

@@ -10,10 +10,12 @@ import (
 	"testing"
 
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
 	"github.com/berth-dev/berth/internal/integration/jobs"
+	"github.com/berth-dev/berth/internal/integration/pods"
 	"github.com/berth-dev/berth/internal/testenv"
 	"github.com/berth-dev/berth/internal/workload"
 )
@@ -100,5 +102,28 @@ func TestExamplesWork(t *testing.T) {
 			return nil
 		}
 		return fmt.Errorf("no partial- Job in %s", teamA)
+	})
+
+	// examples/deployment.yaml: its pods are queued one by one, each with a
+	// Workload in team-a's LocalQueue.
+	kubectl("apply", "-f", example("deployment.yaml"))
+	testenv.Eventually(t, wait, func() error {
+		var list corev1.PodList
+		if err := env.Client.List(ctx, &list, client.InNamespace(teamA), client.MatchingLabels{"app": "web"}); err != nil {
+			return err
+		}
+		if len(list.Items) != 2 {
+			return fmt.Errorf("%d pods of Deployment web, want 2", len(list.Items))
+		}
+		for _, p := range list.Items {
+			wl, err := getWorkload(env, teamA, pods.WorkloadName(&p))
+			if err != nil {
+				return fmt.Errorf("pod %s: %w", p.Name, err)
+			}
+			if wl.Spec.QueueName != "jobs" {
+				return fmt.Errorf("pod %s queued in %q", p.Name, wl.Spec.QueueName)
+			}
+		}
+		return nil
 	})
 }

@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
+	"github.com/berth-dev/berth/internal/integration/deployments"
 	"github.com/berth-dev/berth/internal/integration/jobs"
 	"github.com/berth-dev/berth/internal/integration/placement"
 	"github.com/berth-dev/berth/internal/integration/pods"
@@ -387,6 +388,7 @@ func Configuration(o Options, caBundle []byte) *admissionregistrationv1.Mutating
 	// pods at once (jobs.Kind.HoldGrowth); no other update reaches berth.
 	jobRules := rules("batch", "jobs", admissionregistrationv1.Create, admissionregistrationv1.Update)
 	podRules := rules("", "pods", admissionregistrationv1.Create)
+	deploymentRules := rules("apps", "deployments", admissionregistrationv1.Create, admissionregistrationv1.Update)
 	jobHook := func(name string, objects *metav1.LabelSelector) admissionregistrationv1.MutatingWebhook {
 		h := hook(name, jobs.WebhookPath, jobRules, objects)
 		h.MatchConditions = []admissionregistrationv1.MatchCondition{{Name: "created-or-grows", Expression: jobGrows}}
@@ -405,6 +407,12 @@ func Configuration(o Options, caBundle []byte) *admissionregistrationv1.Mutating
 		hook("kueue-labelled-pods.berth.dev", pods.WebhookPath, podRules,
 			selector(exists(berthv1.KueueQueueNameLabel), absent(berthv1.QueueNameLabel))),
 		hook("topology-pods.berth.dev", placement.WebhookPath, podRules, selector(exists(berthv1.TopologyPlacedLabel))),
+		// A queued Deployment's pods are queued one by one: its queue goes on
+		// its pod template. Its status and scale are subresources, which
+		// these rules leave out.
+		hook("deployments.berth.dev", deployments.WebhookPath, deploymentRules, selector(exists(berthv1.QueueNameLabel))),
+		hook("kueue-labelled-deployments.berth.dev", deployments.WebhookPath, deploymentRules,
+			selector(exists(berthv1.KueueQueueNameLabel), absent(berthv1.QueueNameLabel))),
 		hook("opted-in-pods.berth.dev", pods.DefaultWebhookPath, podRules,
 			selector(absent(berthv1.KueueQueueNameLabel), absent(berthv1.QueueNameLabel))),
 	}
