@@ -69,14 +69,16 @@ const milli = 1000
 
 // FuzzAdmission checks, for any queue configuration and any sequence of
 // arrivals, cycles, confirmations, failed writes, stale events and finishes,
-// with amounts from one cpu to the top of int64:
+// with amounts from one cpu to the top of int64, some workloads allowing
+// partial admission:
 // safety: usage never exceeds nominal quota plus allowed borrowing; lending
-// limits hold; an admission's usage is exactly what its pods request; usage
+// limits hold; an admission's usage is exactly what its admitted pods
+// request, never fewer than a pod set's minimum nor more than it asks; usage
 // equals the sum of what admitted workloads hold; no workload is admitted
 // twice or both admitted and pending; StrictFIFO queues admit in order;
 // liveness: once the running workloads finish, every pending workload of a
-// BestEffortFIFO queue that fits in one of its flavors' nominal quota is
-// admitted (a scheduler that never admits fails here).
+// BestEffortFIFO queue whose minimum fits in one of its flavors' nominal
+// quota is admitted (a scheduler that never admits fails here).
 func FuzzAdmission(f *testing.F) {
 	f.Add([]byte{3, 1, 0, 5, 2, 1, 0, 0, 0, 1, 2, 3, 1, 0, 4, 2, 1, 1, 0, 1, 3, 1, 1, 4, 0, 9, 1, 1, 2, 3})
 	f.Add([]byte{4, 2, 1, 8, 1, 3, 0, 2, 7, 2, 1, 1, 5, 0, 0, 1, 1, 0, 2, 1, 0, 3, 1, 1, 1, 1, 1, 4, 2, 2, 5, 1})
@@ -131,8 +133,12 @@ func FuzzAdmission(f *testing.F) {
 				w := &core.Workload{Key: fmt.Sprintf("ns/w%d", next), Priority: int32(r.n(3)),
 					NamespaceLabels: labels.Set{}, Timestamp: time.Unix(int64(next), 0), ClusterQueue: cq}
 				for p := range 1 + r.n(2) {
-					w.PodSets = append(w.PodSets, core.PodSet{Name: fmt.Sprintf("ps%d", p), Count: int32(1 + r.n(2)),
-						Requests: map[string]int64{"cpu": max(milli, r.amount(5))}})
+					ps := core.PodSet{Name: fmt.Sprintf("ps%d", p), Count: int32(1 + r.n(3)),
+						Requests: map[string]int64{"cpu": max(milli, r.amount(5))}}
+					if ps.Count > 1 && r.n(2) == 0 { // partial admission allowed
+						ps.MinCount = int32(1 + r.n(int(ps.Count)-1))
+					}
+					w.PodSets = append(w.PodSets, ps)
 				}
 				next++
 				m.pending[w.Key] = w
@@ -205,9 +211,14 @@ func (m *model) settle(t *testing.T, s *Scheduler) {
 		if cq.strict {
 			continue // a head that never fits holds the rest back, by design
 		}
+		// The least it may be admitted with: its minimum, under partial admission.
 		total := new(big.Int)
 		for _, ps := range w.PodSets {
-			total.Add(total, new(big.Int).Mul(big.NewInt(ps.Requests["cpu"]), big.NewInt(int64(ps.Count))))
+			least := ps.Count
+			if ps.MinCount > 0 {
+				least = ps.MinCount
+			}
+			total.Add(total, new(big.Int).Mul(big.NewInt(ps.Requests["cpu"]), big.NewInt(int64(least))))
 		}
 		for _, fq := range cq.spec.ResourceGroups[0].Flavors {
 			if total.Cmp(big.NewInt(fq.Quotas["cpu"].Nominal)) <= 0 {
@@ -247,11 +258,18 @@ func (m *model) checkAdmission(t *testing.T, d core.Decision) {
 	exact := map[core.FlavorResource]*big.Int{}
 	for i, psa := range d.Admit.PodSets {
 		ps := d.Workload.PodSets[i]
+		least := ps.Count
+		if ps.MinCount > 0 {
+			least = ps.MinCount
+		}
+		if psa.Count < least || psa.Count > ps.Count {
+			t.Fatalf("%s pod set %s admitted with %d pods; it asks for %d, at least %d", k, ps.Name, psa.Count, ps.Count, least)
+		}
 		fr := core.FlavorResource{Flavor: psa.Flavors["cpu"], Resource: "cpu"}
 		if exact[fr] == nil {
 			exact[fr] = new(big.Int)
 		}
-		exact[fr].Add(exact[fr], new(big.Int).Mul(big.NewInt(ps.Requests["cpu"]), big.NewInt(int64(ps.Count))))
+		exact[fr].Add(exact[fr], new(big.Int).Mul(big.NewInt(ps.Requests["cpu"]), big.NewInt(int64(psa.Count))))
 	}
 	for fr, want := range exact {
 		// Beyond MaxAmount amounts saturate: such a workload fits only an
