@@ -147,6 +147,14 @@ func Explain(in Input) Report {
 	if p := in.LocalQueues[i].Spec.StopPolicy; p == berthv1.Hold || p == berthv1.HoldAndDrain {
 		r.Notes = append(r.Notes, fmt.Sprintf("LocalQueue %s is stopped (stopPolicy %s)", r.LocalQueue, p))
 	}
+	if a := w.Status.Admission; a != nil {
+		for i, psa := range a.PodSetAssignments {
+			if i < len(w.Spec.PodSets) && psa.Count < w.Spec.PodSets[i].Count {
+				r.Notes = append(r.Notes, fmt.Sprintf("pod set %s was admitted with %d of its %d pods (partial admission)",
+					psa.Name, psa.Count, w.Spec.PodSets[i].Count))
+			}
+		}
+	}
 	c, cq := simulated(in, r.ClusterQueue)
 	if r.State != "Pending" {
 		r.Room = room(c, cq)
@@ -177,6 +185,11 @@ func Explain(in Input) Report {
 		}
 	case d.Pending != nil:
 		r.Now = "it waits: " + d.Pending.Message
+	}
+	if r.Reason == string(core.WaitingForPodsReady) {
+		// The copy knows nothing of --pods-ready-block-admission: the
+		// controller's own reason says what holds it now.
+		r.Now = "it waits: " + r.Message
 	}
 	if rs := w.Status.RequeueState; rs != nil && rs.RequeueAt != nil && rs.RequeueAt.After(in.Now) {
 		r.Notes = append(r.Notes, fmt.Sprintf("it backs off until %s after an eviction", rs.RequeueAt.Format(time.RFC3339)))

@@ -136,6 +136,26 @@ func TestExplainPodsReady(t *testing.T) {
 	}
 }
 
+// A queue blocked until the pods of what it admitted are Ready
+// (--pods-ready-block-admission) is named, though quota would fit; a
+// workload admitted with fewer pods says so.
+func TestExplainBlockedAndPartial(t *testing.T) {
+	in := input(false, 5)
+	in.Workloads = in.Workloads[:1] // only "running": "me" fits
+	msg := "ClusterQueue cq admits nothing until the pods of the 1 workload(s) it admitted are all Ready"
+	workload.SetPending(in.Workload, string(core.WaitingForPodsReady), msg, now)
+	if r := why.Explain(in); r.Now != "it waits: "+msg {
+		t.Errorf("blocked: right now %q", r.Now)
+	}
+	in.Workload = MakeWorkload("me", "ns").Queue("main").Count(4).Request("cpu", "1").Obj()
+	workload.SetAdmitted(in.Workload, &berthv1.Admission{ClusterQueue: "cq", PodSetAssignments: []berthv1.PodSetAssignment{{
+		Name: "main", Count: 1, Flavors: map[corev1.ResourceName]string{"cpu": "rf"},
+		ResourceUsage: corev1.ResourceList{"cpu": resource.MustParse("1")}}}}, nil, now)
+	if r := why.Explain(in); !slices.Contains(r.Notes, "pod set main was admitted with 1 of its 4 pods (partial admission)") {
+		t.Errorf("partial: notes %q", r.Notes)
+	}
+}
+
 // A stopped ClusterQueue is named as the blocker.
 func TestExplainStoppedQueue(t *testing.T) {
 	in := input(false, 100)
