@@ -88,7 +88,7 @@ throughput long before the API server is busy.`,
 	f.BoolVar(&o.FairSharing, "fair-sharing", o.FairSharing,
 		"order admission and reclaiming in cohorts by weighted shares of borrowed capacity")
 	f.BoolVar(&o.WaitForPodsReady, "wait-for-pods-ready", o.WaitForPodsReady,
-		"all-or-nothing start: evict an admitted Job whose pods are not all Ready within --pods-ready-timeout, give its quota back and queue it again after a backoff; each admitted workload gets a PodsReady condition (one more write)")
+		"all-or-nothing start: evict an admitted Job whose pods are not all Ready within --pods-ready-timeout, give its quota back and queue it again after a backoff; each admitted Job gets a PodsReady condition (one more write)")
 	f.DurationVar(&o.PodsReady.Timeout, "pods-ready-timeout", o.PodsReady.Timeout,
 		"with --wait-for-pods-ready: how long after its admission a workload's pods have to be all Ready")
 	f.DurationVar(&o.PodsReady.BackoffBase, "pods-ready-backoff-base", o.PodsReady.BackoffBase,

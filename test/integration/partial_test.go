@@ -36,16 +36,7 @@ func TestPartialAdmissionOfAWorkload(t *testing.T) {
 	if psa.Count != 3 || psa.ResourceUsage.Cpu().String() != "3" {
 		t.Fatalf("admitted %d pods using %s cpu; want the 3 that fit", psa.Count, psa.ResourceUsage.Cpu())
 	}
-	testenv.Eventually(t, wait, func() error {
-		q, err := clusterQueue(env, cq)
-		if err != nil {
-			return err
-		}
-		if total, _ := usageOf(q, rf, "cpu"); total != "10" || q.Status.AdmittedWorkloads != 2 {
-			return fmt.Errorf("ClusterQueue uses %s cpu with %d admitted; want 10 with 2", total, q.Status.AdmittedWorkloads)
-		}
-		return nil
-	})
+	waitUsage(t, env, cq, "10")
 }
 
 // A Job that may run with fewer pods at once (berth.dev/job-min-parallelism)
