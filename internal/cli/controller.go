@@ -34,6 +34,9 @@ throughput long before the API server is busy.`,
 			if err := podsReadyFlags(cmd.Flags(), o); err != nil {
 				return err
 			}
+			if _, err := o.Kinds(); err != nil {
+				return err
+			}
 			ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 			defaultGC()
 			loading := clientcmd.NewDefaultClientConfigLoadingRules()
@@ -87,6 +90,8 @@ throughput long before the API server is busy.`,
 		"how long a worker cluster may be unreachable before the workloads running there are queued again")
 	f.BoolVar(&o.FairSharing, "fair-sharing", o.FairSharing,
 		"order admission and reclaiming in cohorts by weighted shares of borrowed capacity")
+	f.StringSliceVar(&o.Integrations, "integrations", o.Integrations,
+		"the kinds berth queues: batch/job (Jobs, those of CronJobs too), pod (Pods and pod groups), deployment (its pods, as Pods; needs pod); the others' objects are left alone, whatever their labels")
 	f.BoolVar(&o.WaitForPodsReady, "wait-for-pods-ready", o.WaitForPodsReady,
 		"all-or-nothing start: evict an admitted Job whose pods are not all Ready within --pods-ready-timeout, give its quota back and queue it again after a backoff; each admitted Job gets a PodsReady condition (one more write)")
 	f.DurationVar(&o.PodsReady.Timeout, "pods-ready-timeout", o.PodsReady.Timeout,

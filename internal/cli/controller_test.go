@@ -7,7 +7,8 @@ import (
 )
 
 // --pods-ready-* flags are refused without --wait-for-pods-ready, and bad
-// values with it, before the controller connects to anything.
+// values with it, and so are integrations berth has not or flags that need
+// one switched off, before the controller connects to anything.
 func TestPodsReadyFlagsRefused(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
@@ -19,6 +20,9 @@ func TestPodsReadyFlagsRefused(t *testing.T) {
 		{[]string{"--wait-for-pods-ready", "--pods-ready-backoff-base=2m", "--pods-ready-backoff-max=1m"},
 			"--pods-ready-backoff-max 1m0s: must be at least --pods-ready-backoff-base 2m0s"},
 		{[]string{"--wait-for-pods-ready", "--pods-ready-requeue-limit=-1"}, "--pods-ready-requeue-limit -1"},
+		{[]string{"--integrations=batch/job,mpijob"}, `"mpijob" is not one berth has`},
+		{[]string{"--integrations=pod", "--wait-for-pods-ready"}, "--integrations must include batch/job"},
+		{[]string{"--integrations=pod", "--manage-jobs-without-queue-name"}, "--integrations must include batch/job"},
 	} {
 		cmd := newControllerCommand()
 		cmd.SetArgs(append(tc.args, "--kubeconfig=/nonexistent"))

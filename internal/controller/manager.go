@@ -129,10 +129,34 @@ type Options struct {
 	// WorkerLostTimeout is how long a worker cluster may be unreachable
 	// before the workloads running there are queued again.
 	WorkerLostTimeout time.Duration
+	// Integrations are the kinds berth queues (integration.All by default).
+	Integrations []string
 	// WaitForPodsReady evicts an admitted workload whose pods are not all
 	// Ready within PodsReady.Timeout, and queues it again (package podsready).
 	WaitForPodsReady bool
 	PodsReady        podsready.Options
+}
+
+// Kinds reads which kinds to queue (nil Integrations: all), refusing
+// flags that need one switched off.
+func (o Options) Kinds() (integration.Set, error) {
+	names := o.Integrations
+	if names == nil {
+		names = integration.All
+	}
+	kinds, err := integration.ParseSet(names)
+	if err != nil {
+		return nil, err
+	}
+	if !kinds.On(integration.BatchJob) {
+		switch {
+		case o.ManageJobsWithoutQueueName:
+			return nil, fmt.Errorf("--manage-jobs-without-queue-name queues Jobs: --integrations must include %s", integration.BatchJob)
+		case o.WaitForPodsReady:
+			return nil, fmt.Errorf("--wait-for-pods-ready times the pods of Jobs: --integrations must include %s", integration.BatchJob)
+		}
+	}
+	return kinds, nil
 }
 
 // DefaultOptions are the defaults of `berth controller`.
@@ -145,7 +169,7 @@ func DefaultOptions() Options {
 		// the bottleneck.
 		QPS: 500, Burst: 1000, AdmissionWriters: 16,
 		Origin: "berth", WorkerLostTimeout: multicluster.DefaultLostTimeout,
-		PodsReady: podsready.DefaultOptions(),
+		PodsReady: podsready.DefaultOptions(), Integrations: integration.All,
 	}
 }
 
@@ -176,6 +200,10 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	if err := o.Lease.Validate(); err != nil {
 		return err
 	}
+	kinds, err := o.Kinds()
+	if err != nil {
+		return err
+	}
 	v := version.Get()
 	ctrl.Log.Info("berth controller starting", "version", v.Version, "commit", v.Commit, "date", v.Date, "goVersion", v.GoVersion)
 	cfg = rest.CopyConfig(cfg)
@@ -203,7 +231,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	hookOpts := webhook.Options{ //nolint:gosec // G101: SecretName names where the certificate is kept; it is no credential
 		Namespace: o.Namespace, SecretName: "berth-webhook-tls", ConfigName: "berth", CertDir: o.WebhookCertDir,
 		CertProvided: o.WebhookCertProvided, URL: o.WebhookURL, Service: types.NamespacedName{Namespace: o.Namespace, Name: o.WebhookService},
-		ServicePort: 443, ManageAll: o.ManageJobsWithoutQueueName,
+		ServicePort: 443, ManageAll: o.ManageJobsWithoutQueueName, Integrations: kinds,
 		AlsoServes: []types.NamespacedName{{Namespace: o.Namespace, Name: visctrl.ServiceName}}, Owner: owner,
 	}
 	caBundle, err := webhook.Prepare(ctx, direct, hookOpts, time.Now())
@@ -315,19 +343,34 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 			return err
 		}
 	}
-	if err := jobs.Setup(mgr, o.ManageJobsWithoutQueueName, o.WaitForPodsReady); err != nil {
-		return err
+	on, off := kinds.Split()
+	ctrl.Log.Info("integrations", "on", on, "off (--integrations)", off)
+	if kinds.On(integration.BatchJob) {
+		if err := jobs.Setup(mgr, o.ManageJobsWithoutQueueName, o.WaitForPodsReady); err != nil {
+			return err
+		}
+		mgr.GetWebhookServer().Register(jobs.WebhookPath,
+			&crwebhook.Admission{Handler: integration.NewHolder(jobs.Kind{ManageAll: o.ManageJobsWithoutQueueName,
+				Dispatched: mcctrl.Dispatched(mgr.GetClient())})})
 	}
 	if o.WaitForPodsReady {
 		if err := podsreadyctrl.Setup(mgr, o.PodsReady, clock.RealClock{}); err != nil {
 			return err
 		}
 	}
-	if err := pods.Setup(mgr); err != nil {
-		return err
+	if kinds.On(integration.Pod) {
+		if err := pods.Setup(mgr); err != nil {
+			return err
+		}
+		if err := podgroups.Setup(ctx, mgr); err != nil {
+			return err
+		}
+		mgr.GetWebhookServer().Register(pods.WebhookPath, &crwebhook.Admission{Handler: integration.NewHolder(pods.Kind{})})
+		mgr.GetWebhookServer().Register(pods.DefaultWebhookPath,
+			&crwebhook.Admission{Handler: integration.NewHolder(pods.Kind{Default: true})})
 	}
-	if err := podgroups.Setup(ctx, mgr); err != nil {
-		return err
+	if kinds.On(integration.Deployment) {
+		mgr.GetWebhookServer().Register(deployments.WebhookPath, &crwebhook.Admission{Handler: deployments.Webhook{}})
 	}
 	if err := placement.Setup(ctx, mgr); err != nil {
 		return err
@@ -339,13 +382,6 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		return err
 	}
 	mgr.GetWebhookServer().Register(placement.WebhookPath, &crwebhook.Admission{Handler: placement.NewGater(scheme)})
-	mgr.GetWebhookServer().Register(pods.WebhookPath, &crwebhook.Admission{Handler: integration.NewHolder(pods.Kind{})})
-	mgr.GetWebhookServer().Register(pods.DefaultWebhookPath,
-		&crwebhook.Admission{Handler: integration.NewHolder(pods.Kind{Default: true})})
-	mgr.GetWebhookServer().Register(deployments.WebhookPath, &crwebhook.Admission{Handler: deployments.Webhook{}})
-	mgr.GetWebhookServer().Register(jobs.WebhookPath,
-		&crwebhook.Admission{Handler: integration.NewHolder(jobs.Kind{ManageAll: o.ManageJobsWithoutQueueName,
-			Dispatched: mcctrl.Dispatched(mgr.GetClient())})})
 
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return err

@@ -73,6 +73,7 @@ func everything() map[string]any {
 		"replicas": 3,
 		"controller": map[string]any{"fairSharing": true, "manageJobsWithoutQueueName": true, "kubeAPIQPS": 100, "kubeAPIBurst": 200,
 			"origin": "manager-1", "workerLostTimeout": "2m", "logLevel": "debug",
+			"integrations": []any{"batch/job", "pod"},
 			"waitForPodsReady": map[string]any{"enabled": true, "timeout": "10m", "backoffBase": "30s", "backoffMax": "2h",
 				"requeueLimit": 4, "blockAdmission": true},
 			"leaderElection": map[string]any{"leaseDuration": "30s", "renewDeadline": "20s", "retryPeriod": "5s"}},
@@ -157,7 +158,7 @@ func TestValues(t *testing.T) {
 	for _, arg := range []string{"--fair-sharing", "--manage-jobs-without-queue-name", "--kube-api-qps=100", "--kube-api-burst=200",
 		"--origin=manager-1", "--worker-lost-timeout=2m", "--zap-log-level=debug", "--leader-elect-lease-duration=30s",
 		"--leader-elect-renew-deadline=20s", "--leader-elect-retry-period=5s", "--wait-for-pods-ready", "--pods-ready-timeout=10m",
-		"--pods-ready-backoff-base=30s", "--pods-ready-backoff-max=2h", "--pods-ready-requeue-limit=4", "--pods-ready-block-admission"} {
+		"--pods-ready-backoff-base=30s", "--pods-ready-backoff-max=2h", "--pods-ready-requeue-limit=4", "--pods-ready-block-admission", "--integrations=batch/job,pod"} {
 		if !slices.Contains(d.Spec.Template.Spec.Containers[0].Args, arg) {
 			t.Errorf("args %v lack %s", d.Spec.Template.Spec.Containers[0].Args, arg)
 		}
@@ -270,6 +271,7 @@ func TestValuesRefused(t *testing.T) {
 		{map[string]any{"image": map[string]any{"pullPolicy": "Sometimes"}}, "pullPolicy"},
 		{map[string]any{"certManager": map[string]any{"enabled": true, "issuerRef": map[string]any{"name": "ca", "kind": "Vault"}}}, "kind"},
 		{map[string]any{"certManager": map[string]any{"enabled": true, "issuerRef": map[string]any{"kind": "ClusterIssuer"}}}, "name"},
+		{map[string]any{"controller": map[string]any{"integrations": []any{"batch/job", "mpijob"}}}, "integrations"},
 		// Read only when enabled: refused rather than ignored.
 		{map[string]any{"controller": map[string]any{"waitForPodsReady": map[string]any{"timeout": "10m"}}}, "timeout"},
 		{map[string]any{"controller": map[string]any{"waitForPodsReady": map[string]any{"blockAdmission": true}}}, "blockAdmission"},

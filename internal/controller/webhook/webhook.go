@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
+	"github.com/berth-dev/berth/internal/integration"
 	"github.com/berth-dev/berth/internal/integration/deployments"
 	"github.com/berth-dev/berth/internal/integration/jobs"
 	"github.com/berth-dev/berth/internal/integration/placement"
@@ -61,6 +62,8 @@ type Options struct {
 	ServicePort int32
 	// ManageAll adds a webhook for Jobs without a queue label.
 	ManageAll bool
+	// Integrations are the kinds queued; nil is all of them.
+	Integrations integration.Set
 	// AlsoServes names other Services the API server reaches the same
 	// server through (the visibility API's): the certificate covers them.
 	AlsoServes []types.NamespacedName
@@ -399,31 +402,49 @@ func Configuration(o Options, caBundle []byte) *admissionregistrationv1.Mutating
 	templated := hook("template-labelled-jobs.berth.dev", jobs.WebhookPath, rules("batch", "jobs", admissionregistrationv1.Create),
 		selector(absent(berthv1.KueueQueueNameLabel), absent(berthv1.QueueNameLabel)))
 	templated.MatchConditions = []admissionregistrationv1.MatchCondition{{Name: "template-asks-for-a-queue", Expression: templateQueued}}
-	hooks := []admissionregistrationv1.MutatingWebhook{
-		jobHook("jobs.berth.dev", selector(exists(berthv1.QueueNameLabel))),
-		jobHook("kueue-labelled-jobs.berth.dev", selector(exists(berthv1.KueueQueueNameLabel), absent(berthv1.QueueNameLabel))),
-		templated,
-		hook("pods.berth.dev", pods.WebhookPath, podRules, selector(exists(berthv1.QueueNameLabel))),
-		hook("kueue-labelled-pods.berth.dev", pods.WebhookPath, podRules,
-			selector(exists(berthv1.KueueQueueNameLabel), absent(berthv1.QueueNameLabel))),
-		hook("topology-pods.berth.dev", placement.WebhookPath, podRules, selector(exists(berthv1.TopologyPlacedLabel))),
-		// A queued Deployment's pods are queued one by one: its queue goes on
-		// its pod template. Its status and scale are subresources, which
+	on := func(name string) bool { return o.Integrations == nil || o.Integrations.On(name) }
+	var hooks []admissionregistrationv1.MutatingWebhook
+	// Jobs asking for a queue; the others are left alone, but for those
+	// whose pod template asks for one.
+	if on(integration.BatchJob) {
+		hooks = append(hooks,
+			jobHook("jobs.berth.dev", selector(exists(berthv1.QueueNameLabel))),
+			jobHook("kueue-labelled-jobs.berth.dev", selector(exists(berthv1.KueueQueueNameLabel), absent(berthv1.QueueNameLabel))))
+		templated.NamespaceSelector = selector(notSystem)
+		hooks = append(hooks, templated)
+	}
+	if on(integration.Pod) {
+		hooks = append(hooks,
+			hook("pods.berth.dev", pods.WebhookPath, podRules, selector(exists(berthv1.QueueNameLabel))),
+			hook("kueue-labelled-pods.berth.dev", pods.WebhookPath, podRules,
+				selector(exists(berthv1.KueueQueueNameLabel), absent(berthv1.QueueNameLabel))))
+	}
+	// The pods of a Job (or Pod) placed in a topology: whoever queued them.
+	hooks = append(hooks, hook("topology-pods.berth.dev", placement.WebhookPath, podRules, selector(exists(berthv1.TopologyPlacedLabel))))
+	if on(integration.Deployment) {
+		// A queued Deployment's pods are queued one by one: its queue goes
+		// on its pod template. Its status and scale are subresources, which
 		// these rules leave out.
-		hook("deployments.berth.dev", deployments.WebhookPath, deploymentRules, selector(exists(berthv1.QueueNameLabel))),
-		hook("kueue-labelled-deployments.berth.dev", deployments.WebhookPath, deploymentRules,
-			selector(exists(berthv1.KueueQueueNameLabel), absent(berthv1.QueueNameLabel))),
-		hook("opted-in-pods.berth.dev", pods.DefaultWebhookPath, podRules,
-			selector(absent(berthv1.KueueQueueNameLabel), absent(berthv1.QueueNameLabel))),
+		hooks = append(hooks,
+			hook("deployments.berth.dev", deployments.WebhookPath, deploymentRules, selector(exists(berthv1.QueueNameLabel))),
+			hook("kueue-labelled-deployments.berth.dev", deployments.WebhookPath, deploymentRules,
+				selector(exists(berthv1.KueueQueueNameLabel), absent(berthv1.QueueNameLabel))))
 	}
-	for k := 2; k < len(hooks); k++ {
-		hooks[k].NamespaceSelector = selector(notSystem)
+	for k := range hooks {
+		if hooks[k].Name != "jobs.berth.dev" && hooks[k].Name != "kueue-labelled-jobs.berth.dev" {
+			hooks[k].NamespaceSelector = selector(notSystem)
+		}
 	}
-	hooks[len(hooks)-1].NamespaceSelector = &metav1.LabelSelector{
-		MatchLabels:      map[string]string{berthv1.ManagePodsLabel: "true"},
-		MatchExpressions: []metav1.LabelSelectorRequirement{notSystem},
+	if on(integration.Pod) {
+		optedIn := hook("opted-in-pods.berth.dev", pods.DefaultWebhookPath, podRules,
+			selector(absent(berthv1.KueueQueueNameLabel), absent(berthv1.QueueNameLabel)))
+		optedIn.NamespaceSelector = &metav1.LabelSelector{
+			MatchLabels:      map[string]string{berthv1.ManagePodsLabel: "true"},
+			MatchExpressions: []metav1.LabelSelectorRequirement{notSystem},
+		}
+		hooks = append(hooks, optedIn)
 	}
-	if o.ManageAll {
+	if o.ManageAll && on(integration.BatchJob) {
 		all := jobHook("unlabelled-jobs.berth.dev", selector(absent(berthv1.KueueQueueNameLabel), absent(berthv1.QueueNameLabel)))
 		all.NamespaceSelector = selector(notSystem)
 		hooks = append(hooks, all)

@@ -11,6 +11,7 @@ import (
 	"math/big"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -24,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	"github.com/berth-dev/berth/internal/integration"
 	"github.com/berth-dev/berth/internal/pki"
 )
 
@@ -260,5 +262,31 @@ func TestRenewWhileRunning(t *testing.T) {
 		if !bytes.Equal(h.ClientConfig.CABundle, bundle) {
 			t.Errorf("webhook %s does not trust the renewed bundle", h.Name)
 		}
+	}
+}
+
+// An integration switched off has no webhook: its objects never reach
+// berth (a failing-closed webhook for a kind berth does not queue would
+// only stand in the way).
+func TestConfigurationHasOnlyTheIntegrationsOn(t *testing.T) {
+	names := func(s integration.Set) []string {
+		var out []string
+		for _, h := range Configuration(Options{URL: "https://127.0.0.1:1", ManageAll: true, Integrations: s}, nil).Webhooks {
+			out = append(out, h.Name)
+		}
+		return out
+	}
+	all := names(nil)
+	jobsOnly := names(integration.Set{integration.BatchJob: true})
+	if want := []string{"jobs.berth.dev", "kueue-labelled-jobs.berth.dev", "template-labelled-jobs.berth.dev",
+		"topology-pods.berth.dev", "unlabelled-jobs.berth.dev"}; !slices.Equal(jobsOnly, want) {
+		t.Errorf("batch/job only: %v, want %v", jobsOnly, want)
+	}
+	podsOnly := names(integration.Set{integration.Pod: true})
+	if want := []string{"pods.berth.dev", "kueue-labelled-pods.berth.dev", "topology-pods.berth.dev", "opted-in-pods.berth.dev"}; !slices.Equal(podsOnly, want) {
+		t.Errorf("pod only: %v, want %v", podsOnly, want)
+	}
+	if len(all) != 10 || !slices.Contains(all, "deployments.berth.dev") {
+		t.Errorf("all: %v", all)
 	}
 }

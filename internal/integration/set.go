@@ -1,0 +1,55 @@
+package integration
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// The integrations berth has, by the names Kueue gives its frameworks, so
+// that a list written for one reads the same for the other.
+const (
+	BatchJob   = "batch/job"
+	Pod        = "pod"
+	Deployment = "deployment"
+)
+
+// All is every integration, each on unless switched off.
+var All = []string{BatchJob, Pod, Deployment}
+
+// Set is which integrations are on.
+type Set map[string]bool
+
+// ParseSet reads the integrations to turn on. An unknown name is refused,
+// naming those known, and so is a Deployment without Pods: a Deployment's
+// pods are queued as Pods.
+func ParseSet(names []string) (Set, error) {
+	s := Set{}
+	for _, n := range names {
+		n = strings.TrimSpace(n)
+		if !slices.Contains(All, n) {
+			return nil, fmt.Errorf("--integrations: %q is not one berth has (%s)", n, strings.Join(All, ", "))
+		}
+		s[n] = true
+	}
+	if s[Deployment] && !s[Pod] {
+		return nil, fmt.Errorf("--integrations: %s needs %s: a Deployment's pods are queued as Pods", Deployment, Pod)
+	}
+	return s, nil
+}
+
+// On reports whether integration name is on.
+func (s Set) On(name string) bool { return s[name] }
+
+// Split lists the integrations that are on and those that are off, in
+// All's order.
+func (s Set) Split() (on, off []string) {
+	for _, n := range All {
+		if s[n] {
+			on = append(on, n)
+		} else {
+			off = append(off, n)
+		}
+	}
+	return on, off
+}
