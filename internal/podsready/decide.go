@@ -31,7 +31,8 @@ type Options struct {
 	Since time.Time
 }
 
-// DefaultOptions are Kueue's defaults, but for the timeout it asks for.
+// DefaultOptions are Kueue's defaults: a timeout of 5 minutes, backing off
+// from a minute to an hour, never deactivated.
 func DefaultOptions() Options {
 	return Options{Timeout: 5 * time.Minute, BackoffBase: time.Minute, BackoffMax: time.Hour}
 }
