@@ -226,7 +226,7 @@ controller. See docs/benchmarks.md.`,
 				// The run takes the API server and etcd down on purpose, at
 				// times one right after the other: the API server may take
 				// longer than the usual 30 s to answer /readyz again (its
-				// bootstrap hooks rerun, 34 s seen in CI) though nothing
+				// bootstrap hooks rerun; over 30 s in a CI run) though nothing
 				// died. A run whose instance did die still ends, later.
 				o.UnreachableAfter = 2 * time.Minute
 				// The run kills these processes: what one of them used until
