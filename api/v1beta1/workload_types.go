@@ -198,8 +198,9 @@ const (
 	// every pod of its current admission was Ready (or had succeeded) at
 	// once; False after it was evicted because they were not, within the
 	// timeout (reason PodsReadyTimeout), or deactivated after too many such
-	// evictions (reason RequeuingLimitExceeded). Unset while it waits for
-	// them, and while it is pending.
+	// evictions (reason RequeuingLimitExceeded), until it is admitted
+	// again. Unset while its pods are awaited, and before its first
+	// admission.
 	WorkloadPodsReady = "PodsReady"
 )
 

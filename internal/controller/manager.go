@@ -344,7 +344,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		}
 	}
 	on, off := kinds.Split()
-	ctrl.Log.Info("integrations", "on", on, "off (--integrations)", off)
+	ctrl.Log.Info("integrations", "on", on, "off", off)
 	if kinds.On(integration.BatchJob) {
 		if err := jobs.Setup(mgr, o.ManageJobsWithoutQueueName, o.WaitForPodsReady); err != nil {
 			return err

@@ -45,11 +45,7 @@ func TestMain(m *testing.M) {
 // a second node, its pods are all Ready and it keeps its quota.
 func TestAGangThatCannotStartGivesItsQuotaBack(t *testing.T) {
 	env := testenv.New(t)
-	env.CreateSimNode(t, env.Name("n1"), nil)
-	rf, cq := env.Name("rf"), env.Name("cq")
-	env.Create(t, MakeResourceFlavor(rf).Obj())
-	env.Create(t, MakeClusterQueue(cq).ResourceGroup(MakeFlavorQuotas(rf).Resource("cpu", "9").Obj()).Obj())
-	env.Create(t, MakeLocalQueue("main", env.Namespace, cq).Obj())
+	queue(t, env, "9")
 
 	gang := MakeJob("gang", env.Namespace).Queue("main").Parallelism(3).Request("cpu", "3").
 		Toleration(env.Toleration()).PodAnnotation("berth.dev/sim-duration", "10m").Obj()
@@ -125,11 +121,7 @@ func TestAGangThatCannotStartGivesItsQuotaBack(t *testing.T) {
 // Job is evicted for its timeout, or its pods are all Ready.
 func TestAdmissionWaitsForTheGangsPods(t *testing.T) {
 	env := testenv.New(t)
-	env.CreateSimNode(t, env.Name("n1"), nil)
-	rf, cq := env.Name("rf"), env.Name("cq")
-	env.Create(t, MakeResourceFlavor(rf).Obj())
-	env.Create(t, MakeClusterQueue(cq).ResourceGroup(MakeFlavorQuotas(rf).Resource("cpu", "20").Obj()).Obj())
-	env.Create(t, MakeLocalQueue("main", env.Namespace, cq).Obj())
+	queue(t, env, "20")
 	job := func(name string, pods int32, cpu string) types.NamespacedName {
 		env.Create(t, MakeJob(name, env.Namespace).Queue("main").Parallelism(pods).Request("cpu", cpu).
 			Toleration(env.Toleration()).PodAnnotation("berth.dev/sim-duration", "10m").Obj())
@@ -160,6 +152,17 @@ func TestAdmissionWaitsForTheGangsPods(t *testing.T) {
 	if admitted.Before(&ready) {
 		t.Fatalf("a Job was admitted at %v, before the gang ahead of it had all its pods Ready at %v", admitted, ready)
 	}
+}
+
+// queue makes one simulated node of 8 cpu for the test, and LocalQueue
+// main of a ClusterQueue with cpu of quota.
+func queue(t *testing.T, env *testenv.Env, cpu string) {
+	t.Helper()
+	env.CreateSimNode(t, env.Name("n1"), nil)
+	rf, cq := env.Name("rf"), env.Name("cq")
+	env.Create(t, MakeResourceFlavor(rf).Obj())
+	env.Create(t, MakeClusterQueue(cq).ResourceGroup(MakeFlavorQuotas(rf).Resource("cpu", cpu).Obj()).Obj())
+	env.Create(t, MakeLocalQueue("main", env.Namespace, cq).Obj())
 }
 
 // berth runs the CLI against the control plane and returns its output.
