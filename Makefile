@@ -30,6 +30,8 @@ generate: ## deepcopy, CRDs and RBAC from the markers in api/ and internal/
 	$(GO) run ./hack/crdlimits config/crd/bases
 	$(CONTROLLER_GEN) rbac:roleName=berth-controller paths="{./internal/controller/...,./internal/integration/...}" output:rbac:artifacts:config=config/rbac
 	$(CONTROLLER_GEN) rbac:roleName=berth-sim paths=./internal/sim/... output:rbac:artifacts:config=config/sim/rbac
+	$(CONTROLLER_GEN) crd:maxDescLen=0,generateEmbeddedObjectMeta=true paths=sigs.k8s.io/jobset/api/jobset/v1alpha2 output:crd:artifacts:config=config/addons/jobset/crd
+	$(CONTROLLER_GEN) rbac:roleName=berth-jobset paths="{sigs.k8s.io/jobset/pkg/controllers/...,./internal/addon/jobset/...}" output:rbac:artifacts:config=config/addons/jobset/rbac
 	$(GO) run ./hack/manifests
 
 verify-generated: generate ## fail when generated files differ from what is committed

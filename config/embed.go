@@ -13,6 +13,9 @@ import (
 //go:embed crd/bases/*.yaml rbac/role.yaml rbac/users.yaml local/*.yaml sim/crd/*.yaml sim/rbac/role.yaml
 var manifests embed.FS
 
+//go:embed addons/*/crd/*.yaml addons/*/rbac/role.yaml addons/*/local.yaml
+var addons embed.FS
+
 // CRDs returns the CustomResourceDefinition manifests, sorted by file name:
 // berth's, then the simulator's (KWOK's Stage).
 func CRDs() ([][]byte, error) {
@@ -53,7 +56,7 @@ func LocalRBAC(controller bool) ([][]byte, error) {
 	return append(ns, roles...), nil
 }
 
-func readAll(fsys embed.FS, dir string) ([][]byte, error) {
+func readAll(fsys fs.FS, dir string) ([][]byte, error) {
 	entries, err := fs.ReadDir(fsys, dir)
 	if err != nil {
 		return nil, err
@@ -72,4 +75,25 @@ func readAll(fsys embed.FS, dir string) ([][]byte, error) {
 		out = append(out, data)
 	}
 	return out, nil
+}
+
+// Addon returns what addon name (`berth up --with`) needs installed: its
+// CRDs (generated from its Go module's types), then its role (generated
+// from its controllers' RBAC markers) and local.yaml, which binds the role
+// to the user the addon authenticates as.
+func Addon(name string) ([][]byte, error) {
+	dir := path.Join("addons", name)
+	crds, err := readAll(addons, path.Join(dir, "crd"))
+	if err != nil {
+		return nil, err
+	}
+	role, err := fs.ReadFile(addons, path.Join(dir, "rbac", "role.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	local, err := fs.ReadFile(addons, path.Join(dir, "local.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	return append(crds, role, local), nil
 }

@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/berth-dev/berth/internal/addon"
 	"github.com/berth-dev/berth/internal/controlplane"
 	"github.com/berth-dev/berth/internal/demo"
 	"github.com/berth-dev/berth/internal/localcluster"
@@ -53,6 +54,8 @@ type upOptions struct {
 	realNode bool
 	// noController leaves berth's controller out, to install it from its image.
 	noController bool
+	// with names other projects' controllers to run too (package addon).
+	with []string
 }
 
 func newUpCommand() *cobra.Command {
@@ -97,6 +100,9 @@ the control plane keeps running afterwards. It implies --nodes 4 unless
 			}
 			if _, err := o.pool.pool(cmd.Flags(), labels.SelectorFromSet(labels.Set{nodepool.OwnerLabel: "true"})); err != nil {
 				return err // reported here rather than by the simulator once everything else is up
+			}
+			if _, err := addon.Parse(o.with); err != nil {
+				return err
 			}
 			if o.noController && (o.demo || o.workers > 0) {
 				return fmt.Errorf("--no-controller with --demo or --workers: both need berth's controller on this instance")
@@ -143,6 +149,9 @@ the control plane keeps running afterwards. It implies --nodes 4 unless
 			"Needs Linux and root; 'berth down' removes what it set up on the machine")
 	cmd.Flags().BoolVar(&o.noController, "no-controller", false,
 		"run no berth controller of its own and install nothing of berth's (only the simulator's CRDs and roles): a cluster to install berth in from its image and chart (docs/install.md)")
+	cmd.Flags().StringSliceVar(&o.with, "with", nil,
+		"also run these controllers as components of the instance, built into berth from their Go modules, their CRDs installed: "+
+			"jobset (sigs.k8s.io/jobset's controller and webhooks), so that JobSets can be queued")
 	cmd.Flags().BoolVar(&o.auditWrites, "audit-writes", false,
 		"kube-apiserver logs every write (who, verb, object) to logs/writes.log in the data directory; "+
 			"berth bench then reports the writes by client (it costs the API server some CPU)")
@@ -241,10 +250,15 @@ func upForeground(cmd *cobra.Command, o *upOptions, dir string) error {
 	ctx, sigs, release := interrupts()
 	defer release()
 
+	with, err := addon.Parse(o.with)
+	if err != nil {
+		progress.finish(notice{Error: err.Error()})
+		return err
+	}
 	began := time.Now()
 	inst, err := controlplane.Start(ctx, localcluster.Options(localcluster.Config{
 		Name: o.name, DataDir: dir, Port: o.port, Progress: progress, Plan: planOptions(o), SimArgs: o.simArgs,
-		ControllerArgs: o.controllerFlags, RealNode: o.realNode, NoController: o.noController,
+		ControllerArgs: o.controllerFlags, RealNode: o.realNode, NoController: o.noController, With: with,
 	}))
 	if err != nil {
 		progress.finish(notice{Error: err.Error()})
@@ -373,6 +387,9 @@ func upDetached(cmd *cobra.Command, o *upOptions, dir string) error {
 	args := []string{"up", "--name", o.name, "--data-dir", dir, "--port", strconv.Itoa(o.port)}
 	args = append(args, o.planFlags()...)
 	args = append(args, o.simArgs...)
+	for _, w := range o.with {
+		args = append(args, "--with="+w)
+	}
 	if o.realNode {
 		args = append(args, "--real-node")
 	}

@@ -17,6 +17,9 @@ import (
 	proxy "k8s.io/kubernetes/cmd/kube-proxy/app"
 	scheduler "k8s.io/kubernetes/cmd/kube-scheduler/app"
 	kubelet "k8s.io/kubernetes/cmd/kubelet/app"
+
+	"github.com/berth-dev/berth/internal/addon"
+	"github.com/berth-dev/berth/internal/addon/jobset"
 )
 
 // runners maps a component name to the function that runs it with the given
@@ -30,6 +33,8 @@ var runners = map[string]func(args []string) int{
 	"kubelet":    kubeCommand(func() *cobra.Command { return kubelet.NewKubeletCommand(context.Background()) }),
 	"kube-proxy": kubeCommand(proxy.NewProxyCommand),
 	"pause":      pause,
+	// Addons (berth up --with): other projects' controllers.
+	addon.JobSet.Component: jobset.Run,
 }
 
 // pause is what holds a pod's sandbox (its namespaces) on a real node: it

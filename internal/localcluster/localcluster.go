@@ -13,8 +13,10 @@ import (
 	"strconv"
 	"time"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/berth-dev/berth/internal/addon"
 	"github.com/berth-dev/berth/internal/controlplane"
 	"github.com/berth-dev/berth/internal/manifests"
 	"github.com/berth-dev/berth/internal/realnode"
@@ -61,6 +63,9 @@ type Config struct {
 	// NoController runs no berth controller: the instance is a cluster to
 	// install berth in from its image.
 	NoController bool
+	// With are other projects' controllers to run beside berth's (package
+	// addon), their CRDs and RBAC installed first.
+	With []addon.Addon
 }
 
 // Options turns a Config into the control plane's options.
@@ -72,6 +77,9 @@ func Options(c Config) controlplane.Options {
 	identities := []controlplane.Identity{ControllerIdentity, SimIdentity}
 	if c.RealNode {
 		identities = append(identities, realnode.Identity, realnode.ProxyIdentity)
+	}
+	for _, a := range c.With {
+		identities = append(identities, a.Identity)
 	}
 	var tools realnode.Tools
 	var stopForward func()
@@ -101,6 +109,19 @@ func Options(c Config) controlplane.Options {
 				return fmt.Errorf("installing RBAC: %w", err)
 			}
 			fmt.Fprintf(progress, "%s installed after %.1fs\n", what, time.Since(began).Seconds())
+			for _, a := range c.With {
+				docs, err := a.Manifests()
+				if err == nil {
+					var objs []*unstructured.Unstructured
+					if objs, err = manifests.Decode(docs...); err == nil {
+						err = manifests.ApplyEstablished(ctx, cfg, objs...)
+					}
+				}
+				if err != nil {
+					return fmt.Errorf("installing %s's CRDs and RBAC: %w", a.Name, err)
+				}
+				fmt.Fprintf(progress, "%s's CRDs and RBAC installed\n", a.Name)
+			}
 			return nil
 		},
 		Extra: func(l controlplane.Layout, cp controlplane.Ports) ([]controlplane.Component, error) {
@@ -141,6 +162,22 @@ func Options(c Config) controlplane.Options {
 				HealthURL:    "http://127.0.0.1:" + strconv.Itoa(simHealth) + "/readyz",
 				StartTimeout: 5 * time.Minute, StopGrace: 10 * time.Second,
 			})
+			for _, a := range c.With {
+				ports, err := controlplane.FreePorts(2)
+				if err != nil {
+					return nil, err
+				}
+				comps = append(comps, controlplane.Component{
+					Name: a.Component, Stage: 8, Port: ports[1],
+					Args: []string{"component", a.Component,
+						"--kubeconfig=" + l.ComponentKubeconfig(a.Identity.Name),
+						"--health-port=" + strconv.Itoa(ports[0]),
+						"--webhook-port=" + strconv.Itoa(ports[1]),
+						"--cert-dir=" + filepath.Join(l.Dir, a.Component, "webhook-certs")},
+					HealthURL:    "http://127.0.0.1:" + strconv.Itoa(ports[0]) + "/readyz",
+					StartTimeout: 60 * time.Second, StopGrace: 10 * time.Second,
+				})
+			}
 			if c.NoController {
 				return comps, nil
 			}

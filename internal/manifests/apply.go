@@ -54,6 +54,12 @@ func CRDs(ctx context.Context, cfg *rest.Config, berth bool) error {
 	if err != nil {
 		return err
 	}
+	return ApplyEstablished(ctx, cfg, objs...)
+}
+
+// ApplyEstablished applies objs in order (Apply) and waits until the API
+// server serves every CustomResourceDefinition among them.
+func ApplyEstablished(ctx context.Context, cfg *rest.Config, objs ...*unstructured.Unstructured) error {
 	if err := Apply(ctx, cfg, objs...); err != nil {
 		return err
 	}
@@ -63,6 +69,9 @@ func CRDs(ctx context.Context, cfg *rest.Config, berth bool) error {
 	}
 	crdRes := apiextensionsv1.SchemeGroupVersion.WithResource("customresourcedefinitions")
 	for _, o := range objs {
+		if o.GetKind() != "CustomResourceDefinition" {
+			continue
+		}
 		name := o.GetName()
 		err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 			u, err := dyn.Resource(crdRes).Get(ctx, name, metav1.GetOptions{})

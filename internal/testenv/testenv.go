@@ -48,6 +48,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/berth-dev/berth/internal/addon"
 	"github.com/berth-dev/berth/internal/controller"
 	"github.com/berth-dev/berth/internal/controlplane"
 	"github.com/berth-dev/berth/internal/localcluster"
@@ -81,6 +82,8 @@ type cluster struct {
 type Cluster struct {
 	Name           string
 	ControllerArgs []string
+	// With are addons to run too (`berth up --with`), by name.
+	With []string
 }
 
 var shared struct {
@@ -90,7 +93,11 @@ var shared struct {
 
 // Main starts the control plane (unless BERTH_TEST_KUBECONFIG names one), runs
 // the tests and stops it. It returns the exit code for os.Exit.
-func Main(m *testing.M) int {
+func Main(m *testing.M) int { return MainWith(m) }
+
+// MainWith is Main with addons run beside berth (`berth up --with`); a
+// control plane BERTH_TEST_KUBECONFIG names must have them already.
+func MainWith(m *testing.M, with ...string) int {
 	if kc := os.Getenv("BERTH_TEST_KUBECONFIG"); kc != "" {
 		cfg, err := clientcmd.BuildConfigFromFlags("", kc)
 		if err != nil {
@@ -101,7 +108,7 @@ func Main(m *testing.M) int {
 		shared.names = []string{"testenv"}
 		return m.Run()
 	}
-	return MainClusters(m, Cluster{Name: "testenv"})
+	return MainClusters(m, Cluster{Name: "testenv", With: with})
 }
 
 // MainClusters starts one control plane per name, all at once, runs the
@@ -179,6 +186,10 @@ func run(m *testing.M, around func(func() int) int, clusters []Cluster) (int, er
 func keep() bool { return os.Getenv("BERTH_TEST_KEEP") != "" }
 
 func start(spec Cluster, bin string) (*cluster, error) {
+	with, err := addon.Parse(spec.With)
+	if err != nil {
+		return nil, err
+	}
 	dir, err := os.MkdirTemp("", "berth-"+spec.Name+"-")
 	if err != nil {
 		return nil, err
@@ -187,7 +198,7 @@ func start(spec Cluster, bin string) (*cluster, error) {
 	// Tests recreate their data every run; durability buys nothing here.
 	plan.EtcdUnsafeNoFsync = true
 	c := &cluster{options: localcluster.Options(localcluster.Config{Name: spec.Name, DataDir: dir, Binary: bin, Plan: plan,
-		ControllerArgs: spec.ControllerArgs})}
+		ControllerArgs: spec.ControllerArgs, With: with})}
 	if err := c.start(); err != nil {
 		if !keep() {
 			os.RemoveAll(dir)

@@ -1,0 +1,64 @@
+package addon
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/berth-dev/berth/config"
+	"github.com/berth-dev/berth/internal/controlplane"
+)
+
+// Addon is one controller berth can run beside its own.
+type Addon struct {
+	// Name is how --with names it.
+	Name string
+	// Component is the `berth component` that runs it, and its name in
+	// `berth status`.
+	Component string
+	// Identity is the user it authenticates as; config/addons/<Name>
+	// binds its role to that user.
+	Identity controlplane.Identity
+}
+
+// JobSet runs sigs.k8s.io/jobset's controller and webhooks.
+var JobSet = Addon{Name: "jobset", Component: "jobset-controller",
+	Identity: controlplane.Identity{Name: "berth-jobset", User: "berth-jobset"}}
+
+// Known are the addons berth has, by name.
+var Known = map[string]Addon{JobSet.Name: JobSet}
+
+// Parse reads --with: names separated by commas, each known, each once.
+func Parse(names []string) ([]Addon, error) {
+	var out []Addon
+	for _, n := range names {
+		for _, n := range strings.Split(n, ",") {
+			n = strings.TrimSpace(n)
+			if n == "" {
+				continue
+			}
+			a, ok := Known[n]
+			if !ok {
+				return nil, fmt.Errorf("--with: %q is not an addon berth has (%s)", n, strings.Join(knownNames(), ", "))
+			}
+			if !slices.ContainsFunc(out, func(b Addon) bool { return b.Name == n }) {
+				out = append(out, a)
+			}
+		}
+	}
+	return out, nil
+}
+
+func knownNames() []string {
+	names := make([]string, 0, len(Known))
+	for n := range Known {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Manifests are what an addon needs installed before it runs: its CRDs
+// first, then its role and the binding to its Identity.
+func (a Addon) Manifests() ([][]byte, error) { return config.Addon(a.Name) }
