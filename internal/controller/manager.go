@@ -18,10 +18,12 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -39,6 +41,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
+	jobsetv1 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
 	"github.com/berth-dev/berth/internal/controller/admission"
@@ -53,6 +56,7 @@ import (
 	"github.com/berth-dev/berth/internal/integration"
 	"github.com/berth-dev/berth/internal/integration/deployments"
 	"github.com/berth-dev/berth/internal/integration/jobs"
+	"github.com/berth-dev/berth/internal/integration/jobsets"
 	"github.com/berth-dev/berth/internal/integration/placement"
 	"github.com/berth-dev/berth/internal/integration/podgroups"
 	"github.com/berth-dev/berth/internal/integration/pods"
@@ -159,6 +163,29 @@ func (o Options) Kinds() (integration.Set, error) {
 	return kinds, nil
 }
 
+// crdKinds are the integrations whose kind is a CRD, and that kind.
+var crdKinds = map[string]schema.GroupVersionKind{integration.JobSet: jobsets.GVK}
+
+// installed switches off the integrations on in kinds whose CRD the API
+// server does not serve, saying why in inactive.
+func installed(mapper meta.RESTMapper, kinds integration.Set) (integration.Set, map[string]string, error) {
+	inactive := map[string]string{}
+	for name, gvk := range crdKinds {
+		if !kinds.On(name) {
+			continue
+		}
+		_, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		switch {
+		case meta.IsNoMatchError(err):
+			kinds = kinds.Without(name)
+			inactive[name] = fmt.Sprintf("the API server does not serve %s (%s): its CRD is not installed", gvk.Kind, gvk.GroupVersion())
+		case err != nil:
+			return nil, nil, fmt.Errorf("looking up %s: %w", gvk.Kind, err)
+		}
+	}
+	return kinds, inactive, nil
+}
+
 // DefaultOptions are the defaults of `berth controller`.
 func DefaultOptions() Options {
 	return Options{
@@ -179,6 +206,7 @@ func Scheme() *runtime.Scheme {
 	_ = clientgoscheme.AddToScheme(s)
 	_ = berthv1.AddToScheme(s)
 	_ = apiregistrationv1.AddToScheme(s)
+	_ = jobsetv1.AddToScheme(s)
 	return s
 }
 
@@ -225,6 +253,10 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		return fmt.Errorf("connecting to the API server: %w", err)
 	}
 	owner, err := serviceAccountOwner(ctx, direct, o.Namespace, o.ServiceAccount)
+	if err != nil {
+		return err
+	}
+	kinds, inactive, err := installed(direct.RESTMapper(), kinds)
 	if err != nil {
 		return err
 	}
@@ -345,6 +377,9 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	}
 	on, off := kinds.Split()
 	ctrl.Log.Info("integrations", "on", on, "off", off)
+	for name, why := range inactive {
+		ctrl.Log.Info("integration off: "+why+"; restart berth's controller once it is", "integration", name)
+	}
 	if kinds.On(integration.BatchJob) {
 		if err := jobs.Setup(mgr, o.ManageJobsWithoutQueueName, o.WaitForPodsReady); err != nil {
 			return err
@@ -371,6 +406,13 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	}
 	if kinds.On(integration.Deployment) {
 		mgr.GetWebhookServer().Register(deployments.WebhookPath, &crwebhook.Admission{Handler: deployments.Webhook{}})
+	}
+	if kinds.On(integration.JobSet) {
+		if err := jobsets.Setup(mgr); err != nil {
+			return err
+		}
+		mgr.GetWebhookServer().Register(jobsets.WebhookPath,
+			&crwebhook.Admission{Handler: integration.NewHolder(jobsets.Kind{Dispatched: mcctrl.Dispatched(mgr.GetClient())})})
 	}
 	if err := placement.Setup(ctx, mgr); err != nil {
 		return err

@@ -29,8 +29,8 @@ type Kind interface {
 	// suspended, a Pod gated); it reports whether it changed obj.
 	Hold(obj client.Object) bool
 	// Start lets obj run on its flavors' nodes, their node labels and
-	// tolerations added to its pods.
-	Start(obj client.Object, flavors []*berthv1.ResourceFlavor) error
+	// tolerations added to its pods: flavors are by pod set name.
+	Start(obj client.Object, flavors map[string][]*berthv1.ResourceFlavor) error
 	// Finished reports whether obj has ended, and whether it failed.
 	Finished(obj client.Object) (finished, failed bool)
 	// HeldFields are the fields Hold and HoldGrowth may change, each at a

@@ -12,10 +12,12 @@ const (
 	BatchJob   = "batch/job"
 	Pod        = "pod"
 	Deployment = "deployment"
+	JobSet     = "jobset.x-k8s.io/jobset"
 )
 
-// All is every integration, each on unless switched off.
-var All = []string{BatchJob, Pod, Deployment}
+// All is every integration, each on unless switched off. One whose kind is
+// a CRD is active only where its CRD is installed.
+var All = []string{BatchJob, Pod, Deployment, JobSet}
 
 // Set is which integrations are on.
 type Set map[string]bool
@@ -52,4 +54,13 @@ func (s Set) Split() (on, off []string) {
 		}
 	}
 	return on, off
+}
+
+// Without is s with name switched off.
+func (s Set) Without(name string) Set {
+	out := Set{}
+	for n, on := range s {
+		out[n] = on && n != name
+	}
+	return out
 }

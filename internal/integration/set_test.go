@@ -14,7 +14,7 @@ func TestParseSet(t *testing.T) {
 		t.Fatal(err)
 	}
 	on, off := s.Split()
-	if !slices.Equal(on, []string{"batch/job", "pod"}) || !slices.Equal(off, []string{"deployment"}) {
+	if !slices.Equal(on, []string{"batch/job", "pod"}) || !slices.Equal(off, []string{"deployment", "jobset.x-k8s.io/jobset"}) {
 		t.Errorf("on %v, off %v", on, off)
 	}
 	all, err := integration.ParseSet(integration.All)
@@ -22,11 +22,22 @@ func TestParseSet(t *testing.T) {
 		t.Errorf("all: %v, off %v", err, off)
 	}
 	for names, want := range map[string]string{
-		"batch/job,jobset.x-k8s.io/jobset": `"jobset.x-k8s.io/jobset" is not one berth has (batch/job, pod, deployment)`,
-		"deployment":                       "deployment needs pod",
+		"batch/job,leaderworkerset.x-k8s.io/leaderworkerset": `"leaderworkerset.x-k8s.io/leaderworkerset" is not one berth has (batch/job, pod, deployment, jobset.x-k8s.io/jobset)`,
+		"deployment": "deployment needs pod",
 	} {
 		if _, err := integration.ParseSet(strings.Split(names, ",")); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want %q", names, err, want)
 		}
+	}
+}
+
+func TestWithoutSwitchesOneOff(t *testing.T) {
+	s, err := integration.ParseSet(integration.All)
+	if err != nil {
+		t.Fatal(err)
+	}
+	less := s.Without(integration.JobSet)
+	if less.On(integration.JobSet) || !less.On(integration.BatchJob) || !s.On(integration.JobSet) {
+		t.Errorf("without JobSet: %v; the set it came from: %v", less, s)
 	}
 }

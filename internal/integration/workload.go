@@ -94,8 +94,8 @@ func Release(ctx context.Context, c client.Client, wl *berthv1.Workload, now tim
 }
 
 // Start lets obj run with wl's admission: the kind's Start with the flavors
-// its pod set "main" was admitted in, written with one update, and said on
-// obj with an event. An object that is gone needs nothing.
+// each pod set was admitted in, written with one update, and said on obj
+// with an event. An object that is gone needs nothing.
 //
 // The cache's Workload may lag the API server's while the cache of obj does
 // not (after the API server restarted, one relists while the other's watch
@@ -112,9 +112,13 @@ func Start(ctx context.Context, c client.Client, live client.Reader, rec events.
 		return nil
 	}
 	wl = &now
-	flavors, err := AdmittedFlavors(ctx, c, wl, "main")
-	if err != nil {
-		return err
+	flavors := map[string][]*berthv1.ResourceFlavor{}
+	for _, ps := range wl.Spec.PodSets {
+		f, err := AdmittedFlavors(ctx, c, wl, ps.Name)
+		if err != nil {
+			return err
+		}
+		flavors[ps.Name] = f
 	}
 	if err := kind.Start(obj, flavors); err != nil {
 		return err

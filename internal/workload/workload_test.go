@@ -101,7 +101,7 @@ func TestPreemptionBackoffDoubles(t *testing.T) {
 	}
 }
 
-// A Job's or a Pod's workload keeps its quota while it stops, and gets the
+// A Job's, a Pod's or a JobSet's workload keeps its quota while it stops, and gets the
 // backoff decided at its eviction once it gives the quota back; a
 // Workload of its own (nothing runs for it) is evicted at once.
 func TestStoppingKeepsQuotaUntilReleased(t *testing.T) {
@@ -115,7 +115,7 @@ func TestStoppingKeepsQuotaUntilReleased(t *testing.T) {
 		w    *berthv1.Workload
 		keep bool
 	}{
-		{owned("batch/v1", "Job"), true}, {owned("v1", "Pod"), true},
+		{owned("batch/v1", "Job"), true}, {owned("v1", "Pod"), true}, {owned("jobset.x-k8s.io/v1alpha2", "JobSet"), true},
 		{owned("example.com/v1", "Job"), false}, {&berthv1.Workload{}, false},
 	} {
 		if got := KeepsQuotaWhileStopping(tc.w); got != tc.keep {

@@ -12,9 +12,11 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	jobsetv1 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
 	"github.com/berth-dev/berth/internal/integration/jobs"
+	"github.com/berth-dev/berth/internal/integration/jobsets"
 	"github.com/berth-dev/berth/internal/integration/pods"
 	"github.com/berth-dev/berth/internal/testenv"
 	"github.com/berth-dev/berth/internal/workload"
@@ -74,6 +76,31 @@ func TestExamplesWork(t *testing.T) {
 			}
 		}
 		return fmt.Errorf("no admitted workload in %s yet (%d workloads)", teamA, len(list.Items))
+	})
+
+	// examples/jobset.yaml: admitted whole in team-a's queue, a pod set per
+	// replicated Job (before job-partial.yaml takes what is left).
+	kubectl("create", "-f", example("jobset.yaml"))
+	testenv.Eventually(t, wait, func() error {
+		var list jobsetv1.JobSetList
+		if err := env.Client.List(ctx, &list, client.InNamespace(teamA)); err != nil {
+			return err
+		}
+		if len(list.Items) != 1 {
+			return fmt.Errorf("%d JobSets in %s, want 1", len(list.Items), teamA)
+		}
+		js := &list.Items[0]
+		wl, err := getWorkload(env, teamA, jobsets.WorkloadName(js))
+		if err != nil {
+			return err
+		}
+		if !workload.IsAdmitted(wl) || len(wl.Status.Admission.PodSetAssignments) != 2 {
+			return fmt.Errorf("JobSet %s: %s", js.Name, describe(wl))
+		}
+		if jobsets.Suspended(js) {
+			return fmt.Errorf("JobSet %s admitted but still suspended", js.Name)
+		}
+		return nil
 	})
 
 	// examples/job-partial.yaml: 12 pods asked, fewer admitted, at least 2,

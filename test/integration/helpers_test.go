@@ -19,7 +19,8 @@ import (
 	"github.com/berth-dev/berth/internal/workload"
 )
 
-func TestMain(m *testing.M) { os.Exit(testenv.Main(m)) }
+// The JobSet controller runs beside berth's, for the JobSet tests.
+func TestMain(m *testing.M) { os.Exit(testenv.MainWith(m, "jobset")) }
 
 const wait = 30 * time.Second
 

@@ -33,6 +33,7 @@ import (
 	"github.com/berth-dev/berth/internal/integration"
 	"github.com/berth-dev/berth/internal/integration/deployments"
 	"github.com/berth-dev/berth/internal/integration/jobs"
+	"github.com/berth-dev/berth/internal/integration/jobsets"
 	"github.com/berth-dev/berth/internal/integration/placement"
 	"github.com/berth-dev/berth/internal/integration/pods"
 	"github.com/berth-dev/berth/internal/pki"
@@ -87,6 +88,14 @@ const jobGrows = `request.operation == 'CREATE' ||
 // templateQueued selects the Jobs whose pod template carries a queue label.
 const templateQueued = `has(object.spec.template.metadata) && has(object.spec.template.metadata.labels) &&
   ('` + berthv1.QueueNameLabel + `' in object.spec.template.metadata.labels || '` + berthv1.KueueQueueNameLabel + `' in object.spec.template.metadata.labels)`
+
+// jobSetTemplateQueued selects the JobSets a template of which (a
+// replicated Job's, or its pods') carries a queue label.
+const jobSetTemplateQueued = `object.spec.replicatedJobs.exists(r,
+  (has(r.template.metadata) && has(r.template.metadata.labels) &&
+    ('` + berthv1.QueueNameLabel + `' in r.template.metadata.labels || '` + berthv1.KueueQueueNameLabel + `' in r.template.metadata.labels)) ||
+  (has(r.template.spec.template.metadata) && has(r.template.spec.template.metadata.labels) &&
+    ('` + berthv1.QueueNameLabel + `' in r.template.spec.template.metadata.labels || '` + berthv1.KueueQueueNameLabel + `' in r.template.spec.template.metadata.labels)))`
 
 // Prepare makes sure the certificate exists and is fresh, writes it for the
 // server, and points the webhook configuration at the controller. It returns
@@ -429,6 +438,23 @@ func Configuration(o Options, caBundle []byte) *admissionregistrationv1.Mutating
 			hook("deployments.berth.dev", deployments.WebhookPath, deploymentRules, selector(exists(berthv1.QueueNameLabel))),
 			hook("kueue-labelled-deployments.berth.dev", deployments.WebhookPath, deploymentRules,
 				selector(exists(berthv1.KueueQueueNameLabel), absent(berthv1.QueueNameLabel))))
+	}
+	if on(integration.JobSet) {
+		// JobSets are seen when created; they cannot grow. One that asks
+		// for a queue only in a template is refused (jobsets.Refuse).
+		jobsetRules := []admissionregistrationv1.RuleWithOperations{{
+			Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+			Rule: admissionregistrationv1.Rule{APIGroups: []string{jobsets.GVK.Group}, APIVersions: []string{jobsets.GVK.Version},
+				Resources: []string{"jobsets"}},
+		}}
+		templatedJobSets := hook("template-labelled-jobsets.berth.dev", jobsets.WebhookPath, jobsetRules,
+			selector(absent(berthv1.KueueQueueNameLabel), absent(berthv1.QueueNameLabel)))
+		templatedJobSets.MatchConditions = []admissionregistrationv1.MatchCondition{{Name: "template-asks-for-a-queue", Expression: jobSetTemplateQueued}}
+		hooks = append(hooks,
+			hook("jobsets.berth.dev", jobsets.WebhookPath, jobsetRules, selector(exists(berthv1.QueueNameLabel))),
+			hook("kueue-labelled-jobsets.berth.dev", jobsets.WebhookPath, jobsetRules,
+				selector(exists(berthv1.KueueQueueNameLabel), absent(berthv1.QueueNameLabel))),
+			templatedJobSets)
 	}
 	for k := range hooks {
 		if hooks[k].Name != "jobs.berth.dev" && hooks[k].Name != "kueue-labelled-jobs.berth.dev" {

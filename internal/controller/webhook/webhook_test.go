@@ -286,7 +286,12 @@ func TestConfigurationHasOnlyTheIntegrationsOn(t *testing.T) {
 	if want := []string{"pods.berth.dev", "kueue-labelled-pods.berth.dev", "topology-pods.berth.dev", "opted-in-pods.berth.dev"}; !slices.Equal(podsOnly, want) {
 		t.Errorf("pod only: %v, want %v", podsOnly, want)
 	}
-	if len(all) != 10 || !slices.Contains(all, "deployments.berth.dev") {
+	if len(all) != 13 || !slices.Contains(all, "deployments.berth.dev") || !slices.Contains(all, "jobsets.berth.dev") {
 		t.Errorf("all: %v", all)
+	}
+	jobsetsOnly := names(integration.Set{integration.JobSet: true})
+	if want := []string{"topology-pods.berth.dev", "jobsets.berth.dev", "kueue-labelled-jobsets.berth.dev",
+		"template-labelled-jobsets.berth.dev"}; !slices.Equal(jobsetsOnly, want) {
+		t.Errorf("jobset only: %v, want %v", jobsetsOnly, want)
 	}
 }

@@ -11,10 +11,12 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
@@ -27,8 +29,12 @@ const DefaultLocalQueue = "default"
 
 // QueueName is the LocalQueue a Job is submitted to: its labels' (see
 // integration.QueueName), else DefaultLocalQueue when manageAll, else ""
-// (not berth's).
+// (not berth's). A Job a JobSet made is never queued on its own: it is
+// queued with its JobSet (package jobsets).
 func QueueName(job *batchv1.Job, manageAll bool) string {
+	if MadeByJobSet(job) {
+		return ""
+	}
 	if q := integration.QueueName(job.Labels); q != "" {
 		return q
 	}
@@ -36,6 +42,12 @@ func QueueName(job *batchv1.Job, manageAll bool) string {
 		return DefaultLocalQueue
 	}
 	return ""
+}
+
+// MadeByJobSet reports whether a JobSet controls the Job.
+func MadeByJobSet(job *batchv1.Job) bool {
+	ref := metav1.GetControllerOf(job)
+	return ref != nil && ref.Kind == "JobSet" && strings.HasPrefix(ref.APIVersion, "jobset.x-k8s.io/")
 }
 
 // WorkloadName is the name of a Job's Workload: stable for the Job, and

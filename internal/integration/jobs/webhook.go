@@ -96,6 +96,9 @@ func podsAtOnce(job *batchv1.Job) int32 {
 // wrong, naming the field.
 func (k Kind) Refuse(obj client.Object) string {
 	job := obj.(*batchv1.Job)
+	if MadeByJobSet(job) {
+		return "" // its JobSet was checked
+	}
 	queue := k.QueueName(job)
 	if tq := integration.QueueName(job.Spec.Template.Labels); tq != "" && tq != queue {
 		if queue == "" {
@@ -125,9 +128,9 @@ func (k Kind) Refuse(obj client.Object) string {
 
 // Start adds the flavors' settings to the Job's template (keeping what it
 // had, for RestoreTemplate) and unsuspends it.
-func (Kind) Start(obj client.Object, flavors []*berthv1.ResourceFlavor) error {
+func (Kind) Start(obj client.Object, flavors map[string][]*berthv1.ResourceFlavor) error {
 	job := obj.(*batchv1.Job)
-	if err := StartTemplate(job, flavors); err != nil {
+	if err := StartTemplate(job, flavors["main"]); err != nil {
 		return err
 	}
 	no := false

@@ -293,7 +293,7 @@ func (r *Reconciler) start(ctx context.Context, wl *berthv1.Workload, s Start) e
 		return err
 	}
 	pod := s.Pod.DeepCopy()
-	if err := (pods.Kind{}).Start(pod, flavors); err != nil {
+	if err := (pods.Kind{}).Start(pod, map[string][]*berthv1.ResourceFlavor{"main": flavors}); err != nil {
 		return err
 	}
 	if err := (pods.Kind{}).Steer(pod, wl.Spec.QueueName, integration.Placed(wl.Status.Admission, s.PodSet)); err != nil {

@@ -127,9 +127,9 @@ func hasGate(pod *corev1.Pod, name string) bool {
 
 // Start adds the flavors' node labels and tolerations to the Pod, which
 // the API server allows while it is gated, and lifts the gate.
-func (Kind) Start(obj client.Object, flavors []*berthv1.ResourceFlavor) error {
+func (Kind) Start(obj client.Object, flavors map[string][]*berthv1.ResourceFlavor) error {
 	pod := obj.(*corev1.Pod)
-	integration.InjectFlavors(&pod.Spec, flavors)
+	integration.InjectFlavors(&pod.Spec, flavors["main"])
 	pod.Spec.SchedulingGates = slices.DeleteFunc(pod.Spec.SchedulingGates, func(g corev1.PodSchedulingGate) bool {
 		return g.Name == berthv1.AdmissionGate
 	})

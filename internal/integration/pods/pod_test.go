@@ -55,7 +55,7 @@ func TestHoldAndStart(t *testing.T) {
 	}
 	rf := &berthv1.ResourceFlavor{Spec: berthv1.ResourceFlavorSpec{NodeLabels: map[string]string{"pool": "a"},
 		Tolerations: []corev1.Toleration{{Key: "spot", Operator: corev1.TolerationOpExists}}}}
-	if err := (Kind{}).Start(p, []*berthv1.ResourceFlavor{rf}); err != nil {
+	if err := (Kind{}).Start(p, map[string][]*berthv1.ResourceFlavor{"main": {rf}}); err != nil {
 		t.Fatal(err)
 	}
 	if Gated(p) || p.Spec.NodeSelector["pool"] != "a" || len(p.Spec.Tolerations) != 1 {

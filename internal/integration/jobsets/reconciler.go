@@ -1,0 +1,193 @@
+package jobsets
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	jobsetv1 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	berthv1 "github.com/berth-dev/berth/api/v1beta1"
+	"github.com/berth-dev/berth/internal/integration"
+	"github.com/berth-dev/berth/internal/workload"
+)
+
+// +kubebuilder:rbac:groups=jobset.x-k8s.io,resources=jobsets,verbs=get;list;watch;update
+// +kubebuilder:rbac:groups=jobset.x-k8s.io,resources=jobsets/finalizers,verbs=update
+// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch
+
+// Reconciler keeps each queued JobSet and its Workload in step.
+type Reconciler struct {
+	client client.Client
+	// live reads from the API server, not the cache.
+	live  client.Reader
+	rec   events.EventRecorder
+	clock clock.Clock
+}
+
+// Setup registers the JobSet reconciler with mgr. It watches the Jobs
+// JobSets make, to hear when a stopping JobSet's pods are gone.
+func Setup(mgr ctrl.Manager) error {
+	r := &Reconciler{client: mgr.GetClient(), live: mgr.GetAPIReader(), rec: mgr.GetEventRecorder("berth-jobsets"), clock: clock.RealClock{}}
+	queued := predicate.NewPredicateFuncs(func(o client.Object) bool {
+		js, ok := o.(*jobsetv1.JobSet)
+		return ok && QueueName(js) != ""
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("jobset").
+		For(&jobsetv1.JobSet{}, builder.WithPredicates(queued)).
+		Owns(&berthv1.Workload{}).
+		Watches(&batchv1.Job{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &jobsetv1.JobSet{}, handler.OnlyControllerOwner())).
+		Watches(&berthv1.WorkloadPriorityClass{}, handler.EnqueueRequestsFromMapFunc(
+			integration.OfClass(r.client, func() client.ObjectList { return &jobsetv1.JobSetList{} }))).
+		Complete(r)
+}
+
+// Reconcile brings one JobSet and its Workload in step.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	var js jobsetv1.JobSet
+	if err := r.client.Get(ctx, req.NamespacedName, &js); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	queue := QueueName(&js)
+	if queue == "" || js.DeletionTimestamp != nil {
+		// Not queued, or going away: the garbage collector takes the Workload.
+		return reconcile.Result{}, nil
+	}
+	var wl berthv1.Workload
+	err := r.client.Get(ctx, types.NamespacedName{Namespace: js.Namespace, Name: WorkloadName(&js)}, &wl)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return reconcile.Result{}, err
+	}
+	exists := err == nil
+
+	if finished, failed := Finished(&js); finished {
+		if exists && !workload.IsFinished(&wl) {
+			reason, msg := "JobSetCompleted", "JobSet completed"
+			if failed {
+				reason, msg = "JobSetFailed", "JobSet failed"
+			}
+			orig := wl.DeepCopy()
+			workload.SetFinished(&wl, reason, msg, r.clock.Now())
+			return reconcile.Result{}, client.IgnoreNotFound(r.client.Status().Patch(ctx, &wl, client.MergeFrom(orig)))
+		}
+		return reconcile.Result{}, nil
+	}
+	if exists && workload.IsFinished(&wl) {
+		return reconcile.Result{}, nil
+	}
+
+	if !exists {
+		if !Suspended(&js) {
+			// It got past the webhook (created before berth ran, say): it
+			// must not run without quota.
+			return reconcile.Result{}, r.suspend(ctx, &js, "it is queued in LocalQueue "+queue+" and holds no quota")
+		}
+		if Injected(&js) {
+			return reconcile.Result{}, r.restore(ctx, &js)
+		}
+		if why := Refuse(&js, false); why != "" {
+			// Created before berth's webhook could refuse it: say so, and
+			// leave it suspended.
+			r.rec.Eventf(&js, nil, corev1.EventTypeWarning, "NotQueued", "Admission", "%s", why)
+			return reconcile.Result{}, nil
+		}
+		priority, class := integration.PriorityOf(ctx, r.client, r.rec, &js, PriorityClass(&js))
+		if err := r.client.Create(ctx, NewWorkload(&js, queue, priority, class)); err != nil && !apierrors.IsAlreadyExists(err) {
+			return reconcile.Result{}, fmt.Errorf("creating Workload for JobSet %s/%s: %w", js.Namespace, js.Name, err)
+		}
+		return reconcile.Result{}, nil
+	}
+
+	if workload.IsStopping(&wl) {
+		// Evicted: its quota is given back once the JobSet is suspended and
+		// its Jobs' pods are gone.
+		if !Suspended(&js) {
+			return reconcile.Result{}, r.suspend(ctx, &js, "its Workload "+wl.Name+" is evicted")
+		}
+		var children batchv1.JobList
+		if err := r.client.List(ctx, &children, client.InNamespace(js.Namespace), client.MatchingLabels{UIDLabel: string(js.UID)}); err != nil {
+			return reconcile.Result{}, err
+		}
+		if !Stopped(&js, children.Items) {
+			return reconcile.Result{}, nil // its Jobs' changes bring it back
+		}
+		// The cache may lag: the API server itself must say the pods are
+		// gone before the quota is.
+		if err := r.live.List(ctx, &children, client.InNamespace(js.Namespace), client.MatchingLabels{UIDLabel: string(js.UID)}); err != nil {
+			return reconcile.Result{}, err
+		}
+		if !Stopped(&js, children.Items) {
+			return reconcile.Result{RequeueAfter: time.Second}, nil
+		}
+		return reconcile.Result{}, integration.Release(ctx, r.client, &wl, r.clock.Now())
+	}
+
+	if workload.IsAdmitted(&wl) {
+		if !Suspended(&js) {
+			return reconcile.Result{}, nil // running
+		}
+		return reconcile.Result{}, integration.Start(ctx, r.client, r.live, r.rec, Kind{}, &js, &wl)
+	}
+
+	// Not admitted: the JobSet must be suspended, with its own templates.
+	if !Suspended(&js) {
+		return reconcile.Result{}, r.suspend(ctx, &js, "its Workload "+wl.Name+" is not admitted")
+	}
+	if Injected(&js) {
+		return reconcile.Result{}, r.restore(ctx, &js)
+	}
+	if !workload.HasQuota(&wl) {
+		priority, class := integration.PriorityOf(ctx, r.client, r.rec, &js, PriorityClass(&js))
+		if !InSync(&wl, &js, queue, priority) {
+			orig := wl.DeepCopy()
+			wl.Spec.PodSets = PodSets(&js)
+			wl.Spec.QueueName = queue
+			wl.Spec.Priority = priority
+			wl.Spec.PriorityClassName = class
+			return reconcile.Result{}, client.IgnoreNotFound(r.client.Patch(ctx, &wl, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})))
+		}
+	}
+	return reconcile.Result{}, nil
+}
+
+// suspend stops the JobSet (its controller suspends its Jobs) and restores
+// its templates in the same write: the JobSet's webhook lets templates
+// change while it is, or is becoming, suspended.
+func (r *Reconciler) suspend(ctx context.Context, js *jobsetv1.JobSet, why string) error {
+	yes := true
+	js.Spec.Suspend = &yes
+	if _, err := Restore(js); err != nil {
+		r.rec.Eventf(js, nil, corev1.EventTypeWarning, "InvalidAnnotation", "Admission", "%v", err)
+	}
+	if err := r.client.Update(ctx, js); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	r.rec.Eventf(js, nil, corev1.EventTypeNormal, "Suspended", "Admission", "suspended: %s", why)
+	return nil
+}
+
+func (r *Reconciler) restore(ctx context.Context, js *jobsetv1.JobSet) error {
+	changed, err := Restore(js)
+	if err != nil {
+		// Never loop on stored data berth cannot read; say so on the JobSet.
+		r.rec.Eventf(js, nil, corev1.EventTypeWarning, "InvalidAnnotation", "Admission", "%v", err)
+		return nil
+	}
+	if !changed {
+		return nil
+	}
+	return client.IgnoreNotFound(r.client.Update(ctx, js))
+}
