@@ -77,11 +77,15 @@ func Percentile(sorted []float64, p float64) float64 {
 	return sorted[min(max(rank, 1), len(sorted))-1]
 }
 
-// JobMarkdown is e2e-jobs' summary for people.
+// JobMarkdown is e2e-jobs' (and e2e-jobsets') summary for people.
 func JobMarkdown(r JobResults) string {
 	var b strings.Builder
-	summaryHead(&b, "e2e-jobs", r.Scale, r.Date, r.Version, r.WallSeconds, r.LowerBoundSeconds)
-	fmt.Fprintf(&b, "| Jobs succeeded | %d of %d (%d pods) |\n", r.Succeeded, r.Jobs, r.Pods)
+	summaryHead(&b, r.Scenario, r.Scale, r.Date, r.Version, r.WallSeconds, r.LowerBoundSeconds)
+	what := "Jobs"
+	if r.Scenario == "e2e-jobsets" {
+		what = "JobSets"
+	}
+	fmt.Fprintf(&b, "| %s succeeded | %d of %d (%d pods) |\n", what, r.Succeeded, r.Jobs, r.Pods)
 	fmt.Fprintf(&b, "| creation to all pods Running: p50 / p90 / p99 / max | %.2f / %.2f / %.2f / %.2f s |\n",
 		r.StartP50, r.StartP90, r.StartP99, r.StartMax)
 	summaryCosts(&b, r.APIServerCPUSeconds, r.ControllerPeakRSSMiB, r.ControllerPeakAnonMiB, r.APIWrites, r.Pods, r.Audit, r.Cost)
@@ -93,24 +97,38 @@ const jobsQueue = "bench-jobs"
 // RunE2EJobs runs the e2e-jobs scenario with a `berth sim` (binary bin) of
 // its own for the nodes, and removes those nodes at the end.
 func RunE2EJobs(ctx context.Context, cfg *rest.Config, kubeconfig, bin string, e E2EJobs, scale float64, o Options) (*JobResults, error) {
+	return runE2E(ctx, cfg, kubeconfig, bin, e, scale, o, e2eKind{scenario: "e2e-jobs", what: "Jobs", unitLabel: batchv1.JobNameLabel,
+		create: func(ctx context.Context, c client.Client, name string) error {
+			job := benchJob(name, jobsQueue, int32(e.Parallelism), e.Duration)
+			job.Labels[berthv1.QueueNameLabel] = "bench"
+			return c.Create(ctx, job)
+		}})
+}
+
+// e2eKind is what e2e-jobs and e2e-jobsets differ in: the objects made.
+type e2eKind struct {
+	scenario, what string
+	// unitLabel is the pod label that names the object a pod is of.
+	unitLabel string
+	create    func(ctx context.Context, c client.Client, name string) error
+}
+
+// runE2E runs E2EJobs' shape with the objects k makes.
+func runE2E(ctx context.Context, cfg *rest.Config, kubeconfig, bin string, e E2EJobs, scale float64, o Options, k e2eKind) (*JobResults, error) {
 	units := make([]unit, e.Jobs)
 	for i := range units {
 		units[i] = unit{Name: "job-" + strconv.Itoa(i), Pods: e.Parallelism}
 	}
-	st, runErr := runOnSim(ctx, cfg, kubeconfig, bin, simRun{Scenario: "e2e-jobs", What: fmt.Sprintf("%d Jobs of %d pods", e.Jobs, e.Parallelism), Nodes: e.Nodes, QuotaCPU: e.QuotaCPU,
-		UnitLabel: batchv1.JobNameLabel, Units: units,
-		Create: func(ctx context.Context, c client.Client, u unit) error {
-			job := benchJob(u.Name, jobsQueue, int32(e.Parallelism), e.Duration)
-			job.Labels[berthv1.QueueNameLabel] = "bench"
-			return c.Create(ctx, job)
-		},
+	st, runErr := runOnSim(ctx, cfg, kubeconfig, bin, simRun{Scenario: k.scenario, What: fmt.Sprintf("%d %s of %d pods", e.Jobs, k.what, e.Parallelism),
+		Nodes: e.Nodes, QuotaCPU: e.QuotaCPU, UnitLabel: k.unitLabel, Units: units,
+		Create: func(ctx context.Context, c client.Client, u unit) error { return k.create(ctx, c, u.Name) },
 	}, scale, o)
 	if st == nil {
 		return nil, runErr
 	}
 	w := st.watch
 	lat := latencyOf(w.startLatencies(func(string) bool { return true }))
-	res := &JobResults{Scenario: "e2e-jobs", Scale: scale, Date: time.Now().UTC(), Version: version(),
+	res := &JobResults{Scenario: k.scenario, Scale: scale, Date: time.Now().UTC(), Version: version(),
 		Jobs: e.Jobs, Pods: w.pods, Started: len(w.startedAt), Succeeded: len(w.succeeded) / max(1, e.Parallelism),
 		WallSeconds: w.last.Seconds(), LowerBoundSeconds: e.LowerBound().Seconds(),
 		StartP50: lat.P50, StartP90: lat.P90, StartP99: lat.P99, StartMax: lat.Max,

@@ -30,14 +30,15 @@ import (
 
 // The scenarios with runners of their own, beside bench.Scenarios.
 const (
-	simScale = "sim-scale"
-	e2eJobs  = "e2e-jobs"
-	podsRun  = "pods"
-	tasRun   = "tas"
-	mcRun    = "multicluster"
-	chaosRun = "chaos"
-	vcRun    = "vcluster"
-	creates  = "creates"
+	simScale   = "sim-scale"
+	e2eJobs    = "e2e-jobs"
+	e2eJobSets = "e2e-jobsets"
+	podsRun    = "pods"
+	tasRun     = "tas"
+	mcRun      = "multicluster"
+	chaosRun   = "chaos"
+	vcRun      = "vcluster"
+	creates    = "creates"
 )
 
 func newBenchCommand() *cobra.Command {
@@ -53,7 +54,7 @@ func newBenchCommand() *cobra.Command {
 	for n := range bench.Scenarios {
 		names = append(names, n)
 	}
-	names = append(names, simScale, e2eJobs, podsRun, tasRun, mcRun, chaosRun, vcRun, creates)
+	names = append(names, simScale, e2eJobs, e2eJobSets, podsRun, tasRun, mcRun, chaosRun, vcRun, creates)
 	sort.Strings(names)
 	cmd := &cobra.Command{
 		Use:   "bench <scenario>",
@@ -79,7 +80,9 @@ then 10,000 pods bound to them until Running, then deletes them, timing each
 step, and removes its nodes at the end. e2e-jobs sends 2,000 real Jobs of 2
 pods through berth's queue (100 cpu), the Job controller, kube-scheduler and a
 simulator of its own (10 nodes) and reports how long each Job took from
-creation to all its pods Running, by percentile. pods does the same with 5,000
+creation to all its pods Running, by percentile. e2e-jobsets does the same
+with 1,000 JobSets of 2 replicated Jobs of one pod (the instance must run the
+JobSet controller: berth up --with jobset). pods does the same with 5,000
 plain Pods and 500 pod groups of 8 (9,000 pods), timing single Pods and groups
 apart. tas sends 400 Jobs of 4, 8, 16 and 32 pods, each preferring one rack,
 through topology-aware placement on 64 nodes of 8 cpu in racks of 4, and
@@ -111,7 +114,7 @@ berth up --nodes 10). creates times how fast the API server creates
 and without it (Jobs with no queue label), first as dry runs (nothing stored:
 the webhook's call alone), then stored in a held queue (berth makes each
 queued Job's Workload too), and reports the rates and the webhook's latency.
-e2e-jobs, pods
+e2e-jobs, e2e-jobsets, pods
 and tas report
 API writes per pod. --scale multiplies the workloads, Jobs,
 Pods and groups, or nodes and pods (0.01 runs in seconds).
@@ -129,7 +132,7 @@ controller. See docs/benchmarks.md.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			scenario, ok := bench.Scenarios[args[0]]
-			if !ok && !slices.Contains([]string{simScale, e2eJobs, podsRun, tasRun, mcRun, chaosRun, vcRun, creates}, args[0]) {
+			if !ok && !slices.Contains([]string{simScale, e2eJobs, e2eJobSets, podsRun, tasRun, mcRun, chaosRun, vcRun, creates}, args[0]) {
 				return fmt.Errorf("unknown scenario %q; scenarios: %s", args[0], strings.Join(names, ", "))
 			}
 			if o.Scale <= 0 {
@@ -190,6 +193,11 @@ controller. See docs/benchmarks.md.`,
 				}
 			case e2eJobs:
 				res, runErr := bench.RunE2EJobs(ctx, cfg, kubeconfig, self, bench.E2EJobsAt(o.Scale), o.Scale, o)
+				if err = runErr; res != nil {
+					summary = bench.JobMarkdown(*res)
+				}
+			case e2eJobSets:
+				res, runErr := bench.RunE2EJobSets(ctx, cfg, kubeconfig, self, bench.E2EJobSetsAt(o.Scale), o.Scale, o)
 				if err = runErr; res != nil {
 					summary = bench.JobMarkdown(*res)
 				}

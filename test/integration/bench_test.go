@@ -37,7 +37,7 @@ func TestBenchScenariosSmoke(t *testing.T) {
 	for name := range bench.Scenarios {
 		names = append(names, name)
 	}
-	names = append(names, "sim-scale", "e2e-jobs", "pods", "tas", "creates")
+	names = append(names, "sim-scale", "e2e-jobs", "e2e-jobsets", "pods", "tas", "creates")
 	sort.Strings(names)
 	for _, name := range names {
 		t.Run(name, func(t *testing.T) {
@@ -80,9 +80,13 @@ func TestBenchScenariosSmoke(t *testing.T) {
 				checkChart(t, out, map[string]float64{"the bench's nodes/Ready": float64(want.Nodes),
 					"the bench's pods/Running": 0})
 				return
-			case "e2e-jobs":
-				checkE2EJobs(t, data)
+			case "e2e-jobs", "e2e-jobsets":
 				want := bench.E2EJobsAt(0.01)
+				resource := "jobs"
+				if name == "e2e-jobsets" {
+					want, resource = bench.E2EJobSetsAt(0.01), "jobsets"
+				}
+				checkE2EJobs(t, data, want, resource)
 				pods := float64(want.Jobs * want.Parallelism)
 				checkChart(t, out, map[string]float64{"pods of the bench/created (admitted)": pods,
 					"pods of the bench/running": 0, "pods of the bench/succeeded": pods})
@@ -234,22 +238,24 @@ func checkSimScale(t *testing.T, data []byte) {
 
 // checkE2EJobs: every Job's pods ran and succeeded, and each Job's start was
 // measured.
-func checkE2EJobs(t *testing.T, data []byte) {
+// checkE2EJobs checks e2e-jobs' results (or e2e-jobsets', resource
+// "jobsets"): every unit of want ran and succeeded.
+func checkE2EJobs(t *testing.T, data []byte, want bench.E2EJobs, resource string) {
 	var r bench.JobResults
 	if err := json.Unmarshal(data, &r); err != nil {
 		t.Fatalf("results.json: %v\n%s", err, data)
 	}
-	want := bench.E2EJobsAt(0.01)
-	if r.Jobs != want.Jobs || r.Started != want.Jobs || r.Succeeded != want.Jobs {
-		t.Errorf("%d Jobs, %d started, %d succeeded; want %d of each", r.Jobs, r.Started, r.Succeeded, want.Jobs)
+	if r.Jobs != want.Jobs || r.Started != want.Jobs || r.Succeeded != want.Jobs || r.Pods != want.Jobs*want.Parallelism {
+		t.Errorf("%d units of %d pods in all, %d started, %d succeeded; want %d of each, of %d pods", r.Jobs, r.Pods, r.Started, r.Succeeded,
+			want.Jobs, want.Parallelism)
 	}
 	if r.StartP50 <= 0 || r.StartMax < r.StartP99 || r.StartP99 < r.StartP50 || r.WallSeconds < r.LowerBoundSeconds {
 		t.Errorf("start p50 %.2fs, p99 %.2fs, max %.2fs, wall %.2fs against bound %.2fs: inconsistent",
 			r.StartP50, r.StartP99, r.StartMax, r.WallSeconds, r.LowerBoundSeconds)
 	}
-	// Each Job was created, and each of its pods bound, at least once.
-	if r.APIWrites["jobs"] < float64(want.Jobs) || r.APIWrites["pods/binding"] < float64(r.Pods) {
-		t.Errorf("API writes %v: want at least %d Jobs created and %d pods bound", r.APIWrites, want.Jobs, r.Pods)
+	// Each unit was created, and each of its pods bound, at least once.
+	if r.APIWrites[resource] < float64(want.Jobs) || r.APIWrites["pods/binding"] < float64(r.Pods) {
+		t.Errorf("API writes %v: want at least %d %s created and %d pods bound", r.APIWrites, want.Jobs, resource, r.Pods)
 	}
 }
 

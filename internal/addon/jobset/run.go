@@ -75,6 +75,9 @@ func run(ctx context.Context, kubeconfig string, health, port int, certDir strin
 	if err != nil {
 		return err
 	}
+	// JobSet's own defaults: client-go's (20 a second) hold a burst of
+	// JobSets, each making its Jobs and a Service, to a crawl.
+	cfg.QPS, cfg.Burst = 500, 500
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		return err
