@@ -93,6 +93,14 @@ func Release(ctx context.Context, c client.Client, wl *berthv1.Workload, now tim
 	return client.IgnoreNotFound(c.Status().Patch(ctx, wl, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})))
 }
 
+// Finish marks wl finished (workload.SetFinished) with one status patch:
+// its object ended. A Workload that is gone needs nothing.
+func Finish(ctx context.Context, c client.Client, wl *berthv1.Workload, reason, message string, now time.Time) error {
+	orig := wl.DeepCopy()
+	workload.SetFinished(wl, reason, message, now)
+	return client.IgnoreNotFound(c.Status().Patch(ctx, wl, client.MergeFrom(orig)))
+}
+
 // Start lets obj run with wl's admission: the kind's Start with the flavors
 // each pod set was admitted in, written with one update, and said on obj
 // with an event. An object that is gone needs nothing.

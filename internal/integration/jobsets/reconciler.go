@@ -82,9 +82,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			if failed {
 				reason, msg = "JobSetFailed", "JobSet failed"
 			}
-			orig := wl.DeepCopy()
-			workload.SetFinished(&wl, reason, msg, r.clock.Now())
-			return reconcile.Result{}, client.IgnoreNotFound(r.client.Status().Patch(ctx, &wl, client.MergeFrom(orig)))
+			return reconcile.Result{}, integration.Finish(ctx, r.client, &wl, reason, msg, r.clock.Now())
 		}
 		return reconcile.Result{}, nil
 	}

@@ -88,9 +88,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			case finished:
 				reason, msg = "PodSucceeded", "Pod succeeded"
 			}
-			orig := wl.DeepCopy()
-			workload.SetFinished(&wl, reason, msg, r.clock.Now())
-			if err := r.client.Status().Patch(ctx, &wl, client.MergeFrom(orig)); client.IgnoreNotFound(err) != nil {
+			if err := integration.Finish(ctx, r.client, &wl, reason, msg, r.clock.Now()); err != nil {
 				return reconcile.Result{}, err
 			}
 		}
