@@ -8,10 +8,12 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/pprof"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -29,6 +31,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
@@ -186,6 +189,30 @@ func installed(mapper meta.RESTMapper, kinds integration.Set) (integration.Set, 
 	return kinds, inactive, nil
 }
 
+// crdPoll is how often the controller looks for the CRD of an integration
+// that waits for one.
+const crdPoll = 5 * time.Second
+
+// turnOnWhenServed waits until the API server serves gvk, then runs on
+// once; it returns when ctx ends.
+func turnOnWhenServed(ctx context.Context, disc discovery.DiscoveryInterface, gvk schema.GroupVersionKind, every time.Duration,
+	on func(context.Context) error) error {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		list, err := disc.ServerResourcesForGroupVersion(gvk.GroupVersion().String())
+		if err != nil || !slices.ContainsFunc(list.APIResources, func(r metav1.APIResource) bool { return r.Kind == gvk.Kind }) {
+			continue // not yet (or the API server is away a moment)
+		}
+		return on(ctx)
+	}
+}
+
 // DefaultOptions are the defaults of `berth controller`.
 func DefaultOptions() Options {
 	return Options{
@@ -270,6 +297,10 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	if err != nil {
 		return err
 	}
+	// What the webhook configuration holds now: an integration turned on
+	// later (its CRD installed) joins it, and Renew keeps it.
+	var currentHooks atomic.Pointer[webhook.Options]
+	currentHooks.Store(&hookOpts)
 	var currentCA atomic.Pointer[[]byte]
 	currentCA.Store(&caBundle)
 	proxy, visErr := frontProxy(ctx, direct)
@@ -335,7 +366,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	if !o.WebhookCertProvided {
 		// Every replica, leader or not: each serves the webhooks.
 		renew := func(ctx context.Context) error {
-			webhook.Renew(ctx, direct, hookOpts, time.Hour, clock.RealClock{}, func(ctx context.Context, ca []byte) error {
+			webhook.Renew(ctx, direct, func() webhook.Options { return *currentHooks.Load() }, time.Hour, clock.RealClock{}, func(ctx context.Context, ca []byte) error {
 				currentCA.Store(&ca)
 				if visErr != nil {
 					return nil
@@ -378,7 +409,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	on, off := kinds.Split()
 	ctrl.Log.Info("integrations", "on", on, "off", off)
 	for name, why := range inactive {
-		ctrl.Log.Info("integration off: "+why+"; restart berth's controller once it is", "integration", name)
+		ctrl.Log.Info("integration off until its CRD is installed: "+why, "integration", name)
 	}
 	if kinds.On(integration.BatchJob) {
 		if err := jobs.Setup(mgr, o.ManageJobsWithoutQueueName, o.WaitForPodsReady); err != nil {
@@ -407,12 +438,43 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	if kinds.On(integration.Deployment) {
 		mgr.GetWebhookServer().Register(deployments.WebhookPath, &crwebhook.Admission{Handler: deployments.Webhook{}})
 	}
-	if kinds.On(integration.JobSet) {
+	setUpJobSets := func() error {
 		if err := jobsets.Setup(mgr); err != nil {
 			return err
 		}
 		mgr.GetWebhookServer().Register(jobsets.WebhookPath,
 			&crwebhook.Admission{Handler: integration.NewHolder(jobsets.Kind{Dispatched: mcctrl.Dispatched(mgr.GetClient())})})
+		return nil
+	}
+	if kinds.On(integration.JobSet) {
+		if err := setUpJobSets(); err != nil {
+			return err
+		}
+	} else if _, waiting := inactive[integration.JobSet]; waiting {
+		// Every replica: each serves the webhook; the reconciler added
+		// runs on the leader only, as the others do.
+		disc, err := discovery.NewDiscoveryClientForConfig(cfg)
+		if err != nil {
+			return err
+		}
+		opts := hookOpts
+		opts.Integrations = maps.Clone(kinds)
+		opts.Integrations[integration.JobSet] = true
+		if err := mgr.Add(everyReplica(func(ctx context.Context) error {
+			return turnOnWhenServed(ctx, disc, jobsets.GVK, crdPoll, func(ctx context.Context) error {
+				if err := setUpJobSets(); err != nil {
+					return err
+				}
+				if _, err := webhook.Prepare(ctx, direct, opts, time.Now()); err != nil {
+					return err
+				}
+				currentHooks.Store(&opts)
+				ctrl.Log.Info("integration on: its CRD is installed now", "integration", integration.JobSet)
+				return nil
+			})
+		})); err != nil {
+			return err
+		}
 	}
 	if err := placement.Setup(ctx, mgr); err != nil {
 		return err

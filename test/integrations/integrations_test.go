@@ -4,16 +4,23 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"testing"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	jobsetv1 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
+	"github.com/berth-dev/berth/internal/addon"
 	"github.com/berth-dev/berth/internal/integration/jobs"
+	"github.com/berth-dev/berth/internal/integration/jobsets"
+	"github.com/berth-dev/berth/internal/manifests"
 	"github.com/berth-dev/berth/internal/testenv"
 	"github.com/berth-dev/berth/internal/workload"
 	. "github.com/berth-dev/berth/test/fixtures"
@@ -24,7 +31,9 @@ const wait = 60 * time.Second
 var ctx = context.Background()
 
 func TestMain(m *testing.M) {
-	os.Exit(testenv.MainClusters(m, testenv.Cluster{Name: "integrations", ControllerArgs: []string{"--integrations=batch/job"}}))
+	// JobSets are on, but their CRD is not installed when berth starts.
+	os.Exit(testenv.MainClusters(m, testenv.Cluster{Name: "integrations",
+		ControllerArgs: []string{"--integrations=batch/job,jobset.x-k8s.io/jobset"}}))
 }
 
 // With only batch/job on, a Job is queued, while a Pod and a Deployment
@@ -98,4 +107,80 @@ func TestOnlyTheIntegrationsOnQueue(t *testing.T) {
 	if len(wls.Items) != 1 {
 		t.Fatalf("%d Workloads; want only the Job's", len(wls.Items))
 	}
+}
+
+// An integration whose CRD is missing when berth starts turns on once the
+// CRD is installed, without a restart: its webhook joins berth's webhook
+// configuration, and a JobSet created then is held and queued.
+func TestJobSetsTurnOnWhenTheirCRDIsInstalled(t *testing.T) {
+	env := testenv.New(t)
+	hooks := func() ([]string, error) {
+		var cfg admissionregistrationv1.MutatingWebhookConfiguration
+		if err := env.Client.Get(ctx, client.ObjectKey{Name: "berth"}, &cfg); err != nil {
+			return nil, err
+		}
+		var names []string
+		for _, h := range cfg.Webhooks {
+			names = append(names, h.Name)
+		}
+		return names, nil
+	}
+	names, err := hooks()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(names, "jobsets.berth.dev") {
+		t.Fatalf("berth's webhook configuration has JobSets' webhook though their CRD is not installed: %v", names)
+	}
+
+	docs, err := addon.JobSet.Manifests()
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := manifests.Decode(docs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	crds := slices.DeleteFunc(objs, func(o *unstructured.Unstructured) bool { return o.GetKind() != "CustomResourceDefinition" })
+	if err := manifests.ApplyEstablished(ctx, env.Config, crds...); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, wait, func() error {
+		names, err := hooks()
+		if err != nil {
+			return err
+		}
+		if !slices.Contains(names, "jobsets.berth.dev") {
+			return fmt.Errorf("webhooks %v: JobSets' not there yet", names)
+		}
+		return nil
+	})
+
+	rf, cq := env.Name("rf"), env.Name("cq")
+	env.Create(t, MakeResourceFlavor(rf).Obj())
+	env.Create(t, MakeClusterQueue(cq).ResourceGroup(MakeFlavorQuotas(rf).Resource("cpu", "4").Obj()).Obj())
+	env.Create(t, MakeLocalQueue("main", env.Namespace, cq).Obj())
+	js := MakeJobSet("train", env.Namespace).Queue("main").ReplicatedJob("workers", 2, 1).Request("cpu", "1").Obj()
+	env.Create(t, js)
+	if !jobsets.Suspended(js) {
+		t.Fatal("a queued JobSet was not created suspended once JobSets were on")
+	}
+	// No JobSet controller runs here: berth admits it and lets it go.
+	testenv.Eventually(t, wait, func() error {
+		var wl berthv1.Workload
+		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: jobsets.WorkloadName(js)}, &wl); err != nil {
+			return err
+		}
+		if !workload.IsAdmitted(&wl) {
+			return fmt.Errorf("the JobSet's Workload is not admitted")
+		}
+		var now jobsetv1.JobSet
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(js), &now); err != nil {
+			return err
+		}
+		if jobsets.Suspended(&now) {
+			return fmt.Errorf("the admitted JobSet is still suspended")
+		}
+		return nil
+	})
 }

@@ -300,7 +300,7 @@ func unexpired(bundle []byte, now time.Time) []byte {
 // a certificate close to expiry (any replica may), serves what the Secret
 // holds (another replica's renewal too) and points the webhook
 // configuration, and onCA, at its CA bundle. It returns when ctx ends.
-func Renew(ctx context.Context, c client.Client, o Options, every time.Duration, clk clock.Clock, onCA func(context.Context, []byte) error) {
+func Renew(ctx context.Context, c client.Client, o func() Options, every time.Duration, clk clock.Clock, onCA func(context.Context, []byte) error) {
 	log := ctrl.LoggerFrom(ctx).WithName("webhook-certificate")
 	var served []byte
 	for {
@@ -309,7 +309,7 @@ func Renew(ctx context.Context, c client.Client, o Options, every time.Duration,
 			return
 		case <-clk.After(every):
 		}
-		ca, err := Prepare(ctx, c, o, clk.Now())
+		ca, err := Prepare(ctx, c, o(), clk.Now())
 		if err == nil && !bytes.Equal(ca, served) {
 			if err = onCA(ctx, ca); err == nil {
 				served = ca

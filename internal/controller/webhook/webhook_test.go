@@ -221,7 +221,7 @@ func TestRenewWhileRunning(t *testing.T) {
 
 	clk := clocktesting.NewFakeClock(start)
 	trusted := make(chan []byte, 4)
-	go Renew(ctx, c, o, time.Hour, clk, func(_ context.Context, ca []byte) error { trusted <- ca; return nil })
+	go Renew(ctx, c, func() Options { return o }, time.Hour, clk, func(_ context.Context, ca []byte) error { trusted <- ca; return nil })
 	for deadline := time.Now().Add(10 * time.Second); !clk.HasWaiters(); time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("Renew never waited for its next check")
