@@ -4,12 +4,21 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/berth-dev/berth/internal/controller"
+	"github.com/berth-dev/berth/internal/controller/webhook"
 	"github.com/berth-dev/berth/internal/controlplane"
 )
 
@@ -20,8 +29,9 @@ func newStatusCommand() *cobra.Command {
 		Use:   "status",
 		Short: "Show each component of a local instance and its health",
 		Long: `Show whether the instance runs, each component's process, port and health, and
-the failure that stopped it last, if any. Exits 0 when it runs and every
-component is healthy, 1 otherwise.`,
+the failure that stopped it last, if any; and which kinds berth's controller
+queues (its integrations), and why the others are not queued. Exits 0 when
+it runs and every component is healthy, 1 otherwise.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			dir, err := f.resolve()
@@ -34,9 +44,16 @@ component is healthy, 1 otherwise.`,
 			if err != nil {
 				return err
 			}
+			out := statusOutput{Status: st}
+			if st.Running && st.Kubeconfig != "" {
+				// What berth's controller queues; none when it is not there
+				// (berth up --no-controller) or does not answer.
+				out.Integrations, _ = readIntegrations(ctx, st.Kubeconfig)
+			}
 			if output == "" || output == "table" {
 				printStatus(cmd.OutOrStdout(), st)
-			} else if err := printStructured(cmd.OutOrStdout(), output, st); err != nil {
+				printIntegrations(cmd.OutOrStdout(), out.Integrations)
+			} else if err := printStructured(cmd.OutOrStdout(), output, out); err != nil {
 				return err
 			}
 			if !st.Healthy() {
@@ -48,6 +65,59 @@ component is healthy, 1 otherwise.`,
 	f.add(cmd)
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table, json or yaml")
 	return cmd
+}
+
+// statusOutput is what `berth status -o json` prints.
+type statusOutput struct {
+	*controlplane.Status
+	Integrations *integrationsStatus `json:"integrations,omitempty"`
+}
+
+// integrationsStatus is which kinds berth's controller queues, and why the
+// others are not.
+type integrationsStatus struct {
+	On  []string          `json:"on"`
+	Off map[string]string `json:"off,omitempty"` // by integration, why
+}
+
+// readIntegrations reads which integrations berth's controller has on from
+// its webhook configuration (webhook.Integrations), and says why each other
+// is off: its CRD not installed, or switched off.
+func readIntegrations(ctx context.Context, kubeconfig string) (*integrationsStatus, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: controller.Scheme()})
+	if err != nil {
+		return nil, err
+	}
+	var hooks admissionregistrationv1.MutatingWebhookConfiguration
+	if err := c.Get(ctx, client.ObjectKey{Name: "berth"}, &hooks); err != nil {
+		return nil, err
+	}
+	on, off := webhook.Integrations(&hooks).Split()
+	st := &integrationsStatus{On: on, Off: map[string]string{}}
+	for _, name := range off {
+		st.Off[name] = "switched off (berth controller --integrations)"
+		if gvk, ok := controller.CRDKind(name); ok {
+			if _, err := c.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version); meta.IsNoMatchError(err) {
+				st.Off[name] = fmt.Sprintf("the %s CRD is not installed; it turns on once it is", gvk.Kind)
+			}
+		}
+	}
+	return st, nil
+}
+
+func printIntegrations(w io.Writer, st *integrationsStatus) {
+	if st == nil {
+		return
+	}
+	fmt.Fprintf(w, "integrations on: %s\n", strings.Join(st.On, ", "))
+	names := slices.Sorted(maps.Keys(st.Off))
+	for _, name := range names {
+		fmt.Fprintf(w, "integration off: %s: %s\n", name, st.Off[name])
+	}
 }
 
 func printStatus(w io.Writer, st *controlplane.Status) {

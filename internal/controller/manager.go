@@ -169,6 +169,12 @@ func (o Options) Kinds() (integration.Set, error) {
 // crdKinds are the integrations whose kind is a CRD, and that kind.
 var crdKinds = map[string]schema.GroupVersionKind{integration.JobSet: jobsets.GVK}
 
+// CRDKind is the kind of an integration whose kind is a CRD.
+func CRDKind(integration string) (schema.GroupVersionKind, bool) {
+	gvk, ok := crdKinds[integration]
+	return gvk, ok
+}
+
 // installed switches off the integrations on in kinds whose CRD the API
 // server does not serve, saying why in inactive.
 func installed(mapper meta.RESTMapper, kinds integration.Set) (integration.Set, map[string]string, error) {

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"fmt"
+	"os/exec"
 	"strings"
 	"testing"
 
@@ -212,5 +213,25 @@ func TestJobSetsBerthCannotQueueAreRefused(t *testing.T) {
 	var list jobsetv1.JobSetList
 	if err := env.Client.List(ctx, &list, client.InNamespace(env.Namespace)); err != nil || len(list.Items) != 0 {
 		t.Errorf("%d JobSets exist after the refusals (%v)", len(list.Items), err)
+	}
+}
+
+// `berth status` says which kinds the controller queues: with the JobSet
+// controller's CRD installed, JobSets too.
+func TestStatusListsTheIntegrationsOn(t *testing.T) {
+	env := testenv.New(t)
+	if env.Instance == nil {
+		t.Skip("BERTH_TEST_KUBECONFIG names the cluster: no instance to ask berth status about")
+	}
+	bin, err := testenv.Binary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(bin, "status", "--data-dir", env.Instance.Layout().Dir, "--name", "testenv").CombinedOutput()
+	if err != nil {
+		t.Fatalf("berth status: %v\n%s", err, out)
+	}
+	if want := "integrations on: batch/job, pod, deployment, jobset.x-k8s.io/jobset\n"; !strings.Contains(string(out), want) {
+		t.Errorf("berth status lacks %q:\n%s", want, out)
 	}
 }

@@ -482,3 +482,20 @@ func Configuration(o Options, caBundle []byte) *admissionregistrationv1.Mutating
 }
 
 var serverAuth = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
+
+// hookOf names, for each integration, the webhook Configuration adds when
+// it is on.
+var hookOf = map[string]string{
+	integration.BatchJob: "jobs.berth.dev", integration.Pod: "pods.berth.dev",
+	integration.Deployment: "deployments.berth.dev", integration.JobSet: "jobsets.berth.dev",
+}
+
+// Integrations reads from a configuration Configuration made which
+// integrations the controller has on: what `berth status` reports.
+func Integrations(cfg *admissionregistrationv1.MutatingWebhookConfiguration) integration.Set {
+	s := integration.Set{}
+	for _, name := range integration.All {
+		s[name] = slices.ContainsFunc(cfg.Webhooks, func(h admissionregistrationv1.MutatingWebhook) bool { return h.Name == hookOf[name] })
+	}
+	return s
+}

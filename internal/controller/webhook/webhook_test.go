@@ -11,6 +11,7 @@ import (
 	"math/big"
 	"os"
 	"path/filepath"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -293,5 +294,19 @@ func TestConfigurationHasOnlyTheIntegrationsOn(t *testing.T) {
 	if want := []string{"topology-pods.berth.dev", "jobsets.berth.dev", "kueue-labelled-jobsets.berth.dev",
 		"template-labelled-jobsets.berth.dev"}; !slices.Equal(jobsetsOnly, want) {
 		t.Errorf("jobset only: %v, want %v", jobsetsOnly, want)
+	}
+}
+
+// What Configuration is given, Integrations reads back from what it made.
+func TestIntegrationsReadBackWhatIsOn(t *testing.T) {
+	for _, on := range [][]string{integration.All, {integration.BatchJob}, {integration.Pod, integration.Deployment}, {integration.JobSet}, nil} {
+		want := integration.Set{}
+		for _, n := range integration.All {
+			want[n] = slices.Contains(on, n)
+		}
+		got := Integrations(Configuration(Options{URL: "https://127.0.0.1:1", Integrations: want}, nil))
+		if !maps.Equal(got, want) {
+			t.Errorf("on %v: read back %v", on, got)
+		}
 	}
 }
