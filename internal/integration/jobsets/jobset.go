@@ -28,7 +28,9 @@ func QueueName(js *jobsetv1.JobSet) string { return integration.QueueName(js.Lab
 
 // WorkloadName is the name of a JobSet's Workload: stable for the JobSet,
 // different for a new JobSet of the same name.
-func WorkloadName(js *jobsetv1.JobSet) string { return integration.WorkloadName("jobset", js.Name, js.UID) }
+func WorkloadName(js *jobsetv1.JobSet) string {
+	return integration.WorkloadName("jobset", js.Name, js.UID)
+}
 
 // Suspended reports spec.suspend.
 func Suspended(js *jobsetv1.JobSet) bool { return js.Spec.Suspend != nil && *js.Spec.Suspend }
