@@ -17,6 +17,7 @@ import (
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
 	"github.com/berth-dev/berth/internal/integration"
 	"github.com/berth-dev/berth/internal/integration/jobs"
+	"github.com/berth-dev/berth/internal/integration/jobsets"
 	"github.com/berth-dev/berth/internal/integration/pods"
 	. "github.com/berth-dev/berth/test/fixtures"
 )
@@ -44,6 +45,9 @@ func TestHolderPatchesOnlyWhatHoldChanges(t *testing.T) {
 		{name: "dispatched Job", kind: dispatched, obj: MakeJob("j", "ns").Queue("q").Obj(), wantPatch: true},
 		{name: "running Job that grows", kind: jobs.Kind{}, old: MakeJob("j", "ns").Queue("q").Parallelism(1).Obj(),
 			obj: MakeJob("j", "ns").Queue("q").Parallelism(3).Obj(), wantPatch: true},
+		{name: "queued JobSet", kind: jobsets.Kind{}, obj: MakeJobSet("js", "ns").Queue("q").ReplicatedJob("w", 1, 1).Obj(), wantPatch: true},
+		{name: "JobSet asking for topology", kind: jobsets.Kind{}, obj: MakeJobSet("js", "ns").Queue("q").ReplicatedJob("d", 1, 1).
+			ReplicatedJob("w", 2, 2).PodAnnotation(integration.RequiredTopologyAnnotation, "rack").Obj(), wantPatch: true},
 		{name: "queued Pod", kind: pods.Kind{}, obj: MakePod("p", "ns").Label(berthv1.QueueNameLabel, "q").Obj(), wantPatch: true},
 		{name: "Pod with Kueue's label only", kind: pods.Kind{},
 			obj: MakePod("p", "ns").Label(berthv1.KueueQueueNameLabel, "q").Finalizer("example.com/keep").Obj(), wantPatch: true},

@@ -235,3 +235,46 @@ func TestStatusListsTheIntegrationsOn(t *testing.T) {
 		t.Errorf("berth status lacks %q:\n%s", want, out)
 	}
 }
+
+// A replicated Job that requires a rack gets one: on 2 racks of 2 hosts of
+// 8 cpu, a JobSet's 2 worker Jobs of 2 pods of 4 cpu (16 cpu, a rack's
+// worth) all run in one rack, while its driver, which asks for nothing,
+// runs wherever it fits; the Workload's admission places the workers' pod
+// set only.
+func TestJobSetReplicatedJobPlacedInOneRack(t *testing.T) {
+	env := testenv.New(t)
+	rackOf, _ := topologyQueue(t, env, 1, 2, 2)
+	js := MakeJobSet("train", env.Namespace).Queue("main").
+		ReplicatedJob("driver", 1, 1).Request("cpu", "1").PodAnnotation("berth.dev/sim-duration", "1h").
+		ReplicatedJob("workers", 2, 2).Request("cpu", "4").PodAnnotation("berth.dev/sim-duration", "1h").
+		PodAnnotation(integration.RequiredTopologyAnnotation, rackLabel).Obj()
+	env.Create(t, js)
+	wl := waitAdmitted(t, env, env.Namespace, jobsets.WorkloadName(js))
+	if psa := wl.Status.Admission.PodSetAssignments; len(psa) != 2 || psa[0].TopologyAssignment != nil || psa[1].TopologyAssignment == nil {
+		t.Fatalf("pod set assignments %+v: want the workers' placed, the driver's not", psa)
+	}
+	testenv.Eventually(t, wait, func() error {
+		pods, err := jobSetPods(env, "train")
+		if err != nil {
+			return err
+		}
+		var workers []string
+		running := 0
+		for _, p := range pods {
+			if p.Status.Phase != corev1.PodRunning {
+				continue
+			}
+			running++
+			if p.Labels[jobsetv1.ReplicatedJobNameKey] == "workers" {
+				workers = append(workers, p.Spec.NodeName)
+			}
+		}
+		if running != 5 || len(workers) != 4 {
+			return fmt.Errorf("%d of 5 pods running, %d of 4 workers", running, len(workers))
+		}
+		if racks := distinct(workers, rackOf); len(racks) != 1 {
+			return fmt.Errorf("the workers run in racks %v, want one", racks)
+		}
+		return nil
+	})
+}

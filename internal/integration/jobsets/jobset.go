@@ -60,12 +60,17 @@ func podsAtOnce(spec *batchv1.JobSpec) int32 {
 
 // PodSets describes a JobSet's pods for its Workload: one pod set per
 // replicated Job, named after it, of its replicas times the pods each of
-// its Jobs runs at once.
+// its Jobs runs at once, with the topology request of its pod template's
+// annotations.
 func PodSets(js *jobsetv1.JobSet) []berthv1.PodSet {
 	out := make([]berthv1.PodSet, 0, len(js.Spec.ReplicatedJobs))
 	for i := range js.Spec.ReplicatedJobs {
 		rj := &js.Spec.ReplicatedJobs[i]
-		out = append(out, integration.PodSetOf(rj.Name, rj.Replicas*podsAtOnce(&rj.Template.Spec), &rj.Template.Spec.Template.Spec))
+		ps := integration.PodSetOf(rj.Name, rj.Replicas*podsAtOnce(&rj.Template.Spec), &rj.Template.Spec.Template.Spec)
+		// A wrong request is refused by the webhook; one that got past it
+		// asks for nothing.
+		ps.TopologyRequest, _ = integration.TopologyRequestOf(rj.Template.Spec.Template.Annotations)
+		out = append(out, ps)
 	}
 	return out
 }
@@ -101,11 +106,12 @@ func NewWorkload(js *jobsetv1.JobSet, queue string, priority *int32, priorityCla
 }
 
 // Refuse says why a JobSet cannot be queued as it is, naming the field, or
-// "". A queue label on a replicated Job's template (or its pods') would
-// queue those Jobs (or pods) one by one, beside the JobSet: berth queues a
-// JobSet whole, by the label on the JobSet itself. What berth does not do
-// for JobSets yet is refused rather than ignored: topology requests,
-// partial admission, dispatch to worker clusters.
+// "". A queue label on a replicated Job's template (or its pods', unless it
+// is the JobSet's own, as Hold puts there) would queue those Jobs (or pods)
+// one by one, beside the JobSet: berth queues a JobSet whole, by the label
+// on the JobSet itself. Wrong topology annotations are refused; what berth
+// does not do for JobSets yet is refused rather than ignored: partial
+// admission, dispatch to worker clusters.
 func Refuse(js *jobsetv1.JobSet, dispatched bool) string {
 	queue := QueueName(js)
 	for i := range js.Spec.ReplicatedJobs {
@@ -114,8 +120,9 @@ func Refuse(js *jobsetv1.JobSet, dispatched bool) string {
 		for _, where := range []struct {
 			field  string
 			labels map[string]string
-		}{{"template.metadata.labels", rj.Template.Labels}, {"template.spec.template.metadata.labels", rj.Template.Spec.Template.Labels}} {
-			if q := integration.QueueName(where.labels); q != "" {
+			own    bool // may carry the JobSet's own queue
+		}{{"template.metadata.labels", rj.Template.Labels, false}, {"template.spec.template.metadata.labels", rj.Template.Spec.Template.Labels, true}} {
+			if q := integration.QueueName(where.labels); q != "" && !(where.own && q == queue) {
 				return fmt.Sprintf("JobSet %s: %s.%s asks for LocalQueue %s; a JobSet is queued whole by the queue label on the JobSet itself "+
 					"(metadata.labels): move the label there", js.Name, at, where.field, q)
 			}
@@ -123,8 +130,8 @@ func Refuse(js *jobsetv1.JobSet, dispatched bool) string {
 		if queue == "" {
 			continue
 		}
-		if integration.HasTopologyAnnotations(rj.Template.Spec.Template.Annotations) {
-			return fmt.Sprintf("JobSet %s: %s.template.spec.template.metadata.annotations: topology-aware placement of JobSets is not supported yet", js.Name, at)
+		if _, err := integration.TopologyRequestOf(rj.Template.Spec.Template.Annotations); err != nil {
+			return fmt.Sprintf("JobSet %s: %s.template.spec.template.metadata.annotations: %v", js.Name, at, err)
 		}
 		for _, key := range []string{berthv1.JobMinParallelismAnnotation, berthv1.KueueJobMinParallelismAnnotation} {
 			if _, ok := rj.Template.Annotations[key]; ok {

@@ -92,8 +92,14 @@ func TestRefuse(t *testing.T) {
 		{name: "queue on the pods", js: MakeJobSet("a", "ns").ReplicatedJob("w", 1, 1).PodLabel(berthv1.KueueQueueNameLabel, "q").Obj(),
 			want: "spec.replicatedJobs[0] (w).template.spec.template.metadata.labels asks for LocalQueue q"},
 		{name: "topology", js: MakeJobSet("a", "ns").Queue("q").ReplicatedJob("w", 1, 1).
-			PodAnnotation(integration.RequiredTopologyAnnotation, "rack").Obj(),
-			want: "topology-aware placement of JobSets is not supported yet"},
+			PodAnnotation(integration.RequiredTopologyAnnotation, "rack").Obj()},
+		{name: "wrong topology", js: MakeJobSet("a", "ns").Queue("q").ReplicatedJob("w", 1, 1).
+			PodAnnotation(integration.RequiredTopologyAnnotation, "").Obj(),
+			want: "spec.replicatedJobs[0] (w).template.spec.template.metadata.annotations: annotation berth.dev/podset-required-topology is empty"},
+		{name: "its own queue on the pods, as Hold puts it", js: MakeJobSet("a", "ns").Queue("q").ReplicatedJob("w", 1, 1).
+			PodLabel(berthv1.QueueNameLabel, "q").Obj()},
+		{name: "another queue on the pods", js: MakeJobSet("a", "ns").Queue("q").ReplicatedJob("w", 1, 1).
+			PodLabel(berthv1.QueueNameLabel, "other").Obj(), want: "asks for LocalQueue other"},
 		{name: "dispatched", js: MakeJobSet("a", "ns").Queue("q").ReplicatedJob("w", 1, 1).Obj(), dispatched: true,
 			want: "dispatching JobSets is not supported yet"},
 		{name: "too many", js: func() *jobsetv1.JobSet {
@@ -158,5 +164,26 @@ func TestJobsMadeByAJobSetAreNotQueuedAlone(t *testing.T) {
 	job.OwnerReferences = []metav1.OwnerReference{{APIVersion: "jobset.x-k8s.io/v1alpha2", Kind: "JobSet", Name: "a", UID: "u", Controller: &yes}}
 	if q := jobs.QueueName(job, true); q != "" {
 		t.Errorf("a JobSet's Job is queued on its own in %q", q)
+	}
+}
+
+// A replicated Job asking for topology gets a pod set with that request,
+// and its pods labelled at creation so that they are gated until placed;
+// the others are left as they are.
+func TestTopologyPerReplicatedJob(t *testing.T) {
+	js := MakeJobSet("train", "ns").Queue("q").
+		ReplicatedJob("driver", 1, 1).
+		ReplicatedJob("workers", 2, 4).PodAnnotation(integration.RequiredTopologyAnnotation, "example.com/rack").Obj()
+	ps := jobsets.PodSets(js)
+	if ps[0].TopologyRequest != nil || ps[1].TopologyRequest == nil || *ps[1].TopologyRequest.Required != "example.com/rack" {
+		t.Errorf("topology requests %+v, %+v; want none for the driver, a rack for the workers", ps[0].TopologyRequest, ps[1].TopologyRequest)
+	}
+	(jobsets.Kind{}).Hold(js)
+	driver, workers := js.Spec.ReplicatedJobs[0].Template.Spec.Template.Labels, js.Spec.ReplicatedJobs[1].Template.Spec.Template.Labels
+	if len(driver) != 0 || workers[berthv1.TopologyPlacedLabel] != "true" || workers[berthv1.QueueNameLabel] != "q" {
+		t.Errorf("pod labels: driver %v, workers %v", driver, workers)
+	}
+	if why := jobsets.Refuse(js, false); why != "" {
+		t.Errorf("a held JobSet is refused: %s", why)
 	}
 }

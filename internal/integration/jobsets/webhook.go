@@ -1,6 +1,8 @@
 package jobsets
 
 import (
+	"fmt"
+
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
@@ -31,15 +33,33 @@ func (Kind) QueueName(obj client.Object) string { return QueueName(obj.(*jobsetv
 func (Kind) PodSets(obj client.Object) []berthv1.PodSet { return PodSets(obj.(*jobsetv1.JobSet)) }
 
 // Hold creates a queued JobSet suspended: the JobSet controller then
-// creates its Jobs suspended too.
+// creates its Jobs suspended too. A replicated Job whose pods ask for
+// topology-aware placement gets them labelled, as a Job's are, so that the
+// Pod webhook gates them until each is given a domain
+// (berth.dev/topology-placed), and with the JobSet's queue, which puts them
+// in the controller's cache.
 func (Kind) Hold(obj client.Object) bool {
 	js := obj.(*jobsetv1.JobSet)
-	if Suspended(js) {
-		return false
+	changed := false
+	queue := QueueName(js)
+	for i := range js.Spec.ReplicatedJobs {
+		t := &js.Spec.ReplicatedJobs[i].Template.Spec.Template
+		if !integration.HasTopologyAnnotations(t.Annotations) {
+			continue
+		}
+		if t.Labels == nil {
+			t.Labels = map[string]string{}
+		}
+		if t.Labels[berthv1.TopologyPlacedLabel] != "true" || t.Labels[berthv1.QueueNameLabel] != queue {
+			t.Labels[berthv1.TopologyPlacedLabel], t.Labels[berthv1.QueueNameLabel] = "true", queue
+			changed = true
+		}
 	}
-	yes := true
-	js.Spec.Suspend = &yes
-	return true
+	if !Suspended(js) {
+		yes := true
+		js.Spec.Suspend, changed = &yes, true
+	}
+	return changed
 }
 
 // Refuse refuses what Refuse (the function) says cannot be queued.
@@ -56,7 +76,14 @@ func (Kind) Start(obj client.Object, flavors map[string][]*berthv1.ResourceFlavo
 
 func (Kind) Finished(obj client.Object) (bool, bool) { return Finished(obj.(*jobsetv1.JobSet)) }
 
-// HeldFields are what Hold changes: whether the JobSet is suspended.
+// HeldFields are what Hold changes: whether the JobSet is suspended, and
+// the metadata of each replicated Job's pod template (its labels).
 func (Kind) HeldFields(obj client.Object) []integration.Field {
-	return []integration.Field{{Path: "/spec/suspend", Value: obj.(*jobsetv1.JobSet).Spec.Suspend}}
+	js := obj.(*jobsetv1.JobSet)
+	fields := []integration.Field{{Path: "/spec/suspend", Value: js.Spec.Suspend}}
+	for i := range js.Spec.ReplicatedJobs {
+		fields = append(fields, integration.Field{Path: fmt.Sprintf("/spec/replicatedJobs/%d/template/spec/template/metadata", i),
+			Value: &js.Spec.ReplicatedJobs[i].Template.Spec.Template.ObjectMeta})
+	}
+	return fields
 }

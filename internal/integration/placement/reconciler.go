@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+	jobsetv1 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
 	"github.com/berth-dev/berth/internal/integration"
@@ -64,15 +65,19 @@ func (g *Gater) Handle(_ context.Context, req admission.Request) admission.Respo
 	return integration.FieldPatch(before, gates())
 }
 
-// WorkloadOf is the Workload a topology-placed pod belongs to: its Job's
-// (prebuilt or not), its pod group's, or its own.
+// WorkloadOf is the Workload a topology-placed pod belongs to: its JobSet's,
+// its Job's (prebuilt or not), its pod group's, or its own.
 func WorkloadOf(pod client.Object) (types.NamespacedName, bool) {
 	if pod.GetLabels()[berthv1.TopologyPlacedLabel] == "" {
 		return types.NamespacedName{}, false
 	}
 	key := types.NamespacedName{Namespace: pod.GetNamespace()}
 	ref := metav1.GetControllerOf(pod)
+	labels := pod.GetLabels()
 	switch group, _, _ := pods.Group(pod); {
+	case labels[jobsetv1.JobSetNameKey] != "" && labels[jobsetv1.JobSetUIDKey] != "":
+		// A JobSet's, through one of its Jobs.
+		key.Name = integration.WorkloadName("jobset", labels[jobsetv1.JobSetNameKey], types.UID(labels[jobsetv1.JobSetUIDKey]))
 	case ref != nil && ref.Kind == "Job" && strings.HasPrefix(ref.APIVersion, "batch/"):
 		key.Name = jobs.WorkloadNameFor(ref.Name, ref.UID)
 		if name := pod.GetLabels()[berthv1.PrebuiltWorkloadLabel]; name != "" {
@@ -90,11 +95,15 @@ func WorkloadOf(pod client.Object) (types.NamespacedName, bool) {
 	return key, true
 }
 
-// podSetOf is the pod set of wl a pod runs in: a pod group's records it
-// (podgroups.PodSetOf); a Job's or a single Pod's Workload has one.
+// podSetOf is the pod set of wl a pod runs in: a JobSet's is its
+// replicated Job's, a pod group's records it (podgroups.PodSetOf); a Job's
+// or a single Pod's Workload has one.
 func podSetOf(wl *berthv1.Workload, pod *corev1.Pod) string {
 	if len(wl.Spec.PodSets) == 1 {
 		return wl.Spec.PodSets[0].Name
+	}
+	if rj := pod.Labels[jobsetv1.ReplicatedJobNameKey]; rj != "" && pod.Labels[jobsetv1.JobSetUIDKey] != "" {
+		return rj
 	}
 	return podgroups.PodSetOf(pod)
 }
