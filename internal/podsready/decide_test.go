@@ -190,6 +190,30 @@ func TestDeactivatedAtTheLimitThenResumed(t *testing.T) {
 	}
 }
 
+// Resumed and admitted again before the PodsReady controller saw it
+// resumed (the scheduler was quicker): the admission starts its tries
+// again, so its next timeout is counted as its first.
+func TestReadmittedBeforeTheResetWasSeen(t *testing.T) {
+	o := rules()
+	o.RequeueLimit = 1
+	w := admittedJobWorkload()
+	w.Generation = 1
+	now := epoch.Add(o.Timeout)
+	admission := w.Status.Admission
+	podsready.Apply(w, podsready.Decide(w, o, now), o, now)
+	no := false
+	w.Spec.Active, w.Generation = &no, 2
+	workload.ReleaseStopped(w, now)
+	w.Spec.Active, w.Generation = nil, 3
+	workload.SetAdmitted(w, admission, nil, now)
+	if n := workload.PodsReadyTimeouts(w); n != 0 {
+		t.Fatalf("admitted again after a resume with %d timeouts counted, want none", n)
+	}
+	if d := podsready.Decide(w, o, now.Add(o.Timeout)); !strings.Contains(d.Message, ", 1 times") {
+		t.Fatalf("its next timeout: %+v, want it counted as its first", d)
+	}
+}
+
 func TestResumedWhileItsPodsStillStop(t *testing.T) {
 	o := rules()
 	o.RequeueLimit = 1

@@ -218,7 +218,13 @@ func SetAdmitted(w *berthv1.Workload, a *berthv1.Admission, checks []string, now
 	if c := meta.FindStatusCondition(w.Status.Conditions, berthv1.WorkloadEvicted); c != nil && c.Status == metav1.ConditionTrue {
 		setCondition(w, berthv1.WorkloadEvicted, metav1.ConditionFalse, "Readmitted", "admitted again", now)
 	}
-	// PodsReady speaks of one admission's pods.
+	// PodsReady speaks of one admission's pods. Admitted again after it was
+	// deactivated for its timeouts, it was resumed: its tries start again,
+	// whether or not the PodsReady controller saw it resumed before.
+	if c := meta.FindStatusCondition(w.Status.Conditions, berthv1.WorkloadPodsReady); c != nil &&
+		c.Reason == RequeuingLimitExceeded && w.Status.RequeueState != nil {
+		w.Status.RequeueState.PodsReadyTimeouts = nil
+	}
 	meta.RemoveStatusCondition(&w.Status.Conditions, berthv1.WorkloadPodsReady)
 }
 
