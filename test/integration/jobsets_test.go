@@ -15,6 +15,7 @@ import (
 	"github.com/berth-dev/berth/internal/integration"
 	"github.com/berth-dev/berth/internal/integration/jobs"
 	"github.com/berth-dev/berth/internal/integration/jobsets"
+	"github.com/berth-dev/berth/internal/integration/placement"
 	"github.com/berth-dev/berth/internal/testenv"
 	"github.com/berth-dev/berth/internal/workload"
 	. "github.com/berth-dev/berth/test/fixtures"
@@ -196,7 +197,7 @@ func TestJobSetIsPreemptedAndResumed(t *testing.T) {
 
 // What berth cannot queue as asked is refused at creation, naming the
 // field: a queue asked for on a replicated Job's pods (they would run
-// unqueued), and a topology request (not supported for JobSets yet).
+// unqueued), and a wrong topology request.
 func TestJobSetsBerthCannotQueueAreRefused(t *testing.T) {
 	env := testenv.New(t)
 	onPods := MakeJobSet("on-pods", env.Namespace).ReplicatedJob("w", 1, 1).PodLabel(berthv1.QueueNameLabel, "main").Obj()
@@ -205,10 +206,10 @@ func TestJobSetsBerthCannotQueueAreRefused(t *testing.T) {
 		t.Errorf("a JobSet asking for a queue on its pods: %v", err)
 	}
 	topo := MakeJobSet("topo", env.Namespace).Queue("main").ReplicatedJob("w", 1, 1).
-		PodAnnotation(integration.RequiredTopologyAnnotation, "example.com/rack").Obj()
+		PodAnnotation(integration.RequiredTopologyAnnotation, "").Obj()
 	err = env.Client.Create(ctx, topo)
-	if err == nil || !strings.Contains(err.Error(), "topology-aware placement of JobSets is not supported yet") {
-		t.Errorf("a JobSet asking for topology: %v", err)
+	if err == nil || !strings.Contains(err.Error(), "spec.replicatedJobs[0] (w).template.spec.template.metadata.annotations: annotation berth.dev/podset-required-topology is empty") {
+		t.Errorf("a JobSet asking for topology wrongly: %v", err)
 	}
 	var list jobsetv1.JobSetList
 	if err := env.Client.List(ctx, &list, client.InNamespace(env.Namespace)); err != nil || len(list.Items) != 0 {
@@ -236,31 +237,33 @@ func TestStatusListsTheIntegrationsOn(t *testing.T) {
 	}
 }
 
-// A replicated Job that requires a rack gets one: on 2 racks of 2 hosts of
-// 8 cpu, a JobSet's 2 worker Jobs of 2 pods of 4 cpu (16 cpu, a rack's
-// worth) all run in one rack, while its driver, which asks for nothing,
-// runs wherever it fits; the Workload's admission places the workers' pod
-// set only.
+// Each replicated Job is placed as it asks: on 2 racks of 3 hosts of 8
+// cpu, a JobSet's 2 worker Jobs of 2 pods of 4 cpu (16 cpu) that require a
+// rack all run in one rack, and its driver, which prefers a host, on one;
+// the Workload's admission places each pod set.
 func TestJobSetReplicatedJobPlacedInOneRack(t *testing.T) {
 	env := testenv.New(t)
-	rackOf, _ := topologyQueue(t, env, 1, 2, 2)
+	rackOf, _ := topologyQueue(t, env, 1, 2, 3)
 	js := MakeJobSet("train", env.Namespace).Queue("main").
 		ReplicatedJob("driver", 1, 1).Request("cpu", "1").PodAnnotation("berth.dev/sim-duration", "1h").
+		PodAnnotation(integration.PreferredTopologyAnnotation, hostLabel).
 		ReplicatedJob("workers", 2, 2).Request("cpu", "4").PodAnnotation("berth.dev/sim-duration", "1h").
 		PodAnnotation(integration.RequiredTopologyAnnotation, rackLabel).Obj()
 	env.Create(t, js)
 	wl := waitAdmitted(t, env, env.Namespace, jobsets.WorkloadName(js))
-	if psa := wl.Status.Admission.PodSetAssignments; len(psa) != 2 || psa[0].TopologyAssignment != nil || psa[1].TopologyAssignment == nil {
-		t.Fatalf("pod set assignments %+v: want the workers' placed, the driver's not", psa)
+	if psa := wl.Status.Admission.PodSetAssignments; len(psa) != 2 || psa[0].TopologyAssignment == nil || psa[1].TopologyAssignment == nil {
+		t.Fatalf("pod set assignments %+v: want both placed", psa)
 	}
 	testenv.Eventually(t, wait, func() error {
 		pods, err := jobSetPods(env, "train")
 		if err != nil {
 			return err
 		}
-		var workers []string
+		var workers, states []string
 		running := 0
 		for _, p := range pods {
+			states = append(states, fmt.Sprintf("%s gated=%v host=%q node=%q %s", p.Name, placement.Gated(&p),
+				p.Spec.NodeSelector[hostLabel], p.Spec.NodeName, p.Status.Phase))
 			if p.Status.Phase != corev1.PodRunning {
 				continue
 			}
@@ -270,7 +273,7 @@ func TestJobSetReplicatedJobPlacedInOneRack(t *testing.T) {
 			}
 		}
 		if running != 5 || len(workers) != 4 {
-			return fmt.Errorf("%d of 5 pods running, %d of 4 workers", running, len(workers))
+			return fmt.Errorf("%d of 5 pods running, %d of 4 workers: %v", running, len(workers), states)
 		}
 		if racks := distinct(workers, rackOf); len(racks) != 1 {
 			return fmt.Errorf("the workers run in racks %v, want one", racks)
