@@ -102,7 +102,7 @@ func readIntegrations(ctx context.Context, kubeconfig string) (*integrationsStat
 		st.Off[name] = "switched off (berth controller --integrations)"
 		if gvk, ok := controller.CRDKind(name); ok {
 			if _, err := c.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version); meta.IsNoMatchError(err) {
-				st.Off[name] = fmt.Sprintf("the %s CRD is not installed; it turns on once it is", gvk.Kind)
+				st.Off[name] = fmt.Sprintf("the %s CRD is not installed (unless switched off, it turns on once it is)", gvk.Kind)
 			}
 		}
 	}
