@@ -63,6 +63,7 @@ import (
 	"github.com/berth-dev/berth/internal/integration/placement"
 	"github.com/berth-dev/berth/internal/integration/podgroups"
 	"github.com/berth-dev/berth/internal/integration/pods"
+	"github.com/berth-dev/berth/internal/integration/statefulsets"
 	"github.com/berth-dev/berth/internal/metrics"
 	"github.com/berth-dev/berth/internal/multicluster"
 	"github.com/berth-dev/berth/internal/podsready"
@@ -434,7 +435,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		if err := pods.Setup(mgr); err != nil {
 			return err
 		}
-		if err := podgroups.Setup(ctx, mgr); err != nil {
+		if err := podgroups.Setup(ctx, mgr, kinds.On(integration.StatefulSet)); err != nil {
 			return err
 		}
 		mgr.GetWebhookServer().Register(pods.WebhookPath, &crwebhook.Admission{Handler: integration.NewHolder(pods.Kind{})})
@@ -442,7 +443,10 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 			&crwebhook.Admission{Handler: integration.NewHolder(pods.Kind{Default: true})})
 	}
 	if kinds.On(integration.Deployment) {
-		mgr.GetWebhookServer().Register(deployments.WebhookPath, &crwebhook.Admission{Handler: deployments.Webhook{}})
+		mgr.GetWebhookServer().Register(deployments.WebhookPath, &crwebhook.Admission{Handler: deployments.Webhook})
+	}
+	if kinds.On(integration.StatefulSet) {
+		mgr.GetWebhookServer().Register(statefulsets.WebhookPath, &crwebhook.Admission{Handler: statefulsets.Webhook})
 	}
 	setUpJobSets := func() error {
 		if err := jobsets.Setup(mgr); err != nil {

@@ -17,6 +17,7 @@ import (
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
 	"github.com/berth-dev/berth/internal/integration/jobs"
 	"github.com/berth-dev/berth/internal/integration/jobsets"
+	"github.com/berth-dev/berth/internal/integration/podgroups"
 	"github.com/berth-dev/berth/internal/integration/pods"
 	"github.com/berth-dev/berth/internal/testenv"
 	"github.com/berth-dev/berth/internal/workload"
@@ -150,6 +151,22 @@ func TestExamplesWork(t *testing.T) {
 			if wl.Spec.QueueName != "jobs" {
 				return fmt.Errorf("pod %s queued in %q", p.Name, wl.Spec.QueueName)
 			}
+		}
+		return nil
+	})
+
+	// examples/statefulset.yaml: its three pods are one Workload in
+	// team-a's LocalQueue, queued whole (the Jobs above may hold the quota).
+	kubectl("apply", "-f", example("statefulset.yaml"))
+	testenv.Eventually(t, wait, func() error {
+		wl, err := getWorkload(env, teamA, podgroups.WorkloadName(pods.StatefulSetGroup("cache")))
+		if err != nil {
+			return err
+		}
+		if wl.Spec.QueueName != "jobs" || wl.Spec.PodSets[0].Count != 3 ||
+			!workload.IsAdmitted(wl) && !strings.Contains(describe(wl), "needs 1500m cpu") {
+			return fmt.Errorf("StatefulSet cache: Workload in %q for %d pods, %s; want it in jobs for 3 pods, admitted or waiting for 1500m cpu",
+				wl.Spec.QueueName, wl.Spec.PodSets[0].Count, describe(wl))
 		}
 		return nil
 	})

@@ -177,14 +177,7 @@ func TestPreemptedPodGroupStopsWhole(t *testing.T) {
 		if _, err := getWorkload(env, env.Namespace, podgroups.WorkloadName("low")); !apierrors.IsNotFound(err) {
 			return fmt.Errorf("the stopped group's workload is still there (%v)", err)
 		}
-		p, err := getPod(env, urgent.Name)
-		if err != nil {
-			return err
-		}
-		if p.Spec.NodeName != node.Name || p.Status.Phase != corev1.PodRunning {
-			return fmt.Errorf("urgent pod gated=%v on %q phase %s", pods.Gated(p), p.Spec.NodeName, p.Status.Phase)
-		}
-		return nil
+		return runsOn(env, urgent.Name, node.Name)
 	})
 
 	// Made again, the group waits for the 8 cpu it cannot have while the

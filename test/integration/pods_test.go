@@ -32,6 +32,19 @@ func plainPod(name, ns, cpu, duration string, labels map[string]string) *corev1.
 	}
 }
 
+// runsOn says what is wrong, if anything, with the test's Pod name: it
+// should be let go by berth and running on node.
+func runsOn(env *testenv.Env, name, node string) error {
+	p, err := getPod(env, name)
+	if err != nil {
+		return err
+	}
+	if pods.Gated(p) || p.Spec.NodeName != node || p.Status.Phase != corev1.PodRunning {
+		return fmt.Errorf("pod %s gated=%v on %q phase %s; want running on %s", name, pods.Gated(p), p.Spec.NodeName, p.Status.Phase, node)
+	}
+	return nil
+}
+
 func getPod(env *testenv.Env, name string) (*corev1.Pod, error) {
 	var p corev1.Pod
 	err := env.Client.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: name}, &p)
@@ -70,16 +83,7 @@ func TestPodRunsThroughTheQueue(t *testing.T) {
 	if ps := wl.Spec.PodSets; len(ps) != 1 || ps[0].Count != 1 || ps[0].Requests.Cpu().String() != "1" {
 		t.Errorf("workload pod sets %+v, want one pod of 1 cpu", ps)
 	}
-	testenv.Eventually(t, wait, func() error {
-		p, err := getPod(env, first.Name)
-		if err != nil {
-			return err
-		}
-		if pods.Gated(p) || p.Spec.NodeName != node.Name || p.Status.Phase != corev1.PodRunning {
-			return fmt.Errorf("pod gated=%v on %q phase %s; want running on %s", pods.Gated(p), p.Spec.NodeName, p.Status.Phase, node.Name)
-		}
-		return nil
-	})
+	testenv.Eventually(t, wait, func() error { return runsOn(env, first.Name, node.Name) })
 	waitPending(t, env, env.Namespace, pods.WorkloadName(second), "needs 1 cpu in flavor "+rf)
 
 	// It succeeds: finished, let go, and the second pod gets the quota.
@@ -233,14 +237,7 @@ func TestPreemptedPodIsDeleted(t *testing.T) {
 		if p, err := getPod(env, low.Name); !apierrors.IsNotFound(err) {
 			return fmt.Errorf("the preempted pod is still there (%v, phase %s)", err, p.Status.Phase)
 		}
-		p, err := getPod(env, urgent.Name)
-		if err != nil {
-			return err
-		}
-		if pods.Gated(p) || p.Spec.NodeName != node.Name || p.Status.Phase != corev1.PodRunning {
-			return fmt.Errorf("urgent pod gated=%v on %q phase %s", pods.Gated(p), p.Spec.NodeName, p.Status.Phase)
-		}
-		return nil
+		return runsOn(env, urgent.Name, node.Name)
 	})
 }
 

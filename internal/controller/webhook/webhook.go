@@ -36,6 +36,7 @@ import (
 	"github.com/berth-dev/berth/internal/integration/jobsets"
 	"github.com/berth-dev/berth/internal/integration/placement"
 	"github.com/berth-dev/berth/internal/integration/pods"
+	"github.com/berth-dev/berth/internal/integration/statefulsets"
 	"github.com/berth-dev/berth/internal/pki"
 )
 
@@ -439,6 +440,15 @@ func Configuration(o Options, caBundle []byte) *admissionregistrationv1.Mutating
 			hook("kueue-labelled-deployments.berth.dev", deployments.WebhookPath, deploymentRules,
 				selector(exists(berthv1.KueueQueueNameLabel), absent(berthv1.QueueNameLabel))))
 	}
+	if on(integration.StatefulSet) {
+		// A queued StatefulSet's pods are one pod group: its queue and
+		// group go on its pod template.
+		stsRules := rules("apps", "statefulsets", admissionregistrationv1.Create, admissionregistrationv1.Update)
+		hooks = append(hooks,
+			hook("statefulsets.berth.dev", statefulsets.WebhookPath, stsRules, selector(exists(berthv1.QueueNameLabel))),
+			hook("kueue-labelled-statefulsets.berth.dev", statefulsets.WebhookPath, stsRules,
+				selector(exists(berthv1.KueueQueueNameLabel), absent(berthv1.QueueNameLabel))))
+	}
 	if on(integration.JobSet) {
 		// JobSets are seen when created; they cannot grow. One that asks
 		// for a queue only in a template is refused (jobsets.Refuse).
@@ -487,7 +497,8 @@ var serverAuth = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
 // it is on.
 var hookOf = map[string]string{
 	integration.BatchJob: "jobs.berth.dev", integration.Pod: "pods.berth.dev",
-	integration.Deployment: "deployments.berth.dev", integration.JobSet: "jobsets.berth.dev",
+	integration.Deployment: "deployments.berth.dev", integration.StatefulSet: "statefulsets.berth.dev",
+	integration.JobSet: "jobsets.berth.dev",
 }
 
 // Integrations reads from a configuration Configuration made which

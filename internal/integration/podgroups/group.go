@@ -36,6 +36,18 @@ type Group struct {
 	PriorityClass string
 	// Topology is the group's topology request, for each of its pod sets.
 	Topology *berthv1.TopologyRequest
+	// StatefulSet whose Pods make the group, nil for a group of Pods users
+	// made: Total is then its replicas, its Pods may come one at a time
+	// (the StatefulSet makes the next once the last is Ready), and the
+	// group serves until scaled to 0 rather than finishing.
+	StatefulSet *StatefulSet
+}
+
+// StatefulSet is what a pod group needs to know of the StatefulSet whose
+// Pods it is.
+type StatefulSet struct {
+	Name string
+	UID  types.UID
 }
 
 // Plan is what to do to bring a group and its Workload in step. The
@@ -48,6 +60,9 @@ type Plan struct {
 	// Delete the group's Workload: it waits, or has stopped, with Pods
 	// missing, and is made again when they are all there.
 	Delete bool
+	// Resize: evict the admitted Workload of a StatefulSet whose replicas
+	// changed, with Message: it queues again at its new size.
+	Resize bool
 	// Release the quota of a stopping Workload whose Pods have all stopped:
 	// it queues again.
 	Release bool
@@ -98,6 +113,10 @@ func Decide(g Group, now time.Time) Plan {
 		}
 	}
 	wl := g.Workload
+	if g.StatefulSet != nil {
+		decideServing(g, wl, running, waiting, &p)
+		return p
+	}
 	switch {
 	case wl == nil:
 		p.stop(running, "it runs without a Workload holding quota")
@@ -148,6 +167,93 @@ func Decide(g Group, now time.Time) Plan {
 		p.Update = !sameSpec(wl.Spec, p.Spec)
 	}
 	return p
+}
+
+// decideServing plans for the group of a StatefulSet's Pods. Unlike a group
+// users make, it is queued once its first Pod is there (with OrderedReady,
+// the next comes only once that one is Ready), its Workload waits in its
+// queue while its Pods come and go, and it does not finish when they end:
+// the StatefulSet makes them again. Its quota goes back when it is scaled to
+// 0 (or deleted, its Workload then going with it); scaled while admitted, it
+// is evicted and queues again whole at its new size.
+func decideServing(g Group, wl *berthv1.Workload, running, waiting []*corev1.Pod, p *Plan) {
+	switch {
+	case g.Total == 0:
+		// Scaled to 0: the StatefulSet deletes its Pods; once they have
+		// stopped, the quota goes back.
+		if wl != nil && len(running) == 0 {
+			p.Delete = true
+		}
+	case wl == nil:
+		p.stop(running, "it runs without a Workload holding quota")
+		if len(running) == 0 {
+			p.Create = p.serving(g, waiting)
+		}
+	case workload.IsFinished(wl):
+		// Finished by an older berth or by hand: made again.
+		if len(running) == 0 {
+			p.Delete = true
+		}
+	case workload.IsStopping(wl):
+		p.stop(running, "its Workload "+wl.Name+" is evicted")
+		// Resized, it is made again at its new size: released at its old
+		// one, it could be admitted so before its spec caught up.
+		if len(running) == 0 {
+			p.Release = podCount(wl) == g.Total
+			p.Delete = !p.Release
+		}
+	case workload.IsAdmitted(wl):
+		if n := podCount(wl); n != g.Total {
+			p.Resize = true
+			p.Reason = "Resized"
+			p.Message = fmt.Sprintf("StatefulSet %s was scaled from %d to %d replicas; it queues again whole at its new size",
+				g.StatefulSet.Name, n, g.Total)
+			return
+		}
+		p.adopt(wl, g.Pods)
+		p.start(g, running, waiting)
+	case workload.HasQuota(wl):
+		// Reserved, not yet admitted: its Pods wait.
+	default:
+		p.stop(running, "its Workload "+wl.Name+" lost its quota")
+		if len(running) == 0 && p.serving(g, waiting) {
+			p.adopt(wl, waiting)
+			p.Update = !sameSpec(wl.Spec, p.Spec)
+		}
+	}
+}
+
+// podCount is how many Pods wl holds quota for.
+func podCount(wl *berthv1.Workload) int32 {
+	var n int32
+	for _, ps := range wl.Spec.PodSets {
+		n += ps.Count
+	}
+	return n
+}
+
+// serving sets the Workload spec of a StatefulSet's group from its waiting
+// Pods: one pod set of the StatefulSet's replicas, of their shape. It
+// reports false, with Waiting saying why, when no Pod is there yet or they
+// are not all of one shape.
+func (p *Plan) serving(g Group, waiting []*corev1.Pod) bool {
+	if len(waiting) == 0 {
+		return false
+	}
+	if g.Total > pods.MaxGroupSize {
+		p.Waiting = fmt.Sprintf("StatefulSet %s has %d replicas; at most %d are queued as one group", g.StatefulSet.Name, g.Total, pods.MaxGroupSize)
+		return false
+	}
+	sets := PodSets(waiting)
+	if len(sets) > 1 {
+		p.Waiting = fmt.Sprintf("the Pods of StatefulSet %s are of %d different shapes (requests, node selector, tolerations, affinity); "+
+			"it queues once they are of one", g.StatefulSet.Name, len(sets))
+		return false
+	}
+	sets[0].Count = g.Total
+	sets[0].TopologyRequest = g.Topology
+	p.Spec = berthv1.WorkloadSpec{PodSets: sets, QueueName: g.Queue, Priority: g.Priority, PriorityClassName: g.PriorityClass}
+	return true
 }
 
 // WaitingQuiet is how long after its newest Pod came an incomplete group is

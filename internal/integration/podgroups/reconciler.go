@@ -7,12 +7,14 @@ import (
 	"strings"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -31,6 +33,7 @@ import (
 // +kubebuilder:rbac:groups=berth.dev,resources=workloads,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=berth.dev,resources=workloads/status,verbs=get;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch
 
 // Reconciler keeps each pod group and its Workload in step. Its requests
 // name a group: the namespace, and the group's name.
@@ -41,13 +44,17 @@ type Reconciler struct {
 	live  client.Reader
 	rec   events.EventRecorder
 	clock clock.Clock
+	// statefulSets: the groups of StatefulSets' Pods are queued (the
+	// statefulset integration is on).
+	statefulSets bool
 }
 
 // groupIndex indexes cached Pods by the name of their pod group.
 const groupIndex = "berth.dev/pod-group"
 
-// Setup registers the pod-group reconciler with mgr.
-func Setup(ctx context.Context, mgr ctrl.Manager) error {
+// Setup registers the pod-group reconciler with mgr; with statefulSets,
+// the groups of queued StatefulSets' Pods too.
+func Setup(ctx context.Context, mgr ctrl.Manager, statefulSets bool) error {
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Pod{}, groupIndex, func(o client.Object) []string {
 		if g, _, _ := pods.Group(o); g != "" {
 			return []string{g}
@@ -56,7 +63,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager) error {
 	}); err != nil {
 		return err
 	}
-	r := &Reconciler{client: mgr.GetClient(), live: mgr.GetAPIReader(), rec: mgr.GetEventRecorder("berth-podgroups"), clock: clock.RealClock{}}
+	r := &Reconciler{client: mgr.GetClient(), live: mgr.GetAPIReader(), rec: mgr.GetEventRecorder("berth-podgroups"),
+		clock: clock.RealClock{}, statefulSets: statefulSets}
 	ofPod := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 		if g, _, _ := pods.Group(o); g != "" {
 			return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: g}}}
@@ -82,14 +90,22 @@ func Setup(ctx context.Context, mgr ctrl.Manager) error {
 		}
 		return out
 	})
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named("podgroup").
 		Watches(&corev1.Pod{}, ofPod).
 		Watches(&berthv1.Workload{}, ofWorkload).
 		// A class that appears after its Pods were queued (integration.OfClass).
-		Watches(&berthv1.WorkloadPriorityClass{}, ofClass).
-		WithOptions(controller.Options{MaxConcurrentReconciles: 8}).
-		Complete(r)
+		Watches(&berthv1.WorkloadPriorityClass{}, ofClass)
+	if statefulSets {
+		// Scaled, a StatefulSet's group changes size.
+		b = b.Watches(&appsv1.StatefulSet{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+			if integration.QueueName(o.GetLabels()) == "" {
+				return nil
+			}
+			return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: pods.StatefulSetGroup(o.GetName())}}}
+		}))
+	}
+	return b.WithOptions(controller.Options{MaxConcurrentReconciles: 8}).Complete(r)
 }
 
 // WorkloadName is the name of a pod group's Workload.
@@ -156,6 +172,7 @@ func (r *Reconciler) read(ctx context.Context, req reconcile.Request, live bool)
 	}
 	g := &Group{Name: req.Name}
 	totals := map[int32]bool{}
+	var sts *types.NamespacedName // the StatefulSet whose Pods these are
 	for i := range list {
 		pod := &list[i]
 		if !controllerutil.ContainsFinalizer(pod, berthv1.PodFinalizer) && !pods.Gated(pod) {
@@ -165,8 +182,12 @@ func (r *Reconciler) read(ctx context.Context, req reconcile.Request, live bool)
 		if err != nil {
 			continue // the webhook refuses such Pods; one changed later is ignored
 		}
-		totals[total] = true
-		g.Total = total
+		if total == 0 {
+			sts = &types.NamespacedName{Namespace: pod.Namespace, Name: pods.StatefulSetOf(pod)}
+		} else {
+			totals[total] = true
+			g.Total = total
+		}
 		g.Pods = append(g.Pods, pod)
 	}
 	slices.SortFunc(g.Pods, func(a, b *corev1.Pod) int {
@@ -183,6 +204,17 @@ func (r *Reconciler) read(ctx context.Context, req reconcile.Request, live bool)
 	case !apierrors.IsNotFound(err):
 		return nil, err
 	}
+	if g.Workload != nil {
+		if ref := statefulSetOf(g.Workload); ref != nil {
+			sts = &types.NamespacedName{Namespace: g.Workload.Namespace, Name: ref.Name}
+		}
+	}
+	if sts != nil {
+		if !r.statefulSets {
+			return nil, nil // a StatefulSet's Pods are left to it
+		}
+		return g, r.readStatefulSet(ctx, g, *sts)
+	}
 	if len(g.Pods) == 0 {
 		return nil, nil // the Workload goes with its owners
 	}
@@ -193,6 +225,13 @@ func (r *Reconciler) read(ctx context.Context, req reconcile.Request, live bool)
 			req.Name, berthv1.PodGroupTotalCountAnnotation)
 		return nil, nil
 	}
+	r.readQueue(ctx, g)
+	return g, nil
+}
+
+// readQueue sets the queue, topology and priority of g's Workload from its
+// oldest Pod; a Workload holding quota keeps its priority.
+func (r *Reconciler) readQueue(ctx context.Context, g *Group) {
 	oldest := g.Pods[0]
 	g.Queue = pods.Kind{}.QueueName(oldest)
 	g.Topology, _ = integration.TopologyRequestOf(oldest.Annotations) // the webhook refuses wrong ones
@@ -201,7 +240,40 @@ func (r *Reconciler) read(ctx context.Context, req reconcile.Request, live bool)
 	} else {
 		g.Priority, g.PriorityClass = g.Workload.Spec.Priority, g.Workload.Spec.PriorityClassName
 	}
-	return g, nil
+}
+
+// readStatefulSet completes g, the group of StatefulSet key's Pods: its
+// size is the StatefulSet's replicas, 0 once it is gone (or is another of
+// the same name).
+func (r *Reconciler) readStatefulSet(ctx context.Context, g *Group, key types.NamespacedName) error {
+	g.StatefulSet = &StatefulSet{Name: key.Name}
+	var s appsv1.StatefulSet
+	switch err := r.client.Get(ctx, key, &s); {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return err
+	case g.Workload != nil && statefulSetOf(g.Workload) != nil && statefulSetOf(g.Workload).UID != s.UID:
+		// The Workload of a StatefulSet deleted and made again: it goes.
+	case !slices.ContainsFunc(g.Pods, func(p *corev1.Pod) bool { return !metav1.IsControlledBy(p, &s) }):
+		g.StatefulSet.UID = s.UID
+		g.Total = ptr.Deref(s.Spec.Replicas, 1)
+	}
+	if len(g.Pods) > 0 {
+		r.readQueue(ctx, g)
+	} else if g.Workload != nil {
+		g.Queue, g.Priority, g.PriorityClass = g.Workload.Spec.QueueName, g.Workload.Spec.Priority, g.Workload.Spec.PriorityClassName
+	}
+	return nil
+}
+
+// statefulSetOf is the StatefulSet owning a group's Workload, or nil.
+func statefulSetOf(wl *berthv1.Workload) *metav1.OwnerReference {
+	for i, ref := range wl.OwnerReferences {
+		if ref.Kind == "StatefulSet" && ref.APIVersion == "apps/v1" {
+			return &wl.OwnerReferences[i]
+		}
+	}
+	return nil
 }
 
 // carryOut writes plan p for group g. Each write is idempotent, so a
@@ -235,6 +307,14 @@ func (r *Reconciler) carryOut(ctx context.Context, g *Group, p Plan) error {
 		orig := wl.DeepCopy()
 		workload.ReleaseStopped(wl, now)
 		return r.patchStatus(ctx, wl, orig)
+	case p.Resize:
+		orig := wl.DeepCopy()
+		workload.SetStopping(wl, p.Reason, p.Message, now, false)
+		if err := r.patchStatus(ctx, wl, orig); err != nil {
+			return err
+		}
+		r.rec.Eventf(wl, nil, corev1.EventTypeNormal, "Resized", "Eviction", "%s", p.Message)
+		return nil
 	case p.Finish:
 		orig := wl.DeepCopy()
 		workload.SetFinished(wl, p.Reason, p.Message, now)
@@ -271,6 +351,11 @@ func (r *Reconciler) newWorkload(g *Group, spec berthv1.WorkloadSpec) *berthv1.W
 	wl := integration.NewWorkload(first, corev1.SchemeGroupVersion.WithKind("Pod"), WorkloadName(g.Name),
 		map[string]string{berthv1.PodGroupNameLabel: g.Name}, spec)
 	wl.OwnerReferences = nil
+	if s := g.StatefulSet; s != nil {
+		// It stays while the StatefulSet does, its Pods coming and going.
+		wl.OwnerReferences = append(wl.OwnerReferences, metav1.OwnerReference{APIVersion: "apps/v1", Kind: "StatefulSet",
+			Name: s.Name, UID: s.UID})
+	}
 	for _, pod := range g.Pods {
 		if pod.DeletionTimestamp == nil {
 			wl.OwnerReferences = append(wl.OwnerReferences, ownerRef(pod))

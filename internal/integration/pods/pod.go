@@ -1,6 +1,8 @@
 package pods
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"slices"
 	"strconv"
@@ -157,7 +159,8 @@ func ownedByJob(obj client.Object) bool {
 
 // Group is the pod group a Pod belongs to: its name (berth's label, else
 // Kueue's), "" for a Pod on its own, and the total count of Pods its
-// annotation declares (berth's, else Kueue's). err says what is wrong with a
+// annotation declares (berth's, else Kueue's), or 0 for the group of a
+// StatefulSet's Pods (StatefulSetGroup), whose replicas say it. err says what is wrong with a
 // group Pod's count, naming the annotation.
 func Group(obj client.Object) (name string, total int32, err error) {
 	name = obj.GetLabels()[berthv1.PodGroupNameLabel]
@@ -166,6 +169,9 @@ func Group(obj client.Object) (name string, total int32, err error) {
 	}
 	if name == "" {
 		return "", 0, nil
+	}
+	if sts := StatefulSetOf(obj); sts != "" && name == StatefulSetGroup(sts) {
+		return name, 0, nil // as many Pods as its StatefulSet has replicas
 	}
 	key := berthv1.PodGroupTotalCountAnnotation
 	v, ok := obj.GetAnnotations()[key]
@@ -181,6 +187,26 @@ func Group(obj client.Object) (name string, total int32, err error) {
 		return name, 0, fmt.Errorf("pod group %s: annotation %s=%q: want a whole number from 1 to %d", name, key, v, MaxGroupSize)
 	}
 	return name, int32(n), nil
+}
+
+// StatefulSetOf names the StatefulSet that controls the Pod, or "".
+func StatefulSetOf(obj client.Object) string {
+	if ref := metav1.GetControllerOf(obj); ref != nil && ref.Kind == "StatefulSet" && ref.APIVersion == "apps/v1" {
+		return ref.Name
+	}
+	return ""
+}
+
+// StatefulSetGroup is the pod group of a queued StatefulSet's Pods: the
+// StatefulSet's name, prefixed so that it cannot be taken for a group users
+// name, and shortened with a hash of the whole to fit a label value.
+func StatefulSetGroup(statefulSet string) string {
+	g := "statefulset-" + statefulSet
+	if len(g) <= 63 {
+		return g
+	}
+	sum := sha256.Sum256([]byte(g))
+	return g[:52] + "-" + hex.EncodeToString(sum[:])[:10]
 }
 
 // MaxGroupSize bounds a pod group: its Workload lists each of its Pods as

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
+	"github.com/berth-dev/berth/internal/integration"
 )
 
 func deployment(labels, templateLabels map[string]string) *appsv1.Deployment {
@@ -45,7 +46,7 @@ func TestWebhookPropagatesTheQueue(t *testing.T) {
 				t.Fatal(err)
 			}
 			raw = []byte(strings.Replace(string(raw), `"spec":{`, `"spec":{"futureField":"kept",`, 1))
-			resp := Webhook{}.Handle(context.Background(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+			resp := Webhook.Handle(context.Background(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
 				Operation: admissionv1.Update, Object: runtime.RawExtension{Raw: raw}}})
 			if !resp.Allowed {
 				t.Fatalf("refused: %+v", resp.Result)
@@ -98,7 +99,7 @@ func TestRefuse(t *testing.T) {
 		{deployment(map[string]string{berthv1.QueueNameLabel: "a"}, map[string]string{berthv1.QueueNameLabel: "a"}), ""},
 		{deployment(nil, map[string]string{berthv1.QueueNameLabel: "a"}), ""}, // its pods are queued as plain Pods
 	} {
-		if got := Refuse(tc.d); (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+		if got := integration.TemplateConflict("Deployment", tc.d, tc.d.Spec.Template.Labels); (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
 			t.Errorf("%v / %v: %q, want %q", tc.d.Labels, tc.d.Spec.Template.Labels, got, tc.want)
 		}
 	}
