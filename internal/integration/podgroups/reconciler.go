@@ -244,7 +244,8 @@ func (r *Reconciler) readQueue(ctx context.Context, g *Group) {
 
 // readStatefulSet completes g, the group of StatefulSet key's Pods: its
 // size is the StatefulSet's replicas, 0 once it is gone (or is another of
-// the same name).
+// the same name than its Workload's). Only the Pods it controls are of the
+// group: another Pod naming it (its owner reference made up) is left out.
 func (r *Reconciler) readStatefulSet(ctx context.Context, g *Group, key types.NamespacedName) error {
 	g.StatefulSet = &StatefulSet{Name: key.Name}
 	var s appsv1.StatefulSet
@@ -254,9 +255,10 @@ func (r *Reconciler) readStatefulSet(ctx context.Context, g *Group, key types.Na
 		return err
 	case g.Workload != nil && statefulSetOf(g.Workload) != nil && statefulSetOf(g.Workload).UID != s.UID:
 		// The Workload of a StatefulSet deleted and made again: it goes.
-	case !slices.ContainsFunc(g.Pods, func(p *corev1.Pod) bool { return !metav1.IsControlledBy(p, &s) }):
+	default:
 		g.StatefulSet.UID = s.UID
 		g.Total = ptr.Deref(s.Spec.Replicas, 1)
+		g.Pods = slices.DeleteFunc(g.Pods, func(p *corev1.Pod) bool { return !metav1.IsControlledBy(p, &s) })
 	}
 	if len(g.Pods) > 0 {
 		r.readQueue(ctx, g)

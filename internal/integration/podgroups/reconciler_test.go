@@ -4,12 +4,15 @@ import (
 	"context"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -110,5 +113,38 @@ func TestGroupReleasesOnlyOnWhatTheAPIServerSays(t *testing.T) {
 	}
 	if cached.Status.Admission == nil {
 		t.Fatal("the quota of a group whose Pods still run was given back")
+	}
+}
+
+// A Pod that names a StatefulSet as its controller without being its
+// (an owner reference made up, with another UID) is not of its group: it is
+// neither started in its admission nor taken for a sign that it is gone.
+func TestStatefulSetGroupIsOnlyItsOwnPods(t *testing.T) {
+	db := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "ns", UID: "uid-db"},
+		Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](2)}}
+	own := func(p *corev1.Pod, uid types.UID) *corev1.Pod {
+		p.Labels[berthv1.PodGroupNameLabel] = pods.StatefulSetGroup("db")
+		delete(p.Annotations, berthv1.PodGroupTotalCountAnnotation)
+		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "db", UID: uid, Controller: ptr.To(true)}}
+		return p
+	}
+	ps := []*corev1.Pod{own(makePod("db-0", "1").Obj(), db.UID), own(makePod("intruder", "1").Obj(), "uid-other")}
+	wl := admitted(sized(ps, 2))
+	wl.Name = WorkloadName(pods.StatefulSetGroup("db"))
+	wl.OwnerReferences = append(wl.OwnerReferences, metav1.OwnerReference{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "db", UID: db.UID})
+	objs := append(objects(ps, wl), db)
+	r, live := reconcilerOn(t, objs, objs)
+	r.statefulSets = true
+	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: pods.StatefulSetGroup("db")}}
+	if _, err := r.Reconcile(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	if gated(t, r.client, "db-0") || !gated(t, r.client, "intruder") {
+		t.Errorf("db-0 gated=%v, intruder gated=%v; want only the StatefulSet's own Pod started",
+			gated(t, r.client, "db-0"), gated(t, r.client, "intruder"))
+	}
+	var got berthv1.Workload
+	if err := live.Get(context.Background(), client.ObjectKeyFromObject(wl), &got); err != nil {
+		t.Fatalf("the StatefulSet's Workload: %v; want it kept", err)
 	}
 }
