@@ -26,8 +26,12 @@ type Addon struct {
 var JobSet = Addon{Name: "jobset", Component: "jobset-controller",
 	Identity: controlplane.Identity{Name: "berth-jobset", User: "berth-jobset"}}
 
+// LeaderWorkerSet runs sigs.k8s.io/lws's controller and webhooks.
+var LeaderWorkerSet = Addon{Name: "leaderworkerset", Component: "leaderworkerset-controller",
+	Identity: controlplane.Identity{Name: "berth-leaderworkerset", User: "berth-leaderworkerset"}}
+
 // Known are the addons berth has, by name.
-var Known = map[string]Addon{JobSet.Name: JobSet}
+var Known = map[string]Addon{JobSet.Name: JobSet, LeaderWorkerSet.Name: LeaderWorkerSet}
 
 // Parse reads --with: names separated by commas, each known, each once.
 func Parse(names []string) ([]Addon, error) {

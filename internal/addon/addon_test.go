@@ -15,7 +15,10 @@ func TestParse(t *testing.T) {
 	if err != nil || len(got) != 1 || got[0].Component != "jobset-controller" {
 		t.Errorf("jobset twice: %+v, %v; want it once", got, err)
 	}
-	if _, err := addon.Parse([]string{"jobset,kubeflow"}); err == nil || !strings.Contains(err.Error(), `--with: "kubeflow" is not an addon berth has (jobset)`) {
+	if got, err := addon.Parse([]string{"jobset,leaderworkerset"}); err != nil || len(got) != 2 || got[1].Component != "leaderworkerset-controller" {
+		t.Errorf("jobset,leaderworkerset: %+v, %v; want both", got, err)
+	}
+	if _, err := addon.Parse([]string{"jobset,kubeflow"}); err == nil || !strings.Contains(err.Error(), `--with: "kubeflow" is not an addon berth has (jobset, leaderworkerset)`) {
 		t.Errorf("an unknown addon: %v", err)
 	}
 }

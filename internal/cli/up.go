@@ -151,7 +151,8 @@ the control plane keeps running afterwards. It implies --nodes 4 unless
 		"run no berth controller of its own and install nothing of berth's (only the simulator's CRDs and roles): a cluster to install berth in from its image and chart (docs/install.md)")
 	cmd.Flags().StringSliceVar(&o.with, "with", nil,
 		"also run these controllers as components of the instance, built into berth from their Go modules, their CRDs installed: "+
-			"jobset (sigs.k8s.io/jobset's controller and webhooks), so that JobSets can be queued")
+			"jobset (sigs.k8s.io/jobset's controller and webhooks), so that JobSets can be queued; "+
+			"leaderworkerset (sigs.k8s.io/lws's controller and webhooks), so that LeaderWorkerSets can be queued")
 	cmd.Flags().BoolVar(&o.auditWrites, "audit-writes", false,
 		"kube-apiserver logs every write (who, verb, object) to logs/writes.log in the data directory; "+
 			"berth bench then reports the writes by client (it costs the API server some CPU)")

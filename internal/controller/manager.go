@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -45,6 +46,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 	jobsetv1 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
 	"github.com/berth-dev/berth/internal/controller/admission"
@@ -60,6 +62,7 @@ import (
 	"github.com/berth-dev/berth/internal/integration/deployments"
 	"github.com/berth-dev/berth/internal/integration/jobs"
 	"github.com/berth-dev/berth/internal/integration/jobsets"
+	"github.com/berth-dev/berth/internal/integration/leaderworkersets"
 	"github.com/berth-dev/berth/internal/integration/placement"
 	"github.com/berth-dev/berth/internal/integration/podgroups"
 	"github.com/berth-dev/berth/internal/integration/pods"
@@ -168,7 +171,7 @@ func (o Options) Kinds() (integration.Set, error) {
 }
 
 // crdKinds are the integrations whose kind is a CRD, and that kind.
-var crdKinds = map[string]schema.GroupVersionKind{integration.JobSet: jobsets.GVK}
+var crdKinds = map[string]schema.GroupVersionKind{integration.JobSet: jobsets.GVK, integration.LeaderWorkerSet: leaderworkersets.GVK}
 
 // CRDKind is the kind of an integration whose kind is a CRD.
 func CRDKind(integration string) (schema.GroupVersionKind, bool) {
@@ -241,6 +244,7 @@ func Scheme() *runtime.Scheme {
 	_ = berthv1.AddToScheme(s)
 	_ = apiregistrationv1.AddToScheme(s)
 	_ = jobsetv1.AddToScheme(s)
+	_ = lwsv1.AddToScheme(s)
 	return s
 }
 
@@ -448,38 +452,61 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	if kinds.On(integration.StatefulSet) {
 		mgr.GetWebhookServer().Register(statefulsets.WebhookPath, &crwebhook.Admission{Handler: statefulsets.Webhook})
 	}
-	setUpJobSets := func() error {
-		if err := jobsets.Setup(mgr); err != nil {
-			return err
-		}
-		mgr.GetWebhookServer().Register(jobsets.WebhookPath,
-			&crwebhook.Admission{Handler: integration.NewHolder(jobsets.Kind{Dispatched: mcctrl.Dispatched(mgr.GetClient())})})
-		return nil
+	// The integrations whose kind is a CRD: set up now when it is served,
+	// else once it is.
+	crdSetups := map[string]func() error{
+		integration.JobSet: func() error {
+			if err := jobsets.Setup(mgr); err != nil {
+				return err
+			}
+			mgr.GetWebhookServer().Register(jobsets.WebhookPath,
+				&crwebhook.Admission{Handler: integration.NewHolder(jobsets.Kind{Dispatched: mcctrl.Dispatched(mgr.GetClient())})})
+			return nil
+		},
+		integration.LeaderWorkerSet: func() error {
+			// Its pods are queued as pod groups: only its webhook is its own.
+			mgr.GetWebhookServer().Register(leaderworkersets.WebhookPath, &crwebhook.Admission{Handler: leaderworkersets.Webhook{}})
+			return nil
+		},
 	}
-	if kinds.On(integration.JobSet) {
-		if err := setUpJobSets(); err != nil {
-			return err
+	var disc discovery.DiscoveryInterface
+	var turningOn sync.Mutex // one at a time: each adds itself to currentHooks
+	for _, name := range integration.All {
+		setUp, isCRD := crdSetups[name]
+		if !isCRD {
+			continue
 		}
-	} else if _, waiting := inactive[integration.JobSet]; waiting {
+		if kinds.On(name) {
+			if err := setUp(); err != nil {
+				return err
+			}
+			continue
+		}
+		if _, waiting := inactive[name]; !waiting {
+			continue
+		}
+		if disc == nil {
+			if disc, err = discovery.NewDiscoveryClientForConfig(cfg); err != nil {
+				return err
+			}
+		}
 		// Every replica: each serves the webhook; the reconciler added
 		// runs on the leader only, as the others do.
-		disc, err := discovery.NewDiscoveryClientForConfig(cfg)
-		if err != nil {
-			return err
-		}
-		opts := hookOpts
-		opts.Integrations = maps.Clone(kinds)
-		opts.Integrations[integration.JobSet] = true
 		if err := mgr.Add(everyReplica(func(ctx context.Context) error {
-			return turnOnWhenServed(ctx, disc, jobsets.GVK, crdPoll, func(ctx context.Context) error {
-				if err := setUpJobSets(); err != nil {
+			return turnOnWhenServed(ctx, disc, crdKinds[name], crdPoll, func(ctx context.Context) error {
+				turningOn.Lock()
+				defer turningOn.Unlock()
+				if err := setUp(); err != nil {
 					return err
 				}
+				opts := *currentHooks.Load()
+				opts.Integrations = maps.Clone(opts.Integrations)
+				opts.Integrations[name] = true
 				if _, err := webhook.Prepare(ctx, direct, opts, time.Now()); err != nil {
 					return err
 				}
 				currentHooks.Store(&opts)
-				ctrl.Log.Info("integration on: its CRD is installed now", "integration", integration.JobSet)
+				ctrl.Log.Info("integration on: its CRD is installed now", "integration", name)
 				return nil
 			})
 		})); err != nil {

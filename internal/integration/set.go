@@ -9,23 +9,24 @@ import (
 // The integrations berth has, by the names Kueue gives its frameworks, so
 // that a list written for one reads the same for the other.
 const (
-	BatchJob    = "batch/job"
-	Pod         = "pod"
-	Deployment  = "deployment"
-	StatefulSet = "statefulset"
-	JobSet      = "jobset.x-k8s.io/jobset"
+	BatchJob        = "batch/job"
+	Pod             = "pod"
+	Deployment      = "deployment"
+	StatefulSet     = "statefulset"
+	JobSet          = "jobset.x-k8s.io/jobset"
+	LeaderWorkerSet = "leaderworkerset.x-k8s.io/leaderworkerset"
 )
 
 // All is every integration, each on unless switched off. One whose kind is
 // a CRD is active only where its CRD is installed.
-var All = []string{BatchJob, Pod, Deployment, StatefulSet, JobSet}
+var All = []string{BatchJob, Pod, Deployment, StatefulSet, JobSet, LeaderWorkerSet}
 
 // Set is which integrations are on.
 type Set map[string]bool
 
 // ParseSet reads the integrations to turn on. An unknown name is refused,
-// naming those known, and so is a Deployment or a StatefulSet without Pods:
-// their pods are queued as Pods.
+// naming those known, and so is a Deployment, a StatefulSet or a
+// LeaderWorkerSet without Pods: their pods are queued as Pods.
 func ParseSet(names []string) (Set, error) {
 	s := Set{}
 	for _, n := range names {
@@ -38,8 +39,10 @@ func ParseSet(names []string) (Set, error) {
 	if s[Deployment] && !s[Pod] {
 		return nil, fmt.Errorf("--integrations: %s needs %s: a Deployment's pods are queued as Pods", Deployment, Pod)
 	}
-	if s[StatefulSet] && !s[Pod] {
-		return nil, fmt.Errorf("--integrations: %s needs %s: a StatefulSet's pods are queued as a pod group", StatefulSet, Pod)
+	for _, n := range []string{StatefulSet, LeaderWorkerSet} {
+		if s[n] && !s[Pod] {
+			return nil, fmt.Errorf("--integrations: %s needs %s: its pods are queued as pod groups", n, Pod)
+		}
 	}
 	return s, nil
 }

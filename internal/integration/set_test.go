@@ -14,7 +14,7 @@ func TestParseSet(t *testing.T) {
 		t.Fatal(err)
 	}
 	on, off := s.Split()
-	if !slices.Equal(on, []string{"batch/job", "pod"}) || !slices.Equal(off, []string{"deployment", "statefulset", "jobset.x-k8s.io/jobset"}) {
+	if !slices.Equal(on, []string{"batch/job", "pod"}) || !slices.Equal(off, []string{"deployment", "statefulset", "jobset.x-k8s.io/jobset", "leaderworkerset.x-k8s.io/leaderworkerset"}) {
 		t.Errorf("on %v, off %v", on, off)
 	}
 	all, err := integration.ParseSet(integration.All)
@@ -22,9 +22,10 @@ func TestParseSet(t *testing.T) {
 		t.Errorf("all: %v, off %v", err, off)
 	}
 	for names, want := range map[string]string{
-		"batch/job,leaderworkerset.x-k8s.io/leaderworkerset": `"leaderworkerset.x-k8s.io/leaderworkerset" is not one berth has (batch/job, pod, deployment, statefulset, jobset.x-k8s.io/jobset)`,
-		"deployment":  "deployment needs pod",
-		"statefulset": "statefulset needs pod",
+		"batch/job,kubeflow.org/mpijob":            `"kubeflow.org/mpijob" is not one berth has (batch/job, pod, deployment, statefulset, jobset.x-k8s.io/jobset, leaderworkerset.x-k8s.io/leaderworkerset)`,
+		"deployment":                               "deployment needs pod",
+		"statefulset":                              "statefulset needs pod",
+		"leaderworkerset.x-k8s.io/leaderworkerset": "leaderworkerset.x-k8s.io/leaderworkerset needs pod",
 	} {
 		if _, err := integration.ParseSet(strings.Split(names, ",")); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want %q", names, err, want)

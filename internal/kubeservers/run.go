@@ -20,6 +20,7 @@ import (
 
 	"github.com/berth-dev/berth/internal/addon"
 	"github.com/berth-dev/berth/internal/addon/jobset"
+	"github.com/berth-dev/berth/internal/addon/leaderworkerset"
 )
 
 // runners maps a component name to the function that runs it with the given
@@ -34,7 +35,8 @@ var runners = map[string]func(args []string) int{
 	"kube-proxy": kubeCommand(proxy.NewProxyCommand),
 	"pause":      pause,
 	// Addons (berth up --with): other projects' controllers.
-	addon.JobSet.Component: jobset.Run,
+	addon.JobSet.Component:          jobset.Runner.Run,
+	addon.LeaderWorkerSet.Component: leaderworkerset.Runner.Run,
 }
 
 // pause is what holds a pod's sandbox (its namespaces) on a real node: it

@@ -155,6 +155,25 @@ func TestExamplesWork(t *testing.T) {
 		return nil
 	})
 
+	// examples/leaderworkerset.yaml: its group, the leader and 2 workers,
+	// is one Workload in team-a's LocalQueue, queued whole.
+	kubectl("apply", "-f", example("leaderworkerset.yaml"))
+	testenv.Eventually(t, wait, func() error {
+		wl, err := getWorkload(env, teamA, podgroups.WorkloadName("lws-serve-0"))
+		if err != nil {
+			return err
+		}
+		var n int32
+		for _, ps := range wl.Spec.PodSets {
+			n += ps.Count
+		}
+		if wl.Spec.QueueName != "jobs" || n != 3 || len(wl.Spec.PodSets) != 2 {
+			return fmt.Errorf("LeaderWorkerSet serve: Workload in %q for %d pods in %d pod sets; want it in jobs for 3, the leader's and the workers'",
+				wl.Spec.QueueName, n, len(wl.Spec.PodSets))
+		}
+		return nil
+	})
+
 	// examples/statefulset.yaml: its three pods are one Workload in
 	// team-a's LocalQueue, queued whole (the Jobs above may hold the quota).
 	kubectl("apply", "-f", example("statefulset.yaml"))

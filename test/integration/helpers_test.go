@@ -20,7 +20,7 @@ import (
 )
 
 // The JobSet controller runs beside berth's, for the JobSet tests.
-func TestMain(m *testing.M) { os.Exit(testenv.MainWith(m, "jobset")) }
+func TestMain(m *testing.M) { os.Exit(testenv.MainWith(m, "jobset", "leaderworkerset")) }
 
 const wait = 30 * time.Second
 

@@ -232,7 +232,7 @@ func TestStatusListsTheIntegrationsOn(t *testing.T) {
 	if err != nil {
 		t.Fatalf("berth status: %v\n%s", err, out)
 	}
-	if want := "integrations on: batch/job, pod, deployment, statefulset, jobset.x-k8s.io/jobset\n"; !strings.Contains(string(out), want) {
+	if want := "integrations on: batch/job, pod, deployment, statefulset, jobset.x-k8s.io/jobset, leaderworkerset.x-k8s.io/leaderworkerset\n"; !strings.Contains(string(out), want) {
 		t.Errorf("berth status lacks %q:\n%s", want, out)
 	}
 }

@@ -34,6 +34,7 @@ import (
 	"github.com/berth-dev/berth/internal/integration/deployments"
 	"github.com/berth-dev/berth/internal/integration/jobs"
 	"github.com/berth-dev/berth/internal/integration/jobsets"
+	"github.com/berth-dev/berth/internal/integration/leaderworkersets"
 	"github.com/berth-dev/berth/internal/integration/placement"
 	"github.com/berth-dev/berth/internal/integration/pods"
 	"github.com/berth-dev/berth/internal/integration/statefulsets"
@@ -466,6 +467,19 @@ func Configuration(o Options, caBundle []byte) *admissionregistrationv1.Mutating
 				selector(exists(berthv1.KueueQueueNameLabel), absent(berthv1.QueueNameLabel))),
 			templatedJobSets)
 	}
+	if on(integration.LeaderWorkerSet) {
+		// A queued LeaderWorkerSet's groups are pod groups: its queue goes
+		// on its pod templates.
+		lwsRules := []admissionregistrationv1.RuleWithOperations{{
+			Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+			Rule: admissionregistrationv1.Rule{APIGroups: []string{leaderworkersets.GVK.Group}, APIVersions: []string{leaderworkersets.GVK.Version},
+				Resources: []string{"leaderworkersets"}},
+		}}
+		hooks = append(hooks,
+			hook("leaderworkersets.berth.dev", leaderworkersets.WebhookPath, lwsRules, selector(exists(berthv1.QueueNameLabel))),
+			hook("kueue-labelled-leaderworkersets.berth.dev", leaderworkersets.WebhookPath, lwsRules,
+				selector(exists(berthv1.KueueQueueNameLabel), absent(berthv1.QueueNameLabel))))
+	}
 	for k := range hooks {
 		if hooks[k].Name != "jobs.berth.dev" && hooks[k].Name != "kueue-labelled-jobs.berth.dev" {
 			hooks[k].NamespaceSelector = selector(notSystem)
@@ -498,7 +512,7 @@ var serverAuth = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
 var hookOf = map[string]string{
 	integration.BatchJob: "jobs.berth.dev", integration.Pod: "pods.berth.dev",
 	integration.Deployment: "deployments.berth.dev", integration.StatefulSet: "statefulsets.berth.dev",
-	integration.JobSet: "jobsets.berth.dev",
+	integration.JobSet: "jobsets.berth.dev", integration.LeaderWorkerSet: "leaderworkersets.berth.dev",
 }
 
 // Integrations reads from a configuration Configuration made which

@@ -287,7 +287,7 @@ func TestConfigurationHasOnlyTheIntegrationsOn(t *testing.T) {
 	if want := []string{"pods.berth.dev", "kueue-labelled-pods.berth.dev", "topology-pods.berth.dev", "opted-in-pods.berth.dev"}; !slices.Equal(podsOnly, want) {
 		t.Errorf("pod only: %v, want %v", podsOnly, want)
 	}
-	if len(all) != 15 || !slices.Contains(all, "deployments.berth.dev") || !slices.Contains(all, "statefulsets.berth.dev") ||
+	if len(all) != 17 || !slices.Contains(all, "leaderworkersets.berth.dev") || !slices.Contains(all, "deployments.berth.dev") || !slices.Contains(all, "statefulsets.berth.dev") ||
 		!slices.Contains(all, "jobsets.berth.dev") {
 		t.Errorf("all: %v", all)
 	}

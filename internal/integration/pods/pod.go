@@ -56,6 +56,7 @@ func (Kind) PodSets(obj client.Object) []berthv1.PodSet {
 // Hold creates a queued Pod gated and with berth's finalizer, and labelled
 // with berth's queue label (the queue Kueue's label or the namespace's
 // opt-in gave it), so that every Pod berth manages carries that label. A
+// pod of a LeaderWorkerSet is labelled with its group's pod group. A
 // Pod that asks for topology-aware placement is also labelled
 // berth.dev/topology-placed and gated by berth.dev/topology.
 func (k Kind) Hold(obj client.Object) bool {
@@ -73,6 +74,11 @@ func (k Kind) Hold(obj client.Object) bool {
 		changed = true
 	}
 	if controllerutil.AddFinalizer(pod, berthv1.PodFinalizer) {
+		changed = true
+	}
+	if g, _, _ := LeaderWorkerSetGroup(pod); g != "" && pod.Labels[berthv1.PodGroupNameLabel] == "" && pod.Labels[berthv1.KueuePodGroupNameLabel] == "" {
+		// A LeaderWorkerSet's group, leader and workers, is admitted whole.
+		pod.Labels[berthv1.PodGroupNameLabel] = g
 		changed = true
 	}
 	if integration.HasTopologyAnnotations(pod.Annotations) && pod.Labels[berthv1.TopologyPlacedLabel] == "" {
@@ -173,6 +179,9 @@ func Group(obj client.Object) (name string, total int32, err error) {
 	if sts := StatefulSetOf(obj); sts != "" && name == StatefulSetGroup(sts) {
 		return name, 0, nil // as many Pods as its StatefulSet has replicas
 	}
+	if g, size, lerr := LeaderWorkerSetGroup(obj); g != "" && name == g {
+		return name, size, lerr
+	}
 	key := berthv1.PodGroupTotalCountAnnotation
 	v, ok := obj.GetAnnotations()[key]
 	if !ok {
@@ -207,6 +216,45 @@ func StatefulSetGroup(statefulSet string) string {
 	}
 	sum := sha256.Sum256([]byte(g))
 	return g[:52] + "-" + hex.EncodeToString(sum[:])[:10]
+}
+
+// Labels and annotations LeaderWorkerSet's controller and webhook put on
+// the pods of its groups.
+const (
+	lwsNameLabel        = "leaderworkerset.sigs.k8s.io/name"
+	lwsGroupIndexLabel  = "leaderworkerset.sigs.k8s.io/group-index"
+	lwsWorkerIndexLabel = "leaderworkerset.sigs.k8s.io/worker-index"
+	lwsSizeAnnotation   = "leaderworkerset.sigs.k8s.io/size"
+	// podIndexLabel is the ordinal the StatefulSet controller gives a pod:
+	// a leader's is its group's index. (LeaderWorkerSet's webhook labels
+	// it so too, but may come after berth's.)
+	podIndexLabel = "apps.kubernetes.io/pod-index"
+)
+
+// LeaderWorkerSetGroup is the pod group of a LeaderWorkerSet's pod: one per
+// group (a leader and its workers) of the LeaderWorkerSet, of its size. ""
+// for a pod of no LeaderWorkerSet; err says what is wrong with its size.
+func LeaderWorkerSetGroup(obj client.Object) (group string, size int32, err error) {
+	l := obj.GetLabels()
+	lws := l[lwsNameLabel]
+	index, ok := l[lwsGroupIndexLabel]
+	if !ok && l[lwsWorkerIndexLabel] == "0" {
+		index, ok = l[podIndexLabel]
+	}
+	if lws == "" || !ok {
+		return "", 0, nil
+	}
+	g := "lws-" + lws + "-" + index
+	if len(g) > 63 {
+		sum := sha256.Sum256([]byte(g))
+		g = g[:52] + "-" + hex.EncodeToString(sum[:])[:10]
+	}
+	v := obj.GetAnnotations()[lwsSizeAnnotation]
+	n, perr := strconv.ParseInt(v, 10, 32)
+	if perr != nil || n < 1 || n > MaxGroupSize {
+		return g, 0, fmt.Errorf("pod group %s: annotation %s=%q: want a whole number from 1 to %d", g, lwsSizeAnnotation, v, MaxGroupSize)
+	}
+	return g, int32(n), nil
 }
 
 // MaxGroupSize bounds a pod group: its Workload lists each of its Pods as
