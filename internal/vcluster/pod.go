@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
+	"github.com/berth-dev/berth/internal/integration/pods"
 )
 
 // Options are a virtual cluster's settings, as the syncer was started with.
@@ -141,6 +142,14 @@ func HostPod(v *corev1.Pod, o Options, group *Group) (*corev1.Pod, error) {
 			if n, err := strconv.ParseInt(firstOf(v.Annotations, berthv1.PodGroupTotalCountAnnotation,
 				berthv1.KueuePodGroupTotalCountAnnotation), 10, 32); err == nil {
 				group.Count = int32(n)
+			}
+		} else if name, size, err := pods.LeaderWorkerSetGroup(v); name != "" {
+			// A LeaderWorkerSet's group, named in this virtual namespace:
+			// the host's berth would otherwise group its pods with those of
+			// a LeaderWorkerSet of the same name in another.
+			group = &Group{Name: HostName(name, v.Namespace, o.VCluster)}
+			if err == nil {
+				group.Count = size
 			}
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
+	"github.com/berth-dev/berth/internal/integration/pods"
 )
 
 var opts = Options{VCluster: "vc", HostNamespace: "host"}
@@ -144,6 +145,35 @@ func TestHostPodDropsKeysThatMimicBerthsOwn(t *testing.T) {
 	if h.Annotations[UIDAnnotation] != "uid-p" || h.Annotations[NameAnnotation] != "p" ||
 		h.Annotations[berthv1.PodGroupTotalCountAnnotation] != "2" || h.Annotations["berth.dev/sim-duration"] != "1s" {
 		t.Errorf("annotations %v", h.Annotations)
+	}
+}
+
+// A tenant's LeaderWorkerSet pods (labelled as LeaderWorkerSet's controller
+// labels them) are a pod group named in their virtual namespace: two
+// namespaces' LeaderWorkerSets of one name share a host namespace, never a
+// group.
+func TestHostPodNamesALeaderWorkerSetsGroupInItsNamespace(t *testing.T) {
+	lwsPod := func(ns string) *corev1.Pod {
+		return makePod("infer-0-1", ns).Label("leaderworkerset.sigs.k8s.io/name", "infer").
+			Label("leaderworkerset.sigs.k8s.io/group-index", "0").Annotation("leaderworkerset.sigs.k8s.io/size", "3").Obj()
+	}
+	a, err := HostPod(lwsPod("a"), opts, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := HostPod(lwsPod("b"), opts, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Labels[berthv1.PodGroupNameLabel] != HostName("lws-infer-0", "a", "vc") || a.Annotations[berthv1.PodGroupTotalCountAnnotation] != "3" {
+		t.Errorf("host pod of namespace a: group %q of %q; want %q of 3", a.Labels[berthv1.PodGroupNameLabel],
+			a.Annotations[berthv1.PodGroupTotalCountAnnotation], HostName("lws-infer-0", "a", "vc"))
+	}
+	if a.Labels[berthv1.PodGroupNameLabel] == b.Labels[berthv1.PodGroupNameLabel] {
+		t.Errorf("two namespaces' LeaderWorkerSets share pod group %q on the host", a.Labels[berthv1.PodGroupNameLabel])
+	}
+	if g, _, _ := pods.Group(a); g != a.Labels[berthv1.PodGroupNameLabel] {
+		t.Errorf("the host's berth reads group %q; want the syncer's %q", g, a.Labels[berthv1.PodGroupNameLabel])
 	}
 }
 
