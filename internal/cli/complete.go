@@ -6,12 +6,14 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	jobsetv1 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
 )
@@ -31,6 +33,8 @@ var lists = map[string]func() client.ObjectList{
 	"LocalQueue":     func() client.ObjectList { return &berthv1.LocalQueueList{} },
 	"Workload":       func() client.ObjectList { return &berthv1.WorkloadList{} },
 	"Job":            func() client.ObjectList { return &batchv1.JobList{} },
+	"JobSet":         func() client.ObjectList { return &jobsetv1.JobSetList{} },
+	"StatefulSet":    func() client.ObjectList { return &appsv1.StatefulSetList{} },
 	"ResourceFlavor": func() client.ObjectList { return &berthv1.ResourceFlavorList{} },
 	"Cohort":         func() client.ObjectList { return &berthv1.CohortList{} },
 	"Topology":       func() client.ObjectList { return &berthv1.TopologyList{} },
@@ -38,7 +42,7 @@ var lists = map[string]func() client.ObjectList{
 	"Namespace":      func() client.ObjectList { return &corev1.NamespaceList{} },
 }
 
-var namespaced = map[string]bool{"LocalQueue": true, "Workload": true, "Job": true}
+var namespaced = map[string]bool{"LocalQueue": true, "Workload": true, "Job": true, "JobSet": true, "StatefulSet": true}
 
 // names lists the names of kind that start with prefix; nothing (and no
 // error shown) when the cluster cannot be reached, as completion must never

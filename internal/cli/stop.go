@@ -9,7 +9,6 @@ import (
 
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -22,7 +21,7 @@ import (
 
 // queueRef is a queue, workload or Job named on the command line.
 type queueRef struct {
-	kind      string // ClusterQueue, LocalQueue, Workload or Job
+	kind      string // ClusterQueue, LocalQueue, Workload, or a kind of ofObject
 	name      string
 	namespace string // all but ClusterQueue
 }
@@ -38,9 +37,17 @@ func parseQueueKind(s string) (string, error) {
 		return "Workload", nil
 	case "job", "jobs":
 		return "Job", nil
+	case "jobset", "jobsets":
+		return "JobSet", nil
+	case "statefulset", "statefulsets", "sts":
+		return "StatefulSet", nil
 	}
-	return "", fmt.Errorf("%q: stop and resume take clusterqueue (cq), localqueue (lq), workload (wl) or job", s)
+	return "", fmt.Errorf("%q: stop and resume take clusterqueue (cq), localqueue (lq), workload (wl), job, jobset or statefulset (sts)", s)
 }
+
+// ofObject: the kinds whose one Workload berth names by the object it was
+// made for (findWorkload).
+var ofObject = map[string]bool{"Job": true, "JobSet": true, "StatefulSet": true}
 
 func (q queueRef) String() string {
 	if q.kind == "ClusterQueue" {
@@ -72,7 +79,7 @@ func stopResumeCommand(stop bool) *cobra.Command {
 		drain      bool
 	)
 	cmd := &cobra.Command{
-		Use:   "resume (clusterqueue|localqueue|workload|job) NAME",
+		Use:   "resume (clusterqueue|localqueue|workload|job|jobset|statefulset) NAME",
 		Short: "Let a stopped queue admit again (stopPolicy None), or a stopped workload queue again",
 		Example: `  berth resume clusterqueue team-a
   berth resume localqueue jobs -n team-a
@@ -80,11 +87,12 @@ func stopResumeCommand(stop bool) *cobra.Command {
 		Args: cobra.ExactArgs(2),
 	}
 	if stop {
-		cmd.Use = "stop (clusterqueue|localqueue|workload|job) NAME"
+		cmd.Use = "stop (clusterqueue|localqueue|workload|job|jobset|statefulset) NAME"
 		cmd.Short = "Stop a queue from admitting (stopPolicy Hold, or HoldAndDrain with --drain), or a workload from running"
 		cmd.Long = `Stop a ClusterQueue or LocalQueue from admitting: what it admitted keeps
 running (stopPolicy Hold), or, with --drain, is evicted and queues again
-(HoldAndDrain). Stop a workload (or the Job it was made for): it is
+(HoldAndDrain). Stop a workload (or the Job, JobSet or StatefulSet it was
+made for): it is
 deactivated (spec.active false), evicted if admitted, and waits out of its
 queue. 'berth resume' undoes either. It works against a berth instance
 (--name/--data-dir) or any cluster running berth (--kubeconfig).`
@@ -110,7 +118,7 @@ queue. 'berth resume' undoes either. It works against a berth instance
 		if err != nil {
 			return err
 		}
-		if kind == "Workload" || kind == "Job" {
+		if kind == "Workload" || ofObject[kind] {
 			if drain {
 				return fmt.Errorf("--drain is for queues: a stopped workload always gives its quota back")
 			}
@@ -130,9 +138,9 @@ queue. 'berth resume' undoes either. It works against a berth instance
 	}
 	inst.add(cmd)
 	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "the cluster to act on, instead of a berth instance")
-	cmd.Flags().StringVarP(&namespace, "namespace", "n", "default", "namespace of the LocalQueue, workload or Job")
+	cmd.Flags().StringVarP(&namespace, "namespace", "n", "default", "namespace of the LocalQueue, workload, Job, JobSet or StatefulSet")
 	comp := completer{inst: &inst, kubeconfig: &kubeconfig, namespace: &namespace}
-	cmd.ValidArgsFunction = comp.kindThenName([]string{"clusterqueue", "localqueue", "workload", "job"}, parseQueueKind)
+	cmd.ValidArgsFunction = comp.kindThenName([]string{"clusterqueue", "localqueue", "workload", "job", "jobset", "statefulset"}, parseQueueKind)
 	comp.flag(cmd, "namespace", "Namespace")
 	return cmd
 }
@@ -174,7 +182,7 @@ func setActive(ctx context.Context, c client.Client, q queueRef, active bool) (s
 		return "", fmt.Errorf("%s: %w", q, err)
 	}
 	what := fmt.Sprintf("Workload %s/%s", wl.Namespace, wl.Name)
-	if q.kind == "Job" {
+	if ofObject[q.kind] {
 		what = fmt.Sprintf("%s (Workload %s)", q, wl.Name)
 	}
 	switch {
@@ -187,9 +195,9 @@ func setActive(ctx context.Context, c client.Client, q queueRef, active bool) (s
 }
 
 // findWorkload reads the Workload q names, or the one berth made for the
-// Job q names.
+// Job, JobSet or StatefulSet q names (the one it owns).
 func findWorkload(ctx context.Context, c client.Client, q queueRef) (*berthv1.Workload, error) {
-	if q.kind != "Job" {
+	if !ofObject[q.kind] {
 		var wl berthv1.Workload
 		if err := c.Get(ctx, types.NamespacedName{Namespace: q.namespace, Name: q.name}, &wl); err != nil {
 			if apierrors.IsNotFound(err) {
@@ -204,8 +212,10 @@ func findWorkload(ctx context.Context, c client.Client, q queueRef) (*berthv1.Wo
 		return nil, fmt.Errorf("%s: %w", q, err)
 	}
 	for i := range list.Items {
-		if ref := metav1.GetControllerOf(&list.Items[i]); ref != nil && ref.Kind == "Job" && ref.Name == q.name {
-			return &list.Items[i], nil
+		for _, ref := range list.Items[i].OwnerReferences {
+			if ref.Kind == q.kind && ref.Name == q.name {
+				return &list.Items[i], nil
+			}
 		}
 	}
 	return nil, fmt.Errorf("%s has no Workload: it is not queued by berth (no queue label), or does not exist", q)

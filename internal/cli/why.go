@@ -22,7 +22,7 @@ func newWhyCommand() *cobra.Command {
 		output     string
 	)
 	cmd := &cobra.Command{
-		Use:   "why [workload|job] NAME",
+		Use:   "why [workload|job|jobset|statefulset] NAME",
 		Short: "Say why a workload (or a Job's) waits: its place in line, its needs against its queue's room, and whom it would preempt",
 		Long: `Say, in words, where a workload stands and why: pending, waiting for
 admission checks, admitted or finished; its position in its ClusterQueue's
@@ -31,19 +31,21 @@ pod set needs and what its queue has used, nominally and available now
 (borrowing included); and what berth's scheduling core decides for it right
 now, run on a copy of the queues and admitted workloads: it fits, it waits
 (and for what), or it fits only by preempting, naming whom. A name alone is
-a Workload; with 'job' it is the Workload berth made for that Job. It works
+a Workload; with 'job', 'jobset' or 'statefulset' it is the Workload berth
+made for that Job, JobSet or StatefulSet. It works
 against a berth instance (--name/--data-dir) or any cluster running berth
 (--kubeconfig). With --fair-sharing on the controller, the preemption
 answer may differ: the copy runs without fair sharing.`,
 		Example: `  berth why job train -n team-a
+  berth why statefulset cache -n team-a
   berth why job-train-6f2b1 -n team-a -o json`,
 		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			q := queueRef{kind: "Workload", name: args[0], namespace: namespace}
 			if len(args) == 2 {
 				kind, err := parseQueueKind(args[0])
-				if err != nil || (kind != "Workload" && kind != "Job") {
-					return fmt.Errorf("%q: why takes workload (wl) or job", args[0])
+				if err != nil || (kind != "Workload" && !ofObject[kind]) {
+					return fmt.Errorf("%q: why takes workload (wl), job, jobset or statefulset (sts)", args[0])
 				}
 				q.kind, q.name = kind, args[1]
 			}
@@ -77,10 +79,10 @@ answer may differ: the copy runs without fair sharing.`,
 	}
 	inst.add(cmd)
 	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "the cluster to ask, instead of a berth instance")
-	cmd.Flags().StringVarP(&namespace, "namespace", "n", "default", "namespace of the workload or Job")
+	cmd.Flags().StringVarP(&namespace, "namespace", "n", "default", "namespace of the workload, Job, JobSet or StatefulSet")
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table (words), json or yaml")
 	comp := completer{inst: &inst, kubeconfig: &kubeconfig, namespace: &namespace}
-	cmd.ValidArgsFunction = comp.kindThenName([]string{"workload", "job"}, parseQueueKind)
+	cmd.ValidArgsFunction = comp.kindThenName([]string{"workload", "job", "jobset", "statefulset"}, parseQueueKind)
 	comp.flag(cmd, "namespace", "Namespace")
 	return cmd
 }

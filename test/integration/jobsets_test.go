@@ -120,6 +120,20 @@ func TestJobSetRunsThroughTheQueue(t *testing.T) {
 	if pods, err := jobSetPods(env, "second"); err != nil || len(pods) != 0 {
 		t.Fatalf("the waiting JobSet has %d pods (%v)", len(pods), err)
 	}
+	// berth why takes the JobSet by its name.
+	berth := berthCLI(t, env)
+	if out, err := berth("why", "jobset", "second", "-n", env.Namespace); err != nil ||
+		!strings.Contains(out, "Workload "+env.Namespace+"/"+jobsets.WorkloadName(second)) {
+		t.Errorf("berth why jobset second: %v\n%s; want its Workload explained", err, out)
+	}
+	// And berth stop and resume do too.
+	if out, err := berth("stop", "jobset", "second", "-n", env.Namespace); err != nil || !strings.Contains(out, "stopped: it waits out of its queue") {
+		t.Fatalf("berth stop jobset second: %v\n%s", err, out)
+	}
+	waitPending(t, env, env.Namespace, jobsets.WorkloadName(second), "deactivated (spec.active is false)")
+	if out, err := berth("resume", "jobset", "second", "-n", env.Namespace); err != nil || !strings.Contains(out, "resumed: it queues again") {
+		t.Fatalf("berth resume jobset second: %v\n%s", err, out)
+	}
 
 	// Deleting the first gives its quota to the second, which runs and
 	// completes.

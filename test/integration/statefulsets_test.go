@@ -218,3 +218,33 @@ func TestStatefulSetRefusals(t *testing.T) {
 		t.Errorf("bigger Pods once scaled to 0: %v", err)
 	}
 }
+
+// berth stop statefulset deactivates the StatefulSet's Workload: its pods
+// are deleted and made again gated, and it waits out of its queue; berth
+// why explains it by the StatefulSet's name; berth resume runs it again.
+func TestStopAndResumeAStatefulSet(t *testing.T) {
+	env := testenv.New(t)
+	berth := berthCLI(t, env)
+	_, _, node := podQueue(t, env, "2")
+	db := makeStatefulSet("db", env.Namespace, 2, appsv1.ParallelPodManagement)
+	env.Create(t, db)
+	waitAdmitted(t, env, env.Namespace, statefulSetWorkload(db))
+	waitStatefulSetPods(t, env, db, node.Name, 2, 0)
+
+	out, err := berth("stop", "statefulset", "db", "-n", env.Namespace)
+	if err != nil || !strings.Contains(out, "StatefulSet "+env.Namespace+"/db (Workload "+statefulSetWorkload(db)+") stopped: it gives its quota back") {
+		t.Fatalf("berth stop statefulset: %v\n%s", err, out)
+	}
+	waitPending(t, env, env.Namespace, statefulSetWorkload(db), "deactivated (spec.active is false)")
+	waitStatefulSetPods(t, env, db, node.Name, 0, 2)
+	if out, err := berth("why", "sts", "db", "-n", env.Namespace); err != nil ||
+		!strings.Contains(out, "Workload "+env.Namespace+"/"+statefulSetWorkload(db)) {
+		t.Errorf("berth why sts db: %v\n%s; want its Workload explained", err, out)
+	}
+
+	if out, err := berth("resume", "sts", "db", "-n", env.Namespace); err != nil || !strings.Contains(out, "resumed: it queues again") {
+		t.Fatalf("berth resume sts: %v\n%s", err, out)
+	}
+	waitAdmitted(t, env, env.Namespace, statefulSetWorkload(db))
+	waitStatefulSetPods(t, env, db, node.Name, 2, 0)
+}
