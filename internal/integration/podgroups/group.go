@@ -318,7 +318,11 @@ func (p *Plan) complete(g Group, waiting []*corev1.Pod) bool {
 // maxPodSets is the Workload API's limit on pod sets.
 const maxPodSets = 8
 
+// sameSpec reports whether a and b ask for the same: what the group's Pods
+// make of a Workload. Whether it is active is the user's (berth stop), not
+// the Pods', and is kept as it is (carryOut).
 func sameSpec(a, b berthv1.WorkloadSpec) bool {
+	a.Active, b.Active = nil, nil
 	return equality.Semantic.DeepEqual(a, b)
 }
 

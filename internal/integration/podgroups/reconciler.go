@@ -328,7 +328,9 @@ func (r *Reconciler) carryOut(ctx context.Context, g *Group, p Plan) error {
 			wl.OwnerReferences = append(wl.OwnerReferences, ownerRef(pod))
 		}
 		if p.Update {
+			active := wl.Spec.Active // stopped or not, by the user (sameSpec)
 			wl.Spec = p.Spec
+			wl.Spec.Active = active
 		}
 		if err := r.client.Patch(ctx, wl, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
 			return client.IgnoreNotFound(err)

@@ -103,3 +103,28 @@ func TestStatefulSetOfTwoShapesWaits(t *testing.T) {
 		t.Errorf("create=%v waiting %q", p.Create, p.Waiting)
 	}
 }
+
+// A group stopped by its user (spec.active false) stays stopped: its
+// Workload is neither rewritten active nor made again when its Pods come
+// back. berth stop once lost to a spec rewrite that dropped the field.
+func TestStoppedGroupStaysStopped(t *testing.T) {
+	inactive := func(wl *berthv1.Workload) *berthv1.Workload {
+		f := false
+		wl.Spec.Active = &f
+		return wl
+	}
+	waiting := makePods(1, "1", nil)
+	if p := Decide(sts(3, waiting, inactive(sized(waiting, 3))), now); p.Update || p.Delete || p.Create {
+		t.Errorf("StatefulSet group, stopped, its Pods back: %+v; want its Workload left as it is", p)
+	}
+	if p := Decide(sts(3, nil, stopping(inactive(sized(waiting, 3)))), now); !p.Release || p.Delete {
+		t.Errorf("StatefulSet group, stopped while admitted, its Pods gone: %+v; want its quota given back, the Workload kept", p)
+	}
+	all := makePods(8, "1", nil)
+	if p := Decide(group(all, inactive(makeWorkload(all))), now); p.Update || p.Delete {
+		t.Errorf("pod group, stopped, whole: %+v; want its Workload left as it is", p)
+	}
+	if p := Decide(group(all, stopping(inactive(makeWorkload(all)))), now); !p.Release || p.Delete {
+		t.Errorf("pod group, stopped while admitted, its Pods stopped: %+v; want its quota given back, the Workload kept", p)
+	}
+}
