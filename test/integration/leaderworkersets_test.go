@@ -14,7 +14,6 @@ import (
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
 	"github.com/berth-dev/berth/internal/integration/podgroups"
-	"github.com/berth-dev/berth/internal/integration/pods"
 	"github.com/berth-dev/berth/internal/testenv"
 )
 
@@ -47,30 +46,7 @@ func lwsWorkload(name string, index int) string {
 // running Running on node and gated Gated.
 func waitLWSPods(t *testing.T, env *testenv.Env, name, node string, running, gated int) {
 	t.Helper()
-	testenv.Eventually(t, wait, func() error {
-		var list corev1.PodList
-		if err := env.Client.List(ctx, &list, client.InNamespace(env.Namespace), client.MatchingLabels{lwsv1.SetNameLabelKey: name}); err != nil {
-			return err
-		}
-		r, g := 0, 0
-		var other []string
-		for _, p := range list.Items {
-			switch {
-			case p.DeletionTimestamp != nil:
-			case pods.Gated(&p):
-				g++
-			case p.Status.Phase == corev1.PodRunning && p.Spec.NodeName == node:
-				r++
-			default:
-				other = append(other, fmt.Sprintf("%s %s on %q", p.Name, p.Status.Phase, p.Spec.NodeName))
-			}
-		}
-		if r != running || g != gated || len(other) > 0 {
-			return fmt.Errorf("LeaderWorkerSet %s: %d pods running on %s, %d gated, others %v; want %d running and %d gated",
-				name, r, node, g, other, running, gated)
-		}
-		return nil
-	})
+	waitPodsOf(t, env, "LeaderWorkerSet "+name, map[string]string{lwsv1.SetNameLabelKey: name}, node, running, gated)
 }
 
 // Each group of a LeaderWorkerSet (Kueue's queue label), its leader and its

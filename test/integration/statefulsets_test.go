@@ -50,9 +50,17 @@ func scaleStatefulSet(t *testing.T, env *testenv.Env, s *appsv1.StatefulSet, n i
 // are running Running on node and gated Gated.
 func waitStatefulSetPods(t *testing.T, env *testenv.Env, s *appsv1.StatefulSet, node string, running, gated int) {
 	t.Helper()
+	waitPodsOf(t, env, "StatefulSet "+s.Name, map[string]string{"app": s.Name}, node, running, gated)
+}
+
+// waitPodsOf waits until the Pods of the test's namespace with labels
+// (those of what), but for those being deleted, are running Running on node
+// and gated Gated, none else.
+func waitPodsOf(t *testing.T, env *testenv.Env, what string, labels map[string]string, node string, running, gated int) {
+	t.Helper()
 	testenv.Eventually(t, wait, func() error {
 		var list corev1.PodList
-		if err := env.Client.List(ctx, &list, client.InNamespace(env.Namespace), client.MatchingLabels{"app": s.Name}); err != nil {
+		if err := env.Client.List(ctx, &list, client.InNamespace(env.Namespace), client.MatchingLabels(labels)); err != nil {
 			return err
 		}
 		r, g := 0, 0
@@ -69,8 +77,8 @@ func waitStatefulSetPods(t *testing.T, env *testenv.Env, s *appsv1.StatefulSet, 
 			}
 		}
 		if r != running || g != gated || len(other) > 0 {
-			return fmt.Errorf("StatefulSet %s: %d pods running on %s, %d gated, others %v; want %d running and %d gated",
-				s.Name, r, node, g, other, running, gated)
+			return fmt.Errorf("%s: %d pods running on %s, %d gated, others %v; want %d running and %d gated",
+				what, r, node, g, other, running, gated)
 		}
 		return nil
 	})
