@@ -44,7 +44,7 @@ func (w TemplateWebhook[T, PT]) Handle(_ context.Context, req admission.Request)
 			return admission.Errored(http.StatusBadRequest, err)
 		}
 	}
-	if why := TemplateConflict(w.Kind, obj, w.Template(obj).Labels); why != "" {
+	if why := TemplateConflict(w.Kind, obj, "spec.template", w.Template(obj).Labels); why != "" {
 		return admission.Denied(why)
 	}
 	if w.Refuse != nil {
@@ -98,21 +98,21 @@ func PropagateQueue(labels map[string]string, tmpl *corev1.PodTemplateSpec, extr
 }
 
 // TemplateConflict says why an object of kind cannot be queued as asked, or "": its
-// pod template asks for another queue (or priority class) than it does,
+// pod template (at path) asks for another queue (or priority class) than it does,
 // one of which would be ignored.
-func TemplateConflict(kind string, obj client.Object, template map[string]string) string {
+func TemplateConflict(kind string, obj client.Object, path string, template map[string]string) string {
 	queue := QueueName(obj.GetLabels())
 	if queue == "" {
 		return ""
 	}
 	if tq := QueueName(template); tq != "" && tq != queue {
-		return fmt.Sprintf("%s %s: spec.template.metadata.labels asks for LocalQueue %s, the %s for %s; "+
-			"drop the label from the pod template, or give the same queue", kind, obj.GetName(), tq, kind, queue)
+		return fmt.Sprintf("%s %s: %s.metadata.labels asks for LocalQueue %s, the %s for %s; "+
+			"drop the label from the pod template, or give the same queue", kind, obj.GetName(), path, tq, kind, queue)
 	}
 	_, class := PriorityClassLabel(obj.GetLabels())
 	if _, tc := PriorityClassLabel(template); class != "" && tc != "" && tc != class {
-		return fmt.Sprintf("%s %s: spec.template.metadata.labels asks for priority class %s, the %s for %s; "+
-			"drop the label from the pod template, or give the same class", kind, obj.GetName(), tc, kind, class)
+		return fmt.Sprintf("%s %s: %s.metadata.labels asks for priority class %s, the %s for %s; "+
+			"drop the label from the pod template, or give the same class", kind, obj.GetName(), path, tc, kind, class)
 	}
 	return ""
 }

@@ -99,7 +99,7 @@ func TestRefuse(t *testing.T) {
 		{deployment(map[string]string{berthv1.QueueNameLabel: "a"}, map[string]string{berthv1.QueueNameLabel: "a"}), ""},
 		{deployment(nil, map[string]string{berthv1.QueueNameLabel: "a"}), ""}, // its pods are queued as plain Pods
 	} {
-		if got := integration.TemplateConflict("Deployment", tc.d, tc.d.Spec.Template.Labels); (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+		if got := integration.TemplateConflict("Deployment", tc.d, "spec.template", tc.d.Spec.Template.Labels); (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
 			t.Errorf("%v / %v: %q, want %q", tc.d.Labels, tc.d.Spec.Template.Labels, got, tc.want)
 		}
 	}

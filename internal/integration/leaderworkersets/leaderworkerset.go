@@ -48,7 +48,7 @@ func Refuse(l *lwsv1.LeaderWorkerSet) string {
 	}
 	paths, tmpls := templates(l)
 	for i, tmpl := range tmpls {
-		if why := integration.TemplateConflict("LeaderWorkerSet", l, tmpl.Labels); why != "" {
+		if why := integration.TemplateConflict("LeaderWorkerSet", l, paths[i], tmpl.Labels); why != "" {
 			return why
 		}
 		for _, k := range []string{berthv1.PodGroupNameLabel, berthv1.KueuePodGroupNameLabel} {

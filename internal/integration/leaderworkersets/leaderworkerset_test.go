@@ -69,7 +69,7 @@ func TestRefuse(t *testing.T) {
 		"fine":          {makeLeaderWorkerSet().Obj(), ""},
 		"LeaderCreated": {makeLeaderWorkerSet().Startup(lwsv1.LeaderCreatedStartupPolicy).Obj(), ""},
 		"another queue": {makeLeaderWorkerSet().WorkerLabel(berthv1.QueueNameLabel, "other").Obj(),
-			"spec.template.metadata.labels asks for LocalQueue other, the LeaderWorkerSet for main"},
+			"spec.leaderWorkerTemplate.workerTemplate.metadata.labels asks for LocalQueue other, the LeaderWorkerSet for main"},
 		"a group": {makeLeaderWorkerSet().WorkerLabel(berthv1.KueuePodGroupNameLabel, "g").Obj(),
 			"spec.leaderWorkerTemplate.workerTemplate.metadata.labels[kueue.x-k8s.io/pod-group-name]"},
 		"a count": {makeLeaderWorkerSet().LeaderAnnotation(berthv1.PodGroupTotalCountAnnotation, "4").Obj(),

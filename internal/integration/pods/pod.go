@@ -210,7 +210,12 @@ func StatefulSetOf(obj client.Object) string {
 // StatefulSet's name, prefixed so that it cannot be taken for a group users
 // name, and shortened with a hash of the whole to fit a label value.
 func StatefulSetGroup(statefulSet string) string {
-	g := "statefulset-" + statefulSet
+	return labelValue("statefulset-" + statefulSet)
+}
+
+// labelValue is g, shortened with a hash of the whole when it is longer
+// than a label value may be.
+func labelValue(g string) string {
 	if len(g) <= 63 {
 		return g
 	}
@@ -244,11 +249,7 @@ func LeaderWorkerSetGroup(obj client.Object) (group string, size int32, err erro
 	if lws == "" || !ok {
 		return "", 0, nil
 	}
-	g := "lws-" + lws + "-" + index
-	if len(g) > 63 {
-		sum := sha256.Sum256([]byte(g))
-		g = g[:52] + "-" + hex.EncodeToString(sum[:])[:10]
-	}
+	g := labelValue("lws-" + lws + "-" + index)
 	v := obj.GetAnnotations()[lwsSizeAnnotation]
 	n, perr := strconv.ParseInt(v, 10, 32)
 	if perr != nil || n < 1 || n > MaxGroupSize {
