@@ -45,6 +45,19 @@ func NewWorkload(owner client.Object, gvk schema.GroupVersionKind, name string, 
 	}
 }
 
+// Adopt makes a prebuilt Workload (one made before its object, as a
+// manager's copy on a worker cluster is) the own of owner, of kind gvk, so
+// that it goes when the owner goes. It reports whether it changed wl.
+func Adopt(wl *berthv1.Workload, owner client.Object, gvk schema.GroupVersionKind) bool {
+	for _, ref := range wl.OwnerReferences {
+		if ref.UID == owner.GetUID() {
+			return false
+		}
+	}
+	wl.OwnerReferences = append(wl.OwnerReferences, NewWorkload(owner, gvk, wl.Name, nil, wl.Spec).OwnerReferences...)
+	return true
+}
+
 // AdmittedFlavors reads the ResourceFlavors a pod set of wl was admitted in.
 func AdmittedFlavors(ctx context.Context, r client.Reader, wl *berthv1.Workload, podSet string) ([]*berthv1.ResourceFlavor, error) {
 	var out []*berthv1.ResourceFlavor

@@ -181,19 +181,6 @@ func NewWorkload(job *batchv1.Job, queue string, priority *int32, priorityClass 
 		berthv1.WorkloadSpec{PodSets: PodSets(job), QueueName: queue, Priority: priority, PriorityClassName: priorityClass})
 }
 
-// Adopt makes a prebuilt Workload the Job's own, so that it goes when the
-// Job goes. It reports whether it changed wl.
-func Adopt(wl *berthv1.Workload, job *batchv1.Job) bool {
-	for _, ref := range wl.OwnerReferences {
-		if ref.UID == job.UID {
-			return false
-		}
-	}
-	owned := integration.NewWorkload(job, batchv1.SchemeGroupVersion.WithKind("Job"), wl.Name, nil, wl.Spec)
-	wl.OwnerReferences = append(wl.OwnerReferences, owned.OwnerReferences...)
-	return true
-}
-
 func truncate(s string, n int) string {
 	if len(s) > n {
 		return s[:n]

@@ -101,7 +101,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, nil
 	}
 
-	if _, prebuilt := Prebuilt(&job); prebuilt && exists && Adopt(&wl, &job) {
+	if _, prebuilt := Prebuilt(&job); prebuilt && exists && integration.Adopt(&wl, &job, batchv1.SchemeGroupVersion.WithKind("Job")) {
 		return reconcile.Result{}, client.IgnoreNotFound(r.client.Update(ctx, &wl))
 	}
 

@@ -65,8 +65,9 @@ func (g *Gater) Handle(_ context.Context, req admission.Request) admission.Respo
 	return integration.FieldPatch(before, gates())
 }
 
-// WorkloadOf is the Workload a topology-placed pod belongs to: its JobSet's,
-// its Job's (prebuilt or not), its pod group's, or its own.
+// WorkloadOf is the Workload a topology-placed pod belongs to: the prebuilt
+// one its template names (a JobSet's or Job's a manager cluster made here),
+// its JobSet's, its Job's, its pod group's, or its own.
 func WorkloadOf(pod client.Object) (types.NamespacedName, bool) {
 	if pod.GetLabels()[berthv1.TopologyPlacedLabel] == "" {
 		return types.NamespacedName{}, false
@@ -75,14 +76,15 @@ func WorkloadOf(pod client.Object) (types.NamespacedName, bool) {
 	ref := metav1.GetControllerOf(pod)
 	labels := pod.GetLabels()
 	switch group, _, _ := pods.Group(pod); {
+	case ref != nil && ref.Kind == "Job" && strings.HasPrefix(ref.APIVersion, "batch/") && labels[berthv1.PrebuiltWorkloadLabel] != "":
+		// Its Job's template carries it: a copy a manager made, or the Job
+		// of such a JobSet.
+		key.Name = labels[berthv1.PrebuiltWorkloadLabel]
 	case labels[jobsetv1.JobSetNameKey] != "" && labels[jobsetv1.JobSetUIDKey] != "":
 		// A JobSet's, through one of its Jobs.
 		key.Name = integration.WorkloadName("jobset", labels[jobsetv1.JobSetNameKey], types.UID(labels[jobsetv1.JobSetUIDKey]))
 	case ref != nil && ref.Kind == "Job" && strings.HasPrefix(ref.APIVersion, "batch/"):
 		key.Name = jobs.WorkloadNameFor(ref.Name, ref.UID)
-		if name := pod.GetLabels()[berthv1.PrebuiltWorkloadLabel]; name != "" {
-			key.Name = name // its Job's template carries it (a dispatched copy)
-		}
 	case group != "":
 		key.Name = podgroups.WorkloadName(group)
 	default:
