@@ -152,7 +152,7 @@ the control plane keeps running afterwards. It implies --nodes 4 unless
 	cmd.Flags().StringSliceVar(&o.with, "with", nil,
 		"also run these controllers as components of the instance, built into berth from their Go modules, their CRDs installed: "+
 			"jobset (sigs.k8s.io/jobset's controller and webhooks), so that JobSets can be queued; "+
-			"leaderworkerset (sigs.k8s.io/lws's controller and webhooks), so that LeaderWorkerSets can be queued")
+			"leaderworkerset (sigs.k8s.io/lws's controller and webhooks), so that LeaderWorkerSets can be queued; --workers instances run them too")
 	cmd.Flags().BoolVar(&o.auditWrites, "audit-writes", false,
 		"kube-apiserver logs every write (who, verb, object) to logs/writes.log in the data directory; "+
 			"berth bench then reports the writes by client (it costs the API server some CPU)")
@@ -345,12 +345,12 @@ func (o *upOptions) wireWorkers(cmd *cobra.Command, kubeconfig string) error {
 	for _, w := range o.started {
 		fmt.Fprintf(cmd.OutOrStdout(), "  worker:   %s (berth kubectl --name %s --data-dir %s ...)\n", w.name, w.instance, w.dir)
 	}
-	fmt.Fprintf(cmd.OutOrStdout(), "  Jobs of a ClusterQueue with admissionChecks [%s] run on the workers; see docs/multicluster.md\n", workersCheckName)
+	fmt.Fprintf(cmd.OutOrStdout(), "  Jobs (and JobSets, with --with jobset) of a ClusterQueue with admissionChecks [%s] run on the workers; see docs/multicluster.md\n", workersCheckName)
 	return nil
 }
 
-// planFlags are the command-line flags of planOptions: a detached
-// supervisor and the worker instances are started with them.
+// planFlags are the command-line flags of planOptions and --with: a
+// detached supervisor and the worker instances are started with them.
 func (o *upOptions) planFlags() []string {
 	var args []string
 	if o.noFsync {
@@ -363,6 +363,11 @@ func (o *upOptions) planFlags() []string {
 		for _, a := range *o.serverArgs[c] {
 			args = append(args, "--"+strings.TrimPrefix(c, "kube-")+"-arg="+a)
 		}
+	}
+	// Workers run the same addons, so that what the manager queues of
+	// theirs (a JobSet) can run there.
+	for _, w := range o.with {
+		args = append(args, "--with="+w)
 	}
 	return args
 }
@@ -388,9 +393,6 @@ func upDetached(cmd *cobra.Command, o *upOptions, dir string) error {
 	args := []string{"up", "--name", o.name, "--data-dir", dir, "--port", strconv.Itoa(o.port)}
 	args = append(args, o.planFlags()...)
 	args = append(args, o.simArgs...)
-	for _, w := range o.with {
-		args = append(args, "--with="+w)
-	}
 	if o.realNode {
 		args = append(args, "--real-node")
 	}

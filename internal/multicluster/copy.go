@@ -6,9 +6,11 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	jobsetv1 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
 	"github.com/berth-dev/berth/internal/integration/jobs"
+	"github.com/berth-dev/berth/internal/integration/jobsets"
 )
 
 const (
@@ -16,9 +18,9 @@ const (
 	OriginLabel = berthv1.MultiClusterOriginLabel
 	// WorkloadAnnotation on a copy names the manager's Workload.
 	WorkloadAnnotation = berthv1.MultiClusterWorkloadAnnotation
-	// ManagedBy is the spec.managedBy of a manager's Job that runs on a
-	// worker: the manager's Job controller leaves such a Job alone, and berth
-	// copies its status from the worker.
+	// ManagedBy is the spec.managedBy of a manager's Job or JobSet that
+	// runs on a worker: the manager's Job (or JobSet) controller leaves it
+	// alone, and berth copies its status from the worker.
 	ManagedBy = jobs.ManagedBy
 )
 
@@ -69,10 +71,58 @@ func RemoteJob(job *batchv1.Job, origin, workloadName string) *batchv1.Job {
 	return out
 }
 
+// RemoteJobSet is the JobSet made on the worker that admitted the
+// workload's copy, as RemoteJob is for a Job: the manager's JobSet with its
+// name, namespace, labels and spec, suspended, left to the worker's JobSet
+// controller (no managedBy), marked with origin, and using the copy
+// (berthv1.PrebuiltWorkloadLabel, on every replicated Job's pods too, which
+// is how a topology-placed pod finds it). Its templates are its own,
+// without the manager's flavors.
+func RemoteJobSet(js *jobsetv1.JobSet, origin, workloadName string) *jobsetv1.JobSet {
+	c := js.DeepCopy()
+	_, _ = jobsets.Restore(c) // a damaged record leaves the templates as they are
+	out := &jobsetv1.JobSet{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: js.Name, Namespace: js.Namespace,
+			Labels:      maps.Clone(c.Labels),
+			Annotations: maps.Clone(c.Annotations),
+		},
+		Spec: c.Spec,
+	}
+	if out.Labels == nil {
+		out.Labels = map[string]string{}
+	}
+	if out.Annotations == nil {
+		out.Annotations = map[string]string{}
+	}
+	out.Labels[OriginLabel] = origin
+	out.Labels[berthv1.PrebuiltWorkloadLabel] = workloadName
+	out.Annotations[WorkloadAnnotation] = workloadName
+	yes := true
+	out.Spec.Suspend = &yes
+	out.Spec.ManagedBy = nil
+	for i := range out.Spec.ReplicatedJobs {
+		t := &out.Spec.ReplicatedJobs[i].Template.Spec.Template
+		if t.Labels == nil {
+			t.Labels = map[string]string{}
+		}
+		t.Labels[berthv1.PrebuiltWorkloadLabel] = workloadName
+	}
+	return out
+}
+
+// JobSetStatus is the status the manager's JobSet should have while its
+// copy runs on a worker: the copy's. It reports whether that differs from
+// what the manager's JobSet has.
+func JobSetStatus(manager, remote *jobsetv1.JobSet) (jobsetv1.JobSetStatus, bool) {
+	want := *remote.Status.DeepCopy()
+	return want, !equality.Semantic.DeepEqual(manager.Status, want)
+}
+
 // RemoteWorkload is the copy of the manager's Workload made on every
 // worker: same name, namespace and what it asks for, marked with origin.
-// Each worker queues it as its own; the Job follows only to the one that
-// admits it first, which adopts it (jobs.Adopt).
+// Each worker queues it as its own; the Job (or JobSet) follows only to the
+// one that admits it first, which adopts it (integration.Adopt).
 func RemoteWorkload(wl *berthv1.Workload, origin string) *berthv1.Workload {
 	return &berthv1.Workload{
 		ObjectMeta: metav1.ObjectMeta{Name: wl.Name, Namespace: wl.Namespace,

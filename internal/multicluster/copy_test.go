@@ -5,11 +5,16 @@ import (
 	"testing"
 
 	batchv1 "k8s.io/api/batch/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	jobsetv1 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
+	"github.com/berth-dev/berth/internal/integration"
 	"github.com/berth-dev/berth/internal/integration/jobs"
+	"github.com/berth-dev/berth/internal/integration/jobsets"
 	"github.com/berth-dev/berth/internal/multicluster"
 	"github.com/berth-dev/berth/test/fixtures"
 )
@@ -52,8 +57,60 @@ func TestRemoteJobIsALocalJobOfTheWorker(t *testing.T) {
 	if *rw.Spec.Priority != 7 || rw.Spec.PodSets[0].Count != 2 || rw.Spec.QueueName != "lq" {
 		t.Errorf("copy spec %+v: want the manager's", rw.Spec)
 	}
-	if !jobs.Adopt(rw, c) || jobs.Adopt(rw, c) || len(rw.OwnerReferences) != 1 || rw.OwnerReferences[0].UID != "worker-uid" {
+	if !integration.Adopt(rw, c, gvkJob) || integration.Adopt(rw, c, gvkJob) || len(rw.OwnerReferences) != 1 || rw.OwnerReferences[0].UID != "worker-uid" {
 		t.Errorf("adopted copy's owners %+v: want the worker's Job, once", rw.OwnerReferences)
+	}
+}
+
+var gvkJob = batchv1.SchemeGroupVersion.WithKind("Job")
+
+func TestRemoteJobSetIsALocalJobSetOfTheWorker(t *testing.T) {
+	js := fixtures.MakeJobSet("train", "ns").Queue("lq").ReplicatedJob("driver", 1, 1).Request("cpu", "1").
+		ReplicatedJob("workers", 2, 2).PodLabel("app", "x").Obj()
+	(jobsets.Kind{Dispatched: func(string, string) bool { return true }}).Hold(js)
+	js.UID = "manager-uid"
+	pool := fixtures.MakeResourceFlavor("f").NodeLabel("pool", "p").Obj()
+	if err := jobsets.Start(js, map[string][]*berthv1.ResourceFlavor{"driver": {pool}, "workers": {pool}}); err != nil {
+		t.Fatal(err)
+	}
+	before := js.DeepCopy()
+
+	c := multicluster.RemoteJobSet(js, "mgr", "jobset-train-abcde")
+	switch {
+	case c.Spec.ManagedBy != nil:
+		t.Errorf("managedBy %q: the worker's JobSet controller must run the copy", *c.Spec.ManagedBy)
+	case !jobsets.Suspended(c):
+		t.Error("the copy is not suspended: it would run before the worker admits it")
+	case jobsets.Injected(c) || c.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec.NodeSelector["pool"] != "":
+		t.Errorf("node selector %v: the manager's flavors must not go to the worker", c.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec.NodeSelector)
+	case c.Labels[berthv1.QueueNameLabel] != "lq" || !multicluster.IsCopy(c, "mgr", "jobset-train-abcde"):
+		t.Errorf("labels %v annotations %v", c.Labels, c.Annotations)
+	case len(c.Spec.ReplicatedJobs) != 2 || c.Spec.ReplicatedJobs[1].Replicas != 2:
+		t.Errorf("replicated Jobs %+v: want the manager's", c.Spec.ReplicatedJobs)
+	}
+	if !equality.Semantic.DeepEqual(js, before) {
+		t.Error("the manager's JobSet was changed")
+	}
+	// The worker's JobSet integration uses the copy, and so do the pods
+	// (a topology-placed pod finds its Workload by it).
+	if name, ok := jobsets.Prebuilt(c); !ok || name != "jobset-train-abcde" {
+		t.Errorf("the copy uses Workload %q, want the copied one", name)
+	}
+	for _, rj := range c.Spec.ReplicatedJobs {
+		if l := rj.Template.Spec.Template.Labels; l[berthv1.PrebuiltWorkloadLabel] != "jobset-train-abcde" || (rj.Name == "workers" && l["app"] != "x") {
+			t.Errorf("%s's pod labels %v: want the Workload named, the rest kept", rj.Name, l)
+		}
+	}
+
+	running := c.DeepCopy()
+	running.Status.Conditions = []metav1.Condition{{Type: string(jobsetv1.JobSetCompleted), Status: metav1.ConditionTrue}}
+	status, changed := multicluster.JobSetStatus(js, running)
+	if !changed || len(status.Conditions) != 1 {
+		t.Errorf("status %+v changed %v: want the copy's", status, changed)
+	}
+	js.Status = status
+	if _, changed := multicluster.JobSetStatus(js, running); changed {
+		t.Error("the same status again is a change")
 	}
 }
 

@@ -39,10 +39,12 @@ var ctx = context.Background()
 // lostTimeout is the manager's --worker-lost-timeout, short for the tests.
 const lostTimeout = 5 * time.Second
 
+// The manager and worker1 run JobSet's controller; worker2 does not serve
+// JobSets at all.
 func TestMain(m *testing.M) {
 	os.Exit(testenv.MainClusters(m,
-		testenv.Cluster{Name: manager, ControllerArgs: []string{"--worker-lost-timeout=" + lostTimeout.String()}},
-		testenv.Cluster{Name: worker1}, testenv.Cluster{Name: worker2}))
+		testenv.Cluster{Name: manager, ControllerArgs: []string{"--worker-lost-timeout=" + lostTimeout.String()}, With: []string{"jobset"}},
+		testenv.Cluster{Name: worker1, With: []string{"jobset"}}, testenv.Cluster{Name: worker2}))
 }
 
 var connected struct {

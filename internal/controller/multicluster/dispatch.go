@@ -7,7 +7,6 @@ import (
 	"sync"
 	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -20,7 +19,6 @@ import (
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
 	"github.com/berth-dev/berth/internal/admissioncheck"
-	"github.com/berth-dev/berth/internal/integration/jobs"
 	"github.com/berth-dev/berth/internal/multicluster"
 	"github.com/berth-dev/berth/internal/workload"
 )
@@ -39,8 +37,8 @@ type Dispatcher struct {
 	started time.Time
 }
 
-// Reconcile reads the workload, its Job and its copies, and carries out
-// what multicluster.Decide says.
+// Reconcile reads the workload, its Job or JobSet and its copies, and
+// carries out what multicluster.Decide says.
 func (d *Dispatcher) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	var wl berthv1.Workload
 	if err := d.client.Get(ctx, req.NamespacedName, &wl); err != nil {
@@ -58,7 +56,7 @@ func (d *Dispatcher) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err != nil || check == "" {
 		return reconcile.Result{}, err
 	}
-	job, refusal, err := d.jobOf(ctx, &wl)
+	obj, kind, refusal, err := d.objectOf(ctx, &wl)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -79,7 +77,7 @@ func (d *Dispatcher) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if d.workers.wasRemoved(name) {
 			continue // its copies went with it; what ran there runs nowhere now
 		}
-		w, remote, err := d.view(ctx, name, &wl, job, now)
+		w, remote, err := d.view(ctx, name, &wl, obj, kind, now)
 		if err != nil {
 			return reconcile.Result{}, err
 		}
@@ -157,13 +155,17 @@ func (d *Dispatcher) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			d.rec.Eventf(&wl, nil, corev1.EventTypeNormal, "Dispatched", "Dispatch", "runs on worker cluster %s", plan.ClusterName)
 		}
 	}
-	if plan.CreateJob != "" && job != nil {
-		if err := d.createJob(ctx, plan.CreateJob, &wl, job, now); err != nil {
+	if plan.CreateJob != "" && obj != nil {
+		if err := d.createObject(ctx, plan.CreateJob, &wl, obj, kind, now); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	if job != nil && refusal == "" {
-		if err := d.syncJobStatus(ctx, &wl, job, plan.CopyStatusFrom, remotes[plan.CopyStatusFrom].job); err != nil {
+	if obj != nil && refusal == "" {
+		var remote client.Object
+		if plan.CopyStatusFrom != "" {
+			remote = remotes[plan.CopyStatusFrom].object
+		}
+		if err := d.syncStatus(ctx, &wl, obj, kind, remote); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -219,37 +221,43 @@ func (d *Dispatcher) checkOf(ctx context.Context, wl *berthv1.Workload) (check s
 	return "", nil, nil
 }
 
-// jobOf reads the manager's Job of the workload, or says why the workload
-// cannot be dispatched.
-func (d *Dispatcher) jobOf(ctx context.Context, wl *berthv1.Workload) (*batchv1.Job, string, error) {
+// objectOf reads the manager's Job or JobSet of the workload, and its
+// kind, or says why the workload cannot be dispatched.
+func (d *Dispatcher) objectOf(ctx context.Context, wl *berthv1.Workload) (client.Object, *dispatchedKind, string, error) {
 	for _, ref := range wl.OwnerReferences {
-		if ref.Kind != "Job" || ref.APIVersion != batchv1.SchemeGroupVersion.String() {
+		kind := kindOf(ref)
+		if kind == nil {
 			continue
 		}
-		var job batchv1.Job
-		if err := d.client.Get(ctx, types.NamespacedName{Namespace: wl.Namespace, Name: ref.Name}, &job); err != nil {
+		obj := kind.newObj()
+		if err := d.client.Get(ctx, types.NamespacedName{Namespace: wl.Namespace, Name: ref.Name}, obj); err != nil {
 			if apierrors.IsNotFound(err) {
-				return nil, "", nil // going away with its Workload
+				return nil, kind, "", nil // going away with its Workload
 			}
-			return nil, "", err
+			return nil, kind, "", err
 		}
-		if job.Spec.ManagedBy == nil || *job.Spec.ManagedBy != multicluster.ManagedBy {
-			return &job, fmt.Sprintf("Job %s does not have spec.managedBy %s, so this cluster's Job controller would run it here; "+
-				"berth sets it on Jobs created while their queue has this check: create the Job again", job.Name, multicluster.ManagedBy), nil
+		if m := kind.managedBy(obj); m == nil || *m != multicluster.ManagedBy {
+			return obj, kind, fmt.Sprintf("%s %s does not have spec.managedBy %s, so this cluster's %s controller would run it here; "+
+				"berth sets it on %ss created while their queue has this check: create the %s again",
+				kind.gvk.Kind, ref.Name, multicluster.ManagedBy, kind.gvk.Kind, kind.gvk.Kind, kind.gvk.Kind), nil
 		}
-		return &job, "", nil
+		return obj, kind, "", nil
 	}
-	return nil, "only Jobs are dispatched to worker clusters", nil
+	return nil, nil, "only Jobs and JobSets are dispatched to worker clusters", nil
 }
 
-// copies are what a worker holds of a workload.
+// copies are what a worker holds of a workload: the copy of its Workload,
+// and of its Job or JobSet.
 type copies struct {
 	workload *berthv1.Workload
-	job      *batchv1.Job
+	object   client.Object
 }
 
-// view says what a worker holds of the workload, and returns it.
-func (d *Dispatcher) view(ctx context.Context, name string, wl *berthv1.Workload, job *batchv1.Job, now time.Time) (multicluster.Worker, copies, error) {
+// view says what a worker holds of the workload, and returns it. obj is
+// the manager's Job or JobSet, nil when it is gone (kind too, when the
+// workload has none).
+func (d *Dispatcher) view(ctx context.Context, name string, wl *berthv1.Workload, obj client.Object, kind *dispatchedKind,
+	now time.Time) (multicluster.Worker, copies, error) {
 	wk, known := d.workers.get(name)
 	if !known {
 		// Not looked at since this controller started: lost, at worst,
@@ -263,6 +271,9 @@ func (d *Dispatcher) view(ctx context.Context, name string, wl *berthv1.Workload
 		return w, out, nil
 	}
 	w.Conflict = conn.conflict(types.NamespacedName{Namespace: wl.Namespace, Name: wl.Name}, now)
+	if kind == &jobSetKind && !conn.jobSets && w.Conflict == "" {
+		w.Conflict = "it does not serve JobSets (install the JobSet CRD and controller there)"
+	}
 	var rwl berthv1.Workload
 	if err := conn.client.Get(ctx, client.ObjectKeyFromObject(wl), &rwl); err == nil {
 		if multicluster.IsCopy(&rwl, d.origin, wl.Name) {
@@ -274,20 +285,22 @@ func (d *Dispatcher) view(ctx context.Context, name string, wl *berthv1.Workload
 	} else if !apierrors.IsNotFound(err) {
 		return w, out, err
 	}
-	if job == nil {
-		// The manager's Job is gone or is no Job: find a copy by its labels.
-		c, err := d.jobCopy(ctx, conn, client.ObjectKeyFromObject(wl))
-		w.Job, out.job = c != nil, c
+	if obj == nil || (kind == &jobSetKind && !conn.jobSets) {
+		// The manager's object is gone or is of no kind dispatched: find a
+		// copy by its labels.
+		c, err := d.objectCopy(ctx, conn, client.ObjectKeyFromObject(wl))
+		w.Job, out.object = c != nil, c
 		return w, out, err
 	}
-	var rjob batchv1.Job
-	if err := conn.client.Get(ctx, client.ObjectKeyFromObject(job), &rjob); err == nil {
-		if multicluster.IsCopy(&rjob, d.origin, wl.Name) {
-			w.Job, out.job = true, &rjob
+	remote := kind.newObj()
+	if err := conn.client.Get(ctx, client.ObjectKeyFromObject(obj), remote); err == nil {
+		if multicluster.IsCopy(remote, d.origin, wl.Name) {
+			w.Job, out.object = true, remote
 		} else if w.Conflict == "" {
-			// A copy of an earlier Job of the same name; it goes when that
-			// Job's Workload is looked at. Until then there is no room here.
-			w.Conflict = fmt.Sprintf("an earlier copy of Job %s is still there", job.Name)
+			// A copy of an earlier object of the same name; it goes when
+			// that one's Workload is looked at. Until then there is no room
+			// here.
+			w.Conflict = fmt.Sprintf("an earlier copy of %s %s is still there", kind.gvk.Kind, obj.GetName())
 		}
 	} else if !apierrors.IsNotFound(err) {
 		return w, out, err
@@ -295,17 +308,22 @@ func (d *Dispatcher) view(ctx context.Context, name string, wl *berthv1.Workload
 	return w, out, nil
 }
 
-// jobCopy finds the copy of the Job made on a worker for the manager
-// Workload key, or nil.
-func (d *Dispatcher) jobCopy(ctx context.Context, conn *connection, key types.NamespacedName) (*batchv1.Job, error) {
-	var list batchv1.JobList
-	if err := conn.client.List(ctx, &list, client.InNamespace(key.Namespace),
-		client.MatchingLabels{berthv1.PrebuiltWorkloadLabel: key.Name, multicluster.OriginLabel: d.origin}); err != nil {
-		return nil, err
-	}
-	for i := range list.Items {
-		if multicluster.IsCopy(&list.Items[i], d.origin, key.Name) {
-			return &list.Items[i], nil
+// objectCopy finds the copy of the Job or JobSet made on a worker for the
+// manager Workload key, or nil.
+func (d *Dispatcher) objectCopy(ctx context.Context, conn *connection, key types.NamespacedName) (client.Object, error) {
+	for _, kind := range dispatchedKinds {
+		if kind == &jobSetKind && !conn.jobSets {
+			continue
+		}
+		list := kind.newList()
+		if err := conn.client.List(ctx, list, client.InNamespace(key.Namespace),
+			client.MatchingLabels{berthv1.PrebuiltWorkloadLabel: key.Name, multicluster.OriginLabel: d.origin}); err != nil {
+			return nil, err
+		}
+		for _, o := range kind.items(list) {
+			if multicluster.IsCopy(o, d.origin, key.Name) {
+				return o, nil
+			}
 		}
 	}
 	return nil, nil
@@ -342,26 +360,28 @@ func (d *Dispatcher) createCopy(ctx context.Context, name string, wl *berthv1.Wo
 	return false, nil
 }
 
-// createJob makes the workload's Job on the worker whose copy won.
-func (d *Dispatcher) createJob(ctx context.Context, name string, wl *berthv1.Workload, job *batchv1.Job, now time.Time) error {
+// createObject makes the workload's Job or JobSet on the worker whose
+// copy won.
+func (d *Dispatcher) createObject(ctx context.Context, name string, wl *berthv1.Workload, obj client.Object, kind *dispatchedKind,
+	now time.Time) error {
 	wk, _ := d.workers.get(name)
 	conn := wk.conn
 	if conn == nil {
 		return nil
 	}
-	remote := multicluster.RemoteJob(job, d.origin, wl.Name)
+	remote := kind.remote(obj, d.origin, wl.Name)
 	err := conn.client.Create(ctx, remote)
 	if err == nil {
 		return nil
 	}
 	if !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("making Job %s on worker cluster %s: %w", job.Name, name, err)
+		return fmt.Errorf("making %s %s on worker cluster %s: %w", kind.gvk.Kind, obj.GetName(), name, err)
 	}
 	if err := conn.direct.Get(ctx, client.ObjectKeyFromObject(remote), remote); err != nil {
 		return client.IgnoreNotFound(err)
 	}
 	if !multicluster.IsCopy(remote, d.origin, wl.Name) {
-		conn.setConflict(client.ObjectKeyFromObject(wl), fmt.Sprintf("a Job %s/%s is there already", job.Namespace, job.Name), now)
+		conn.setConflict(client.ObjectKeyFromObject(wl), fmt.Sprintf("a %s %s/%s is there already", kind.gvk.Kind, obj.GetNamespace(), obj.GetName()), now)
 	}
 	return nil
 }
@@ -379,13 +399,13 @@ func (d *Dispatcher) deleteCopies(ctx context.Context, name string, c copies, fo
 	if foreground {
 		propagation = metav1.DeletePropagationForeground
 	}
-	var objs []client.Object // the Job first: its pods stop before its Workload goes
-	if c.job != nil {
-		objs = append(objs, c.job)
+	var objs []client.Object // the Job (or JobSet) first: its pods stop before its Workload goes
+	if c.object != nil {
+		objs = append(objs, c.object)
 	}
 	// A Workload copy its Job copy owns (the worker's berth adopts it)
 	// goes with the Job: deleting it too was a second, refused write.
-	if c.workload != nil && (c.job == nil || !metav1.IsControlledBy(c.workload, c.job)) {
+	if c.workload != nil && (c.object == nil || !metav1.IsControlledBy(c.workload, c.object)) {
 		objs = append(objs, c.workload)
 	}
 	for _, obj := range objs {
@@ -393,7 +413,7 @@ func (d *Dispatcher) deleteCopies(ctx context.Context, name string, c copies, fo
 			continue // on its way
 		}
 		p := propagation
-		if _, isJob := obj.(*batchv1.Job); !isJob {
+		if _, isWorkload := obj.(*berthv1.Workload); isWorkload {
 			p = metav1.DeletePropagationBackground // a Workload copy owns nothing there
 		}
 		uid := obj.GetUID()
@@ -405,26 +425,14 @@ func (d *Dispatcher) deleteCopies(ctx context.Context, name string, c copies, fo
 	return nil
 }
 
-// syncJobStatus gives the manager's Job the status of its copy while it
-// runs there, and a suspended one's start time back, as a Job controller
-// would, so that berth may change its template before it runs again.
-func (d *Dispatcher) syncJobStatus(ctx context.Context, wl *berthv1.Workload, job *batchv1.Job, from string, remote *batchv1.Job) error {
-	orig := job.DeepCopy()
-	switch {
-	case jobs.Suspended(job) && wl.Status.ClusterName == "":
-		if !multicluster.StoppedStatus(&job.Status) {
-			return nil
-		}
-	case !jobs.Suspended(job) && from != "" && remote != nil:
-		status, changed := multicluster.JobStatus(job, remote)
-		if !changed {
-			return nil
-		}
-		job.Status = status
-	default:
+// syncStatus gives the manager's Job or JobSet the status it should have
+// (dispatchedKind.status): its copy's while it runs there.
+func (d *Dispatcher) syncStatus(ctx context.Context, wl *berthv1.Workload, obj client.Object, kind *dispatchedKind, remote client.Object) error {
+	orig := obj.DeepCopyObject().(client.Object)
+	if !kind.status(wl, obj, remote) {
 		return nil
 	}
-	if err := d.client.Status().Patch(ctx, job, client.MergeFrom(orig)); err != nil {
+	if err := d.client.Status().Patch(ctx, obj, client.MergeFrom(orig)); err != nil {
 		return client.IgnoreNotFound(err)
 	}
 	return nil
@@ -443,11 +451,11 @@ func (d *Dispatcher) collect(ctx context.Context, key types.NamespacedName) erro
 		if err := conn.client.Get(ctx, key, &wl); err == nil && multicluster.IsCopy(&wl, d.origin, key.Name) {
 			c.workload = &wl
 		}
-		job, err := d.jobCopy(ctx, conn, key)
+		obj, err := d.objectCopy(ctx, conn, key)
 		if err != nil {
 			return err
 		}
-		c.job = job
+		c.object = obj
 		if err := d.deleteCopies(ctx, name, c, false); err != nil {
 			return err
 		}

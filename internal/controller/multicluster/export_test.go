@@ -24,7 +24,7 @@ func ConnectAndForget(ctx context.Context, cfg *rest.Config) (forget func(), err
 	}
 	w := &Workers{scheme: scheme, origin: "leak-test", events: make(chan event.GenericEvent, 1024),
 		byName: map[string]*worker{}, changed: func(string) {}}
-	conn, err := w.connect(ctx, "w", rest.CopyConfig(cfg), "key")
+	conn, err := w.connect(ctx, "w", rest.CopyConfig(cfg), "key", false)
 	if err != nil {
 		return nil, err
 	}

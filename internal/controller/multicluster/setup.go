@@ -35,6 +35,8 @@ import (
 // +kubebuilder:rbac:groups=berth.dev,resources=workloads/status,verbs=patch
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch
 // +kubebuilder:rbac:groups=batch,resources=jobs/status,verbs=patch
+// +kubebuilder:rbac:groups=jobset.x-k8s.io,resources=jobsets,verbs=get;list;watch
+// +kubebuilder:rbac:groups=jobset.x-k8s.io,resources=jobsets/status,verbs=patch
 // +kubebuilder:rbac:groups="",namespace=berth-system,resources=secrets,verbs=list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
@@ -182,9 +184,10 @@ func (d *Dispatcher) dispatched(ctx context.Context, o client.Object) []reconcil
 	return out
 }
 
-// Dispatched says whether the Jobs of a LocalQueue run on worker clusters:
-// whether its ClusterQueue has a multicluster check. The Job webhook asks
-// it (jobs.Kind.Dispatched) of each new Job, from the cache.
+// Dispatched says whether the Jobs and JobSets of a LocalQueue run on
+// worker clusters: whether its ClusterQueue has a multicluster check. The
+// Job and JobSet webhooks ask it (jobs.Kind.Dispatched, jobsets.Kind's) of
+// each new one, from the cache.
 func Dispatched(c client.Reader) func(namespace, queue string) bool {
 	return func(namespace, queue string) bool {
 		ctx := context.Background()

@@ -31,7 +31,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	jobsetv1 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
+	"github.com/berth-dev/berth/internal/integration/jobsets"
 	"github.com/berth-dev/berth/internal/multicluster"
 	"github.com/berth-dev/berth/internal/workercluster"
 )
@@ -56,8 +59,12 @@ type worker struct {
 }
 
 type connection struct {
-	key    string // what the client was made from; a new kubeconfig makes a new one
-	client client.Client
+	key string // what the client was made from; a new kubeconfig makes a new one
+	// jobSets: the worker serves JobSets, and the watch includes them.
+	// Whether it does is part of key: a worker that starts (or stops)
+	// serving them gets a new connection.
+	jobSets bool
+	client  client.Client
 	direct client.Reader
 	stop   context.CancelFunc
 
@@ -85,8 +92,8 @@ type Workers struct {
 	changed func(name string)
 	// wrap, when set, guards the transport to each worker.
 	wrap func(http.RoundTripper) http.RoundTripper
-	// dial reaches a worker and says which Kubernetes it runs.
-	dial func(ctx context.Context, cfg *rest.Config) (string, error)
+	// dial reaches a worker and says what it runs.
+	dial func(ctx context.Context, cfg *rest.Config) (served, error)
 
 	mu       sync.Mutex
 	byName   map[string]*worker
@@ -216,23 +223,27 @@ func (w *Workers) reach(ctx context.Context, wc *berthv1.WorkerCluster) (reason,
 	if cfg == nil {
 		return reason, message, nil
 	}
-	version, err := w.dial(ctx, cfg)
+	s, err := w.dial(ctx, cfg)
 	if err != nil {
 		return workercluster.Unreachable, fmt.Sprintf("%s: %v", cfg.Host, err), nil
 	}
 	host := cfg.Host
-	key := configKey(cfg)
+	key := fmt.Sprintf("%s/jobsets=%v", configKey(cfg), s.jobSets)
 	if wk, _ := w.get(wc.Name); wk.conn != nil && wk.conn.key == key {
 		conn = wk.conn
 	} else {
 		if w.wrap != nil {
 			cfg.Wrap(w.wrap)
 		}
-		if conn, err = w.connect(ctx, wc.Name, cfg, key); err != nil {
+		if conn, err = w.connect(ctx, wc.Name, cfg, key, s.jobSets); err != nil {
 			return workercluster.Unreachable, fmt.Sprintf("%s: %v", host, err), nil
 		}
 	}
-	return workercluster.Connected, fmt.Sprintf("reached %s (Kubernetes %s)", host, version), conn
+	message = fmt.Sprintf("reached %s (Kubernetes %s)", host, s.version)
+	if !s.jobSets {
+		message += "; it does not serve JobSets"
+	}
+	return workercluster.Connected, message, conn
 }
 
 // report writes the Active condition when it says something new, with an
@@ -271,20 +282,9 @@ func (w *Workers) leftOn(ctx context.Context, conn *connection) (int, error) {
 	if conn == nil {
 		return 0, nil
 	}
-	mine := client.MatchingLabels{multicluster.OriginLabel: w.origin}
-	var jobs batchv1.JobList
-	var wls berthv1.WorkloadList
-	for _, l := range []client.ObjectList{&jobs, &wls} {
-		if err := conn.direct.List(ctx, l, mine); err != nil {
-			return 0, err
-		}
-	}
-	var objs []client.Object
-	for i := range jobs.Items {
-		objs = append(objs, &jobs.Items[i])
-	}
-	for i := range wls.Items {
-		objs = append(objs, &wls.Items[i])
+	objs, err := conn.copies(ctx, conn.direct, w.origin)
+	if err != nil {
+		return 0, err
 	}
 	for _, obj := range objs {
 		if obj.GetDeletionTimestamp() != nil {
@@ -352,36 +352,71 @@ func (w *Workers) set(name string, next *worker) {
 // notifyCopies sends an event for the manager Workload of every copy the
 // connection's watch holds.
 func (w *Workers) notifyCopies(conn *connection) {
-	ctx := context.Background()
-	var jobs batchv1.JobList
-	var wls berthv1.WorkloadList
-	for _, l := range []client.ObjectList{&jobs, &wls} {
-		if err := conn.client.List(ctx, l); err != nil {
-			ctrl.Log.WithName("multicluster").Error(err, "listing the copies on a worker")
-		}
+	objs, err := conn.copies(context.Background(), conn.client, w.origin)
+	if err != nil {
+		ctrl.Log.WithName("multicluster").Error(err, "listing the copies on a worker")
 	}
-	for i := range jobs.Items {
-		w.notify(&jobs.Items[i])
-	}
-	for i := range wls.Items {
-		w.notify(&wls.Items[i])
+	for _, obj := range objs {
+		w.notify(obj)
 	}
 }
 
-// serverVersion asks a worker which Kubernetes it runs: one small request,
-// bounded by DialTimeout.
-func serverVersion(_ context.Context, cfg *rest.Config) (string, error) {
+// copies lists, through r, the copies origin made on the worker: its Jobs
+// and JobSets first, then its Workloads.
+func (c *connection) copies(ctx context.Context, r client.Reader, origin string) ([]client.Object, error) {
+	var out []client.Object
+	for _, kind := range dispatchedKinds {
+		if kind == &jobSetKind && !c.jobSets {
+			continue
+		}
+		list := kind.newList()
+		if err := r.List(ctx, list, client.MatchingLabels{multicluster.OriginLabel: origin}); err != nil {
+			return out, err
+		}
+		out = append(out, kind.items(list)...)
+	}
+	var wls berthv1.WorkloadList
+	if err := r.List(ctx, &wls, client.MatchingLabels{multicluster.OriginLabel: origin}); err != nil {
+		return out, err
+	}
+	for i := range wls.Items {
+		out = append(out, &wls.Items[i])
+	}
+	return out, nil
+}
+
+// served is what a worker runs: its Kubernetes version, and whether it
+// serves JobSets.
+type served struct {
+	version string
+	jobSets bool
+}
+
+// serverVersion asks a worker which Kubernetes it runs, and whether it
+// serves JobSets: two small requests, each bounded by DialTimeout.
+func serverVersion(_ context.Context, cfg *rest.Config) (served, error) {
 	cfg = rest.CopyConfig(cfg)
 	cfg.Timeout = DialTimeout
 	d, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
-		return "", err
+		return served{}, err
 	}
 	v, err := d.ServerVersion()
 	if err != nil {
-		return "", err
+		return served{}, err
 	}
-	return v.GitVersion, nil
+	out := served{version: v.GitVersion}
+	list, err := d.ServerResourcesForGroupVersion(jobsets.GVK.GroupVersion().String())
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return served{}, err
+	default:
+		for _, r := range list.APIResources {
+			out.jobSets = out.jobSets || r.Kind == jobsets.GVK.Kind
+		}
+	}
+	return out, nil
 }
 
 // UsersOf maps a Secret in namespace to the WorkerClusters whose kubeconfig
@@ -435,21 +470,27 @@ func configKey(cfg *rest.Config) string {
 	return fmt.Sprintf("%x", h.Sum(nil))
 }
 
-// connect starts a watch of this manager's copies on a worker, and waits
-// until it has listed them.
-func (w *Workers) connect(ctx context.Context, name string, cfg *rest.Config, key string) (*connection, error) {
+// connect starts a watch of this manager's copies on a worker (of its
+// JobSets too when it serves them), and waits until it has listed them.
+func (w *Workers) connect(ctx context.Context, name string, cfg *rest.Config, key string, jobSets bool) (*connection, error) {
 	mine := labels.SelectorFromSet(labels.Set{multicluster.OriginLabel: w.origin})
+	watched := []client.Object{&batchv1.Job{}, &berthv1.Workload{}}
+	if jobSets {
+		watched = append(watched, &jobsetv1.JobSet{})
+	}
 	cl, err := cluster.New(cfg, func(o *cluster.Options) {
 		o.Scheme = w.scheme
 		o.Cache.DefaultTransform = cache.TransformStripManagedFields()
-		o.Cache.ByObject = map[client.Object]cache.ByObject{
-			&batchv1.Job{}: {Label: mine}, &berthv1.Workload{}: {Label: mine}}
+		o.Cache.ByObject = map[client.Object]cache.ByObject{}
+		for _, obj := range watched {
+			o.Cache.ByObject[obj] = cache.ByObject{Label: mine}
+		}
 	})
 	if err != nil {
 		return nil, err
 	}
 	runCtx, stop := context.WithCancel(context.Background())
-	for _, obj := range []client.Object{&batchv1.Job{}, &berthv1.Workload{}} {
+	for _, obj := range watched {
 		inf, err := cl.GetCache().GetInformer(runCtx, obj)
 		if err == nil {
 			_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
@@ -472,9 +513,9 @@ func (w *Workers) connect(ctx context.Context, name string, cfg *rest.Config, ke
 	defer cancel()
 	if !cl.GetCache().WaitForCacheSync(syncCtx) {
 		stop()
-		return nil, fmt.Errorf("the watch of its Jobs and Workloads did not start within %s", SyncTimeout)
+		return nil, fmt.Errorf("the watch of the copies there did not start within %s", SyncTimeout)
 	}
-	return &connection{key: key, client: cl.GetClient(), direct: cl.GetAPIReader(), stop: stop,
+	return &connection{key: key, jobSets: jobSets, client: cl.GetClient(), direct: cl.GetAPIReader(), stop: stop,
 		conflicts: map[types.NamespacedName]conflict{}}, nil
 }
 

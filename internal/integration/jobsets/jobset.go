@@ -27,10 +27,25 @@ const maxPodSets = 8
 func QueueName(js *jobsetv1.JobSet) string { return integration.QueueName(js.Labels) }
 
 // WorkloadName is the name of a JobSet's Workload: stable for the JobSet,
-// different for a new JobSet of the same name.
+// different for a new JobSet of the same name; or the prebuilt Workload
+// its label names (berthv1.PrebuiltWorkloadLabel), as a JobSet a manager
+// cluster made on this worker has.
 func WorkloadName(js *jobsetv1.JobSet) string {
+	if name, ok := Prebuilt(js); ok {
+		return name
+	}
 	return integration.WorkloadName("jobset", js.Name, js.UID)
 }
+
+// Prebuilt names the Workload made for the JobSet before it existed, if any.
+func Prebuilt(js *jobsetv1.JobSet) (string, bool) {
+	name, ok := js.Labels[berthv1.PrebuiltWorkloadLabel]
+	return name, ok && name != ""
+}
+
+// ManagedBy is the spec.managedBy of a JobSet that runs on a worker
+// cluster: this cluster's JobSet controller leaves it alone.
+const ManagedBy = jobs.ManagedBy
 
 // Suspended reports spec.suspend.
 func Suspended(js *jobsetv1.JobSet) bool { return js.Spec.Suspend != nil && *js.Spec.Suspend }
@@ -111,8 +126,8 @@ func NewWorkload(js *jobsetv1.JobSet, queue string, priority *int32, priorityCla
 // one by one, beside the JobSet: berth queues a JobSet whole, by the label
 // on the JobSet itself. Wrong topology annotations are refused; what berth
 // does not do for JobSets yet is refused rather than ignored: partial
-// admission, dispatch to worker clusters.
-func Refuse(js *jobsetv1.JobSet, dispatched bool) string {
+// admission.
+func Refuse(js *jobsetv1.JobSet) string {
 	queue := QueueName(js)
 	for i := range js.Spec.ReplicatedJobs {
 		rj := &js.Spec.ReplicatedJobs[i]
@@ -144,9 +159,6 @@ func Refuse(js *jobsetv1.JobSet, dispatched bool) string {
 	}
 	if n := len(js.Spec.ReplicatedJobs); n > maxPodSets {
 		return fmt.Sprintf("JobSet %s: spec.replicatedJobs has %d entries; berth queues at most %d replicated Jobs in one JobSet", js.Name, n, maxPodSets)
-	}
-	if dispatched {
-		return fmt.Sprintf("JobSet %s: LocalQueue %s dispatches to worker clusters, and dispatching JobSets is not supported yet", js.Name, queue)
 	}
 	return ""
 }

@@ -81,10 +81,9 @@ func TestStartInjectsEachPodSetsFlavorsAndRestorePutsThemBack(t *testing.T) {
 
 func TestRefuse(t *testing.T) {
 	for _, tc := range []struct {
-		name       string
-		js         *jobsetv1.JobSet
-		dispatched bool
-		want       string
+		name string
+		js   *jobsetv1.JobSet
+		want string
 	}{
 		{name: "queued", js: MakeJobSet("a", "ns").Queue("q").ReplicatedJob("w", 1, 1).Obj()},
 		{name: "not queued", js: MakeJobSet("a", "ns").ReplicatedJob("w", 1, 1).
@@ -100,8 +99,6 @@ func TestRefuse(t *testing.T) {
 			PodLabel(berthv1.QueueNameLabel, "q").Obj()},
 		{name: "another queue on the pods", js: MakeJobSet("a", "ns").Queue("q").ReplicatedJob("w", 1, 1).
 			PodLabel(berthv1.QueueNameLabel, "other").Obj(), want: "asks for LocalQueue other"},
-		{name: "dispatched", js: MakeJobSet("a", "ns").Queue("q").ReplicatedJob("w", 1, 1).Obj(), dispatched: true,
-			want: "dispatching JobSets is not supported yet"},
 		{name: "too many", js: func() *jobsetv1.JobSet {
 			w := MakeJobSet("a", "ns").Queue("q")
 			for _, n := range []string{"a", "b", "c", "d", "e", "f", "g", "h", "i"} {
@@ -110,7 +107,7 @@ func TestRefuse(t *testing.T) {
 			return w.Obj()
 		}(), want: "spec.replicatedJobs has 9 entries; berth queues at most 8"},
 	} {
-		got := jobsets.Refuse(tc.js, tc.dispatched)
+		got := jobsets.Refuse(tc.js)
 		if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
 			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
 		}
@@ -183,7 +180,42 @@ func TestTopologyPerReplicatedJob(t *testing.T) {
 	if len(driver) != 0 || workers[berthv1.TopologyPlacedLabel] != "true" || workers[berthv1.QueueNameLabel] != "q" {
 		t.Errorf("pod labels: driver %v, workers %v", driver, workers)
 	}
-	if why := jobsets.Refuse(js, false); why != "" {
+	if why := jobsets.Refuse(js); why != "" {
 		t.Errorf("a held JobSet is refused: %s", why)
+	}
+}
+
+// A JobSet created in a queue that dispatches to worker clusters is left
+// to berth (spec.managedBy), as a Job is; one in another queue is not.
+func TestHoldHandsDispatchedJobSetsToBerth(t *testing.T) {
+	k := jobsets.Kind{Dispatched: func(ns, q string) bool { return ns == "ns" && q == "far" }}
+	far := MakeJobSet("a", "ns").Queue("far").ReplicatedJob("w", 1, 1).Obj()
+	if !k.Hold(far) || far.Spec.ManagedBy == nil || *far.Spec.ManagedBy != jobsets.ManagedBy {
+		t.Errorf("managedBy %v, want %s", far.Spec.ManagedBy, jobsets.ManagedBy)
+	}
+	near := MakeJobSet("a", "ns").Queue("near").ReplicatedJob("w", 1, 1).Obj()
+	if !k.Hold(near) || near.Spec.ManagedBy != nil {
+		t.Errorf("managedBy %v of a JobSet in a queue that does not dispatch", near.Spec.ManagedBy)
+	}
+}
+
+// A JobSet a manager cluster made on its worker uses the Workload copied
+// there before it, and adopts it.
+func TestPrebuiltWorkload(t *testing.T) {
+	js := MakeJobSet("a", "ns").Queue("q").ReplicatedJob("w", 1, 1).Obj()
+	js.UID = "u"
+	if _, ok := jobsets.Prebuilt(js); ok || !strings.HasPrefix(jobsets.WorkloadName(js), "jobset-a-") {
+		t.Fatalf("a JobSet of its own uses Workload %s", jobsets.WorkloadName(js))
+	}
+	js.Labels[berthv1.PrebuiltWorkloadLabel] = "copy"
+	if name, ok := jobsets.Prebuilt(js); !ok || name != "copy" || jobsets.WorkloadName(js) != "copy" {
+		t.Errorf("prebuilt %q %v, Workload %s; want copy", name, ok, jobsets.WorkloadName(js))
+	}
+	wl := MakeWorkload("copy", "ns").Obj()
+	if !integration.Adopt(wl, js, jobsets.GVK) || integration.Adopt(wl, js, jobsets.GVK) {
+		t.Error("want adopted once")
+	}
+	if ref := metav1.GetControllerOf(wl); ref == nil || ref.UID != "u" || ref.Kind != "JobSet" {
+		t.Errorf("owner %+v", ref)
 	}
 }

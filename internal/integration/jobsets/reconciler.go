@@ -90,7 +90,20 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, nil
 	}
 
+	_, prebuilt := Prebuilt(&js)
+	if prebuilt && exists && integration.Adopt(&wl, &js, GVK) {
+		return reconcile.Result{}, client.IgnoreNotFound(r.client.Update(ctx, &wl))
+	}
+
 	if !exists {
+		if prebuilt {
+			// Its Workload was made elsewhere (a manager cluster's copy) and
+			// is gone, or not here yet: it has nothing to queue on its own.
+			if !Suspended(&js) {
+				return reconcile.Result{}, r.suspend(ctx, &js, "its prebuilt Workload "+WorkloadName(&js)+" does not exist")
+			}
+			return reconcile.Result{}, nil
+		}
 		if !Suspended(&js) {
 			// It got past the webhook (created before berth ran, say): it
 			// must not run without quota.
@@ -99,7 +112,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if Injected(&js) {
 			return reconcile.Result{}, r.restore(ctx, &js)
 		}
-		if why := Refuse(&js, false); why != "" {
+		if why := Refuse(&js); why != "" {
 			// Created before berth's webhook could refuse it: say so, and
 			// leave it suspended.
 			r.rec.Eventf(&js, nil, corev1.EventTypeWarning, "NotQueued", "Admission", "%s", why)
@@ -124,6 +137,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		if !Stopped(&js, children.Items) {
 			return reconcile.Result{}, nil // its Jobs' changes bring it back
+		}
+		if wl.Status.ClusterName != "" {
+			// Its pods run on that worker cluster until the dispatcher has
+			// seen its copy there gone, and says so by clearing the name.
+			return reconcile.Result{}, nil
 		}
 		// The cache may lag: the API server itself must say the pods are
 		// gone before the quota is.

@@ -16,7 +16,8 @@ const WebhookPath = "/mutate-jobset-x-k8s-io-v1alpha2-jobset"
 
 // Kind is JobSet as an integration.Kind. Dispatched, when set, says
 // whether the workloads of a LocalQueue run on worker clusters; JobSets
-// asking for such a queue are refused, as not supported yet.
+// created in such a queue get spec.managedBy ManagedBy, as Jobs do, so that
+// this cluster's JobSet controller never runs them.
 type Kind struct {
 	Dispatched func(namespace, queue string) bool
 }
@@ -38,7 +39,7 @@ func (Kind) PodSets(obj client.Object) []berthv1.PodSet { return PodSets(obj.(*j
 // Pod webhook gates them until each is given a domain
 // (berth.dev/topology-placed), and with the JobSet's queue, which puts them
 // in the controller's cache.
-func (Kind) Hold(obj client.Object) bool {
+func (k Kind) Hold(obj client.Object) bool {
 	js := obj.(*jobsetv1.JobSet)
 	changed := false
 	queue := QueueName(js)
@@ -59,15 +60,15 @@ func (Kind) Hold(obj client.Object) bool {
 		yes := true
 		js.Spec.Suspend, changed = &yes, true
 	}
+	if js.Spec.ManagedBy == nil && k.Dispatched != nil && k.Dispatched(js.Namespace, queue) {
+		m := ManagedBy
+		js.Spec.ManagedBy, changed = &m, true
+	}
 	return changed
 }
 
 // Refuse refuses what Refuse (the function) says cannot be queued.
-func (k Kind) Refuse(obj client.Object) string {
-	js := obj.(*jobsetv1.JobSet)
-	q := QueueName(js)
-	return Refuse(js, q != "" && k.Dispatched != nil && k.Dispatched(js.Namespace, q))
-}
+func (Kind) Refuse(obj client.Object) string { return Refuse(obj.(*jobsetv1.JobSet)) }
 
 // Start lets the JobSet run on its flavors' nodes (Start, the function).
 func (Kind) Start(obj client.Object, flavors map[string][]*berthv1.ResourceFlavor) error {
@@ -76,11 +77,12 @@ func (Kind) Start(obj client.Object, flavors map[string][]*berthv1.ResourceFlavo
 
 func (Kind) Finished(obj client.Object) (bool, bool) { return Finished(obj.(*jobsetv1.JobSet)) }
 
-// HeldFields are what Hold changes: whether the JobSet is suspended, and
-// the metadata of each replicated Job's pod template (its labels).
+// HeldFields are what Hold changes: whether the JobSet is suspended, who
+// manages it, and the metadata of each replicated Job's pod template (its
+// labels).
 func (Kind) HeldFields(obj client.Object) []integration.Field {
 	js := obj.(*jobsetv1.JobSet)
-	fields := []integration.Field{{Path: "/spec/suspend", Value: js.Spec.Suspend}}
+	fields := []integration.Field{{Path: "/spec/suspend", Value: js.Spec.Suspend}, {Path: "/spec/managedBy", Value: js.Spec.ManagedBy}}
 	for i := range js.Spec.ReplicatedJobs {
 		fields = append(fields, integration.Field{Path: fmt.Sprintf("/spec/replicatedJobs/%d/template/spec/template/metadata", i),
 			Value: &js.Spec.ReplicatedJobs[i].Template.Spec.Template.ObjectMeta})
