@@ -17,14 +17,15 @@ import (
 	"github.com/berth-dev/berth/internal/testenv"
 )
 
-// `berth up --workers 2` starts a manager and two workers wired together:
-// with the example queues applied, the example Job submitted to the manager
-// runs on a worker and completes, the manager shows it; `berth down` of the
-// manager stops the workers too.
+// `berth up --workers 2 --with jobset` starts a manager and two workers
+// wired together, each running JobSet's controller: with the example queues
+// applied, the example Job and JobSet submitted to the manager run on a
+// worker and complete, the manager shows it; `berth down` of the manager
+// stops the workers too.
 func TestUpWithWorkers(t *testing.T) {
 	t.Parallel()
 	inst := newInstance(t, "fleet")
-	kubeconfig := inst.up(t, "--workers", "2", "--nodes", "2")
+	kubeconfig := inst.up(t, "--workers", "2", "--nodes", "2", "--with", "jobset")
 	kubectl := func(kc string, args ...string) string {
 		t.Helper()
 		out, err := exec.Command(inst.bin, append([]string{"kubectl", "--kubeconfig", kc}, args...)...).CombinedOutput()
@@ -39,6 +40,7 @@ func TestUpWithWorkers(t *testing.T) {
 		kubectl(controlplane.Layout{Dir: dir}.Kubeconfig(), "apply", "-f", "../../examples/multicluster-worker.yaml")
 	}
 	kubectl(kubeconfig, "create", "-f", "../../examples/job.yaml")
+	kubectl(kubeconfig, "create", "-f", "../../examples/jobset.yaml")
 
 	kube := clientFor(t, kubeconfig)
 	ctx := context.Background()
@@ -56,6 +58,14 @@ func TestUpWithWorkers(t *testing.T) {
 			}
 		}
 		return fmt.Errorf("the manager's Job is not Complete: %+v", jobs.Items[0].Status)
+	})
+	testenv.Eventually(t, 2*time.Minute, func() error {
+		out := kubectl(kubeconfig, "get", "jobsets", "-n", "team-a",
+			"-o", `jsonpath={range .items[*]}{.spec.managedBy} {.status.terminalState}{"\n"}{end}`)
+		if strings.TrimSpace(out) != "berth.dev/multicluster Completed" {
+			return fmt.Errorf("the manager's JobSets (managedBy, terminal state): %q; want one dispatched and Completed", out)
+		}
+		return nil
 	})
 	out, code := inst.run(t, "cluster", "list")
 	if code != 0 || strings.Count(out, "Connected") != 2 {
