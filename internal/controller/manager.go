@@ -456,7 +456,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	// else once it is.
 	crdSetups := map[string]func() error{
 		integration.JobSet: func() error {
-			if err := jobsets.Setup(mgr); err != nil {
+			if err := jobsets.Setup(mgr, o.WaitForPodsReady); err != nil {
 				return err
 			}
 			mgr.GetWebhookServer().Register(jobsets.WebhookPath,

@@ -415,15 +415,16 @@ const (
 )
 
 // PodsReadySubject reports a workload whose pods' readiness berth watches
-// (berth controller --wait-for-pods-ready): a batch/v1 Job's (its
-// integration records PodsReady, and a Job evicted is suspended and queues
-// again), running here, not dispatched to a worker cluster (nor a
+// (berth controller --wait-for-pods-ready): a batch/v1 Job's or a JobSet's
+// (their integrations record PodsReady, and one evicted is suspended and
+// queues again), running here, not dispatched to a worker cluster (nor a
 // dispatched copy on a worker). Plain Pods and pod groups are not: evicting
-// them deletes their pods for good.
+// them deletes their pods.
 func PodsReadySubject(w *berthv1.Workload) bool {
 	_, copied := w.Labels[berthv1.MultiClusterOriginLabel]
 	ref := metav1.GetControllerOf(w)
-	return ref != nil && ref.Kind == "Job" && ref.APIVersion == "batch/v1" && !copied && w.Status.ClusterName == ""
+	return ref != nil && ((ref.Kind == "Job" && ref.APIVersion == "batch/v1") ||
+		(ref.Kind == "JobSet" && ref.APIVersion == "jobset.x-k8s.io/v1alpha2")) && !copied && w.Status.ClusterName == ""
 }
 
 // AwaitsPods reports an admitted workload whose pods' readiness berth

@@ -170,3 +170,35 @@ func TestOutlineKeepsWhatBerthReadsOfFinishedWorkloads(t *testing.T) {
 		t.Errorf("outline lost what berth reads: %+v", w)
 	}
 }
+
+// berth times the pods of Jobs and JobSets that run here; not those of
+// other kinds (evicting them deletes their pods), nor of dispatched ones.
+func TestPodsReadySubjects(t *testing.T) {
+	owned := func(apiVersion, kind string) *berthv1.Workload {
+		yes := true
+		w := &berthv1.Workload{ObjectMeta: metav1.ObjectMeta{Name: "w", Namespace: "ns"}}
+		w.OwnerReferences = []metav1.OwnerReference{{APIVersion: apiVersion, Kind: kind, Name: "o", UID: "u", Controller: &yes}}
+		return w
+	}
+	dispatched := owned("batch/v1", "Job")
+	dispatched.Status.ClusterName = "east"
+	copied := owned("jobset.x-k8s.io/v1alpha2", "JobSet")
+	copied.Labels = map[string]string{berthv1.MultiClusterOriginLabel: "mgr"}
+	for _, tc := range []struct {
+		name string
+		w    *berthv1.Workload
+		want bool
+	}{
+		{"Job", owned("batch/v1", "Job"), true},
+		{"JobSet", owned("jobset.x-k8s.io/v1alpha2", "JobSet"), true},
+		{"Pod", owned("v1", "Pod"), false},
+		{"StatefulSet", owned("apps/v1", "StatefulSet"), false},
+		{"no owner", &berthv1.Workload{}, false},
+		{"dispatched Job", dispatched, false},
+		{"copy of a JobSet on a worker", copied, false},
+	} {
+		if got := PodsReadySubject(tc.w); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

@@ -14,7 +14,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	jobsetv1 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
+	"github.com/berth-dev/berth/internal/integration/jobsets"
 	"github.com/berth-dev/berth/internal/testenv"
 	"github.com/berth-dev/berth/internal/workload"
 	. "github.com/berth-dev/berth/test/fixtures"
@@ -35,7 +38,7 @@ func TestMain(m *testing.M) {
 	os.Exit(testenv.MainClusters(m, testenv.Cluster{Name: "podsready", ControllerArgs: []string{
 		"--wait-for-pods-ready", "--pods-ready-timeout=" + timeout.String(),
 		"--pods-ready-backoff-base=" + backoffBase.String(), "--pods-ready-backoff-max=" + (2 * backoffBase).String(),
-		fmt.Sprintf("--pods-ready-requeue-limit=%d", limit), "--pods-ready-block-admission"}}))
+		fmt.Sprintf("--pods-ready-requeue-limit=%d", limit), "--pods-ready-block-admission"}, With: []string{"jobset"}}))
 }
 
 // A gang of three pods of 3 cpu on one node of 8 cpu: two run, the third
@@ -151,6 +154,54 @@ func TestAdmissionWaitsForTheGangsPods(t *testing.T) {
 	admitted := meta.FindStatusCondition(l.Status.Conditions, berthv1.WorkloadQuotaReserved).LastTransitionTime
 	if admitted.Before(&ready) {
 		t.Fatalf("a Job was admitted at %v, before the gang ahead of it had all its pods Ready at %v", admitted, ready)
+	}
+}
+
+// A JobSet is timed as a Job is: a driver and two workers of 3 cpu on one
+// node of 8 cpu cannot all start, so it is evicted after the timeout,
+// suspended, and gives its quota back; with room on a second node it is
+// admitted again after its backoff and its pods are all Ready.
+func TestAJobSetThatCannotStartGivesItsQuotaBack(t *testing.T) {
+	env := testenv.New(t)
+	queue(t, env, "9")
+	js := MakeJobSet("train", env.Namespace).Queue("main").
+		ReplicatedJob("driver", 1, 1).Request("cpu", "3").
+		Toleration(env.Toleration()).PodAnnotation("berth.dev/sim-duration", "10m").
+		ReplicatedJob("workers", 2, 1).Request("cpu", "3").
+		Toleration(env.Toleration()).PodAnnotation("berth.dev/sim-duration", "10m").Obj()
+	env.Create(t, js)
+	var key types.NamespacedName
+	testenv.Eventually(t, wait, func() error {
+		var list berthv1.WorkloadList
+		if err := env.Client.List(ctx, &list, client.InNamespace(env.Namespace),
+			client.MatchingLabels{jobsets.NameLabel: "train"}); err != nil {
+			return err
+		}
+		if len(list.Items) != 1 {
+			return fmt.Errorf("%d workloads for JobSet train, want 1", len(list.Items))
+		}
+		key = client.ObjectKeyFromObject(&list.Items[0])
+		return nil
+	})
+	waitFor(t, env, key, "admitted", func(w *berthv1.Workload) bool { return workload.IsAdmitted(w) })
+
+	w := waitFor(t, env, key, "evicted for its pods", func(w *berthv1.Workload) bool {
+		return workload.PodsReadyTimeouts(w) == 1 && !workload.HasQuota(w)
+	})
+	if c := meta.FindStatusCondition(w.Status.Conditions, berthv1.WorkloadPodsReady); c == nil || c.Reason != workload.PodsReadyTimeout {
+		t.Fatalf("PodsReady after the timeout: %+v", c)
+	}
+	var got jobsetv1.JobSet
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(js), &got); err != nil || !jobsets.Suspended(&got) {
+		t.Fatalf("the evicted JobSet is not suspended (%v)", err)
+	}
+
+	env.CreateSimNode(t, env.Name("n2"), nil)
+	w = waitFor(t, env, key, "all pods Ready", func(w *berthv1.Workload) bool {
+		return workload.IsAdmitted(w) && workload.PodsReady(w)
+	})
+	if c := meta.FindStatusCondition(w.Status.Conditions, berthv1.WorkloadPodsReady); c.Message != "3 of 3 Jobs with all their pods Ready or succeeded" {
+		t.Errorf("PodsReady says %q", c.Message)
 	}
 }
 

@@ -97,6 +97,23 @@ func InSync(wl *berthv1.Workload, js *jobsetv1.JobSet, queue string, priority *i
 		equality.Semantic.DeepEqual(wl.Spec.PodSets, PodSets(js))
 }
 
+// PodsReady reports whether every Job of the JobSet's admission has all
+// its pods Ready (or succeeded) at once, as the JobSet's status counts them
+// per replicated Job, and says how many do.
+func PodsReady(js *jobsetv1.JobSet) (bool, string) {
+	var want, have int32
+	for i := range js.Spec.ReplicatedJobs {
+		rj := &js.Spec.ReplicatedJobs[i]
+		want += rj.Replicas
+		for _, s := range js.Status.ReplicatedJobsStatus {
+			if s.Name == rj.Name {
+				have += min(s.Ready+s.Succeeded, rj.Replicas)
+			}
+		}
+	}
+	return have >= want, fmt.Sprintf("%d of %d Jobs with all their pods Ready or succeeded", have, want)
+}
+
 // PriorityClass is the pod priority class a JobSet's Workload falls back
 // on: its first replicated Job's.
 func PriorityClass(js *jobsetv1.JobSet) string {

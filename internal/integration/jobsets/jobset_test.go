@@ -219,3 +219,20 @@ func TestPrebuiltWorkload(t *testing.T) {
 		t.Errorf("owner %+v", ref)
 	}
 }
+
+// A JobSet's pods are all Ready once every Job of every replicated Job is
+// Ready or succeeded, as its status counts them.
+func TestPodsReady(t *testing.T) {
+	js := MakeJobSet("a", "ns").Queue("q").ReplicatedJob("driver", 1, 1).ReplicatedJob("workers", 3, 2).Obj()
+	if ready, msg := jobsets.PodsReady(js); ready || msg != "0 of 4 Jobs with all their pods Ready or succeeded" {
+		t.Errorf("without status: %v %q", ready, msg)
+	}
+	js.Status.ReplicatedJobsStatus = []jobsetv1.ReplicatedJobStatus{{Name: "driver", Ready: 1}, {Name: "workers", Ready: 1, Succeeded: 1}}
+	if ready, msg := jobsets.PodsReady(js); ready || msg != "3 of 4 Jobs with all their pods Ready or succeeded" {
+		t.Errorf("one worker Job not Ready: %v %q", ready, msg)
+	}
+	js.Status.ReplicatedJobsStatus[1].Ready = 2
+	if ready, _ := jobsets.PodsReady(js); !ready {
+		t.Error("every Job Ready or succeeded, but not all Ready")
+	}
+}

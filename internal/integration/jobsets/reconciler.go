@@ -36,12 +36,17 @@ type Reconciler struct {
 	live  client.Reader
 	rec   events.EventRecorder
 	clock clock.Clock
+	// podsReady: record when a running JobSet's pods are all Ready
+	// (--wait-for-pods-ready).
+	podsReady bool
 }
 
 // Setup registers the JobSet reconciler with mgr. It watches the Jobs
-// JobSets make, to hear when a stopping JobSet's pods are gone.
-func Setup(mgr ctrl.Manager) error {
-	r := &Reconciler{client: mgr.GetClient(), live: mgr.GetAPIReader(), rec: mgr.GetEventRecorder("berth-jobsets"), clock: clock.RealClock{}}
+// JobSets make, to hear when a stopping JobSet's pods are gone. With
+// podsReady it records the Workload's PodsReady condition.
+func Setup(mgr ctrl.Manager, podsReady bool) error {
+	r := &Reconciler{client: mgr.GetClient(), live: mgr.GetAPIReader(), rec: mgr.GetEventRecorder("berth-jobsets"), clock: clock.RealClock{},
+		podsReady: podsReady}
 	queued := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		js, ok := o.(*jobsetv1.JobSet)
 		return ok && QueueName(js) != ""
@@ -156,6 +161,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 
 	if workload.IsAdmitted(&wl) {
 		if !Suspended(&js) {
+			if r.podsReady && !workload.PodsReady(&wl) && workload.PodsReadySubject(&wl) {
+				if ready, msg := PodsReady(&js); ready {
+					orig := wl.DeepCopy()
+					workload.SetPodsReady(&wl, msg, r.clock.Now())
+					return reconcile.Result{}, client.IgnoreNotFound(r.client.Status().Patch(ctx, &wl,
+						client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})))
+				}
+			}
 			return reconcile.Result{}, nil // running
 		}
 		return reconcile.Result{}, integration.Start(ctx, r.client, r.live, r.rec, Kind{}, &js, &wl)
