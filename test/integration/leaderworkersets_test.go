@@ -115,6 +115,33 @@ func TestLeaderWorkerSetGroupsAreQueuedWhole(t *testing.T) {
 	})
 }
 
+// A group preempted by a Pod of higher priority loses all its pods at
+// once; LeaderWorkerSet makes them again, and the group waits, gated,
+// until the quota is free, then runs whole again.
+func TestPreemptedLeaderWorkerSetGroupQueuesAgain(t *testing.T) {
+	env := testenv.New(t)
+	_, cq, node := podQueue(t, env, "4")
+	high := preemptLowerPriority(t, env, cq)
+	lws := makeLeaderWorkerSet("infer", env.Namespace, 1, 3)
+	env.Create(t, lws)
+	waitAdmitted(t, env, env.Namespace, lwsWorkload("infer", 0))
+	waitLWSPods(t, env, "infer", node.Name, 3, 0)
+
+	urgent := plainPod("urgent", env.Namespace, "2", "1h", map[string]string{
+		berthv1.QueueNameLabel: "main", berthv1.PriorityClassLabel: high})
+	env.Create(t, urgent)
+	testenv.Eventually(t, wait, func() error { return runsOn(env, urgent.Name, node.Name) })
+	waitLWSPods(t, env, "infer", node.Name, 0, 3)
+	waitPending(t, env, env.Namespace, lwsWorkload("infer", 0), "needs")
+
+	if err := env.Client.Delete(ctx, urgent); err != nil {
+		t.Fatal(err)
+	}
+	waitAdmitted(t, env, env.Namespace, lwsWorkload("infer", 0))
+	waitLWSPods(t, env, "infer", node.Name, 3, 0)
+	waitUsage(t, env, cq, "4")
+}
+
 // What could never be whole while it waits is refused, naming the field:
 // workers made only once the leader is Ready.
 func TestLeaderWorkerSetRefusals(t *testing.T) {
