@@ -93,7 +93,7 @@ throughput long before the API server is busy.`,
 	f.StringSliceVar(&o.Integrations, "integrations", o.Integrations,
 		"the kinds berth queues: batch/job (Jobs, those of CronJobs too), pod (Pods and pod groups), deployment (its pods, as Pods; needs pod), statefulset (its pods, as one pod group; needs pod), jobset.x-k8s.io/jobset (JobSets, where their CRD is installed), leaderworkerset.x-k8s.io/leaderworkerset (each group of a LeaderWorkerSet, as one pod group, where its CRD is installed; needs pod); the others' objects are left alone, whatever their labels")
 	f.BoolVar(&o.WaitForPodsReady, "wait-for-pods-ready", o.WaitForPodsReady,
-		"all-or-nothing start: evict an admitted Job or JobSet whose pods are not all Ready within --pods-ready-timeout, give its quota back and queue it again after a backoff; each admitted one gets a PodsReady condition (one more write)")
+		"all-or-nothing start: evict an admitted Job, JobSet or StatefulSet whose pods are not all Ready within --pods-ready-timeout, give its quota back and queue it again after a backoff; each admitted one gets a PodsReady condition (one more write)")
 	f.DurationVar(&o.PodsReady.Timeout, "pods-ready-timeout", o.PodsReady.Timeout,
 		"with --wait-for-pods-ready: how long after its admission a workload's pods have to be all Ready")
 	f.DurationVar(&o.PodsReady.BackoffBase, "pods-ready-backoff-base", o.PodsReady.BackoffBase,
@@ -103,7 +103,7 @@ throughput long before the API server is busy.`,
 	f.Int32Var(&o.PodsReady.RequeueLimit, "pods-ready-requeue-limit", o.PodsReady.RequeueLimit,
 		"with --wait-for-pods-ready: after this many timeouts the workload is deactivated (spec.active false) until 'berth resume'; 0 never")
 	f.BoolVar(&o.PodsReady.BlockAdmission, "pods-ready-block-admission", o.PodsReady.BlockAdmission,
-		"with --wait-for-pods-ready: a ClusterQueue admits nothing while a Job it admitted has not had all its pods Ready, so gangs start one after another")
+		"with --wait-for-pods-ready: a ClusterQueue admits nothing while a workload it admitted has not had all its pods Ready, so gangs start one after another")
 	gf := goflag.NewFlagSet("zap", goflag.ContinueOnError)
 	zapOpts.BindFlags(gf)
 	f.AddGoFlagSet(gf)

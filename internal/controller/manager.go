@@ -439,7 +439,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		if err := pods.Setup(mgr); err != nil {
 			return err
 		}
-		if err := podgroups.Setup(ctx, mgr, kinds.On(integration.StatefulSet)); err != nil {
+		if err := podgroups.Setup(ctx, mgr, kinds.On(integration.StatefulSet), o.WaitForPodsReady); err != nil {
 			return err
 		}
 		mgr.GetWebhookServer().Register(pods.WebhookPath, &crwebhook.Admission{Handler: integration.NewHolder(pods.Kind{})})

@@ -415,16 +415,28 @@ const (
 )
 
 // PodsReadySubject reports a workload whose pods' readiness berth watches
-// (berth controller --wait-for-pods-ready): a batch/v1 Job's or a JobSet's
-// (their integrations record PodsReady, and one evicted is suspended and
-// queues again), running here, not dispatched to a worker cluster (nor a
-// dispatched copy on a worker). Plain Pods and pod groups are not: evicting
-// them deletes their pods.
+// (berth controller --wait-for-pods-ready), running here, not dispatched
+// to a worker cluster (nor a dispatched copy on a worker): a batch/v1 Job's
+// or a JobSet's (their integrations record PodsReady, and one evicted is
+// suspended and queues again), or a StatefulSet's pod group (owned by the
+// StatefulSet: evicted, its pods are deleted, the StatefulSet makes them
+// again and the same Workload queues again). Plain Pods and other pod
+// groups are not: evicting them deletes their pods, and what comes back,
+// if anything, is a new Workload.
 func PodsReadySubject(w *berthv1.Workload) bool {
 	_, copied := w.Labels[berthv1.MultiClusterOriginLabel]
-	ref := metav1.GetControllerOf(w)
-	return ref != nil && ((ref.Kind == "Job" && ref.APIVersion == "batch/v1") ||
-		(ref.Kind == "JobSet" && ref.APIVersion == "jobset.x-k8s.io/v1alpha2")) && !copied && w.Status.ClusterName == ""
+	if copied || w.Status.ClusterName != "" {
+		return false
+	}
+	if ref := metav1.GetControllerOf(w); ref != nil {
+		return (ref.Kind == "Job" && ref.APIVersion == "batch/v1") || (ref.Kind == "JobSet" && ref.APIVersion == "jobset.x-k8s.io/v1alpha2")
+	}
+	for _, ref := range w.OwnerReferences {
+		if ref.Kind == "StatefulSet" && ref.APIVersion == "apps/v1" {
+			return true
+		}
+	}
+	return false
 }
 
 // AwaitsPods reports an admitted workload whose pods' readiness berth

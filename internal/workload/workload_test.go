@@ -171,8 +171,9 @@ func TestOutlineKeepsWhatBerthReadsOfFinishedWorkloads(t *testing.T) {
 	}
 }
 
-// berth times the pods of Jobs and JobSets that run here; not those of
-// other kinds (evicting them deletes their pods), nor of dispatched ones.
+// berth times the pods of Jobs, JobSets and StatefulSets that run here; not
+// those of other kinds (evicting them deletes their pods for good), nor of
+// dispatched ones.
 func TestPodsReadySubjects(t *testing.T) {
 	owned := func(apiVersion, kind string) *berthv1.Workload {
 		yes := true
@@ -192,7 +193,8 @@ func TestPodsReadySubjects(t *testing.T) {
 		{"Job", owned("batch/v1", "Job"), true},
 		{"JobSet", owned("jobset.x-k8s.io/v1alpha2", "JobSet"), true},
 		{"Pod", owned("v1", "Pod"), false},
-		{"StatefulSet", owned("apps/v1", "StatefulSet"), false},
+		{"StatefulSet's pod group", &berthv1.Workload{ObjectMeta: metav1.ObjectMeta{OwnerReferences: []metav1.OwnerReference{
+			{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "db", UID: "s"}, {APIVersion: "v1", Kind: "Pod", Name: "db-0", UID: "p"}}}}, true},
 		{"no owner", &berthv1.Workload{}, false},
 		{"dispatched Job", dispatched, false},
 		{"copy of a JobSet on a worker", copied, false},

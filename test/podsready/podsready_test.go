@@ -9,8 +9,11 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -18,6 +21,8 @@ import (
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
 	"github.com/berth-dev/berth/internal/integration/jobsets"
+	"github.com/berth-dev/berth/internal/integration/podgroups"
+	"github.com/berth-dev/berth/internal/integration/pods"
 	"github.com/berth-dev/berth/internal/testenv"
 	"github.com/berth-dev/berth/internal/workload"
 	. "github.com/berth-dev/berth/test/fixtures"
@@ -202,6 +207,51 @@ func TestAJobSetThatCannotStartGivesItsQuotaBack(t *testing.T) {
 	})
 	if c := meta.FindStatusCondition(w.Status.Conditions, berthv1.WorkloadPodsReady); c.Message != "3 of 3 Jobs with all their pods Ready or succeeded" {
 		t.Errorf("PodsReady says %q", c.Message)
+	}
+}
+
+// A StatefulSet's pod group is timed too: three replicas of 3 cpu on one
+// node of 8 cpu cannot all start, so its group is evicted after the
+// timeout, its pods deleted; the StatefulSet makes them again and the same
+// Workload queues again after its backoff; with room on a second node its
+// pods are all Ready.
+func TestAStatefulSetThatCannotStartGivesItsQuotaBack(t *testing.T) {
+	env := testenv.New(t)
+	queue(t, env, "9")
+	replicas := int32(3)
+	labels := map[string]string{"app": "db"}
+	db := &appsv1.StatefulSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: env.Namespace, Labels: map[string]string{berthv1.QueueNameLabel: "main"}},
+		Spec: appsv1.StatefulSetSpec{
+			Replicas: &replicas, PodManagementPolicy: appsv1.ParallelPodManagement, ServiceName: "db",
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: map[string]string{"berth.dev/sim-duration": "10m"}},
+				Spec: corev1.PodSpec{Tolerations: []corev1.Toleration{env.Toleration()}, Containers: []corev1.Container{{Name: "main", Image: "db",
+					Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{"cpu": resource.MustParse("3")}}}}},
+			},
+		},
+	}
+	env.Create(t, db)
+	key := types.NamespacedName{Namespace: env.Namespace, Name: podgroups.WorkloadName(pods.StatefulSetGroup("db"))}
+	first := waitFor(t, env, key, "admitted", func(w *berthv1.Workload) bool { return workload.IsAdmitted(w) })
+
+	w := waitFor(t, env, key, "evicted for its pods", func(w *berthv1.Workload) bool {
+		return workload.PodsReadyTimeouts(w) == 1 && !workload.HasQuota(w)
+	})
+	if c := meta.FindStatusCondition(w.Status.Conditions, berthv1.WorkloadPodsReady); c == nil || c.Reason != workload.PodsReadyTimeout {
+		t.Fatalf("PodsReady after the timeout: %+v", c)
+	}
+	if w.UID != first.UID {
+		t.Fatal("the group's Workload was made again; want the same one queued again, counting its timeouts")
+	}
+
+	env.CreateSimNode(t, env.Name("n2"), nil)
+	w = waitFor(t, env, key, "all pods Ready", func(w *berthv1.Workload) bool {
+		return workload.IsAdmitted(w) && workload.PodsReady(w)
+	})
+	if c := meta.FindStatusCondition(w.Status.Conditions, berthv1.WorkloadPodsReady); c.Message != "3 of 3 pods Ready" || workload.PodsReadyTimeouts(w) < 1 {
+		t.Errorf("PodsReady says %q after %d timeouts", c.Message, workload.PodsReadyTimeouts(w))
 	}
 }
 

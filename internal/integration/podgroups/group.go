@@ -84,6 +84,10 @@ type Plan struct {
 	// RecheckAfter: a Pod being deleted may still run until then, or an
 	// incomplete group is said to wait then.
 	RecheckAfter time.Duration
+	// PodsReady, when not empty, says that every Pod of an admitted
+	// StatefulSet's group is Ready, for its Workload's PodsReady condition
+	// (recorded with --wait-for-pods-ready).
+	PodsReady string
 }
 
 // Start is a gated Pod to run in pod set PodSet of the admitted Workload.
@@ -212,6 +216,9 @@ func decideServing(g Group, wl *berthv1.Workload, running, waiting []*corev1.Pod
 		}
 		p.adopt(wl, g.Pods)
 		p.start(g, running, waiting)
+		if ready := countReady(running); !workload.PodsReady(wl) && ready >= g.Total {
+			p.PodsReady = fmt.Sprintf("%d of %d pods Ready", ready, g.Total)
+		}
 	case workload.HasQuota(wl):
 		// Reserved, not yet admitted: its Pods wait.
 	default:
@@ -221,6 +228,22 @@ func decideServing(g Group, wl *berthv1.Workload, running, waiting []*corev1.Pod
 			p.Update = !sameSpec(wl.Spec, p.Spec)
 		}
 	}
+}
+
+// countReady counts the Pods Ready and not being deleted.
+func countReady(running []*corev1.Pod) int32 {
+	var n int32
+	for _, pod := range running {
+		if pod.DeletionTimestamp != nil {
+			continue
+		}
+		for _, c := range pod.Status.Conditions {
+			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // podCount is how many Pods wl holds quota for.

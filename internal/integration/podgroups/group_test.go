@@ -45,6 +45,12 @@ func (b *podBuilder) Started() *podBuilder {
 	return b
 }
 func (b *podBuilder) Phase(ph corev1.PodPhase) *podBuilder { b.p.Status.Phase = ph; return b }
+
+// Ready marks the Pod Ready.
+func (b *podBuilder) Ready() *podBuilder {
+	b.p.Status.Conditions = append(b.p.Status.Conditions, corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionTrue})
+	return b
+}
 func (b *podBuilder) OnNode() *podBuilder                  { b.p.Spec.NodeName = "n1"; return b }
 func (b *podBuilder) Deleting(grace time.Duration) *podBuilder {
 	t := metav1.NewTime(now.Add(grace))

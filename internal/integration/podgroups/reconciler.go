@@ -47,14 +47,18 @@ type Reconciler struct {
 	// statefulSets: the groups of StatefulSets' Pods are queued (the
 	// statefulset integration is on).
 	statefulSets bool
+	// podsReady: record when a StatefulSet's group has all its Pods Ready
+	// (--wait-for-pods-ready).
+	podsReady bool
 }
 
 // groupIndex indexes cached Pods by the name of their pod group.
 const groupIndex = "berth.dev/pod-group"
 
 // Setup registers the pod-group reconciler with mgr; with statefulSets,
-// the groups of queued StatefulSets' Pods too.
-func Setup(ctx context.Context, mgr ctrl.Manager, statefulSets bool) error {
+// the groups of queued StatefulSets' Pods too; with podsReady, it records
+// when those have all their Pods Ready.
+func Setup(ctx context.Context, mgr ctrl.Manager, statefulSets, podsReady bool) error {
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Pod{}, groupIndex, func(o client.Object) []string {
 		if g, _, _ := pods.Group(o); g != "" {
 			return []string{g}
@@ -64,7 +68,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, statefulSets bool) error {
 		return err
 	}
 	r := &Reconciler{client: mgr.GetClient(), live: mgr.GetAPIReader(), rec: mgr.GetEventRecorder("berth-podgroups"),
-		clock: clock.RealClock{}, statefulSets: statefulSets}
+		clock: clock.RealClock{}, statefulSets: statefulSets, podsReady: podsReady}
 	ofPod := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 		if g, _, _ := pods.Group(o); g != "" {
 			return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: g}}}
@@ -340,6 +344,11 @@ func (r *Reconciler) carryOut(ctx context.Context, g *Group, p Plan) error {
 		if err := r.start(ctx, wl, s); err != nil {
 			return err
 		}
+	}
+	if p.PodsReady != "" && r.podsReady && workload.PodsReadySubject(wl) {
+		orig := wl.DeepCopy()
+		workload.SetPodsReady(wl, p.PodsReady, now)
+		return r.patchStatus(ctx, wl, orig)
 	}
 	return nil
 }

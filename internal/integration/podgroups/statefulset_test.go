@@ -6,8 +6,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
+	"github.com/berth-dev/berth/internal/workload"
 )
 
 // sts is the group of a StatefulSet of replicas Pods, of which pods are
@@ -126,5 +128,28 @@ func TestStoppedGroupStaysStopped(t *testing.T) {
 	}
 	if p := Decide(group(all, stopping(inactive(makeWorkload(all)))), now); !p.Release || p.Delete {
 		t.Errorf("pod group, stopped while admitted, its Pods stopped: %+v; want its quota given back, the Workload kept", p)
+	}
+}
+
+// An admitted StatefulSet's group says when all its replicas are Ready, for
+// its PodsReady condition; not before, and not again.
+func TestStatefulSetGroupPodsReady(t *testing.T) {
+	ready := makePods(2, "1", func(b *podBuilder) *podBuilder { return b.Started().Ready() })
+	wl := admitted(sized(ready, 3))
+	if p := Decide(sts(3, ready, wl), now); p.PodsReady != "" {
+		t.Errorf("2 of 3 Pods Ready: %q; want nothing said", p.PodsReady)
+	}
+	all := append(ready, makePod("p2", "1").Started().Ready().Obj())
+	if p := Decide(sts(3, all, wl), now); p.PodsReady != "3 of 3 pods Ready" {
+		t.Errorf("3 of 3 Pods Ready: %q", p.PodsReady)
+	}
+	all[0].DeletionTimestamp = &metav1.Time{Time: now}
+	if p := Decide(sts(3, all, wl), now); p.PodsReady != "" {
+		t.Errorf("one of 3 Ready Pods being deleted: %q; want nothing said", p.PodsReady)
+	}
+	all[0].DeletionTimestamp = nil
+	workload.SetPodsReady(wl, "3 of 3 pods Ready", now)
+	if p := Decide(sts(3, all, wl), now); p.PodsReady != "" {
+		t.Errorf("recorded already: %q; want nothing said", p.PodsReady)
 	}
 }
