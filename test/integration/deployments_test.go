@@ -85,6 +85,49 @@ func TestDeploymentPodsAreQueuedOneByOne(t *testing.T) {
 	}
 }
 
+// A Deployment's pod preempted by a Pod of higher priority is deleted; the
+// Deployment makes another, which waits gated until the quota is free and
+// then runs on the flavor's node; deleted, the Deployment gives all its
+// quota back.
+func TestDeploymentPodPreemptedAndResumed(t *testing.T) {
+	env := testenv.New(t)
+	_, cq, node := podQueue(t, env, "2")
+	high := preemptLowerPriority(t, env, cq)
+	replicas := int32(2)
+	labels := map[string]string{"app": "web"}
+	d := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: env.Namespace, Labels: map[string]string{berthv1.QueueNameLabel: "main"}},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: &replicas,
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "busybox",
+					Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{"cpu": resource.MustParse("1")}}}}},
+			},
+		},
+	}
+	env.Create(t, d)
+	waitPodsOf(t, env, "Deployment web", labels, node.Name, 2, 0)
+
+	urgent := plainPod("urgent", env.Namespace, "1", "1h", map[string]string{
+		berthv1.QueueNameLabel: "main", berthv1.PriorityClassLabel: high})
+	env.Create(t, urgent)
+	testenv.Eventually(t, wait, func() error { return runsOn(env, urgent.Name, node.Name) })
+	waitPodsOf(t, env, "Deployment web", labels, node.Name, 1, 1)
+
+	if err := env.Client.Delete(ctx, urgent); err != nil {
+		t.Fatal(err)
+	}
+	waitPodsOf(t, env, "Deployment web", labels, node.Name, 2, 0)
+	waitUsage(t, env, cq, "2")
+
+	if err := env.Client.Delete(ctx, d, client.PropagationPolicy(metav1.DeletePropagationForeground)); err != nil {
+		t.Fatal(err)
+	}
+	waitUsage(t, env, cq, "0")
+}
+
 func scale(t *testing.T, env *testenv.Env, d *appsv1.Deployment, n int32) {
 	t.Helper()
 	patch := client.RawPatch("application/merge-patch+json", []byte(fmt.Sprintf(`{"spec":{"replicas":%d}}`, n)))
