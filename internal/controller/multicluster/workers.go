@@ -65,8 +65,8 @@ type connection struct {
 	// serving them gets a new connection.
 	jobSets bool
 	client  client.Client
-	direct client.Reader
-	stop   context.CancelFunc
+	direct  client.Reader
+	stop    context.CancelFunc
 
 	mu        sync.Mutex
 	conflicts map[types.NamespacedName]conflict // Jobs there that are not this manager's copies

@@ -51,7 +51,7 @@ func (b *podBuilder) Ready() *podBuilder {
 	b.p.Status.Conditions = append(b.p.Status.Conditions, corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionTrue})
 	return b
 }
-func (b *podBuilder) OnNode() *podBuilder                  { b.p.Spec.NodeName = "n1"; return b }
+func (b *podBuilder) OnNode() *podBuilder { b.p.Spec.NodeName = "n1"; return b }
 func (b *podBuilder) Deleting(grace time.Duration) *podBuilder {
 	t := metav1.NewTime(now.Add(grace))
 	b.p.DeletionTimestamp = &t
