@@ -1,0 +1,87 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/berth-dev/berth/internal/controller"
+	"github.com/berth-dev/berth/internal/dashboard"
+)
+
+func newDashboardCommand() *cobra.Command {
+	var (
+		inst       instanceFlags
+		kubeconfig string
+		listen     string
+	)
+	cmd := &cobra.Command{
+		Use:   "dashboard",
+		Short: "Serve a live web dashboard of the cohort tree and each ClusterQueue's workloads, on loopback",
+		Long: `Serve a web page showing every cohort and ClusterQueue as a tree (as
+'berth top' does: pending, reserving and admitted workloads, and per flavor
+and resource the quota used and borrowed), and, for the ClusterQueue
+selected, its pending workloads in order with why each waits, and its
+admitted ones. The page updates itself as the cluster changes: the
+dashboard keeps one watch of the cluster and tells every open page of
+each change.
+
+The first line printed is the page's URL. It listens on loopback only
+(--listen, a free port unless one is named), and is read-only. It works
+against a berth instance (--name/--data-dir) or any cluster running berth
+(--kubeconfig), with that kubeconfig's permissions.`,
+		Example: `  berth dashboard
+  berth dashboard --listen 127.0.0.1:8080`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := dashboard.CheckListen(listen); err != nil {
+				return err
+			}
+			ctrllog.SetLogger(zap.New(zap.WriteTo(cmd.ErrOrStderr()))) // the watch's errors
+			cfg, err := clusterConfig(&inst, kubeconfig)
+			if err != nil {
+				return err
+			}
+			srv, err := dashboard.New(cfg, controller.Scheme())
+			if err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			if err := srv.Start(ctx); err != nil {
+				return fmt.Errorf("watching %s: %w", cfg.Host, err)
+			}
+			ln, err := net.Listen("tcp", listen)
+			if err != nil {
+				return fmt.Errorf("--listen %s: %w", listen, err)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "http://%s/\n", ln.Addr())
+			fmt.Fprintf(cmd.ErrOrStderr(), "serving the dashboard of %s; Ctrl-C to stop\n", cfg.Host)
+			hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+			go func() {
+				<-ctx.Done()
+				shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				defer cancel()
+				_ = hs.Shutdown(shut)
+			}()
+			if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				return err
+			}
+			return nil
+		},
+	}
+	inst.add(cmd)
+	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "the cluster to show, instead of a berth instance")
+	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:0", "the loopback address to serve on (port 0: a free one)")
+	return cmd
+}

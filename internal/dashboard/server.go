@@ -1,0 +1,270 @@
+package dashboard
+
+import (
+	"context"
+	"embed"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	berthv1 "github.com/berth-dev/berth/api/v1beta1"
+	"github.com/berth-dev/berth/internal/top"
+)
+
+//go:embed web
+var web embed.FS
+
+// settle is how long the server waits after a change for more before it
+// tells the browsers: a burst of admissions is one update, not hundreds.
+const settle = 250 * time.Millisecond
+
+// SyncTimeout bounds how long Start waits for the first lists.
+const SyncTimeout = time.Minute
+
+// Server serves the dashboard of one cluster from one watch of its queues
+// and workloads.
+type Server struct {
+	cache cache.Cache
+
+	mu   sync.Mutex
+	subs map[chan struct{}]struct{}
+	kick chan struct{}
+}
+
+// New makes a Server for the cluster cfg reaches; Start starts its watch.
+func New(cfg *rest.Config, scheme *runtime.Scheme) (*Server, error) {
+	c, err := cache.New(cfg, cache.Options{Scheme: scheme, DefaultTransform: cache.TransformStripManagedFields()})
+	if err != nil {
+		return nil, err
+	}
+	return &Server{cache: c, subs: map[chan struct{}]struct{}{}, kick: make(chan struct{}, 1)}, nil
+}
+
+// Start watches the cluster's ClusterQueues, Cohorts, LocalQueues and
+// Workloads until ctx ends, and returns once the first lists are in.
+func (s *Server) Start(ctx context.Context) error {
+	for _, obj := range []client.Object{&berthv1.ClusterQueue{}, &berthv1.Cohort{}, &berthv1.LocalQueue{}, &berthv1.Workload{}} {
+		inf, err := s.cache.GetInformer(ctx, obj)
+		if err != nil {
+			return err
+		}
+		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+			AddFunc:    func(any) { s.changed() },
+			UpdateFunc: func(any, any) { s.changed() },
+			DeleteFunc: func(any) { s.changed() },
+		}); err != nil {
+			return err
+		}
+	}
+	go func() { _ = s.cache.Start(ctx) }()
+	syncCtx, cancel := context.WithTimeout(ctx, SyncTimeout)
+	defer cancel()
+	if !s.cache.WaitForCacheSync(syncCtx) {
+		return fmt.Errorf("the watch of the cluster's queues and workloads did not start within %s", SyncTimeout)
+	}
+	go s.tell(ctx)
+	return nil
+}
+
+func (s *Server) changed() {
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
+
+// tell lets every browser know of changes, at most once per settle.
+func (s *Server) tell(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.kick:
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(settle):
+		}
+		s.mu.Lock()
+		for ch := range s.subs {
+			select {
+			case ch <- struct{}{}:
+			default: // it has one to read already
+			}
+		}
+		s.mu.Unlock()
+	}
+}
+
+// Handler serves the page and its API:
+//   - GET /api/tree: the cohort tree, as `berth top -o json` prints it;
+//   - GET /api/workloads?clusterQueue=NAME&state=pending|admitted&offset=N&limit=N:
+//     a page of a ClusterQueue's workloads (Workloads);
+//   - GET /api/events: server-sent events, one "tree" event carrying the
+//     tree at once and after every change.
+//
+// Requests whose Host is not a loopback address are refused, so that a web
+// page elsewhere cannot read the dashboard through a name it points at
+// 127.0.0.1.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	sub, _ := fs.Sub(web, "web") // the embedded directory is always there
+	mux.Handle("GET /", http.FileServerFS(sub))
+	mux.HandleFunc("GET /api/tree", func(w http.ResponseWriter, r *http.Request) {
+		tree, err := s.tree(r.Context())
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		writeJSON(w, tree)
+	})
+	mux.HandleFunc("GET /api/workloads", s.workloads)
+	mux.HandleFunc("GET /api/events", s.events)
+	return guard(mux)
+}
+
+func guard(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host, _, err := net.SplitHostPort(r.Host)
+		if err != nil {
+			host = r.Host
+		}
+		if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+			http.Error(w, fmt.Sprintf("Host %q: the dashboard answers only to loopback addresses", r.Host), http.StatusForbidden)
+			return
+		}
+		w.Header().Set("Content-Security-Policy", "default-src 'self'; object-src 'none'; frame-ancestors 'none'")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		next.ServeHTTP(w, r)
+	})
+}
+
+// Tree is what /api/tree and each "tree" event carry.
+type Tree struct {
+	Roots []top.Node `json:"roots"`
+}
+
+func (s *Server) tree(ctx context.Context) (Tree, error) {
+	var cqs berthv1.ClusterQueueList
+	var cohorts berthv1.CohortList
+	if err := s.cache.List(ctx, &cqs); err != nil {
+		return Tree{}, err
+	}
+	if err := s.cache.List(ctx, &cohorts); err != nil {
+		return Tree{}, err
+	}
+	roots := top.Tree(cqs.Items, cohorts.Items)
+	if roots == nil {
+		roots = []top.Node{}
+	}
+	return Tree{Roots: roots}, nil
+}
+
+func (s *Server) workloads(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	cq, state := q.Get("clusterQueue"), q.Get("state")
+	if cq == "" {
+		http.Error(w, "query parameter clusterQueue: required", http.StatusBadRequest)
+		return
+	}
+	num := func(name string, def int) (int, bool) {
+		v := q.Get(name)
+		if v == "" {
+			return def, true
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			http.Error(w, fmt.Sprintf("query parameter %s=%q: not a whole number", name, v), http.StatusBadRequest)
+			return 0, false
+		}
+		return n, true
+	}
+	offset, ok := num("offset", 0)
+	if !ok {
+		return
+	}
+	limit, ok := num("limit", 100)
+	if !ok {
+		return
+	}
+	var lqs berthv1.LocalQueueList
+	var wls berthv1.WorkloadList
+	if err := s.cache.List(r.Context(), &lqs); err != nil {
+		http.Error(w, err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	if err := s.cache.List(r.Context(), &wls, client.UnsafeDisableDeepCopy); err != nil {
+		http.Error(w, err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	byName := make(map[string]string, len(lqs.Items))
+	for _, lq := range lqs.Items {
+		byName[lq.Namespace+"/"+lq.Name] = lq.Spec.ClusterQueue
+	}
+	list := make([]*berthv1.Workload, len(wls.Items))
+	for i := range wls.Items {
+		list[i] = &wls.Items[i]
+	}
+	page, err := Workloads(list, byName, cq, state, offset, limit)
+	if err != nil {
+		http.Error(w, "query: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	writeJSON(w, page)
+}
+
+func (s *Server) events(w http.ResponseWriter, r *http.Request) {
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		http.Error(w, "streaming is not supported here", http.StatusInternalServerError)
+		return
+	}
+	ch := make(chan struct{}, 1)
+	ch <- struct{}{} // the tree as it is now, first
+	s.mu.Lock()
+	s.subs[ch] = struct{}{}
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.subs, ch)
+		s.mu.Unlock()
+	}()
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case <-ch:
+		}
+		tree, err := s.tree(r.Context())
+		if err != nil {
+			return
+		}
+		data, err := json.Marshal(tree)
+		if err != nil {
+			return
+		}
+		if _, err := fmt.Fprintf(w, "event: tree\ndata: %s\n\n", data); err != nil {
+			return
+		}
+		flusher.Flush()
+	}
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(v)
+}

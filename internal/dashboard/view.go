@@ -1,0 +1,139 @@
+package dashboard
+
+import (
+	"cmp"
+	"fmt"
+	"net"
+	"slices"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+
+	berthv1 "github.com/berth-dev/berth/api/v1beta1"
+	"github.com/berth-dev/berth/internal/workload"
+)
+
+// States of a workload as the dashboard lists them.
+const (
+	Pending  = "pending"
+	Admitted = "admitted"
+)
+
+// Row is one workload in a ClusterQueue's list.
+type Row struct {
+	Namespace  string    `json:"namespace"`
+	Name       string    `json:"name"`
+	LocalQueue string    `json:"localQueue"`
+	Priority   int32     `json:"priority"`
+	Created    time.Time `json:"created"`
+	// Position is its place in the list, from 1.
+	Position int `json:"position"`
+	// Why says in words why a pending workload waits (its QuotaReserved
+	// condition), or since when an admitted one holds quota.
+	Why string `json:"why"`
+}
+
+// Page is one page of a ClusterQueue's workloads in one state.
+type Page struct {
+	ClusterQueue string `json:"clusterQueue"`
+	State        string `json:"state"`
+	Total        int    `json:"total"`
+	Offset       int    `json:"offset"`
+	Rows         []Row  `json:"rows"`
+}
+
+// MaxLimit is the most rows a page holds.
+const MaxLimit = 500
+
+// Workloads is the page of cq's workloads in state (Pending or Admitted)
+// from offset, at most limit rows: pending ones in the order the queue
+// takes them when nothing else decides (higher priority first, then
+// older), admitted ones oldest admission first. localQueues maps
+// "namespace/name" of each LocalQueue to its ClusterQueue: a pending
+// workload is listed under the ClusterQueue its LocalQueue points at.
+func Workloads(wls []*berthv1.Workload, localQueues map[string]string, cq, state string, offset, limit int) (Page, error) {
+	if state != Pending && state != Admitted {
+		return Page{}, fmt.Errorf("state %q: want %s or %s", state, Pending, Admitted)
+	}
+	if offset < 0 || limit < 1 || limit > MaxLimit {
+		return Page{}, fmt.Errorf("offset %d, limit %d: want offset 0 or more and limit 1 to %d", offset, limit, MaxLimit)
+	}
+	type item struct {
+		wl    *berthv1.Workload
+		since time.Time
+	}
+	var items []item
+	for _, wl := range wls {
+		if workload.IsFinished(wl) {
+			continue
+		}
+		switch {
+		case state == Admitted && workload.HasQuota(wl) && wl.Status.Admission.ClusterQueue == cq:
+			var since time.Time
+			if c := meta.FindStatusCondition(wl.Status.Conditions, berthv1.WorkloadQuotaReserved); c != nil {
+				since = c.LastTransitionTime.Time
+			}
+			items = append(items, item{wl, since})
+		case state == Pending && !workload.HasQuota(wl) && localQueues[wl.Namespace+"/"+wl.Spec.QueueName] == cq:
+			items = append(items, item{wl, wl.CreationTimestamp.Time})
+		}
+	}
+	slices.SortFunc(items, func(a, b item) int {
+		if state == Pending {
+			if c := cmp.Compare(priority(b.wl), priority(a.wl)); c != 0 {
+				return c
+			}
+		}
+		if c := a.since.Compare(b.since); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.wl.Namespace+"/"+a.wl.Name, b.wl.Namespace+"/"+b.wl.Name)
+	})
+	p := Page{ClusterQueue: cq, State: state, Total: len(items), Offset: offset, Rows: []Row{}}
+	for i := offset; i < len(items) && i < offset+limit; i++ {
+		wl := items[i].wl
+		r := Row{Namespace: wl.Namespace, Name: wl.Name, LocalQueue: wl.Spec.QueueName, Priority: priority(wl),
+			Created: wl.CreationTimestamp.Time, Position: i + 1}
+		c := meta.FindStatusCondition(wl.Status.Conditions, berthv1.WorkloadQuotaReserved)
+		switch {
+		case state == Admitted:
+			r.Why = "admitted"
+			if c != nil {
+				r.Why = "holds quota since " + c.LastTransitionTime.UTC().Format(time.RFC3339)
+			}
+		case c != nil && c.Message != "":
+			r.Why = c.Message
+		default:
+			r.Why = "waiting for its turn"
+		}
+		p.Rows = append(p.Rows, r)
+	}
+	return p, nil
+}
+
+func priority(wl *berthv1.Workload) int32 {
+	if wl.Spec.Priority == nil {
+		return 0
+	}
+	return *wl.Spec.Priority
+}
+
+// CheckListen refuses an address the dashboard must not listen on: any but
+// a loopback one, since a page served elsewhere would need TLS and a token,
+// which the dashboard does not have yet. The host must be an IP address or
+// "localhost"; an empty port or 0 picks a free one.
+func CheckListen(addr string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("--listen %q: %v (want HOST:PORT, e.g. 127.0.0.1:8080)", addr, err)
+	}
+	if host == "localhost" {
+		return nil
+	}
+	ip := net.ParseIP(host)
+	if ip == nil || !ip.IsLoopback() {
+		return fmt.Errorf("--listen %q: the dashboard listens on loopback only (127.0.0.1, ::1 or localhost); "+
+			"serving it on other addresses needs TLS and a token, which are not supported yet: use kubectl port-forward or an SSH tunnel", addr)
+	}
+	return nil
+}
