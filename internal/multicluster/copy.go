@@ -39,23 +39,7 @@ var jobControllerLabels = []string{
 func RemoteJob(job *batchv1.Job, origin, workloadName string) *batchv1.Job {
 	c := job.DeepCopy()
 	_, _ = jobs.RestoreTemplate(c) // a damaged record leaves the template as it is
-	out := &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: job.Name, Namespace: job.Namespace,
-			Labels:      maps.Clone(c.Labels),
-			Annotations: maps.Clone(c.Annotations),
-		},
-		Spec: c.Spec,
-	}
-	if out.Labels == nil {
-		out.Labels = map[string]string{}
-	}
-	if out.Annotations == nil {
-		out.Annotations = map[string]string{}
-	}
-	out.Labels[OriginLabel] = origin
-	out.Labels[berthv1.PrebuiltWorkloadLabel] = workloadName
-	out.Annotations[WorkloadAnnotation] = workloadName
+	out := &batchv1.Job{ObjectMeta: copyMeta(c, origin, workloadName), Spec: c.Spec}
 	yes := true
 	out.Spec.Suspend = &yes
 	out.Spec.ManagedBy = nil
@@ -81,23 +65,7 @@ func RemoteJob(job *batchv1.Job, origin, workloadName string) *batchv1.Job {
 func RemoteJobSet(js *jobsetv1.JobSet, origin, workloadName string) *jobsetv1.JobSet {
 	c := js.DeepCopy()
 	_, _ = jobsets.Restore(c) // a damaged record leaves the templates as they are
-	out := &jobsetv1.JobSet{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: js.Name, Namespace: js.Namespace,
-			Labels:      maps.Clone(c.Labels),
-			Annotations: maps.Clone(c.Annotations),
-		},
-		Spec: c.Spec,
-	}
-	if out.Labels == nil {
-		out.Labels = map[string]string{}
-	}
-	if out.Annotations == nil {
-		out.Annotations = map[string]string{}
-	}
-	out.Labels[OriginLabel] = origin
-	out.Labels[berthv1.PrebuiltWorkloadLabel] = workloadName
-	out.Annotations[WorkloadAnnotation] = workloadName
+	out := &jobsetv1.JobSet{ObjectMeta: copyMeta(c, origin, workloadName), Spec: c.Spec}
 	yes := true
 	out.Spec.Suspend = &yes
 	out.Spec.ManagedBy = nil
@@ -117,6 +85,24 @@ func RemoteJobSet(js *jobsetv1.JobSet, origin, workloadName string) *jobsetv1.Jo
 func JobSetStatus(manager, remote *jobsetv1.JobSet) (jobsetv1.JobSetStatus, bool) {
 	want := *remote.Status.DeepCopy()
 	return want, !equality.Semantic.DeepEqual(manager.Status, want)
+}
+
+// copyMeta is the metadata of a copy of obj made by origin for the
+// manager's Workload workloadName: obj's name, namespace, labels and
+// annotations, marked with origin and naming the Workload to use.
+func copyMeta(obj metav1.Object, origin, workloadName string) metav1.ObjectMeta {
+	m := metav1.ObjectMeta{Name: obj.GetName(), Namespace: obj.GetNamespace(),
+		Labels: maps.Clone(obj.GetLabels()), Annotations: maps.Clone(obj.GetAnnotations())}
+	if m.Labels == nil {
+		m.Labels = map[string]string{}
+	}
+	if m.Annotations == nil {
+		m.Annotations = map[string]string{}
+	}
+	m.Labels[OriginLabel] = origin
+	m.Labels[berthv1.PrebuiltWorkloadLabel] = workloadName
+	m.Annotations[WorkloadAnnotation] = workloadName
+	return m
 }
 
 // RemoteWorkload is the copy of the manager's Workload made on every

@@ -24,21 +24,7 @@ import (
 func TestDeploymentPodsAreQueuedOneByOne(t *testing.T) {
 	env := testenv.New(t)
 	_, cq, _ := podQueue(t, env, "2")
-	replicas := int32(3)
-	labels := map[string]string{"app": "web"}
-	d := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: env.Namespace,
-			Labels: map[string]string{berthv1.KueueQueueNameLabel: "main"}},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: &replicas,
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "busybox",
-					Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{"cpu": resource.MustParse("1")}}}}},
-			},
-		},
-	}
+	d := makeDeployment(env.Namespace, 3, berthv1.KueueQueueNameLabel)
 	env.Create(t, d)
 	if q := d.Spec.Template.Labels[berthv1.QueueNameLabel]; q != "main" {
 		t.Fatalf("pod template labels %v: want the Deployment's queue on it", d.Spec.Template.Labels)
@@ -93,20 +79,8 @@ func TestDeploymentPodPreemptedAndResumed(t *testing.T) {
 	env := testenv.New(t)
 	_, cq, node := podQueue(t, env, "2")
 	high := preemptLowerPriority(t, env, cq)
-	replicas := int32(2)
-	labels := map[string]string{"app": "web"}
-	d := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: env.Namespace, Labels: map[string]string{berthv1.QueueNameLabel: "main"}},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: &replicas,
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "busybox",
-					Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{"cpu": resource.MustParse("1")}}}}},
-			},
-		},
-	}
+	d := makeDeployment(env.Namespace, 2, berthv1.QueueNameLabel)
+	labels := d.Spec.Selector.MatchLabels
 	env.Create(t, d)
 	waitPodsOf(t, env, "Deployment web", labels, node.Name, 2, 0)
 
@@ -126,6 +100,24 @@ func TestDeploymentPodPreemptedAndResumed(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitUsage(t, env, cq, "0")
+}
+
+// makeDeployment is Deployment web of replicas pods of 1 cpu, queued in
+// LocalQueue main by the queue label queueLabel (berth's or Kueue's).
+func makeDeployment(ns string, replicas int32, queueLabel string) *appsv1.Deployment {
+	labels := map[string]string{"app": "web"}
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns, Labels: map[string]string{queueLabel: "main"}},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: &replicas,
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "busybox",
+					Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{"cpu": resource.MustParse("1")}}}}},
+			},
+		},
+	}
 }
 
 func scale(t *testing.T, env *testenv.Env, d *appsv1.Deployment, n int32) {
