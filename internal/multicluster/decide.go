@@ -21,14 +21,15 @@ type Worker struct {
 	Active bool
 	Since  time.Time
 	// Copied: the worker holds a copy of the workload; Admitted: it
-	// admitted it; Job: it holds the Job made for it (only known while
-	// Active).
+	// admitted it; Job: it holds the Job (or JobSet) made for it (only
+	// known while Active).
 	Copied, Admitted, Job bool
 	// ReservedAt is when the worker's copy reserved quota there (its
 	// QuotaReserved condition), as that worker's clock says.
 	ReservedAt time.Time
 	// Conflict, when not empty, says why no copy can be made there (no such
-	// namespace, or a Job of the same name that is not this workload's).
+	// namespace, a Job of the same name that is not this workload's, no
+	// JobSets served there for a JobSet's).
 	Conflict string
 	// Leaving: its WorkerCluster is being deleted. It gets no copy, and
 	// what runs there is queued again.
@@ -56,8 +57,8 @@ type Plan struct {
 	// Create and Delete name the workers where a copy of the Workload is
 	// made, or the copies (Workload and Job) are removed.
 	Create, Delete []string
-	// CreateJob, when not empty, is the worker where the Job is made: the
-	// one whose copy won.
+	// CreateJob, when not empty, is the worker where the Job (or JobSet)
+	// is made: the one whose copy won.
 	CreateJob string
 	// State, when not nil, is the check's new state and message.
 	State *berthv1.AdmissionCheckState
@@ -207,7 +208,7 @@ func running(in Input, state berthv1.AdmissionCheckState) Plan {
 			fmt.Sprintf("its Workload on worker cluster %s is gone; it is queued again", name), in.Now)
 	case known && w.Active && !w.Job && w.Conflict != "":
 		p.State = newState(state, berthv1.CheckRetry,
-			fmt.Sprintf("its Job cannot be made on worker cluster %s: %s; it is queued again", name, w.Conflict), in.Now)
+			fmt.Sprintf("its Job or JobSet cannot be made on worker cluster %s: %s; it is queued again", name, w.Conflict), in.Now)
 	case known && w.Active && !w.Job:
 		p.CreateJob = name
 	case known && w.Active:
