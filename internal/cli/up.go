@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -279,6 +280,16 @@ func upForeground(cmd *cobra.Command, o *upOptions, dir string) error {
 		progress.finish(notice{Error: err.Error()})
 		return err
 	}
+	_ = os.Remove(filepath.Join(dir, dashboardURLFile)) // an earlier supervisor's
+	if !o.noController {
+		// A page of the queues, live; served by this supervisor while the
+		// instance runs. Without it the instance still works.
+		if url, err := serveDashboard(ctx, inst.Kubeconfig(), dir, stderr); err != nil {
+			fmt.Fprintf(stderr, "the dashboard did not start: %v\n", err)
+		} else {
+			fmt.Fprintf(stdout, "  watch it: %s    (the dashboard: the queues, live)\n", url)
+		}
+	}
 	vclusters.StartAll(dir, progress, startDetached)
 	fmt.Fprintln(stdout, inst.Kubeconfig())
 	progress.finish(notice{Ready: inst.Kubeconfig()})
@@ -409,6 +420,9 @@ func upDetached(cmd *cobra.Command, o *upOptions, dir string) error {
 	fmt.Fprintf(stdout, "berth %q is up in the background (supervisor pid %d), data in %s\n", o.name, pid, dir)
 	fmt.Fprintf(stdout, "  use it:   berth kubectl %s get nodes    (or kubectl --kubeconfig %s ...)\n", o.selector(dir), kubeconfig)
 	fmt.Fprintf(stdout, "  stop it:  berth down %s\n", o.selector(dir))
+	if url := dashboardURL(dir); url != "" {
+		fmt.Fprintf(stdout, "  watch it: %s    (the dashboard: the queues, live)\n", url)
+	}
 	if err := o.wireWorkers(cmd, kubeconfig); err != nil {
 		return fmt.Errorf("%w (berth %q keeps running; stop it with 'berth down %s')", err, o.name, o.selector(dir))
 	}

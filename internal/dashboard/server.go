@@ -135,6 +135,31 @@ func (s *Server) Handler() http.Handler {
 	return guard(mux)
 }
 
+// Lazily is s's Handler, with s started (Start, with ctx) on the first
+// request rather than before: a dashboard served beside an instance
+// watches nothing, and costs its API server nothing, until a page is
+// opened. A failed start is retried on the next request.
+func Lazily(ctx context.Context, s *Server) http.Handler {
+	var (
+		mu      sync.Mutex
+		started bool
+	)
+	h := s.Handler()
+	return guard(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		if !started {
+			if err := s.Start(ctx); err != nil {
+				mu.Unlock()
+				http.Error(w, err.Error(), http.StatusServiceUnavailable)
+				return
+			}
+			started = true
+		}
+		mu.Unlock()
+		h.ServeHTTP(w, r)
+	}))
+}
+
 func guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		host, _, err := net.SplitHostPort(r.Host)
