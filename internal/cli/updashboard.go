@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"k8s.io/client-go/tools/clientcmd"
@@ -62,5 +63,5 @@ func dashboardURL(dir string) string {
 	if err != nil {
 		return ""
 	}
-	return string(data[:len(data)-1])
+	return strings.TrimSpace(string(data))
 }

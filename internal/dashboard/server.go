@@ -37,6 +37,9 @@ const SyncTimeout = time.Minute
 type Server struct {
 	cache cache.Cache
 
+	once     sync.Once
+	startErr error
+
 	mu   sync.Mutex
 	subs map[chan struct{}]struct{}
 	kick chan struct{}
@@ -52,8 +55,23 @@ func New(cfg *rest.Config, scheme *runtime.Scheme) (*Server, error) {
 }
 
 // Start watches the cluster's ClusterQueues, Cohorts, LocalQueues and
-// Workloads until ctx ends, and returns once the first lists are in.
+// Workloads until ctx ends, and returns once the first lists are in. It
+// may be called again after it failed: the watch is started once, and a
+// later call waits for its first lists again.
 func (s *Server) Start(ctx context.Context) error {
+	s.once.Do(func() { s.startErr = s.watch(ctx) })
+	if s.startErr != nil {
+		return s.startErr
+	}
+	syncCtx, cancel := context.WithTimeout(ctx, SyncTimeout)
+	defer cancel()
+	if !s.cache.WaitForCacheSync(syncCtx) {
+		return fmt.Errorf("the watch of the cluster's queues and workloads did not start within %s", SyncTimeout)
+	}
+	return nil
+}
+
+func (s *Server) watch(ctx context.Context) error {
 	for _, obj := range []client.Object{&berthv1.ClusterQueue{}, &berthv1.Cohort{}, &berthv1.LocalQueue{}, &berthv1.Workload{}} {
 		inf, err := s.cache.GetInformer(ctx, obj)
 		if err != nil {
@@ -68,11 +86,6 @@ func (s *Server) Start(ctx context.Context) error {
 		}
 	}
 	go func() { _ = s.cache.Start(ctx) }()
-	syncCtx, cancel := context.WithTimeout(ctx, SyncTimeout)
-	defer cancel()
-	if !s.cache.WaitForCacheSync(syncCtx) {
-		return fmt.Errorf("the watch of the cluster's queues and workloads did not start within %s", SyncTimeout)
-	}
 	go s.tell(ctx)
 	return nil
 }
