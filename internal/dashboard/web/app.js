@@ -66,10 +66,7 @@ function nodeView(n) {
   box.append(head);
   for (const r of n.resources ?? []) box.append(resourceRow(r));
   for (const c of n.children ?? []) box.append(nodeView(c));
-  if (n.kind === "ClusterQueue") {
-    if (n.name === selected) box.classList.add("selected");
-    head.addEventListener("click", () => select(n.name));
-  }
+  if (n.kind === "ClusterQueue" && n.name === selected) box.classList.add("selected");
   return box;
 }
 
@@ -119,6 +116,13 @@ function select(name) {
   }
   loadQueue();
 }
+
+// One listener for the whole tree: it is drawn again on every change, and
+// a click must not be lost to a node replaced under the pointer.
+document.getElementById("tree").addEventListener("click", (e) => {
+  const node = e.target.closest(".node");
+  if (node && node.dataset.node.startsWith("ClusterQueue/")) select(node.dataset.node.slice("ClusterQueue/".length));
+});
 
 for (const state of ["pending", "admitted"]) {
   document.getElementById(state + "-more").addEventListener("click", () => {
