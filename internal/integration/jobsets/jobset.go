@@ -43,6 +43,18 @@ func Prebuilt(js *jobsetv1.JobSet) (string, bool) {
 	return name, ok && name != ""
 }
 
+// PrebuiltMismatch says why a JobSet may not use the prebuilt Workload
+// its label names, or "": the Workload must ask for the JobSet's own pod
+// sets, or the label would let a JobSet run under an admission made for
+// less than it runs.
+func PrebuiltMismatch(wl *berthv1.Workload, js *jobsetv1.JobSet) string {
+	if equality.Semantic.DeepEqual(wl.Spec.PodSets, PodSets(js)) {
+		return ""
+	}
+	return fmt.Sprintf("JobSet %s: metadata.labels[%s] names Workload %s, whose pod sets are not this JobSet's; it is not used",
+		js.Name, berthv1.PrebuiltWorkloadLabel, wl.Name)
+}
+
 // ManagedBy is the spec.managedBy of a JobSet that runs on a worker
 // cluster: this cluster's JobSet controller leaves it alone.
 const ManagedBy = jobs.ManagedBy

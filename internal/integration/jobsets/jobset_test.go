@@ -236,3 +236,18 @@ func TestPodsReady(t *testing.T) {
 		t.Error("every Job Ready or succeeded, but not all Ready")
 	}
 }
+
+// A JobSet may use a prebuilt Workload only if it asks for the JobSet's own
+// pod sets: a label naming a smaller admitted Workload must not let it run
+// past its quota.
+func TestPrebuiltWorkloadMustBeTheJobSets(t *testing.T) {
+	js := MakeJobSet("a", "ns").Queue("q").ReplicatedJob("w", 2, 1).Request("cpu", "4").Obj()
+	own := jobsets.NewWorkload(js, "q", nil, "")
+	if why := jobsets.PrebuiltMismatch(own, js); why != "" {
+		t.Errorf("its own pod sets refused: %s", why)
+	}
+	small := MakeWorkload("small", "ns").Queue("q").Obj()
+	if why := jobsets.PrebuiltMismatch(small, js); !strings.Contains(why, "whose pod sets are not this JobSet's") {
+		t.Errorf("another Workload's pod sets: %q; want refused", why)
+	}
+}

@@ -96,6 +96,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 
 	_, prebuilt := Prebuilt(&js)
+	if prebuilt && exists {
+		if why := PrebuiltMismatch(&wl, &js); why != "" {
+			if !Suspended(&js) {
+				return reconcile.Result{}, r.suspend(ctx, &js, why)
+			}
+			r.rec.Eventf(&js, nil, corev1.EventTypeWarning, "PrebuiltMismatch", "Admission", "%s", why)
+			return reconcile.Result{}, nil
+		}
+	}
 	if prebuilt && exists && integration.Adopt(&wl, &js, GVK) {
 		return reconcile.Result{}, client.IgnoreNotFound(r.client.Update(ctx, &wl))
 	}
