@@ -32,7 +32,8 @@ func newDashboardCommand() *cobra.Command {
 'berth top' does: pending, reserving and admitted workloads, and per flavor
 and resource the quota used and borrowed), and, for the ClusterQueue
 selected, its pending workloads in order with why each waits, and its
-admitted ones. The page updates itself as the cluster changes: the
+admitted ones; and a workload's page: 'berth why' in words, its conditions,
+its pod sets with their flavors and topology, its pods and its events. The page updates itself as the cluster changes: the
 dashboard keeps one watch of the cluster and tells every open page of
 each change.
 

@@ -1,16 +1,10 @@
 package cli
 
 import (
-	"context"
 	"fmt"
-	"time"
 
 	"github.com/spf13/cobra"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	berthv1 "github.com/berth-dev/berth/api/v1beta1"
 	"github.com/berth-dev/berth/internal/why"
 )
 
@@ -64,7 +58,7 @@ answer may differ: the copy runs without fair sharing.`,
 			if err != nil {
 				return err
 			}
-			in, err := readWhyInput(ctx, c)
+			in, err := why.Read(ctx, c)
 			if err != nil {
 				return err
 			}
@@ -85,30 +79,4 @@ answer may differ: the copy runs without fair sharing.`,
 	cmd.ValidArgsFunction = comp.kindThenName([]string{"workload", "job", "jobset", "statefulset"}, parseQueueKind)
 	comp.flag(cmd, "namespace", "Namespace")
 	return cmd
-}
-
-// readWhyInput reads what why.Explain needs of the cluster.
-func readWhyInput(ctx context.Context, c client.Client) (why.Input, error) {
-	in := why.Input{Now: time.Now(), NamespaceLabel: map[string]labels.Set{}}
-	var (
-		lqs     berthv1.LocalQueueList
-		cqs     berthv1.ClusterQueueList
-		cohorts berthv1.CohortList
-		rfs     berthv1.ResourceFlavorList
-		checks  berthv1.AdmissionCheckList
-		wls     berthv1.WorkloadList
-		nss     corev1.NamespaceList
-	)
-	for what, l := range map[string]client.ObjectList{"LocalQueues": &lqs, "ClusterQueues": &cqs, "Cohorts": &cohorts,
-		"ResourceFlavors": &rfs, "AdmissionChecks": &checks, "Workloads": &wls, "Namespaces": &nss} {
-		if err := c.List(ctx, l); err != nil {
-			return in, fmt.Errorf("listing %s: %w", what, err)
-		}
-	}
-	in.LocalQueues, in.ClusterQueues, in.Cohorts, in.Flavors = lqs.Items, cqs.Items, cohorts.Items, rfs.Items
-	in.Checks, in.Workloads = checks.Items, wls.Items
-	for _, ns := range nss.Items {
-		in.NamespaceLabel[ns.Name] = ns.Labels
-	}
-	return in, nil
 }

@@ -12,7 +12,11 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -20,6 +24,7 @@ import (
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
 	"github.com/berth-dev/berth/internal/top"
+	"github.com/berth-dev/berth/internal/why"
 )
 
 //go:embed web
@@ -36,6 +41,13 @@ const SyncTimeout = time.Minute
 // and workloads.
 type Server struct {
 	cache cache.Cache
+	// api reads what the dashboard does not watch (a workload's pods and
+	// events), only while a page shows that workload, and at most once per
+	// relatedTTL for all the pages that do.
+	api client.Reader
+
+	relatedMu sync.Mutex
+	related   map[types.NamespacedName]relatedRead
 
 	once     sync.Once
 	startErr error
@@ -51,11 +63,17 @@ func New(cfg *rest.Config, scheme *runtime.Scheme) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Server{cache: c, subs: map[chan struct{}]struct{}{}, kick: make(chan struct{}, 1)}, nil
+	api, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, err
+	}
+	return &Server{cache: c, api: api, related: map[types.NamespacedName]relatedRead{},
+		subs: map[chan struct{}]struct{}{}, kick: make(chan struct{}, 1)}, nil
 }
 
 // Start watches the cluster's ClusterQueues, Cohorts, LocalQueues and
-// Workloads until ctx ends, and returns once the first lists are in. It
+// Workloads (and, for `berth why`, its ResourceFlavors, AdmissionChecks and
+// Namespaces) until ctx ends, and returns once the first lists are in. It
 // may be called again after it failed: the watch is started once, and a
 // later call waits for its first lists again.
 func (s *Server) Start(ctx context.Context) error {
@@ -82,6 +100,11 @@ func (s *Server) watch(ctx context.Context) error {
 			UpdateFunc: func(any, any) { s.changed() },
 			DeleteFunc: func(any) { s.changed() },
 		}); err != nil {
+			return err
+		}
+	}
+	for _, obj := range []client.Object{&berthv1.ResourceFlavor{}, &berthv1.AdmissionCheck{}, &corev1.Namespace{}} {
+		if _, err := s.cache.GetInformer(ctx, obj); err != nil {
 			return err
 		}
 	}
@@ -125,6 +148,7 @@ func (s *Server) tell(ctx context.Context) {
 //   - GET /api/tree: the cohort tree, as `berth top -o json` prints it;
 //   - GET /api/workloads?clusterQueue=NAME&state=pending|admitted&offset=N&limit=N:
 //     a page of a ClusterQueue's workloads (Workloads);
+//   - GET /api/workload?namespace=NS&name=NAME: a workload's page (Detail);
 //   - GET /api/events: server-sent events, one "tree" event carrying the
 //     tree at once and after every change.
 //
@@ -144,6 +168,7 @@ func (s *Server) Handler() http.Handler {
 		writeJSON(w, tree)
 	})
 	mux.HandleFunc("GET /api/workloads", s.workloads)
+	mux.HandleFunc("GET /api/workload", s.workload)
 	mux.HandleFunc("GET /api/events", s.events)
 	return guard(mux)
 }
@@ -305,4 +330,86 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 func writeJSON(w http.ResponseWriter, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(v)
+}
+
+// relatedTTL is how long a workload's pods and events, read from the API
+// server, serve every page showing it: pages ask again on every change in
+// the cluster, the API server is asked at most this often.
+const relatedTTL = 2 * time.Second
+
+type relatedRead struct {
+	at     time.Time
+	pods   []corev1.Pod
+	events []corev1.Event
+	err    error
+}
+
+func (s *Server) workload(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	key := types.NamespacedName{Namespace: q.Get("namespace"), Name: q.Get("name")}
+	for param, v := range map[string]string{"namespace": key.Namespace, "name": key.Name} {
+		if v == "" {
+			http.Error(w, "query parameter "+param+": required", http.StatusBadRequest)
+			return
+		}
+	}
+	wl := &berthv1.Workload{}
+	if err := s.cache.Get(r.Context(), key, wl); err != nil {
+		code := http.StatusServiceUnavailable
+		if apierrors.IsNotFound(err) {
+			code = http.StatusNotFound
+		}
+		http.Error(w, fmt.Sprintf("Workload %s: %v", key, err), code)
+		return
+	}
+	in, err := why.Read(r.Context(), s.cache)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	in.Workload = wl
+	rel := s.relatedOf(r.Context(), wl)
+	d := Describe(wl, rel.pods, rel.events, why.Render(why.Explain(in)))
+	if rel.err != nil {
+		// The page still says what the watch knows; the rest is named.
+		d.Why += "\n(its pods and events could not be read: " + rel.err.Error() + ")"
+	}
+	writeJSON(w, d)
+}
+
+// relatedOf reads wl's pods and its and its owner's events, or gives the
+// last read if it is recent.
+func (s *Server) relatedOf(ctx context.Context, wl *berthv1.Workload) relatedRead {
+	key := types.NamespacedName{Namespace: wl.Namespace, Name: wl.Name}
+	s.relatedMu.Lock()
+	defer s.relatedMu.Unlock()
+	now := time.Now()
+	if last, ok := s.related[key]; ok && now.Sub(last.at) < relatedTTL {
+		return last
+	}
+	for k, v := range s.related { // pages move on; forget what they left
+		if now.Sub(v.at) >= relatedTTL {
+			delete(s.related, k)
+		}
+	}
+	read := relatedRead{at: now}
+	var pods corev1.PodList
+	if err := s.api.List(ctx, &pods, client.InNamespace(wl.Namespace), client.MatchingLabelsSelector{Selector: PodSelector(wl)}); err != nil {
+		read.err = fmt.Errorf("listing pods: %w", err)
+	}
+	read.pods = pods.Items
+	names := []string{wl.Name}
+	if o := metav1.GetControllerOf(wl); o != nil {
+		names = append(names, o.Name)
+	}
+	for _, name := range names {
+		var evs corev1.EventList
+		if err := s.api.List(ctx, &evs, client.InNamespace(wl.Namespace), client.MatchingFields{"involvedObject.name": name}); err != nil {
+			read.err = fmt.Errorf("listing events: %w", err)
+			continue
+		}
+		read.events = append(read.events, evs.Items...)
+	}
+	s.related[key] = read
+	return read
 }

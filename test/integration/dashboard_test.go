@@ -112,8 +112,19 @@ func TestDashboardShowsQueuesLiveInABrowser(t *testing.T) {
 	if !strings.Contains(fmt.Sprint(tree), cohort) {
 		t.Fatalf("/api/tree has no cohort %s: %+v", cohort, tree)
 	}
-	if res, err := http.Get(url + "api/workloads?clusterQueue=" + cq + "&state=pending&limit=-1"); err != nil || res.StatusCode != http.StatusBadRequest {
-		t.Errorf("a bad limit: %v %v; want 400", res.Status, err)
+	for path, want := range map[string]int{
+		"api/workloads?clusterQueue=" + cq + "&state=pending&limit=-1": http.StatusBadRequest,
+		"api/workload?namespace=" + env.Namespace:                      http.StatusBadRequest,
+		"api/workload?namespace=" + env.Namespace + "&name=none":       http.StatusNotFound,
+	} {
+		res, err := http.Get(url + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != want {
+			t.Errorf("%s: %s; want %d", path, res.Status, want)
+		}
 	}
 
 	// The queue is chosen by the link a click on it makes (#cq=NAME): the
@@ -140,12 +151,42 @@ func TestDashboardShowsQueuesLiveInABrowser(t *testing.T) {
 	waitText(t, ctx, node+` [data-field="pending"]`, "1 pending")
 	save(t, ctx, "dashboard.png")
 
+	// Its row opens its page: why it waits, in berth why's words.
+	wl := env.Namespace + "/" + jobs.WorkloadName(second)
+	testenv.Eventually(t, wait, func() error {
+		sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		if _, err := chromedp.Run(sctx, chromedp.Click(chromedp.CSS("#pending "+row))); err != nil {
+			return err
+		}
+		got, err := chromedp.Run(sctx, chromedp.Text(chromedp.CSS("#workload-title")))
+		if err != nil || !strings.Contains(got, wl) {
+			return fmt.Errorf("the workload's page says %q (%v) after a click on its row", got, err)
+		}
+		return nil
+	})
+	waitText(t, ctx, "#workload-why", "position:  1 of 1 waiting in ClusterQueue "+cq)
+	waitText(t, ctx, "#workload-summary", "made for Job second")
+	waitText(t, ctx, "#workload-podsets", "cpu 1")
+
 	if err := env.Client.Delete(ctx, first, client.PropagationPolicy("Background")); err != nil {
 		t.Fatal(err)
 	}
-	waitText(t, ctx, "#admitted "+row, env.Namespace+"/"+jobs.WorkloadName(second))
+	waitText(t, ctx, "#admitted "+row, wl)
 	waitText(t, ctx, node+` [data-field="pending"]`, "0 pending")
 	waitText(t, ctx, node+` [data-resource="`+rf+`/cpu"] [data-field="usage"]`, "1 of 2")
+
+	// Its page follows: admitted, to its flavor; its Job's pod made; the
+	// Job controller's event.
+	waitText(t, ctx, "#workload-timeline", "Admitted")
+	waitText(t, ctx, "#workload-podsets", "cpu: "+rf)
+	waitText(t, ctx, "#workload-pods", "second-")
+	waitText(t, ctx, "#workload-events", "SuccessfulCreate")
+	save(t, ctx, "dashboard-workload.png")
+	loc, err := chromedp.Run(ctx, chromedp.Location())
+	if err != nil || !strings.Contains(loc, "wl="+strings.ReplaceAll(wl, "/", "%2F")) {
+		t.Errorf("the page's URL is %s (%v); want it to name the workload shown", loc, err)
+	}
 }
 
 // save writes a screenshot of the page when -screenshots names a directory.

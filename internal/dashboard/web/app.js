@@ -5,6 +5,7 @@
 
 const pageSize = 100;
 let selected = null; // the ClusterQueue whose workloads are shown
+let workload = null; // the workload whose page is shown, "namespace/name"
 const shown = { pending: pageSize, admitted: pageSize };
 
 function el(tag, cls, text) {
@@ -105,9 +106,77 @@ async function loadQueue() {
   }
 }
 
+// The URL keeps what is shown (#cq=NAME&wl=NAMESPACE/NAME): a link to this
+// view.
+function keepInURL() {
+  const p = new URLSearchParams();
+  if (selected) p.set("cq", selected);
+  if (workload) p.set("wl", workload);
+  history.replaceState(null, "", "#" + p.toString());
+}
+
+function fillTable(id, rows, cells) {
+  document.querySelector("#" + id + " tbody").replaceChildren(...rows.map((r) => {
+    const tr = el("tr");
+    tr.append(...cells(r).map((c) => el("td", "", c)));
+    return tr;
+  }));
+}
+
+function when(t) {
+  return t && !t.startsWith("0001-") ? new Date(t).toLocaleTimeString() + " (" + age(t) + " ago)" : "";
+}
+
+async function loadWorkload() {
+  if (!workload) return;
+  const key = workload;
+  const [namespace, name] = key.split("/");
+  const res = await fetch("api/workload?" + new URLSearchParams({ namespace, name }));
+  if (key !== workload) return;
+  const box = document.getElementById("workload");
+  box.hidden = false;
+  document.getElementById("workload-title").textContent = "Workload " + key;
+  if (!res.ok) {
+    document.getElementById("workload-summary").textContent = res.status === 404 ? "It is gone." : await res.text();
+    return;
+  }
+  const d = await res.json();
+  const summary = [d.owner ? "made for " + d.owner : "made by hand", "LocalQueue " + d.localQueue,
+    "priority " + d.priority, "created " + age(d.created) + " ago"];
+  if (!d.active) summary.push("stopped (spec.active is false)");
+  document.getElementById("workload-summary").textContent = summary.join(" · ");
+  document.getElementById("workload-why").textContent = d.why;
+  fillTable("workload-timeline", d.timeline, (s) => [when(s.time), s.condition, s.status, s.reason ?? "", s.message ?? ""]);
+  fillTable("workload-podsets", d.podSets, (p) => [p.name, String(p.count), p.requests, p.admitted ? String(p.admitted) : "",
+    p.flavors ?? "", (p.domains ?? []).join("; ")]);
+  fillTable("workload-pods", d.pods, (p) => [p.name, p.phase, p.ready ? "yes" : "no", p.node ?? "", p.note ?? ""]);
+  document.getElementById("workload-morepods").textContent = d.morePods ? "(and " + d.morePods + " more)" : "";
+  fillTable("workload-events", d.events, (e) => [when(e.time), e.object, e.type, e.reason,
+    e.message + (e.count > 1 ? " (×" + e.count + ")" : "")]);
+}
+
+function openWorkload(key) {
+  workload = key;
+  keepInURL();
+  loadWorkload();
+}
+
+document.getElementById("workload-close").addEventListener("click", () => {
+  workload = null;
+  document.getElementById("workload").hidden = true;
+  keepInURL();
+});
+
+// A workload's row opens its page; the lists are drawn again on every
+// change, so one listener serves them all.
+document.getElementById("queue").addEventListener("click", (e) => {
+  const row = e.target.closest("tr[data-workload]");
+  if (row) openWorkload(row.dataset.workload);
+});
+
 function select(name) {
   selected = name;
-  history.replaceState(null, "", "#cq=" + encodeURIComponent(name)); // a link to this view
+  keepInURL();
   shown.pending = shown.admitted = pageSize;
   document.getElementById("queue-title").textContent = "ClusterQueue " + name;
   document.getElementById("queue").hidden = false;
@@ -131,7 +200,18 @@ for (const state of ["pending", "admitted"]) {
   });
 }
 
-if (location.hash.startsWith("#cq=")) select(decodeURIComponent(location.hash.slice(4)));
+// Its pods and events change without a change to any queue or workload,
+// so an open workload page also asks again every few seconds; the server
+// reads them from the API server at most once in two seconds for every
+// page that asks.
+setInterval(loadWorkload, 3000);
+
+{
+  const shownAtStart = new URLSearchParams(location.hash.slice(1));
+  workload = shownAtStart.get("wl");
+  if (shownAtStart.get("cq")) select(shownAtStart.get("cq"));
+  loadWorkload();
+}
 
 const live = document.getElementById("live");
 const events = new EventSource("api/events");
@@ -140,6 +220,7 @@ events.addEventListener("tree", (e) => {
   live.textContent = "live";
   renderTree(JSON.parse(e.data));
   loadQueue();
+  loadWorkload();
 });
 events.addEventListener("error", () => {
   live.dataset.state = "lost";

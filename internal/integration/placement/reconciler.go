@@ -65,13 +65,19 @@ func (g *Gater) Handle(_ context.Context, req admission.Request) admission.Respo
 	return integration.FieldPatch(before, gates())
 }
 
-// WorkloadOf is the Workload a topology-placed pod belongs to: the prebuilt
-// one its template names (a JobSet's or Job's a manager cluster made here),
-// its JobSet's, its Job's, its pod group's, or its own.
+// WorkloadOf is the Workload a topology-placed pod belongs to.
 func WorkloadOf(pod client.Object) (types.NamespacedName, bool) {
 	if pod.GetLabels()[berthv1.TopologyPlacedLabel] == "" {
 		return types.NamespacedName{}, false
 	}
+	return PodWorkload(pod)
+}
+
+// PodWorkload is the Workload a pod would belong to if berth queued it:
+// the prebuilt one its template names (a JobSet's or Job's a manager
+// cluster made here), its JobSet's, its Job's, its pod group's, or its own.
+// The dashboard finds a workload's pods with it too.
+func PodWorkload(pod client.Object) (types.NamespacedName, bool) {
 	key := types.NamespacedName{Namespace: pod.GetNamespace()}
 	ref := metav1.GetControllerOf(pod)
 	labels := pod.GetLabels()
