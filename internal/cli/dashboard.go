@@ -24,6 +24,7 @@ func newDashboardCommand() *cobra.Command {
 		inst       instanceFlags
 		kubeconfig string
 		listen     string
+		actions    bool
 	)
 	cmd := &cobra.Command{
 		Use:   "dashboard",
@@ -38,11 +39,19 @@ dashboard keeps one watch of the cluster and tells every open page of
 each change.
 
 The first line printed is the page's URL. It listens on loopback only
-(--listen, a free port unless one is named), and is read-only. It works
-against a berth instance (--name/--data-dir) or any cluster running berth
-(--kubeconfig), with that kubeconfig's permissions.`,
+(--listen, a free port unless one is named). It works against a berth
+instance (--name/--data-dir) or any cluster running berth (--kubeconfig),
+and reads with that kubeconfig's permissions.
+
+It is read-only unless --allow-actions is given: then the page offers to
+stop and resume ClusterQueues and workloads, as 'berth stop' and 'berth
+resume' do, each done with the Kubernetes bearer token the user pastes into
+the page (kept in that browser tab only), so that the API server allows
+only what that user may do; the dashboard's own credentials are never used
+for a change.`,
 		Example: `  berth dashboard
-  berth dashboard --listen 127.0.0.1:8080`,
+  berth dashboard --listen 127.0.0.1:8080
+  berth dashboard --allow-actions      # then paste a token, e.g. from 'kubectl create token NAME'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := dashboard.CheckListen(listen); err != nil {
@@ -59,6 +68,9 @@ against a berth instance (--name/--data-dir) or any cluster running berth
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			if actions {
+				srv.AllowActions()
+			}
 			if err := srv.Start(ctx); err != nil {
 				return fmt.Errorf("watching %s: %w", cfg.Host, err)
 			}
@@ -83,6 +95,7 @@ against a berth instance (--name/--data-dir) or any cluster running berth
 	}
 	inst.add(cmd)
 	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "the cluster to show, instead of a berth instance")
+	cmd.Flags().BoolVar(&actions, "allow-actions", false, "let the page stop and resume queues and workloads, with the user's own token")
 	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:0", "the loopback address to serve on (port 0: a free one)")
 	return cmd
 }

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
@@ -17,6 +16,7 @@ import (
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
 	"github.com/berth-dev/berth/internal/controller"
 	"github.com/berth-dev/berth/internal/controlplane"
+	"github.com/berth-dev/berth/internal/stop"
 )
 
 // queueRef is a queue, workload or Job named on the command line.
@@ -56,22 +56,10 @@ func (q queueRef) String() string {
 	return fmt.Sprintf("%s %s/%s", q.kind, q.namespace, q.name)
 }
 
-// stopReport says in words what setting policy on q did; admitted is how
-// many workloads it held then.
-func stopReport(q queueRef, policy berthv1.StopPolicy, admitted int32) string {
-	switch policy {
-	case berthv1.Hold:
-		return fmt.Sprintf("%s stopped: it admits nothing new; its %d admitted workloads keep running", q, admitted)
-	case berthv1.HoldAndDrain:
-		return fmt.Sprintf("%s stopped and draining: it admits nothing new, and its %d admitted workloads are evicted and queue again", q, admitted)
-	}
-	return fmt.Sprintf("%s resumed: it admits again", q)
-}
-
 func newStopCommand() *cobra.Command   { return stopResumeCommand(true) }
 func newResumeCommand() *cobra.Command { return stopResumeCommand(false) }
 
-func stopResumeCommand(stop bool) *cobra.Command {
+func stopResumeCommand(stopping bool) *cobra.Command {
 	var (
 		inst       instanceFlags
 		kubeconfig string
@@ -86,7 +74,7 @@ func stopResumeCommand(stop bool) *cobra.Command {
   berth resume job train -n team-a`,
 		Args: cobra.ExactArgs(2),
 	}
-	if stop {
+	if stopping {
 		cmd.Use = "stop (clusterqueue|localqueue|workload|job|jobset|statefulset) NAME"
 		cmd.Short = "Stop a queue from admitting (stopPolicy Hold, or HoldAndDrain with --drain), or a workload from running"
 		cmd.Long = `Stop a ClusterQueue or LocalQueue from admitting: what it admitted keeps
@@ -109,9 +97,9 @@ queue. 'berth resume' undoes either. It works against a berth instance
 		q := queueRef{kind: kind, name: args[1], namespace: namespace}
 		policy := berthv1.StopPolicyNone
 		switch {
-		case stop && drain:
+		case stopping && drain:
 			policy = berthv1.HoldAndDrain
-		case stop:
+		case stopping:
 			policy = berthv1.Hold
 		}
 		c, err := clusterClient(&inst, kubeconfig)
@@ -122,7 +110,7 @@ queue. 'berth resume' undoes either. It works against a berth instance
 			if drain {
 				return fmt.Errorf("--drain is for queues: a stopped workload always gives its quota back")
 			}
-			msg, err := setActive(cmd.Context(), c, q, !stop)
+			msg, err := setActive(cmd.Context(), c, q, !stopping)
 			if err != nil {
 				return err
 			}
@@ -133,7 +121,7 @@ queue. 'berth resume' undoes either. It works against a berth instance
 		if err != nil {
 			return err
 		}
-		fmt.Fprintln(cmd.OutOrStdout(), stopReport(q, policy, admitted))
+		fmt.Fprintln(cmd.OutOrStdout(), stop.QueueDone(q.String(), policy, admitted))
 		return nil
 	}
 	inst.add(cmd)
@@ -148,25 +136,18 @@ queue. 'berth resume' undoes either. It works against a berth instance
 // setStopPolicy sets q's spec.stopPolicy and returns how many workloads it
 // had admitted.
 func setStopPolicy(ctx context.Context, c client.Client, q queueRef, policy berthv1.StopPolicy) (int32, error) {
-	patch := client.RawPatch(types.MergePatchType, mustJSON(map[string]any{"spec": map[string]any{"stopPolicy": policy}}))
-	var obj client.Object
-	var admitted func() int32
+	ns := q.namespace
 	if q.kind == "ClusterQueue" {
-		cq := &berthv1.ClusterQueue{}
-		cq.Name = q.name
-		obj, admitted = cq, func() int32 { return cq.Status.AdmittedWorkloads }
-	} else {
-		lq := &berthv1.LocalQueue{}
-		lq.Name, lq.Namespace = q.name, q.namespace
-		obj, admitted = lq, func() int32 { return lq.Status.AdmittedWorkloads }
+		ns = ""
 	}
-	if err := c.Patch(ctx, obj, patch); err != nil {
-		if apierrors.IsNotFound(err) {
-			return 0, fmt.Errorf("%s not found", q)
-		}
+	admitted, err := stop.Queue(ctx, c, ns, q.name, policy)
+	if apierrors.IsNotFound(err) {
+		return 0, fmt.Errorf("%s not found", q)
+	}
+	if err != nil {
 		return 0, fmt.Errorf("%s: %w", q, err)
 	}
-	return admitted(), nil
+	return admitted, nil
 }
 
 // setActive sets spec.active of the workload q names (a Job's: the
@@ -176,22 +157,15 @@ func setActive(ctx context.Context, c client.Client, q queueRef, active bool) (s
 	if err != nil {
 		return "", err
 	}
-	wl := *found
-	patch := client.RawPatch(types.MergePatchType, mustJSON(map[string]any{"spec": map[string]any{"active": active}}))
-	if err := c.Patch(ctx, &wl, patch); err != nil {
+	wl, err := stop.Workload(ctx, c, client.ObjectKeyFromObject(found), active)
+	if err != nil {
 		return "", fmt.Errorf("%s: %w", q, err)
 	}
 	what := fmt.Sprintf("Workload %s/%s", wl.Namespace, wl.Name)
 	if ofObject[q.kind] {
 		what = fmt.Sprintf("%s (Workload %s)", q, wl.Name)
 	}
-	switch {
-	case active:
-		return what + " resumed: it queues again", nil
-	case wl.Status.Admission != nil:
-		return what + " stopped: it gives its quota back, and waits out of its queue until resumed", nil
-	}
-	return what + " stopped: it waits out of its queue until resumed", nil
+	return stop.WorkloadDone(what, active, wl.Status.Admission != nil), nil
 }
 
 // findWorkload reads the Workload q names, or the one berth made for the
@@ -219,11 +193,6 @@ func findWorkload(ctx context.Context, c client.Client, q queueRef) (*berthv1.Wo
 		}
 	}
 	return nil, fmt.Errorf("%s has no Workload: it is not queued by berth (no queue label), or does not exist", q)
-}
-
-func mustJSON(v any) []byte {
-	data, _ := json.Marshal(v) // maps of strings always marshal
-	return data
 }
 
 // clusterClient connects to --kubeconfig, else (as kubectl-berth) to the

@@ -4,8 +4,10 @@ import (
 	"context"
 	"embed"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
+	"mime"
 	"net"
 	"net/http"
 	"strconv"
@@ -23,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
+	"github.com/berth-dev/berth/internal/stop"
 	"github.com/berth-dev/berth/internal/top"
 	"github.com/berth-dev/berth/internal/why"
 )
@@ -44,7 +47,11 @@ type Server struct {
 	// api reads what the dashboard does not watch (a workload's pods and
 	// events), only while a page shows that workload, and at most once per
 	// relatedTTL for all the pages that do.
-	api client.Reader
+	api client.Client
+	// cfg and scheme make a client with a user's own token, for actions.
+	cfg     *rest.Config
+	scheme  *runtime.Scheme
+	actions bool
 
 	relatedMu sync.Mutex
 	related   map[types.NamespacedName]relatedRead
@@ -67,9 +74,14 @@ func New(cfg *rest.Config, scheme *runtime.Scheme) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Server{cache: c, api: api, related: map[types.NamespacedName]relatedRead{},
+	return &Server{cache: c, api: api, cfg: cfg, scheme: scheme, related: map[types.NamespacedName]relatedRead{},
 		subs: map[chan struct{}]struct{}{}, kick: make(chan struct{}, 1)}, nil
 }
+
+// AllowActions lets pages stop and resume queues and workloads (POST
+// /api/actions), each with the token of the user who asks, never with the
+// dashboard's own credentials. Call it before Handler.
+func (s *Server) AllowActions() { s.actions = true }
 
 // Start watches the cluster's ClusterQueues, Cohorts, LocalQueues and
 // Workloads (and, for `berth why`, its ResourceFlavors, AdmissionChecks and
@@ -149,6 +161,10 @@ func (s *Server) tell(ctx context.Context) {
 //   - GET /api/workloads?clusterQueue=NAME&state=pending|admitted&offset=N&limit=N:
 //     a page of a ClusterQueue's workloads (Workloads);
 //   - GET /api/workload?namespace=NS&name=NAME: a workload's page (Detail);
+//   - GET /api/config: what the page may offer ({"actions": true} with
+//     AllowActions);
+//   - POST /api/actions: an Action, as the user whose bearer token comes
+//     with it (AllowActions only);
 //   - GET /api/events: server-sent events, one "tree" event carrying the
 //     tree at once and after every change.
 //
@@ -169,6 +185,10 @@ func (s *Server) Handler() http.Handler {
 	})
 	mux.HandleFunc("GET /api/workloads", s.workloads)
 	mux.HandleFunc("GET /api/workload", s.workload)
+	mux.HandleFunc("GET /api/config", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, map[string]bool{"actions": s.actions})
+	})
+	mux.HandleFunc("POST /api/actions", s.act)
 	mux.HandleFunc("GET /api/events", s.events)
 	return guard(mux)
 }
@@ -412,4 +432,67 @@ func (s *Server) relatedOf(ctx context.Context, wl *berthv1.Workload) relatedRea
 	}
 	s.related[key] = read
 	return read
+}
+
+// act does the Action a page asks for, with the client of the user whose
+// token comes with it: the API server decides whether that user may, as it
+// would for kubectl, and the dashboard's own permissions play no part. A
+// page elsewhere cannot send it: it needs a JSON body and an Authorization
+// header, which a browser sends to another origin only after a preflight
+// the dashboard does not answer.
+func (s *Server) act(w http.ResponseWriter, r *http.Request) {
+	if !s.actions {
+		http.Error(w, "actions are off: start the dashboard with --allow-actions to stop and resume from the page", http.StatusForbidden)
+		return
+	}
+	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
+		http.Error(w, "Content-Type: want application/json", http.StatusUnsupportedMediaType)
+		return
+	}
+	token := bearer(r)
+	if token == "" {
+		http.Error(w, "Authorization: send your own Kubernetes bearer token; the dashboard acts with your permissions, never its own",
+			http.StatusUnauthorized)
+		return
+	}
+	var a Action
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 4096))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&a); err != nil {
+		http.Error(w, "body: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	if err := a.Check(); err != nil {
+		http.Error(w, "action: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	cfg := rest.AnonymousClientConfig(s.cfg) // the server and its CA, none of the dashboard's credentials
+	cfg.BearerToken = token
+	c, err := client.New(cfg, client.Options{Scheme: s.scheme, Mapper: s.api.RESTMapper()})
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	var msg string
+	if a.Kind == "Workload" {
+		var wl *berthv1.Workload
+		wl, err = stop.Workload(r.Context(), c, types.NamespacedName{Namespace: a.Namespace, Name: a.Name}, a.Verb == Resume)
+		if err == nil {
+			msg = stop.WorkloadDone(a.String(), a.Verb == Resume, wl.Status.Admission != nil)
+		}
+	} else {
+		var admitted int32
+		admitted, err = stop.Queue(r.Context(), c, a.Namespace, a.Name, a.StopPolicy())
+		msg = stop.QueueDone(a.String(), a.StopPolicy(), admitted)
+	}
+	if err != nil {
+		code := http.StatusBadGateway
+		var st apierrors.APIStatus
+		if errors.As(err, &st) && st.Status().Code != 0 {
+			code = int(st.Status().Code)
+		}
+		http.Error(w, a.String()+": "+err.Error(), code)
+		return
+	}
+	writeJSON(w, map[string]string{"message": msg})
 }

@@ -19,12 +19,15 @@ type Node struct {
 	Kind string `json:"kind"` // Cohort or ClusterQueue
 	Name string `json:"name"`
 	// Inactive says why a ClusterQueue cannot admit; "" when it can.
-	Inactive  string     `json:"inactive,omitempty"`
-	Pending   int32      `json:"pending"`
-	Reserving int32      `json:"reserving"`
-	Admitted  int32      `json:"admitted"`
-	Resources []Resource `json:"resources,omitempty"`
-	Children  []Node     `json:"children,omitempty"`
+	Inactive string `json:"inactive,omitempty"`
+	// StopPolicy is a ClusterQueue's spec.stopPolicy when it is stopped
+	// (Hold or HoldAndDrain); "" when it is not.
+	StopPolicy string     `json:"stopPolicy,omitempty"`
+	Pending    int32      `json:"pending"`
+	Reserving  int32      `json:"reserving"`
+	Admitted   int32      `json:"admitted"`
+	Resources  []Resource `json:"resources,omitempty"`
+	Children   []Node     `json:"children,omitempty"`
 }
 
 // Resource is the quota and use of one resource in one flavor.
@@ -150,6 +153,9 @@ func queueNode(cq *berthv1.ClusterQueue) Node {
 		Reserving: cq.Status.ReservingWorkloads, Admitted: cq.Status.AdmittedWorkloads}
 	if c := meta.FindStatusCondition(cq.Status.Conditions, "Active"); c != nil && c.Status != "True" {
 		n.Inactive = c.Message
+	}
+	if p := cq.Spec.StopPolicy; p != "" && p != berthv1.StopPolicyNone {
+		n.StopPolicy = string(p)
 	}
 	used := map[[2]string]berthv1.ResourceUsage{}
 	for _, f := range cq.Status.FlavorsUsage {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -14,10 +15,15 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	berthv1 "github.com/berth-dev/berth/api/v1beta1"
 	"github.com/berth-dev/berth/internal/controller"
 	"github.com/berth-dev/berth/internal/dashboard"
 	"github.com/berth-dev/berth/internal/integration/jobs"
@@ -33,8 +39,8 @@ var screenshots = flag.String("screenshots", "", "directory to save the dashboar
 const chromium = "/usr/bin/chromium"
 
 // serveDashboard starts the dashboard of env's cluster on a loopback port
-// for the test, and returns its URL.
-func serveDashboard(t *testing.T, env *testenv.Env) string {
+// for the test, and returns its URL; actions as with --allow-actions.
+func serveDashboard(t *testing.T, env *testenv.Env, actions bool) string {
 	t.Helper()
 	ctrllog.SetLogger(zap.New(zap.WriteTo(os.Stderr))) // the watch's errors, as berth dashboard logs them
 	ctx, cancel := context.WithCancel(context.Background())
@@ -42,6 +48,9 @@ func serveDashboard(t *testing.T, env *testenv.Env) string {
 	srv, err := dashboard.New(env.Config, controller.Scheme())
 	if err != nil {
 		t.Fatal(err)
+	}
+	if actions {
+		srv.AllowActions()
 	}
 	if err := srv.Start(ctx); err != nil {
 		t.Fatal(err)
@@ -96,7 +105,7 @@ func TestDashboardShowsQueuesLiveInABrowser(t *testing.T) {
 	env.Create(t, MakeResourceFlavor(rf).Obj())
 	env.Create(t, MakeClusterQueue(cq).Cohort(cohort).ResourceGroup(MakeFlavorQuotas(rf).Resource("cpu", "2").Obj()).Obj())
 	env.Create(t, MakeLocalQueue("main", env.Namespace, cq).Obj())
-	url := serveDashboard(t, env)
+	url := serveDashboard(t, env, false)
 
 	// The API the page uses.
 	res, err := http.Get(url + "api/tree")
@@ -125,6 +134,10 @@ func TestDashboardShowsQueuesLiveInABrowser(t *testing.T) {
 		if res.StatusCode != want {
 			t.Errorf("%s: %s; want %d", path, res.Status, want)
 		}
+	}
+	if code, msg := post(t, url, "admin-token", `{"verb":"stop","kind":"ClusterQueue","name":"`+cq+`"}`); code != http.StatusForbidden ||
+		!strings.Contains(msg, "--allow-actions") {
+		t.Errorf("an action without --allow-actions: %d %s; want 403 naming the flag", code, msg)
 	}
 
 	// The queue is chosen by the link a click on it makes (#cq=NAME): the
@@ -201,5 +214,137 @@ func save(t *testing.T, ctx context.Context, name string) {
 	}
 	if err := os.WriteFile(filepath.Join(*screenshots, name), png, 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// post sends an action to the dashboard at url with a bearer token.
+func post(t *testing.T, url, token, body string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url+"api/actions", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	msg, _ := io.ReadAll(res.Body)
+	return res.StatusCode, string(msg)
+}
+
+// serviceAccountToken makes a ServiceAccount in env's namespace and
+// returns a token of it; rules, when given, are granted to it cluster-wide.
+func serviceAccountToken(t *testing.T, env *testenv.Env, name string, rules ...rbacv1.PolicyRule) string {
+	t.Helper()
+	env.Create(t, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: env.Namespace}})
+	if len(rules) > 0 {
+		env.Create(t, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: env.Name(name)}, Rules: rules})
+		env.Create(t, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: env.Name(name)},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: env.Name(name)},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: name, Namespace: env.Namespace}}})
+	}
+	tok, err := env.Kube.CoreV1().ServiceAccounts(env.Namespace).CreateToken(context.Background(), name,
+		&authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok.Status.Token
+}
+
+// With --allow-actions, a ClusterQueue is stopped and resumed from the page
+// only by a user whose own token allows it: the dashboard runs as the
+// instance's admin, and a user with no permission is still refused.
+func TestDashboardActsWithTheUsersOwnPermissions(t *testing.T) {
+	env := testenv.New(t)
+	rf, cq := env.Name("rf"), env.Name("cq")
+	env.Create(t, MakeResourceFlavor(rf).Obj())
+	env.Create(t, MakeClusterQueue(cq).ResourceGroup(MakeFlavorQuotas(rf).Resource("cpu", "2").Obj()).Obj())
+	env.Create(t, MakeLocalQueue("main", env.Namespace, cq).Obj())
+	wl := MakeWorkload("w", env.Namespace).Queue("main").Request("cpu", "1").Obj()
+	env.Create(t, wl)
+	url := serveDashboard(t, env, true)
+	nobody := serviceAccountToken(t, env, "nobody")
+	operator := serviceAccountToken(t, env, "operator", rbacv1.PolicyRule{APIGroups: []string{berthv1.GroupVersion.Group},
+		Resources: []string{"clusterqueues", "workloads"}, Verbs: []string{"get", "patch"}})
+	stopPolicy := func() berthv1.StopPolicy {
+		var got berthv1.ClusterQueue
+		if err := env.Client.Get(context.Background(), client.ObjectKey{Name: cq}, &got); err != nil {
+			t.Fatal(err)
+		}
+		return got.Spec.StopPolicy
+	}
+
+	// The API refuses what it cannot do, naming why, and changes nothing.
+	stopCQ := `{"verb":"stop","kind":"ClusterQueue","name":"` + cq + `"}`
+	for _, c := range []struct {
+		token, body string
+		want        int
+		says        string
+	}{
+		{"", stopCQ, http.StatusUnauthorized, "your own Kubernetes bearer token"},
+		{operator, `{"verb":"stop","kind":"Deployment","name":"x"}`, http.StatusBadRequest, `kind "Deployment"`},
+		{operator, `{"verb":"drain","kind":"Workload","namespace":"` + env.Namespace + `","name":"w"}`, http.StatusBadRequest, "queues only"},
+		{operator, `{"verb":"stop","kind":"ClusterQueue","name":"` + cq + `","force":true}`, http.StatusBadRequest, "force"},
+		{nobody, stopCQ, http.StatusForbidden, "cannot patch"},
+		{"not-a-token", stopCQ, http.StatusUnauthorized, "Unauthorized"},
+	} {
+		if code, msg := post(t, url, c.token, c.body); code != c.want || !strings.Contains(msg, c.says) {
+			t.Errorf("%s with token %.8q: %d %s; want %d saying %q", c.body, c.token, code, msg, c.want, c.says)
+		}
+	}
+	if p := stopPolicy(); p != "" && p != berthv1.StopPolicyNone {
+		t.Fatalf("refused actions left the ClusterQueue's stopPolicy %s", p)
+	}
+	if code, msg := post(t, url, operator, `{"verb":"stop","kind":"Workload","namespace":"`+env.Namespace+`","name":"w"}`); code != http.StatusOK {
+		t.Errorf("the operator stopping Workload w: %d %s", code, msg)
+	}
+	var got berthv1.Workload
+	if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(wl), &got); err != nil || got.Spec.Active == nil || *got.Spec.Active {
+		t.Errorf("Workload w after stop: active %v (%v); want false", got.Spec.Active, err)
+	}
+
+	// In the browser: whoever pastes a token acts as that user.
+	ctx := browser(t)
+	if err := chromedp.Do(ctx, chromedp.Navigate(url+"#cq="+cq)); err != nil {
+		t.Fatal(err)
+	}
+	head := `[data-node="ClusterQueue/` + cq + `"] > .head`
+	press := func(verb, token, want string) {
+		t.Helper()
+		if err := chromedp.Do(ctx, chromedp.SetValue("#token", token)); err != nil {
+			t.Fatal(err)
+		}
+		// The tree is drawn again on every change: a click may land on a
+		// button just replaced, so press until the page reports.
+		testenv.Eventually(t, wait, func() error {
+			sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			defer cancel()
+			if _, err := chromedp.Run(sctx, chromedp.Click(chromedp.CSS(head+` button[data-verb="`+verb+`"]`))); err != nil {
+				return err
+			}
+			got, err := chromedp.Run(sctx, chromedp.Text(chromedp.CSS("#action-result")))
+			if err != nil || !strings.Contains(got, want) {
+				return fmt.Errorf("after %s the page says %q (%v); want %q", verb, got, err, want)
+			}
+			return nil
+		})
+	}
+	press("stop", nobody, "cannot patch")
+	if p := stopPolicy(); p != "" && p != berthv1.StopPolicyNone {
+		t.Fatalf("a user without permission stopped the ClusterQueue from the page: stopPolicy %s", p)
+	}
+	press("stop", operator, "stopped: it admits nothing new")
+	if p := stopPolicy(); p != berthv1.Hold {
+		t.Fatalf("stopPolicy %q after the operator's stop; want Hold", p)
+	}
+	save(t, ctx, "dashboard-actions.png")
+	press("resume", operator, "resumed: it admits again")
+	if p := stopPolicy(); p != berthv1.StopPolicyNone {
+		t.Fatalf("stopPolicy %q after the operator's resume; want None", p)
 	}
 }

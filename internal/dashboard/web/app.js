@@ -6,6 +6,7 @@
 const pageSize = 100;
 let selected = null; // the ClusterQueue whose workloads are shown
 let workload = null; // the workload whose page is shown, "namespace/name"
+let actions = false; // berth dashboard --allow-actions
 const shown = { pending: pageSize, admitted: pageSize };
 
 function el(tag, cls, text) {
@@ -59,6 +60,12 @@ function nodeView(n) {
     counts.append(c);
   }
   head.append(counts);
+  if (actions && n.kind === "ClusterQueue") {
+    const verb = n.stopPolicy ? "resume" : "stop";
+    const b = el("button", "act", verb);
+    Object.assign(b.dataset, { verb, kind: "ClusterQueue", name: n.name });
+    head.append(b);
+  }
   if (n.inactive) {
     const i = el("span", "inactive", "inactive: " + n.inactive);
     i.dataset.field = "inactive";
@@ -71,7 +78,10 @@ function nodeView(n) {
   return box;
 }
 
+let lastTree = null;
+
 function renderTree(tree) {
+  lastTree = tree;
   const root = document.getElementById("tree");
   const nodes = tree.roots.map(nodeView);
   if (nodes.length === 0) nodes.push(el("p", "", "No ClusterQueue yet."));
@@ -144,6 +154,7 @@ async function loadWorkload() {
   const summary = [d.owner ? "made for " + d.owner : "made by hand", "LocalQueue " + d.localQueue,
     "priority " + d.priority, "created " + age(d.created) + " ago"];
   if (!d.active) summary.push("stopped (spec.active is false)");
+  document.getElementById("workload-actions").hidden = !actions;
   document.getElementById("workload-summary").textContent = summary.join(" · ");
   document.getElementById("workload-why").textContent = d.why;
   fillTable("workload-timeline", d.timeline, (s) => [when(s.time), s.condition, s.status, s.reason ?? "", s.message ?? ""]);
@@ -160,6 +171,31 @@ function openWorkload(key) {
   keepInURL();
   loadWorkload();
 }
+
+// act asks the dashboard to make a change as the user whose token is in
+// the header: the API server, not the dashboard, decides whether they may.
+async function act(action) {
+  const result = document.getElementById("action-result");
+  const token = document.getElementById("token").value.trim();
+  if (!token) {
+    result.dataset.state = "refused";
+    result.textContent = "Paste your Kubernetes token first: changes are made as you.";
+    return;
+  }
+  const res = await fetch("api/actions", { method: "POST", body: JSON.stringify(action),
+    headers: { "Content-Type": "application/json", Authorization: "Bearer " + token } });
+  result.dataset.state = res.ok ? "done" : "refused";
+  result.textContent = res.ok ? (await res.json()).message : (await res.text()).trim();
+}
+
+document.getElementById("token").addEventListener("input", (e) => sessionStorage.setItem("token", e.target.value));
+
+document.getElementById("workload-actions").addEventListener("click", (e) => {
+  const button = e.target.closest("button[data-verb]");
+  if (!button || !workload) return;
+  const [namespace, name] = workload.split("/");
+  act({ verb: button.dataset.verb, kind: "Workload", namespace, name }).then(loadWorkload);
+});
 
 document.getElementById("workload-close").addEventListener("click", () => {
   workload = null;
@@ -189,6 +225,11 @@ function select(name) {
 // One listener for the whole tree: it is drawn again on every change, and
 // a click must not be lost to a node replaced under the pointer.
 document.getElementById("tree").addEventListener("click", (e) => {
+  const button = e.target.closest("button[data-verb]");
+  if (button) {
+    act({ verb: button.dataset.verb, kind: button.dataset.kind, name: button.dataset.name });
+    return;
+  }
   const node = e.target.closest(".node");
   if (node && node.dataset.node.startsWith("ClusterQueue/")) select(node.dataset.node.slice("ClusterQueue/".length));
 });
@@ -212,6 +253,13 @@ setInterval(loadWorkload, 3000);
   if (shownAtStart.get("cq")) select(shownAtStart.get("cq"));
   loadWorkload();
 }
+
+fetch("api/config").then((r) => r.json()).then((c) => {
+  actions = c.actions;
+  document.getElementById("actions").hidden = !actions;
+  document.getElementById("token").value = sessionStorage.getItem("token") ?? "";
+  if (lastTree) renderTree(lastTree); // with its buttons
+});
 
 const live = document.getElementById("live");
 const events = new EventSource("api/events");
