@@ -10,23 +10,15 @@ import (
 	"github.com/berth-dev/berth/internal/manifests"
 )
 
-// Every flag berth's chart gives the controller, with every value set, is
-// one `berth controller` has, with a value it takes: a value renamed on
-// one side only fails here, not in a user's cluster.
-func TestChartGivesTheControllerItsOwnFlags(t *testing.T) {
+// chartArgs renders berth's chart with vals and returns the args of its
+// Deployment name's container.
+func chartArgs(t *testing.T, vals map[string]any, name string) []string {
+	t.Helper()
 	ch, err := helmchart.Load("../../" + helmchart.Dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := helmchart.Render(ch, "berth-system", map[string]any{
-		"controller": map[string]any{"fairSharing": true, "manageJobsWithoutQueueName": true, "kubeAPIQPS": 100, "kubeAPIBurst": 200,
-			"origin": "manager-1", "workerLostTimeout": "2m", "logLevel": "debug",
-			"integrations": []any{"batch/job", "pod"},
-			"waitForPodsReady": map[string]any{"enabled": true, "timeout": "10m", "backoffBase": "30s", "backoffMax": "2h",
-				"requeueLimit": 4, "blockAdmission": true},
-			"leaderElection": map[string]any{"leaseDuration": "30s", "renewDeadline": "20s", "retryPeriod": "5s"}},
-		"certManager": map[string]any{"enabled": true},
-	})
+	out, err := helmchart.Render(ch, "berth-system", vals)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,21 +27,47 @@ func TestChartGivesTheControllerItsOwnFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, o := range objs {
-		if o.GetKind() != "Deployment" || o.GetName() != "berth-controller" {
+		if o.GetKind() != "Deployment" || o.GetName() != name {
 			continue
 		}
 		var d appsv1.Deployment
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &d); err != nil {
 			t.Fatal(err)
 		}
-		args := d.Spec.Template.Spec.Containers[0].Args
-		if len(args) == 0 || args[0] != "controller" {
-			t.Fatalf("the chart runs berth %v; want berth controller", args)
-		}
-		if err := newControllerCommand().Flags().Parse(args[1:]); err != nil {
-			t.Errorf("berth controller %v: %v", args[1:], err)
-		}
-		return
+		return d.Spec.Template.Spec.Containers[0].Args
 	}
-	t.Fatal("the chart rendered no Deployment berth-controller")
+	t.Fatalf("the chart rendered no Deployment %s", name)
+	return nil
+}
+
+// Every flag berth's chart gives the controller, with every value set, is
+// one `berth controller` has, with a value it takes: a value renamed on
+// one side only fails here, not in a user's cluster.
+func TestChartGivesTheControllerItsOwnFlags(t *testing.T) {
+	args := chartArgs(t, map[string]any{
+		"controller": map[string]any{"fairSharing": true, "manageJobsWithoutQueueName": true, "kubeAPIQPS": 100, "kubeAPIBurst": 200,
+			"origin": "manager-1", "workerLostTimeout": "2m", "logLevel": "debug",
+			"integrations": []any{"batch/job", "pod"},
+			"waitForPodsReady": map[string]any{"enabled": true, "timeout": "10m", "backoffBase": "30s", "backoffMax": "2h",
+				"requeueLimit": 4, "blockAdmission": true},
+			"leaderElection": map[string]any{"leaseDuration": "30s", "renewDeadline": "20s", "retryPeriod": "5s"}},
+		"certManager": map[string]any{"enabled": true},
+	}, "berth-controller")
+	if len(args) == 0 || args[0] != "controller" {
+		t.Fatalf("the chart runs berth %v; want berth controller", args)
+	}
+	if err := newControllerCommand().Flags().Parse(args[1:]); err != nil {
+		t.Errorf("berth controller %v: %v", args[1:], err)
+	}
+}
+
+// The chart's dashboard runs `berth dashboard` with flags it has.
+func TestChartGivesTheDashboardItsOwnFlags(t *testing.T) {
+	args := chartArgs(t, map[string]any{"dashboard": map[string]any{"enabled": true, "allowActions": true}}, "berth-dashboard")
+	if len(args) == 0 || args[0] != "dashboard" {
+		t.Fatalf("the chart runs berth %v; want berth dashboard", args)
+	}
+	if err := newDashboardCommand().Flags().Parse(args[1:]); err != nil {
+		t.Errorf("berth dashboard %v: %v", args[1:], err)
+	}
 }

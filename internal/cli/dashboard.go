@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/rest"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
@@ -25,6 +26,7 @@ func newDashboardCommand() *cobra.Command {
 		kubeconfig string
 		listen     string
 		actions    bool
+		inCluster  bool
 	)
 	cmd := &cobra.Command{
 		Use:   "dashboard",
@@ -58,7 +60,7 @@ for a change.`,
 				return err
 			}
 			ctrllog.SetLogger(zap.New(zap.WriteTo(cmd.ErrOrStderr()))) // the watch's errors
-			cfg, err := clusterConfig(&inst, kubeconfig)
+			cfg, err := dashboardConfig(&inst, kubeconfig, inCluster)
 			if err != nil {
 				return err
 			}
@@ -95,7 +97,24 @@ for a change.`,
 	}
 	inst.add(cmd)
 	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "the cluster to show, instead of a berth instance")
+	cmd.Flags().BoolVar(&inCluster, "in-cluster", false, "run in a pod, as its ServiceAccount (berth's Helm chart does)")
 	cmd.Flags().BoolVar(&actions, "allow-actions", false, "let the page stop and resume queues and workloads, with the user's own token")
 	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:0", "the loopback address to serve on (port 0: a free one)")
 	return cmd
+}
+
+// dashboardConfig is the cluster the dashboard shows: its pod's, with
+// --in-cluster, else as other commands connect (clusterConfig).
+func dashboardConfig(inst *instanceFlags, kubeconfig string, inCluster bool) (*rest.Config, error) {
+	if !inCluster {
+		return clusterConfig(inst, kubeconfig)
+	}
+	if kubeconfig != "" {
+		return nil, fmt.Errorf("--in-cluster and --kubeconfig: give one")
+	}
+	cfg, err := rest.InClusterConfig()
+	if err != nil {
+		return nil, fmt.Errorf("--in-cluster: %w", err)
+	}
+	return cfg, nil
 }

@@ -25,6 +25,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
+	"github.com/berth-dev/berth/internal/controller/queues"
+	"github.com/berth-dev/berth/internal/core"
 	"github.com/berth-dev/berth/internal/stop"
 	"github.com/berth-dev/berth/internal/top"
 	"github.com/berth-dev/berth/internal/why"
@@ -300,7 +302,12 @@ func (s *Server) workloads(w http.ResponseWriter, r *http.Request) {
 	for i := range wls.Items {
 		list[i] = &wls.Items[i]
 	}
-	page, err := Workloads(list, byName, cq, state, offset, limit)
+	var aging *core.Aging
+	var cqObj berthv1.ClusterQueue
+	if err := s.cache.Get(r.Context(), types.NamespacedName{Name: cq}, &cqObj); err == nil {
+		aging = queues.ClusterQueueOf(&cqObj).Aging
+	}
+	page, err := Workloads(list, byName, cq, state, offset, limit, aging, time.Now())
 	if err != nil {
 		http.Error(w, "query: "+err.Error(), http.StatusBadRequest)
 		return

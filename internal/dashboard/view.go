@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
+	"github.com/berth-dev/berth/internal/core"
+	"github.com/berth-dev/berth/internal/queue"
 	"github.com/berth-dev/berth/internal/workload"
 )
 
@@ -47,11 +49,14 @@ const MaxLimit = 500
 
 // Workloads is the page of cq's workloads in state (Pending or Admitted)
 // from offset, at most limit rows: pending ones in the order the queue
-// takes them when nothing else decides (higher priority first, then
-// older), admitted ones oldest admission first. localQueues maps
-// "namespace/name" of each LocalQueue to its ClusterQueue: a pending
-// workload is listed under the ClusterQueue its LocalQueue points at.
-func Workloads(wls []*berthv1.Workload, localQueues map[string]string, cq, state string, offset, limit int) (Page, error) {
+// takes them when nothing else decides (a preemptor waiting for its
+// victims first, then higher priority, aging included, then the older in
+// line: queue.InLine, as `berth why` counts positions), admitted ones
+// oldest admission first. localQueues maps "namespace/name" of each
+// LocalQueue to its ClusterQueue: a pending workload is listed under the
+// ClusterQueue its LocalQueue points at. aging is the ClusterQueue's, at
+// now.
+func Workloads(wls []*berthv1.Workload, localQueues map[string]string, cq, state string, offset, limit int, aging *core.Aging, now time.Time) (Page, error) {
 	if state != Pending && state != Admitted {
 		return Page{}, fmt.Errorf("state %q: want %s or %s", state, Pending, Admitted)
 	}
@@ -61,6 +66,7 @@ func Workloads(wls []*berthv1.Workload, localQueues map[string]string, cq, state
 	type item struct {
 		wl    *berthv1.Workload
 		since time.Time
+		line  queue.Waiting // of a pending one
 	}
 	var items []item
 	for _, wl := range wls {
@@ -73,21 +79,25 @@ func Workloads(wls []*berthv1.Workload, localQueues map[string]string, cq, state
 			if c := meta.FindStatusCondition(wl.Status.Conditions, berthv1.WorkloadQuotaReserved); c != nil {
 				since = c.LastTransitionTime.Time
 			}
-			items = append(items, item{wl, since})
-		case state == Pending && !workload.HasQuota(wl) && localQueues[wl.Namespace+"/"+wl.Spec.QueueName] == cq:
-			items = append(items, item{wl, wl.CreationTimestamp.Time})
+			items = append(items, item{wl: wl, since: since})
+		case state == Pending && !workload.HasQuota(wl) && localQueues[workload.LocalQueueKey(wl)] == cq:
+			items = append(items, item{wl: wl, line: queue.WaitingOf(workload.ToCore(wl, nil), workload.LocalQueueKey(wl), aging, now)})
 		}
 	}
 	slices.SortFunc(items, func(a, b item) int {
 		if state == Pending {
-			if c := cmp.Compare(priority(b.wl), priority(a.wl)); c != 0 {
-				return c
+			switch {
+			case queue.InLine(&a.line, &b.line):
+				return -1
+			case queue.InLine(&b.line, &a.line):
+				return 1
 			}
+			return 0
 		}
 		if c := a.since.Compare(b.since); c != 0 {
 			return c
 		}
-		return cmp.Compare(a.wl.Namespace+"/"+a.wl.Name, b.wl.Namespace+"/"+b.wl.Name)
+		return cmp.Compare(workload.Key(a.wl), workload.Key(b.wl))
 	})
 	p := Page{ClusterQueue: cq, State: state, Total: len(items), Offset: offset, Rows: []Row{}}
 	for i := offset; i < len(items) && i < offset+limit; i++ {

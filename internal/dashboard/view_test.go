@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
+	"github.com/berth-dev/berth/internal/core"
 	"github.com/berth-dev/berth/internal/dashboard"
 	"github.com/berth-dev/berth/internal/workload"
 	. "github.com/berth-dev/berth/test/fixtures"
@@ -41,7 +42,7 @@ func TestWorkloadsOfAClusterQueue(t *testing.T) {
 	workload.SetFinished(done, "Succeeded", "done", t0)
 	all := []*berthv1.Workload{young, old, running, elsewhere, done, urgent}
 
-	p, err := dashboard.Workloads(all, lqs, "cq", dashboard.Pending, 0, 10)
+	p, err := dashboard.Workloads(all, lqs, "cq", dashboard.Pending, 0, 10, nil, t0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,13 +56,28 @@ func TestWorkloadsOfAClusterQueue(t *testing.T) {
 	if p.Rows[1].Why != "needs 4 cpu; 2 available" || p.Rows[1].Position != 2 || p.Rows[2].Why == "" {
 		t.Errorf("rows %+v", p.Rows)
 	}
-	a, err := dashboard.Workloads(all, lqs, "cq", dashboard.Admitted, 0, 10)
+	a, err := dashboard.Workloads(all, lqs, "cq", dashboard.Admitted, 0, 10, nil, t0)
 	if err != nil || a.Total != 1 || a.Rows[0].Name != "running" {
 		t.Errorf("admitted %+v %v; want running alone", a, err)
 	}
-	second, err := dashboard.Workloads(all, lqs, "cq", dashboard.Pending, 1, 1)
+	second, err := dashboard.Workloads(all, lqs, "cq", dashboard.Pending, 1, 1, nil, t0)
 	if err != nil || second.Total != 3 || len(second.Rows) != 1 || second.Rows[0].Name != "old" {
 		t.Errorf("second page of one: %+v %v", second, err)
+	}
+}
+
+// With the ClusterQueue's aging, a workload that has waited long enough
+// goes before a younger one of higher priority, as berth takes them.
+func TestWorkloadsInLineWithAging(t *testing.T) {
+	lqs := map[string]string{"ns/lq": "cq"}
+	old := pending("old", 1, time.Hour, "")
+	urgent := pending("urgent", 5, 0, "")
+	aging := &core.Aging{Step: 1, Interval: 10 * time.Minute, Cap: 10}
+	for a, want := range map[*core.Aging]string{nil: "urgent", aging: "old"} {
+		p, err := dashboard.Workloads([]*berthv1.Workload{urgent, old}, lqs, "cq", dashboard.Pending, 0, 10, a, t0)
+		if err != nil || p.Rows[0].Name != want {
+			t.Errorf("aging %+v: %+v %v; want %s first", a, p.Rows, err, want)
+		}
 	}
 }
 
@@ -77,7 +93,7 @@ func TestWorkloadsRefusesBadQueries(t *testing.T) {
 		{dashboard.Pending, 0, 0, "limit 0"},
 		{dashboard.Pending, 0, dashboard.MaxLimit + 1, "limit 501"},
 	} {
-		if _, err := dashboard.Workloads(nil, nil, "cq", tc.state, tc.offset, tc.limit); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if _, err := dashboard.Workloads(nil, nil, "cq", tc.state, tc.offset, tc.limit, nil, t0); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: %v; want refused with %q", tc, err, tc.want)
 		}
 	}

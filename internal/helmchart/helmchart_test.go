@@ -340,3 +340,44 @@ func TestCRDsAreBerths(t *testing.T) {
 		}
 	}
 }
+
+// dashboard.enabled deploys the dashboard: on the pod's loopback only (no
+// Service), as a ServiceAccount that may read and nothing else, restricted
+// like the controller; allowActions reaches it as its flag.
+func TestDashboard(t *testing.T) {
+	if find(render(t, "berth-system", nil), "Deployment", "berth-dashboard") != nil {
+		t.Error("the dashboard is deployed by default")
+	}
+	objs := render(t, "berth-system", map[string]any{"dashboard": map[string]any{"enabled": true, "allowActions": true}})
+	d := deployment(t, objs, "berth-dashboard")
+	pod := d.Spec.Template.Spec
+	c := pod.Containers[0]
+	if !slices.Equal(c.Args, []string{"dashboard", "--in-cluster", "--listen=127.0.0.1:8080", "--allow-actions"}) {
+		t.Errorf("args %v", c.Args)
+	}
+	if pod.ServiceAccountName != "berth-dashboard" || pod.SecurityContext == nil || pod.SecurityContext.RunAsNonRoot == nil ||
+		c.SecurityContext == nil || c.SecurityContext.ReadOnlyRootFilesystem == nil || !*c.SecurityContext.ReadOnlyRootFilesystem {
+		t.Errorf("not restricted: %+v %+v", pod.SecurityContext, c.SecurityContext)
+	}
+	if d.Spec.Selector.MatchLabels["app.kubernetes.io/name"] != "berth-dashboard" {
+		t.Errorf("selector %v would take the controller's pods", d.Spec.Selector.MatchLabels)
+	}
+	for _, o := range objs {
+		if o.GetKind() == "Service" && strings.Contains(o.GetName(), "dashboard") {
+			t.Errorf("Service %s: the dashboard is for port-forward only", o.GetName())
+		}
+	}
+	role := find(objs, "ClusterRole", "berth-dashboard")
+	rules, _, _ := unstructured.NestedSlice(role.Object, "rules")
+	for _, r := range rules {
+		verbs, _, _ := unstructured.NestedStringSlice(r.(map[string]any), "verbs")
+		for _, v := range verbs {
+			if v != "get" && v != "list" && v != "watch" {
+				t.Errorf("the dashboard's role may %s: %v", v, r)
+			}
+		}
+	}
+	if err := Lint(dir, map[string]any{"dashboard": map[string]any{"enabled": true}}); err != nil {
+		t.Error(err)
+	}
+}

@@ -1,6 +1,10 @@
 package testenv
 
 import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
 	"testing"
 	"time"
 )
@@ -39,4 +43,19 @@ func Consistently(t testing.TB, d time.Duration, cond func() error) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// GetJSON reads url's JSON answer into v; an answer other than 200 OK is
+// an error with its body.
+func GetJSON(url string, v any) error {
+	res, err := http.Get(url)
+	if err != nil {
+		return err
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(io.LimitReader(res.Body, 1024))
+		return fmt.Errorf("GET %s: %s: %s", url, res.Status, body)
+	}
+	return json.NewDecoder(res.Body).Decode(v)
 }

@@ -40,7 +40,7 @@ const chromium = "/usr/bin/chromium"
 
 // serveDashboard starts the dashboard of env's cluster on a loopback port
 // for the test, and returns its URL; actions as with --allow-actions.
-func serveDashboard(t *testing.T, env *testenv.Env, actions bool) string {
+func serveDashboard(t testing.TB, env *testenv.Env, actions bool) string {
 	t.Helper()
 	ctrllog.SetLogger(zap.New(zap.WriteTo(os.Stderr))) // the watch's errors, as berth dashboard logs them
 	ctx, cancel := context.WithCancel(context.Background())
@@ -61,7 +61,7 @@ func serveDashboard(t *testing.T, env *testenv.Env, actions bool) string {
 }
 
 // browser starts headless Chromium for the test.
-func browser(t *testing.T) context.Context {
+func browser(t testing.TB) context.Context {
 	t.Helper()
 	if _, err := os.Stat(chromium); err != nil {
 		t.Fatalf("the dashboard is tested in Debian's Chromium: %v (apt-get install chromium; .ci/run does)", err)
