@@ -10,6 +10,7 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -30,6 +31,7 @@ import (
 	"github.com/berth-dev/berth/internal/stop"
 	"github.com/berth-dev/berth/internal/top"
 	"github.com/berth-dev/berth/internal/why"
+	"github.com/berth-dev/berth/internal/workload"
 )
 
 //go:embed web
@@ -62,7 +64,11 @@ type Server struct {
 	startErr error
 
 	mu   sync.Mutex
-	subs map[chan struct{}]struct{}
+	// subs are the open event streams, each with the ClusterQueues whose
+	// workloads changed since its last event; dirty those since the last
+	// telling.
+	subs  map[chan struct{}]map[string]bool
+	dirty map[string]bool
 	kick chan struct{}
 }
 
@@ -77,7 +83,7 @@ func New(cfg *rest.Config, scheme *runtime.Scheme) (*Server, error) {
 		return nil, err
 	}
 	return &Server{cache: c, api: api, cfg: cfg, scheme: scheme, related: map[types.NamespacedName]relatedRead{},
-		subs: map[chan struct{}]struct{}{}, kick: make(chan struct{}, 1)}, nil
+		subs: map[chan struct{}]map[string]bool{}, dirty: map[string]bool{}, kick: make(chan struct{}, 1)}, nil
 }
 
 // AllowActions lets pages stop and resume queues and workloads (POST
@@ -103,16 +109,35 @@ func (s *Server) Start(ctx context.Context) error {
 	return nil
 }
 
+// queueIndex indexes Workloads by the queue they are listed under: an
+// admitted one by its ClusterQueue ("admitted/CQ"), any other by its
+// LocalQueue ("pending/NAMESPACE/LQ"), whose ClusterQueue may change.
+const queueIndex = "dashboard.berth.dev/queue"
+
+func queueKey(obj client.Object) []string {
+	wl, ok := obj.(*berthv1.Workload)
+	if !ok {
+		return nil
+	}
+	if workload.HasQuota(wl) && wl.Status.Admission != nil {
+		return []string{Admitted + "/" + wl.Status.Admission.ClusterQueue}
+	}
+	return []string{Pending + "/" + workload.LocalQueueKey(wl)}
+}
+
 func (s *Server) watch(ctx context.Context) error {
+	if err := s.cache.IndexField(ctx, &berthv1.Workload{}, queueIndex, queueKey); err != nil {
+		return err
+	}
 	for _, obj := range []client.Object{&berthv1.ClusterQueue{}, &berthv1.Cohort{}, &berthv1.LocalQueue{}, &berthv1.Workload{}} {
 		inf, err := s.cache.GetInformer(ctx, obj)
 		if err != nil {
 			return err
 		}
 		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-			AddFunc:    func(any) { s.changed() },
-			UpdateFunc: func(any, any) { s.changed() },
-			DeleteFunc: func(any) { s.changed() },
+			AddFunc:    func(o any) { s.changed(s.queuesOf(o)...) },
+			UpdateFunc: func(old, o any) { s.changed(append(s.queuesOf(old), s.queuesOf(o)...)...) },
+			DeleteFunc: func(o any) { s.changed(s.queuesOf(o)...) },
 		}); err != nil {
 			return err
 		}
@@ -127,7 +152,37 @@ func (s *Server) watch(ctx context.Context) error {
 	return nil
 }
 
-func (s *Server) changed() {
+// queuesOf names the ClusterQueues whose lists a change of o touches.
+func (s *Server) queuesOf(o any) []string {
+	if t, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
+		o = t.Obj
+	}
+	switch o := o.(type) {
+	case *berthv1.ClusterQueue:
+		return []string{o.Name}
+	case *berthv1.LocalQueue:
+		return []string{o.Spec.ClusterQueue}
+	case *berthv1.Workload:
+		if workload.HasQuota(o) && o.Status.Admission != nil {
+			return []string{o.Status.Admission.ClusterQueue}
+		}
+		var lq berthv1.LocalQueue
+		if s.cache.Get(context.Background(), types.NamespacedName{Namespace: o.Namespace, Name: o.Spec.QueueName}, &lq) == nil {
+			return []string{lq.Spec.ClusterQueue}
+		}
+	}
+	return nil
+}
+
+// changed notes a change, to the ClusterQueues named, if any.
+func (s *Server) changed(queues ...string) {
+	if len(queues) > 0 {
+		s.mu.Lock()
+		for _, q := range queues {
+			s.dirty[q] = true
+		}
+		s.mu.Unlock()
+	}
 	select {
 	case s.kick <- struct{}{}:
 	default:
@@ -148,12 +203,16 @@ func (s *Server) tell(ctx context.Context) {
 		case <-time.After(settle):
 		}
 		s.mu.Lock()
-		for ch := range s.subs {
+		for ch, changed := range s.subs {
+			for q := range s.dirty {
+				changed[q] = true
+			}
 			select {
 			case ch <- struct{}{}:
 			default: // it has one to read already
 			}
 		}
+		clear(s.dirty)
 		s.mu.Unlock()
 	}
 }
@@ -239,6 +298,10 @@ func guard(next http.Handler) http.Handler {
 // Tree is what /api/tree and each "tree" event carry.
 type Tree struct {
 	Roots []top.Node `json:"roots"`
+	// Changed names, in an event, the ClusterQueues whose workloads (or
+	// the queue itself) changed since the stream's last event: a page asks
+	// again for the lists of the queue it shows only when it is named.
+	Changed []string `json:"changed,omitempty"`
 }
 
 func (s *Server) tree(ctx context.Context) (Tree, error) {
@@ -285,22 +348,30 @@ func (s *Server) workloads(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var lqs berthv1.LocalQueueList
-	var wls berthv1.WorkloadList
 	if err := s.cache.List(r.Context(), &lqs); err != nil {
 		http.Error(w, err.Error(), http.StatusServiceUnavailable)
 		return
 	}
-	if err := s.cache.List(r.Context(), &wls, client.UnsafeDisableDeepCopy); err != nil {
-		http.Error(w, err.Error(), http.StatusServiceUnavailable)
-		return
-	}
+	// Only this queue's workloads are read (queueIndex): a page costs
+	// what the queue holds, not what the cluster does.
+	keys := []string{Admitted + "/" + cq}
 	byName := make(map[string]string, len(lqs.Items))
 	for _, lq := range lqs.Items {
 		byName[lq.Namespace+"/"+lq.Name] = lq.Spec.ClusterQueue
+		if lq.Spec.ClusterQueue == cq && state == Pending {
+			keys = append(keys, Pending+"/"+lq.Namespace+"/"+lq.Name)
+		}
 	}
-	list := make([]*berthv1.Workload, len(wls.Items))
-	for i := range wls.Items {
-		list[i] = &wls.Items[i]
+	var list []*berthv1.Workload
+	for _, key := range keys {
+		var wls berthv1.WorkloadList
+		if err := s.cache.List(r.Context(), &wls, client.MatchingFields{queueIndex: key}, client.UnsafeDisableDeepCopy); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		for i := range wls.Items {
+			list = append(list, &wls.Items[i])
+		}
 	}
 	var aging *core.Aging
 	var cqObj berthv1.ClusterQueue
@@ -324,7 +395,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	ch := make(chan struct{}, 1)
 	ch <- struct{}{} // the tree as it is now, first
 	s.mu.Lock()
-	s.subs[ch] = struct{}{}
+	s.subs[ch] = map[string]bool{}
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
@@ -343,6 +414,13 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return
 		}
+		s.mu.Lock()
+		for q := range s.subs[ch] {
+			tree.Changed = append(tree.Changed, q)
+		}
+		clear(s.subs[ch])
+		s.mu.Unlock()
+		slices.Sort(tree.Changed)
 		data, err := json.Marshal(tree)
 		if err != nil {
 			return
@@ -360,14 +438,16 @@ func writeJSON(w http.ResponseWriter, v any) {
 }
 
 // relatedTTL is how long a workload's pods and events, read from the API
-// server, serve every page showing it: pages ask again on every change in
-// the cluster, the API server is asked at most this often.
+// server, and `berth why` for it, which reads every queue and workload of
+// the watch, serve every page showing it: pages ask again on every change
+// in the cluster, the API server is asked at most this often.
 const relatedTTL = 2 * time.Second
 
 type relatedRead struct {
 	at     time.Time
 	pods   []corev1.Pod
 	events []corev1.Event
+	why    string
 	err    error
 }
 
@@ -389,23 +469,17 @@ func (s *Server) workload(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("Workload %s: %v", key, err), code)
 		return
 	}
-	in, err := why.Read(r.Context(), s.cache)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusServiceUnavailable)
-		return
-	}
-	in.Workload = wl
 	rel := s.relatedOf(r.Context(), wl)
-	d := Describe(wl, rel.pods, rel.events, why.Render(why.Explain(in)))
+	d := Describe(wl, rel.pods, rel.events, rel.why)
 	if rel.err != nil {
 		// The page still says what the watch knows; the rest is named.
-		d.Why += "\n(its pods and events could not be read: " + rel.err.Error() + ")"
+		d.Why += "\n(not all of it could be read: " + rel.err.Error() + ")"
 	}
 	writeJSON(w, d)
 }
 
-// relatedOf reads wl's pods and its and its owner's events, or gives the
-// last read if it is recent.
+// relatedOf reads wl's pods, its and its owner's events and works out
+// `berth why` for it, or gives the last read if it is recent.
 func (s *Server) relatedOf(ctx context.Context, wl *berthv1.Workload) relatedRead {
 	key := types.NamespacedName{Namespace: wl.Namespace, Name: wl.Name}
 	s.relatedMu.Lock()
@@ -420,6 +494,13 @@ func (s *Server) relatedOf(ctx context.Context, wl *berthv1.Workload) relatedRea
 		}
 	}
 	read := relatedRead{at: now}
+	in, err := why.Read(ctx, s.cache)
+	if err != nil {
+		read.err = err
+	} else {
+		in.Workload = wl
+		read.why = why.Render(why.Explain(in))
+	}
 	var pods corev1.PodList
 	if err := s.api.List(ctx, &pods, client.InNamespace(wl.Namespace), client.MatchingLabelsSelector{Selector: PodSelector(wl)}); err != nil {
 		read.err = fmt.Errorf("listing pods: %w", err)

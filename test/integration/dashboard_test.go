@@ -320,19 +320,26 @@ func TestDashboardActsWithTheUsersOwnPermissions(t *testing.T) {
 			t.Fatal(err)
 		}
 		// The tree is drawn again on every change: a click may land on a
-		// button just replaced, so press until the page reports.
+		// button just replaced, so press until the page has sent one
+		// request (never two: a late second would undo the next step).
+		sent := func() string {
+			n, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("action-result").dataset.sent ?? "0"`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+		before := sent()
 		testenv.Eventually(t, wait, func() error {
+			if sent() != before {
+				return nil
+			}
 			sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 			defer cancel()
-			if _, err := chromedp.Run(sctx, chromedp.Click(chromedp.CSS(head+` button[data-verb="`+verb+`"]`))); err != nil {
-				return err
-			}
-			got, err := chromedp.Run(sctx, chromedp.Text(chromedp.CSS("#action-result")))
-			if err != nil || !strings.Contains(got, want) {
-				return fmt.Errorf("after %s the page says %q (%v); want %q", verb, got, err, want)
-			}
-			return nil
+			_, err := chromedp.Run(sctx, chromedp.Click(chromedp.CSS(head+` button[data-verb="`+verb+`"]`)))
+			return fmt.Errorf("no request sent yet (%v)", err)
 		})
+		waitText(t, ctx, "#action-result", want)
 	}
 	press("stop", nobody, "cannot patch")
 	if p := stopPolicy(); p != "" && p != berthv1.StopPolicyNone {

@@ -9,6 +9,28 @@ let workload = null; // the workload whose page is shown, "namespace/name"
 let actions = false; // berth dashboard --allow-actions
 const shown = { pending: pageSize, admitted: pageSize };
 
+// coalesce runs fn one call at a time: calls that come while it runs make
+// one more run after it, so a burst of changes cannot pile up requests.
+function coalesce(fn) {
+  let running = false, again = false;
+  return async function run() {
+    if (running) {
+      again = true;
+      return;
+    }
+    running = true;
+    try {
+      await fn();
+    } finally {
+      running = false;
+    }
+    if (again) {
+      again = false;
+      run();
+    }
+  };
+}
+
 function el(tag, cls, text) {
   const e = document.createElement(tag);
   if (cls) e.className = cls;
@@ -95,7 +117,7 @@ function age(created) {
   return Math.round(s / 3600) + "h";
 }
 
-async function loadQueue() {
+const loadQueue = coalesce(async () => {
   if (!selected) return;
   const cq = selected;
   for (const state of ["pending", "admitted"]) {
@@ -114,7 +136,7 @@ async function loadQueue() {
     document.getElementById(state + "-total").textContent = "(" + page.total + ")";
     document.getElementById(state + "-more").hidden = page.total <= page.rows.length;
   }
-}
+});
 
 // The URL keeps what is shown (#cq=NAME&wl=NAMESPACE/NAME): a link to this
 // view.
@@ -137,7 +159,7 @@ function when(t) {
   return t && !t.startsWith("0001-") ? new Date(t).toLocaleTimeString() + " (" + age(t) + " ago)" : "";
 }
 
-async function loadWorkload() {
+const loadWorkload = coalesce(async () => {
   if (!workload) return;
   const key = workload;
   const [namespace, name] = key.split("/");
@@ -164,7 +186,7 @@ async function loadWorkload() {
   document.getElementById("workload-morepods").textContent = d.morePods ? "(and " + d.morePods + " more)" : "";
   fillTable("workload-events", d.events, (e) => [when(e.time), e.object, e.type, e.reason,
     e.message + (e.count > 1 ? " (×" + e.count + ")" : "")]);
-}
+});
 
 function openWorkload(key) {
   workload = key;
@@ -174,8 +196,11 @@ function openWorkload(key) {
 
 // act asks the dashboard to make a change as the user whose token is in
 // the header: the API server, not the dashboard, decides whether they may.
+let sent = 0;
+
 async function act(action) {
   const result = document.getElementById("action-result");
+  result.dataset.sent = String(++sent); // how many asked for, so far
   const token = document.getElementById("token").value.trim();
   if (!token) {
     result.dataset.state = "refused";
@@ -266,10 +291,15 @@ const events = new EventSource("api/events");
 events.addEventListener("tree", (e) => {
   live.dataset.state = "live";
   live.textContent = "live";
-  renderTree(JSON.parse(e.data));
-  loadQueue();
+  const tree = JSON.parse(e.data);
+  renderTree(tree);
+  // The selected queue's lists are asked for again only when it, or one
+  // of its workloads, changed.
+  if ((tree.changed ?? []).includes(selected)) loadQueue();
   loadWorkload();
 });
+// (Re)connected: whatever changed meanwhile is not named in an event.
+events.addEventListener("open", () => loadQueue());
 events.addEventListener("error", () => {
   live.dataset.state = "lost";
   live.textContent = "reconnecting…";
