@@ -63,13 +63,13 @@ type Server struct {
 	once     sync.Once
 	startErr error
 
-	mu   sync.Mutex
+	mu sync.Mutex
 	// subs are the open event streams, each with the ClusterQueues whose
 	// workloads changed since its last event; dirty those since the last
 	// telling.
 	subs  map[chan struct{}]map[string]bool
 	dirty map[string]bool
-	kick chan struct{}
+	kick  chan struct{}
 }
 
 // New makes a Server for the cluster cfg reaches; Start starts its watch.
