@@ -1,0 +1,199 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/berth-dev/berth/internal/dashboard"
+	"github.com/berth-dev/berth/internal/testenv"
+	. "github.com/berth-dev/berth/test/fixtures"
+)
+
+// BenchmarkDashboardAtScale measures the dashboard with Kueue's large-scale
+// shape: 10 cohorts of 100 ClusterQueues (20 cpu each) and 50 workloads of
+// 1 cpu per queue, 50,000, of which berth admits 20 per queue. It reports
+// the dashboard's heap once its watch holds them all, how long the tree and
+// a queue's page take to serve and how big the tree is, how long Chromium
+// takes to draw the page first (the tree of 1,000 queues, and the longest
+// queue's line), and how long a change to a queue takes to show on the open
+// page. Run it alone, once:
+//
+//	go test ./test/integration -run '^$' -bench BenchmarkDashboardAtScale -benchtime 1x -timeout 60m
+func BenchmarkDashboardAtScale(b *testing.B) {
+	const cohorts, perCohort, perQueue = 10, 100, 50
+	env := testenv.New(b)
+	ctx := context.Background()
+	rf := env.Name("rf")
+	env.Create(b, MakeResourceFlavor(rf).Obj())
+	queues := make([]string, 0, cohorts*perCohort)
+	mine := map[string]bool{}
+	for c := range cohorts {
+		mine[env.Name(fmt.Sprintf("c%d", c))] = true
+		for q := range perCohort {
+			cq := env.Name(fmt.Sprintf("c%d-q%d", c, q))
+			queues = append(queues, cq)
+			env.Create(b, MakeClusterQueue(cq).Cohort(env.Name(fmt.Sprintf("c%d", c))).
+				ResourceGroup(MakeFlavorQuotas(rf).Resource("cpu", "20").Obj()).Obj())
+			env.Create(b, MakeLocalQueue(fmt.Sprintf("lq-%d-%d", c, q), env.Namespace, cq).Obj())
+		}
+	}
+	start := time.Now()
+	var made atomic.Int64
+	var wg sync.WaitGroup
+	work := make(chan [2]int)
+	for range 32 {
+		wg.Go(func() {
+			for cq := range work {
+				w := MakeWorkload(fmt.Sprintf("w-%d-%d", cq[0], cq[1]), env.Namespace).
+					Queue(fmt.Sprintf("lq-%d-%d", cq[0]/perCohort, cq[0]%perCohort)).Request("cpu", "1").Obj()
+				if err := env.Client.Create(ctx, w); err != nil {
+					b.Error(err)
+					return
+				}
+				made.Add(1)
+			}
+		})
+	}
+	for i := range queues {
+		for j := range perQueue {
+			work <- [2]int{i, j}
+		}
+	}
+	close(work)
+	wg.Wait()
+	b.Logf("%d workloads made in %s", made.Load(), time.Since(start).Round(time.Second))
+
+	runtime.GC()
+	var before runtime.MemStats
+	runtime.ReadMemStats(&before)
+	url := serveDashboard(b, env, false)
+	runtime.GC()
+	var after runtime.MemStats
+	runtime.ReadMemStats(&after)
+	b.ReportMetric(float64(after.HeapInuse-before.HeapInuse)/(1<<20), "MiB-heap-of-watch")
+
+	// Wait for berth to admit what fits, so that what is measured next is
+	// the dashboard, not the admissions.
+	var tree dashboard.Tree
+	testenv.Eventually(b, 10*time.Minute, func() error {
+		tree = dashboard.Tree{}
+		if err := testenv.GetJSON(url+"api/tree", &tree); err != nil {
+			return err
+		}
+		var admitted, pending int32
+		for _, root := range tree.Roots {
+			if !mine[root.Name] {
+				continue
+			}
+			for _, cq := range root.Children {
+				admitted += cq.Admitted
+				pending += cq.Pending
+			}
+		}
+		if want := int32(len(queues) * 20); admitted < want || pending < int32(len(queues)*(perQueue-20)) {
+			return fmt.Errorf("%d admitted, %d pending; waiting for %d admitted", admitted, pending, want)
+		}
+		return nil
+	})
+	b.Logf("berth admitted what fits %s after the first workload", time.Since(start).Round(time.Second))
+	// The page shows the queue with the longest line: those made first
+	// borrowed the cohort's quota and have none waiting.
+	shown, most := "", int32(-1)
+	for _, root := range tree.Roots {
+		for _, cq := range root.Children {
+			if mine[root.Name] && cq.Pending > most {
+				shown, most = cq.Name, cq.Pending
+			}
+		}
+	}
+
+	served := func(path string) (time.Duration, int) {
+		t0 := time.Now()
+		res, err := http.Get(url + path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		body, err := io.ReadAll(res.Body)
+		res.Body.Close()
+		if err != nil || res.StatusCode != http.StatusOK {
+			b.Fatalf("%s: %s %v", path, res.Status, err)
+		}
+		b.Logf("GET %s: %s, %d bytes", path, time.Since(t0).Round(time.Millisecond), len(body))
+		return time.Since(t0), len(body)
+	}
+	took, size := served("api/tree")
+	b.ReportMetric(float64(took.Microseconds())/1000, "ms-tree")
+	b.ReportMetric(float64(size)/1024, "KiB-tree")
+	took, _ = served("api/workloads?clusterQueue=" + shown + "&state=pending")
+	b.ReportMetric(float64(took.Microseconds())/1000, "ms-queue-page")
+	took, _ = served("api/workload?namespace=" + env.Namespace + "&name=w-0-49")
+	b.ReportMetric(float64(took.Microseconds())/1000, "ms-workload-page")
+
+	bctx := browser(b)
+	t0 := time.Now()
+	if err := chromedp.Do(bctx, chromedp.Navigate(url+"#cq="+shown)); err != nil {
+		b.Fatal(err)
+	}
+	// Polled from here rather than in the page, so that a page too slow
+	// says how far it got.
+	var drawn, listed time.Duration
+	testenv.Eventually(b, 2*time.Minute, func() error {
+		counts, err := chromedp.Run(bctx, chromedp.Evaluate[[]int](
+			`[document.querySelectorAll('.node.cq').length, document.querySelectorAll('#pending tbody tr').length]`))
+		if err != nil {
+			return err
+		}
+		if drawn == 0 && counts[0] >= len(queues) {
+			drawn = time.Since(t0)
+		}
+		if listed == 0 && counts[1] > 0 {
+			listed = time.Since(t0)
+		}
+		if drawn == 0 || listed == 0 {
+			return fmt.Errorf("after %s the page shows %d ClusterQueues and %d pending rows", time.Since(t0).Round(time.Millisecond), counts[0], counts[1])
+		}
+		return nil
+	})
+	b.ReportMetric(float64(drawn.Milliseconds()), "ms-first-tree")
+	b.ReportMetric(float64(listed.Milliseconds()), "ms-first-queue-page")
+
+	// Ten times, a queue's quota is raised and the open page waits to show
+	// it: the watch, the dashboard's settling (250 ms), the tree sent and
+	// drawn again. (The setup is too dear to repeat per b.N: run with
+	// -benchtime 1x.)
+	cq := queues[len(queues)-1]
+	var total, longest time.Duration
+	const updates = 10
+	for i := range updates {
+		quota := resource.MustParse(fmt.Sprint(21 + i))
+		patch := fmt.Sprintf(`{"spec":{"resourceGroups":[{"coveredResources":["cpu"],"flavors":[{"name":%q,"resources":[{"name":"cpu","nominalQuota":%q}]}]}]}}`,
+			rf, quota.String())
+		t0 := time.Now()
+		var obj client.Object = MakeClusterQueue(cq).Obj()
+		if err := env.Client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := chromedp.Run(bctx, chromedp.Poll[bool](fmt.Sprintf(
+			`(document.querySelector('[data-node="ClusterQueue/%s"] [data-field="usage"]')?.textContent ?? '').includes('of %s')`, cq, quota.String()),
+			chromedp.WithPollingTimeout(time.Minute))); err != nil {
+			b.Fatal(err)
+		}
+		took := time.Since(t0)
+		total += took
+		longest = max(longest, took)
+	}
+	b.ReportMetric(float64(total.Milliseconds())/updates, "ms-update-mean")
+	b.ReportMetric(float64(longest.Milliseconds()), "ms-update-max")
+}
