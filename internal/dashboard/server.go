@@ -518,6 +518,9 @@ func (s *Server) relatedOf(ctx context.Context, wl *berthv1.Workload) relatedRea
 		}
 		read.events = append(read.events, evs.Items...)
 	}
+	// Fresh from when it was done: at scale `berth why` alone takes
+	// seconds, and a read stamped when it began would be stale on arrival.
+	read.at = time.Now()
 	s.related[key] = read
 	return read
 }

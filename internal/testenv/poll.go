@@ -48,7 +48,11 @@ func Consistently(t testing.TB, d time.Duration, cond func() error) {
 // GetJSON reads url's JSON answer into v; an answer other than 200 OK is
 // an error with its body.
 func GetJSON(url string, v any) error {
-	res, err := http.Get(url)
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return err
 	}
