@@ -122,6 +122,24 @@ func (pl *places) tree(f *Flavor) (*topology.Tree, error) {
 	return t, nil
 }
 
+// Topology is a topology flavor's nodes in its domains as the next
+// admission cycle would see them, the room admitted workloads' placements
+// hold taken: for showing it (the dashboard), not for admitting.
+func (c *Cluster) Topology(flavor string) (*topology.Tree, error) {
+	f, ok := c.flavors[flavor]
+	if !ok {
+		return nil, fmt.Errorf("ResourceFlavor %s not found", flavor)
+	}
+	_, known := c.topologies[f.TopologyName]
+	switch {
+	case f.TopologyName == "":
+		return nil, fmt.Errorf("ResourceFlavor %s has no topologyName", flavor)
+	case !known:
+		return nil, fmt.Errorf("ResourceFlavor %s: Topology %s not found", flavor, f.TopologyName)
+	}
+	return c.newPlaces().tree(f)
+}
+
 func hasLabels(have, want map[string]string) bool {
 	for k, v := range want {
 		if have[k] != v {

@@ -3,6 +3,7 @@ package topology
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -526,4 +527,36 @@ func (t *Tree) TakeDomains(domains []Domain, ps PodSet) {
 		p.into(d, int64(dom.Count), len(t.levels)-1)
 	}
 	t.Take(&Assignment{Nodes: p.out}, ps)
+}
+
+// DomainRoom is a domain of the tree as it stands: its nodes with the room
+// they have left after what was taken, for showing, not placing.
+type DomainRoom struct {
+	// Values of the domain's labels, from the top level down to its own.
+	Values   []string
+	Children []DomainRoom // domains of the next level; nil at the lowest
+	Nodes    []Node       // at the lowest level only; Free is a copy
+}
+
+// Rooms returns the top level's domains, each with its own below, in the
+// order their first nodes were given.
+func (t *Tree) Rooms() []DomainRoom {
+	var walk func(ds []*domain) []DomainRoom
+	walk = func(ds []*domain) []DomainRoom {
+		out := make([]DomainRoom, 0, len(ds))
+		for _, d := range ds {
+			r := DomainRoom{Values: slices.Clone(d.values), Children: walk(d.children)}
+			if d.children == nil {
+				r.Children = nil
+			}
+			for _, n := range d.nodes {
+				nn := n.Node
+				nn.Free = maps.Clone(n.Free)
+				r.Nodes = append(r.Nodes, nn)
+			}
+			out = append(out, r)
+		}
+		return out
+	}
+	return walk(t.roots)
 }

@@ -316,3 +316,31 @@ func TestTakeDomainsMatchesTake(t *testing.T) {
 		}
 	}
 }
+
+func TestRoomsShowWhatTakingLeft(t *testing.T) {
+	tr := build(t, makeNodes(1, 2, 2, 4))
+	tr.TakeDomains([]Domain{{Values: []string{"b0", "r1", "b0-r1-h0"}, Count: 3}}, gang(3, 1))
+	rooms := tr.Rooms()
+	if len(rooms) != 1 || rooms[0].Values[0] != "b0" || len(rooms[0].Children) != 2 || rooms[0].Nodes != nil {
+		t.Fatalf("rooms: %+v; want block b0 with its two racks", rooms)
+	}
+	rack := rooms[0].Children[1]
+	if got := strings.Join(rack.Values, "/"); got != "b0/r1" || len(rack.Children) != 2 {
+		t.Fatalf("second rack: %s with %d hosts; want b0/r1 with 2", got, len(rack.Children))
+	}
+	host := rack.Children[0]
+	if host.Children != nil || len(host.Nodes) != 1 || host.Nodes[0].Name != "b0-r1-h0" {
+		t.Fatalf("host domain: %+v; want node b0-r1-h0 and no children", host)
+	}
+	if got := host.Nodes[0].Free["cpu"]; got != 1000 {
+		t.Errorf("b0-r1-h0 has %d mcpu free; want 1000 (4 cores less 3 pods of 1)", got)
+	}
+	if got := rooms[0].Children[0].Children[0].Nodes[0].Free["cpu"]; got != 4000 {
+		t.Errorf("b0-r0-h0 has %d mcpu free; want 4000, untouched", got)
+	}
+	// A copy: changing it changes nothing in the tree.
+	host.Nodes[0].Free["cpu"] = 0
+	if got := tr.Rooms()[0].Children[1].Children[0].Nodes[0].Free["cpu"]; got != 1000 {
+		t.Errorf("after changing a room's copy, the tree has %d mcpu; want 1000", got)
+	}
+}

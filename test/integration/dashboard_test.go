@@ -26,6 +26,7 @@ import (
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
 	"github.com/berth-dev/berth/internal/controller"
 	"github.com/berth-dev/berth/internal/dashboard"
+	"github.com/berth-dev/berth/internal/integration"
 	"github.com/berth-dev/berth/internal/integration/jobs"
 	"github.com/berth-dev/berth/internal/testenv"
 	. "github.com/berth-dev/berth/test/fixtures"
@@ -200,6 +201,81 @@ func TestDashboardShowsQueuesLiveInABrowser(t *testing.T) {
 	if err != nil || !strings.Contains(loc, "wl="+strings.ReplaceAll(wl, "/", "%2F")) {
 		t.Errorf("the page's URL is %s (%v); want it to name the workload shown", loc, err)
 	}
+}
+
+// A topology flavor's view: its blocks, racks and hosts with the room each
+// has, and a gang placed on them named in the rack and hosts it runs in,
+// its room taken, without a reload; the gang opens its workload's page.
+func TestDashboardDrawsATopologyInABrowser(t *testing.T) {
+	env := testenv.New(t)
+	rackOf, _ := topologyQueue(t, env, 1, 2, 2)
+	rf := env.Name("rf")
+	url := serveDashboard(t, env, false)
+
+	for path, want := range map[string]int{
+		"api/topology":                     http.StatusBadRequest,
+		"api/topology?flavor=" + rf + "-x": http.StatusNotFound,
+		"api/topology?flavor=" + rf:        http.StatusOK,
+	} {
+		res, err := http.Get(url + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != want {
+			t.Errorf("%s: %s; want %d", path, res.Status, want)
+		}
+	}
+
+	ctx := browser(t)
+	if err := chromedp.Do(ctx, chromedp.Navigate(url)); err != nil {
+		t.Fatal(err)
+	}
+	// The list is drawn again on every change in the cluster, which other
+	// tests keep busy: the click is tried until the view opens.
+	testenv.Eventually(t, wait, func() error {
+		sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		if _, err := chromedp.Run(sctx, chromedp.Click(chromedp.CSS(`#topologies a[data-flavor="`+rf+`"]`))); err != nil {
+			return err
+		}
+		got, err := chromedp.Run(sctx, chromedp.Text(chromedp.CSS("#topology-title")))
+		if err != nil || !strings.Contains(got, rf) {
+			return fmt.Errorf("the topology view says %q (%v) after a click on %s", got, err, rf)
+		}
+		return nil
+	})
+	block := `#topology-domains [data-domain="b0"]`
+	waitText(t, ctx, block+` > [data-resource="cpu"] [data-field="free"]`, "32 free of 32")
+	waitText(t, ctx, "#topology-summary", rackLabel)
+
+	gang := gangJob(env, "gang", 2, integration.RequiredTopologyAnnotation, rackLabel)
+	env.Create(t, gang)
+	nodes := runningPods(t, env, "gang", 2)
+	rack := rackOf[nodes[0]]
+	wl := env.Namespace + "/" + jobs.WorkloadName(gang)
+	waitText(t, ctx, block+` > [data-resource="cpu"] [data-field="free"]`, "24 free of 32")
+	waitText(t, ctx, `[data-domain="`+rack+`"] > [data-resource="cpu"] [data-field="free"]`, "8 free of 16")
+	waitText(t, ctx, `[data-domain="`+rack+`"] > .gangs`, wl+" ×2")
+	for _, n := range nodes {
+		waitText(t, ctx, `[data-domain="`+n+`"] > .gangs`, wl)
+	}
+	waitText(t, ctx, `[data-node="ClusterQueue/`+env.Name("cq")+`"] [data-field="admitted"]`, "1 admitted")
+	save(t, ctx, "dashboard-topology.png")
+
+	testenv.Eventually(t, wait, func() error {
+		sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		if _, err := chromedp.Run(sctx, chromedp.Click(chromedp.CSS(`[data-domain="`+rack+`"] > .gangs .gang`))); err != nil {
+			return err
+		}
+		got, err := chromedp.Run(sctx, chromedp.Text(chromedp.CSS("#workload-title")))
+		if err != nil || !strings.Contains(got, wl) {
+			return fmt.Errorf("the workload's page says %q (%v) after a click on its gang", got, err)
+		}
+		return nil
+	})
+	waitText(t, ctx, "#workload-podsets", rack)
 }
 
 // save writes a screenshot of the page when -screenshots names a directory.

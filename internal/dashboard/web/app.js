@@ -6,6 +6,7 @@
 const pageSize = 100;
 let selected = null; // the ClusterQueue whose workloads are shown
 let workload = null; // the workload whose page is shown, "namespace/name"
+let topology = null; // the flavor whose topology is shown
 let actions = false; // berth dashboard --allow-actions
 const shown = { pending: pageSize, admitted: pageSize };
 
@@ -70,6 +71,8 @@ function resourceRow(r) {
   return row;
 }
 
+// nodeView draws a cohort's or ClusterQueue's own box, without the nodes
+// below it (drawTree puts those in).
 function nodeView(n) {
   const box = el("div", "node " + (n.kind === "ClusterQueue" ? "cq" : "cohort"));
   box.dataset.node = n.kind + "/" + n.name;
@@ -95,19 +98,63 @@ function nodeView(n) {
   }
   box.append(head);
   for (const r of n.resources ?? []) box.append(resourceRow(r));
-  for (const c of n.children ?? []) box.append(nodeView(c));
   if (n.kind === "ClusterQueue" && n.name === selected) box.classList.add("selected");
   return box;
 }
 
 let lastTree = null;
+// drawn keeps each node's box and what it was drawn from: a change draws
+// again only the nodes that changed, so a thousand queues cost what the
+// few that moved cost, and the page keeps up with the events.
+let drawn = new Map();
+
+function drawTree(container, nodes, seen) {
+  const boxes = nodes.map((n) => {
+    const key = n.kind + "/" + n.name;
+    seen.add(key);
+    const { children, ...own } = n;
+    const sig = JSON.stringify(own);
+    let d = drawn.get(key);
+    if (!d || d.sig !== sig) {
+      const kids = d ? d.kids : el("div", "kids");
+      d = { sig, box: nodeView(n), kids };
+      d.box.append(kids);
+      drawn.set(key, d);
+    }
+    drawTree(d.kids, children ?? [], seen);
+    return d.box;
+  });
+  const now = container.children;
+  if (now.length !== boxes.length || boxes.some((b, i) => now[i] !== b)) container.replaceChildren(...boxes);
+}
 
 function renderTree(tree) {
   lastTree = tree;
   const root = document.getElementById("tree");
-  const nodes = tree.roots.map(nodeView);
-  if (nodes.length === 0) nodes.push(el("p", "", "No ClusterQueue yet."));
-  root.replaceChildren(...nodes);
+  if (tree.roots.length === 0) {
+    drawn.clear();
+    root.replaceChildren(el("p", "", "No ClusterQueue yet."));
+    return;
+  }
+  const seen = new Set();
+  drawTree(root, tree.roots, seen);
+  for (const key of drawn.keys()) {
+    if (!seen.has(key)) drawn.delete(key);
+  }
+}
+
+// Events that come while the page is busy drawing are not drawn one by
+// one: the newest tree is drawn once the page is free.
+let nextTree = null;
+function treeArrived(tree) {
+  const scheduled = nextTree !== null;
+  nextTree = tree;
+  if (scheduled) return;
+  setTimeout(() => {
+    const t = nextTree;
+    nextTree = null;
+    renderTree(t);
+  }, 0);
 }
 
 function age(created) {
@@ -144,6 +191,7 @@ function keepInURL() {
   const p = new URLSearchParams();
   if (selected) p.set("cq", selected);
   if (workload) p.set("wl", workload);
+  if (topology) p.set("topo", topology);
   history.replaceState(null, "", "#" + p.toString());
 }
 
@@ -186,6 +234,107 @@ const loadWorkload = coalesce(async () => {
   document.getElementById("workload-morepods").textContent = d.morePods ? "(and " + d.morePods + " more)" : "";
   fillTable("workload-events", d.events, (e) => [when(e.time), e.object, e.type, e.reason,
     e.message + (e.count > 1 ? " (×" + e.count + ")" : "")]);
+});
+
+// roomRow is one resource of a domain or node: a bar of what is taken,
+// and what placement may still give.
+function roomRow(r) {
+  const row = el("div", "res");
+  row.dataset.resource = r.resource;
+  row.append(el("span", "", r.resource));
+  const label = el("span", "", r.free + " free of " + r.allocatable);
+  label.dataset.field = "free";
+  row.append(label);
+  const bar = el("div", "bar");
+  const alloc = quantity(r.allocatable), free = quantity(r.free);
+  const u = el("div", "used");
+  u.style.width = (100 * Math.min(Math.max(alloc - free, 0), alloc) / Math.max(alloc, 1e-9)) + "%";
+  bar.append(u);
+  row.append(bar);
+  return row;
+}
+
+function domainView(d) {
+  const box = el("div", "domain");
+  box.dataset.domain = d.name;
+  const head = el("div", "head");
+  head.append(el("span", "name", d.name), el("span", "kind", d.level));
+  box.append(head);
+  for (const r of d.room ?? []) box.append(roomRow(r));
+  if ((d.gangs ?? []).length > 0) {
+    const gangs = el("div", "gangs");
+    for (const g of d.gangs) {
+      const chip = el("span", "gang", g.workload + " ×" + g.pods);
+      chip.title = "ClusterQueue " + g.clusterQueue + ": " + g.pods + " pods here";
+      chip.dataset.workload = g.workload;
+      gangs.append(chip);
+    }
+    box.append(gangs);
+  }
+  for (const c of d.domains ?? []) box.append(domainView(c));
+  // A host level names its node already; other lowest levels list theirs.
+  const nodes = (d.nodes ?? []).filter((n) => n.name !== d.name);
+  if (nodes.length > 0) box.append(el("div", "hosts", "nodes: " + nodes.map((n) => n.name).join(", ")));
+  return box;
+}
+
+const loadTopology = coalesce(async () => {
+  if (!topology) return;
+  const flavor = topology;
+  const res = await fetch("api/topology?" + new URLSearchParams({ flavor }));
+  if (flavor !== topology) return;
+  document.getElementById("topology").hidden = false;
+  document.getElementById("topology-title").textContent = "Topology of ResourceFlavor " + flavor;
+  const domains = document.getElementById("topology-domains");
+  if (!res.ok) {
+    document.getElementById("topology-summary").textContent = (await res.text()).trim();
+    domains.replaceChildren();
+    return;
+  }
+  const v = await res.json();
+  const summary = ["Topology " + v.topology, "levels " + v.levels.join(" › ")];
+  if ((v.left ?? []).length > 0) summary.push("left out: " + v.left.join(", "));
+  document.getElementById("topology-summary").textContent = summary.join(" · ");
+  const boxes = v.domains.map(domainView);
+  if (boxes.length === 0) boxes.push(el("p", "", "No node of this flavor is in the topology."));
+  domains.replaceChildren(...boxes);
+});
+
+function openTopology(flavor) {
+  topology = flavor;
+  keepInURL();
+  loadTopology();
+}
+
+const loadTopologies = coalesce(async () => {
+  const res = await fetch("api/topologies");
+  if (!res.ok) return;
+  const list = await res.json();
+  const items = list.map((t) => {
+    const li = el("li");
+    const a = el("a", "", t.flavor);
+    a.dataset.flavor = t.flavor;
+    li.append(a, el("span", "kind", " (Topology " + t.topology + ")"));
+    return li;
+  });
+  if (items.length === 0) items.push(el("li", "kind", "No ResourceFlavor names a Topology."));
+  document.getElementById("topologies").replaceChildren(...items);
+});
+
+document.getElementById("topologies").addEventListener("click", (e) => {
+  const a = e.target.closest("a[data-flavor]");
+  if (a) openTopology(a.dataset.flavor);
+});
+
+document.getElementById("topology-domains").addEventListener("click", (e) => {
+  const chip = e.target.closest(".gang[data-workload]");
+  if (chip) openWorkload(chip.dataset.workload);
+});
+
+document.getElementById("topology-close").addEventListener("click", () => {
+  topology = null;
+  document.getElementById("topology").hidden = true;
+  keepInURL();
 });
 
 function openWorkload(key) {
@@ -266,24 +415,31 @@ for (const state of ["pending", "admitted"]) {
   });
 }
 
-// Its pods and events change without a change to any queue or workload,
-// so an open workload page also asks again every few seconds; the server
-// reads them from the API server at most once in two seconds for every
-// page that asks.
+// Pods, events and nodes change without a change to any queue or
+// workload, so an open workload or topology page also asks again every few
+// seconds; the server reads them from the API server at most once in two
+// seconds for every page that asks.
 setInterval(loadWorkload, 3000);
+setInterval(loadTopology, 3000);
 
 {
   const shownAtStart = new URLSearchParams(location.hash.slice(1));
   workload = shownAtStart.get("wl");
+  topology = shownAtStart.get("topo");
   if (shownAtStart.get("cq")) select(shownAtStart.get("cq"));
   loadWorkload();
+  loadTopology();
+  loadTopologies();
 }
 
 fetch("api/config").then((r) => r.json()).then((c) => {
   actions = c.actions;
   document.getElementById("actions").hidden = !actions;
   document.getElementById("token").value = sessionStorage.getItem("token") ?? "";
-  if (lastTree) renderTree(lastTree); // with its buttons
+  if (lastTree) {
+    drawn = new Map(); // every node again, with its buttons
+    renderTree(lastTree);
+  }
 });
 
 const live = document.getElementById("live");
@@ -292,11 +448,13 @@ events.addEventListener("tree", (e) => {
   live.dataset.state = "live";
   live.textContent = "live";
   const tree = JSON.parse(e.data);
-  renderTree(tree);
+  treeArrived(tree);
   // The selected queue's lists are asked for again only when it, or one
   // of its workloads, changed.
   if ((tree.changed ?? []).includes(selected)) loadQueue();
   loadWorkload();
+  loadTopology();
+  loadTopologies(); // flavors are not watched: a new one shows with the next change
 });
 // (Re)connected: whatever changed meanwhile is not named in an event.
 events.addEventListener("open", () => loadQueue());
