@@ -95,9 +95,9 @@ func New(cfg *rest.Config, scheme *runtime.Scheme) (*Server, error) {
 // dashboard's own credentials. Call it before Handler.
 func (s *Server) AllowActions() { s.actions = true }
 
-// Start watches the cluster's ClusterQueues, Cohorts, LocalQueues and
-// Workloads (and, for `berth why`, its ResourceFlavors, AdmissionChecks and
-// Namespaces) until ctx ends, and returns once the first lists are in. It
+// Start watches the cluster's ClusterQueues, Cohorts, LocalQueues,
+// Workloads, WorkerClusters and MultiClusterConfigs (and, for `berth why`,
+// its ResourceFlavors, AdmissionChecks and Namespaces) until ctx ends, and returns once the first lists are in. It
 // may be called again after it failed: the watch is started once, and a
 // later call waits for its first lists again.
 func (s *Server) Start(ctx context.Context) error {
@@ -129,8 +129,22 @@ func queueKey(obj client.Object) []string {
 	return []string{Pending + "/" + workload.LocalQueueKey(wl)}
 }
 
+// workerIndex indexes Workloads by the worker cluster they were
+// dispatched to.
+const workerIndex = "dashboard.berth.dev/worker"
+
+func workerKey(obj client.Object) []string {
+	if wl, ok := obj.(*berthv1.Workload); ok && wl.Status.ClusterName != "" {
+		return []string{wl.Status.ClusterName}
+	}
+	return nil
+}
+
 func (s *Server) watch(ctx context.Context) error {
 	if err := s.cache.IndexField(ctx, &berthv1.Workload{}, queueIndex, queueKey); err != nil {
+		return err
+	}
+	if err := s.cache.IndexField(ctx, &berthv1.Workload{}, workerIndex, workerKey); err != nil {
 		return err
 	}
 	for _, obj := range []client.Object{&berthv1.ClusterQueue{}, &berthv1.Cohort{}, &berthv1.LocalQueue{}, &berthv1.Workload{}} {
@@ -148,6 +162,21 @@ func (s *Server) watch(ctx context.Context) error {
 	}
 	for _, obj := range []client.Object{&berthv1.ResourceFlavor{}, &berthv1.AdmissionCheck{}, &corev1.Namespace{}} {
 		if _, err := s.cache.GetInformer(ctx, obj); err != nil {
+			return err
+		}
+	}
+	// Worker clusters change no queue's lists; pages that show them are
+	// told of every change.
+	for _, obj := range []client.Object{&berthv1.WorkerCluster{}, &berthv1.MultiClusterConfig{}} {
+		inf, err := s.cache.GetInformer(ctx, obj)
+		if err != nil {
+			return err
+		}
+		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+			AddFunc:    func(any) { s.changed() },
+			UpdateFunc: func(_, _ any) { s.changed() },
+			DeleteFunc: func(any) { s.changed() },
+		}); err != nil {
 			return err
 		}
 	}
@@ -226,6 +255,8 @@ func (s *Server) tell(ctx context.Context) {
 //   - GET /api/workloads?clusterQueue=NAME&state=pending|admitted&offset=N&limit=N:
 //     a page of a ClusterQueue's workloads (Workloads);
 //   - GET /api/workload?namespace=NS&name=NAME: a workload's page (Detail);
+//   - GET /api/workers[?name=NAME]: the worker clusters ([]Worker), one with
+//     its running workloads;
 //   - GET /api/topologies: the flavors that have a topology ([]TopologyFlavor);
 //   - GET /api/topology?flavor=NAME: a topology flavor's domains (TopologyView);
 //   - GET /api/config: what the page may offer ({"actions": true} with
@@ -252,6 +283,7 @@ func (s *Server) Handler() http.Handler {
 	})
 	mux.HandleFunc("GET /api/workloads", s.workloads)
 	mux.HandleFunc("GET /api/workload", s.workload)
+	mux.HandleFunc("GET /api/workers", s.workers)
 	mux.HandleFunc("GET /api/topologies", s.topologies)
 	mux.HandleFunc("GET /api/topology", s.topology)
 	mux.HandleFunc("GET /api/config", func(w http.ResponseWriter, _ *http.Request) {
@@ -707,4 +739,46 @@ func (s *Server) readTopology(ctx context.Context, in *TopologyInput) error {
 	}
 	in.Nodes, in.Pods, in.Workloads = nodes.Items, pods.Items, wls.Items
 	return nil
+}
+
+// workersListed is how many of a worker's workloads /api/workers?name= lists.
+const workersListed = 100
+
+func (s *Server) workers(w http.ResponseWriter, r *http.Request) {
+	var (
+		wcs  berthv1.WorkerClusterList
+		mccs berthv1.MultiClusterConfigList
+		wls  berthv1.WorkloadList
+	)
+	for _, l := range []client.ObjectList{&wcs, &mccs} {
+		if err := s.cache.List(r.Context(), l); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+	}
+	// Only the workloads dispatched to a worker (workerIndex), not all.
+	names := map[string]bool{}
+	for _, wc := range wcs.Items {
+		names[wc.Name] = true
+	}
+	for _, mcc := range mccs.Items {
+		for _, n := range mcc.Spec.Clusters {
+			names[n] = true
+		}
+	}
+	for n := range names {
+		var on berthv1.WorkloadList
+		if err := s.cache.List(r.Context(), &on, client.MatchingFields{workerIndex: n}, client.UnsafeDisableDeepCopy); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		wls.Items = append(wls.Items, on.Items...)
+	}
+	name := r.URL.Query().Get("name")
+	out := Workers(wcs.Items, mccs.Items, wls.Items, name, workersListed)
+	if name != "" && len(out) == 0 {
+		http.Error(w, fmt.Sprintf("WorkerCluster %s: not found, and no MultiClusterConfig names it", name), http.StatusNotFound)
+		return
+	}
+	writeJSON(w, out)
 }

@@ -3,13 +3,9 @@ package integration
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -20,11 +16,8 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
-	"github.com/berth-dev/berth/internal/controller"
 	"github.com/berth-dev/berth/internal/dashboard"
 	"github.com/berth-dev/berth/internal/integration"
 	"github.com/berth-dev/berth/internal/integration/jobs"
@@ -32,68 +25,11 @@ import (
 	. "github.com/berth-dev/berth/test/fixtures"
 )
 
-// screenshots, when set, is where the browser test saves what it saw
-// (docs/img keeps the ones docs/dashboard.md shows).
-var screenshots = flag.String("screenshots", "", "directory to save the dashboard's screenshots in")
-
-// chromium is Debian's Chromium, which .ci/run installs.
-const chromium = "/usr/bin/chromium"
-
-// serveDashboard starts the dashboard of env's cluster on a loopback port
-// for the test, and returns its URL; actions as with --allow-actions.
-func serveDashboard(t testing.TB, env *testenv.Env, actions bool) string {
-	t.Helper()
-	ctrllog.SetLogger(zap.New(zap.WriteTo(os.Stderr))) // the watch's errors, as berth dashboard logs them
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	srv, err := dashboard.New(env.Config, controller.Scheme())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if actions {
-		srv.AllowActions()
-	}
-	if err := srv.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv.Handler())
-	t.Cleanup(hs.Close)
-	return hs.URL + "/"
-}
-
-// browser starts headless Chromium for the test.
-func browser(t testing.TB) context.Context {
-	t.Helper()
-	if _, err := os.Stat(chromium); err != nil {
-		t.Fatalf("the dashboard is tested in Debian's Chromium: %v (apt-get install chromium; .ci/run does)", err)
-	}
-	// No network but loopback here: Chromium's own calls home are turned off.
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium), chromedp.NoSandbox,
-		chromedp.Flag("disable-gpu", true), chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-quic", true), chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1400, 900))
-	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancelCtx := chromedp.NewContext(alloc)
-	ctx, cancelTimeout := context.WithTimeout(ctx, 3*time.Minute)
-	t.Cleanup(func() { cancelTimeout(); cancelCtx(); cancelAlloc() })
-	return ctx
-}
-
 // waitText polls the page until the element selector names has text holding
 // want.
 func waitText(t *testing.T, ctx context.Context, selector, want string) {
 	t.Helper()
-	testenv.Eventually(t, wait, func() error {
-		sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		defer cancel()
-		got, err := chromedp.Run(sctx, chromedp.Text(chromedp.CSS(selector)))
-		if err != nil {
-			return fmt.Errorf("%s: %v", selector, err)
-		}
-		if !strings.Contains(got, want) {
-			return fmt.Errorf("%s says %q; want %q in it", selector, got, want)
-		}
-		return nil
-	})
+	testenv.WaitText(t, ctx, wait, selector, want)
 }
 
 // The dashboard in a real browser, against the real control plane: the
@@ -106,7 +42,7 @@ func TestDashboardShowsQueuesLiveInABrowser(t *testing.T) {
 	env.Create(t, MakeResourceFlavor(rf).Obj())
 	env.Create(t, MakeClusterQueue(cq).Cohort(cohort).ResourceGroup(MakeFlavorQuotas(rf).Resource("cpu", "2").Obj()).Obj())
 	env.Create(t, MakeLocalQueue("main", env.Namespace, cq).Obj())
-	url := serveDashboard(t, env, false)
+	url := testenv.Dashboard(t, env, false)
 
 	// The API the page uses.
 	res, err := http.Get(url + "api/tree")
@@ -145,7 +81,7 @@ func TestDashboardShowsQueuesLiveInABrowser(t *testing.T) {
 	// tree is drawn again on every change anywhere in the cluster, which
 	// other tests keep busy, so a test's click could land between two
 	// drawings.
-	ctx := browser(t)
+	ctx := testenv.Browser(t)
 	if err := chromedp.Do(ctx, chromedp.Navigate(url+"#cq="+cq)); err != nil {
 		t.Fatal(err)
 	}
@@ -163,22 +99,11 @@ func TestDashboardShowsQueuesLiveInABrowser(t *testing.T) {
 	row := `tr[data-workload="` + env.Namespace + "/" + jobs.WorkloadName(second) + `"]`
 	waitText(t, ctx, "#pending "+row, "needs 1 cpu")
 	waitText(t, ctx, node+` [data-field="pending"]`, "1 pending")
-	save(t, ctx, "dashboard.png")
+	testenv.Screenshot(t, ctx, "dashboard.png")
 
 	// Its row opens its page: why it waits, in berth why's words.
 	wl := env.Namespace + "/" + jobs.WorkloadName(second)
-	testenv.Eventually(t, wait, func() error {
-		sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		defer cancel()
-		if _, err := chromedp.Run(sctx, chromedp.Click(chromedp.CSS("#pending "+row))); err != nil {
-			return err
-		}
-		got, err := chromedp.Run(sctx, chromedp.Text(chromedp.CSS("#workload-title")))
-		if err != nil || !strings.Contains(got, wl) {
-			return fmt.Errorf("the workload's page says %q (%v) after a click on its row", got, err)
-		}
-		return nil
-	})
+	testenv.ClickUntil(t, ctx, wait, "#pending "+row, "#workload-title", wl)
 	waitText(t, ctx, "#workload-why", "position:  1 of 1 waiting in ClusterQueue "+cq)
 	waitText(t, ctx, "#workload-summary", "made for Job second")
 	waitText(t, ctx, "#workload-podsets", "cpu 1")
@@ -196,7 +121,7 @@ func TestDashboardShowsQueuesLiveInABrowser(t *testing.T) {
 	waitText(t, ctx, "#workload-podsets", "cpu: "+rf)
 	waitText(t, ctx, "#workload-pods", "second-")
 	waitText(t, ctx, "#workload-events", "SuccessfulCreate")
-	save(t, ctx, "dashboard-workload.png")
+	testenv.Screenshot(t, ctx, "dashboard-workload.png")
 	loc, err := chromedp.Run(ctx, chromedp.Location())
 	if err != nil || !strings.Contains(loc, "wl="+strings.ReplaceAll(wl, "/", "%2F")) {
 		t.Errorf("the page's URL is %s (%v); want it to name the workload shown", loc, err)
@@ -210,7 +135,7 @@ func TestDashboardDrawsATopologyInABrowser(t *testing.T) {
 	env := testenv.New(t)
 	rackOf, _ := topologyQueue(t, env, 1, 2, 2)
 	rf := env.Name("rf")
-	url := serveDashboard(t, env, false)
+	url := testenv.Dashboard(t, env, false)
 
 	for path, want := range map[string]int{
 		"api/topology":                     http.StatusBadRequest,
@@ -227,24 +152,13 @@ func TestDashboardDrawsATopologyInABrowser(t *testing.T) {
 		}
 	}
 
-	ctx := browser(t)
+	ctx := testenv.Browser(t)
 	if err := chromedp.Do(ctx, chromedp.Navigate(url)); err != nil {
 		t.Fatal(err)
 	}
 	// The list is drawn again on every change in the cluster, which other
 	// tests keep busy: the click is tried until the view opens.
-	testenv.Eventually(t, wait, func() error {
-		sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		defer cancel()
-		if _, err := chromedp.Run(sctx, chromedp.Click(chromedp.CSS(`#topologies a[data-flavor="`+rf+`"]`))); err != nil {
-			return err
-		}
-		got, err := chromedp.Run(sctx, chromedp.Text(chromedp.CSS("#topology-title")))
-		if err != nil || !strings.Contains(got, rf) {
-			return fmt.Errorf("the topology view says %q (%v) after a click on %s", got, err, rf)
-		}
-		return nil
-	})
+	testenv.ClickUntil(t, ctx, wait, `#topologies a[data-flavor="`+rf+`"]`, "#topology-title", rf)
 	block := `#topology-domains [data-domain="b0"]`
 	waitText(t, ctx, block+` > [data-resource="cpu"] [data-field="free"]`, "32 free of 32")
 	waitText(t, ctx, "#topology-summary", rackLabel)
@@ -261,36 +175,10 @@ func TestDashboardDrawsATopologyInABrowser(t *testing.T) {
 		waitText(t, ctx, `[data-domain="`+n+`"] > .gangs`, wl)
 	}
 	waitText(t, ctx, `[data-node="ClusterQueue/`+env.Name("cq")+`"] [data-field="admitted"]`, "1 admitted")
-	save(t, ctx, "dashboard-topology.png")
+	testenv.Screenshot(t, ctx, "dashboard-topology.png")
 
-	testenv.Eventually(t, wait, func() error {
-		sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		defer cancel()
-		if _, err := chromedp.Run(sctx, chromedp.Click(chromedp.CSS(`[data-domain="`+rack+`"] > .gangs .gang`))); err != nil {
-			return err
-		}
-		got, err := chromedp.Run(sctx, chromedp.Text(chromedp.CSS("#workload-title")))
-		if err != nil || !strings.Contains(got, wl) {
-			return fmt.Errorf("the workload's page says %q (%v) after a click on its gang", got, err)
-		}
-		return nil
-	})
+	testenv.ClickUntil(t, ctx, wait, `[data-domain="`+rack+`"] > .gangs .gang`, "#workload-title", wl)
 	waitText(t, ctx, "#workload-podsets", rack)
-}
-
-// save writes a screenshot of the page when -screenshots names a directory.
-func save(t *testing.T, ctx context.Context, name string) {
-	t.Helper()
-	if *screenshots == "" {
-		return
-	}
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(*screenshots, name), png, 0o644); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // post sends an action to the dashboard at url with a bearer token.
@@ -343,7 +231,7 @@ func TestDashboardActsWithTheUsersOwnPermissions(t *testing.T) {
 	env.Create(t, MakeLocalQueue("main", env.Namespace, cq).Obj())
 	wl := MakeWorkload("w", env.Namespace).Queue("main").Request("cpu", "1").Obj()
 	env.Create(t, wl)
-	url := serveDashboard(t, env, true)
+	url := testenv.Dashboard(t, env, true)
 	nobody := serviceAccountToken(t, env, "nobody")
 	operator := serviceAccountToken(t, env, "operator", rbacv1.PolicyRule{APIGroups: []string{berthv1.GroupVersion.Group},
 		Resources: []string{"clusterqueues", "workloads"}, Verbs: []string{"get", "patch"}})
@@ -385,7 +273,7 @@ func TestDashboardActsWithTheUsersOwnPermissions(t *testing.T) {
 	}
 
 	// In the browser: whoever pastes a token acts as that user.
-	ctx := browser(t)
+	ctx := testenv.Browser(t)
 	if err := chromedp.Do(ctx, chromedp.Navigate(url+"#cq="+cq)); err != nil {
 		t.Fatal(err)
 	}
@@ -425,7 +313,7 @@ func TestDashboardActsWithTheUsersOwnPermissions(t *testing.T) {
 	if p := stopPolicy(); p != berthv1.Hold {
 		t.Fatalf("stopPolicy %q after the operator's stop; want Hold", p)
 	}
-	save(t, ctx, "dashboard-actions.png")
+	testenv.Screenshot(t, ctx, "dashboard-actions.png")
 	press("resume", operator, "resumed: it admits again")
 	if p := stopPolicy(); p != berthv1.StopPolicyNone {
 		t.Fatalf("stopPolicy %q after the operator's resume; want None", p)

@@ -7,6 +7,7 @@ const pageSize = 100;
 let selected = null; // the ClusterQueue whose workloads are shown
 let workload = null; // the workload whose page is shown, "namespace/name"
 let topology = null; // the flavor whose topology is shown
+let worker = null; // the worker cluster whose workloads are shown
 let actions = false; // berth dashboard --allow-actions
 const shown = { pending: pageSize, admitted: pageSize };
 
@@ -192,6 +193,7 @@ function keepInURL() {
   if (selected) p.set("cq", selected);
   if (workload) p.set("wl", workload);
   if (topology) p.set("topo", topology);
+  if (worker) p.set("worker", worker);
   history.replaceState(null, "", "#" + p.toString());
 }
 
@@ -337,6 +339,67 @@ document.getElementById("topology-close").addEventListener("click", () => {
   keepInURL();
 });
 
+function workerState(w) {
+  if (w.active) return "reachable";
+  return (w.reason ?? "") + (w.message ? ": " + w.message : "");
+}
+
+// loadWorkers draws the worker clusters and, when one is open, its page.
+const loadWorkers = coalesce(async () => {
+  const res = await fetch("api/workers");
+  if (!res.ok) return;
+  const list = await res.json();
+  document.getElementById("workers-pane").hidden = list.length === 0;
+  document.querySelector("#workers tbody").replaceChildren(...list.map((w) => {
+    const tr = el("tr");
+    tr.dataset.worker = w.name;
+    const state = el("td", "", workerState(w));
+    state.dataset.state = w.active ? "live" : "lost";
+    tr.append(el("td", "", w.name), state, el("td", "", String(w.running)));
+    return tr;
+  }));
+  if (!worker) return;
+  const name = worker;
+  const one = await fetch("api/workers?" + new URLSearchParams({ name }));
+  if (name !== worker) return;
+  document.getElementById("worker").hidden = false;
+  document.getElementById("worker-title").textContent = "Worker cluster " + name;
+  if (!one.ok) {
+    document.getElementById("worker-summary").textContent = (await one.text()).trim();
+    fillTable("worker-workloads", [], () => []);
+    return;
+  }
+  const [w] = await one.json();
+  const summary = [workerState(w) + (w.since && !w.since.startsWith("0001-") ? " since " + when(w.since) : ""),
+    w.running + " running", "MultiClusterConfigs: " + ((w.configs ?? []).join(", ") || "none")];
+  document.getElementById("worker-summary").textContent = summary.join(" · ");
+  document.querySelector("#worker-workloads tbody").replaceChildren(...(w.workloads ?? []).map((r) => {
+    const tr = el("tr");
+    tr.dataset.workload = r.workload;
+    tr.append(el("td", "", r.workload), el("td", "", r.clusterQueue));
+    return tr;
+  }));
+});
+
+document.getElementById("workers").addEventListener("click", (e) => {
+  const row = e.target.closest("tr[data-worker]");
+  if (!row) return;
+  worker = row.dataset.worker;
+  keepInURL();
+  loadWorkers();
+});
+
+document.getElementById("worker-workloads").addEventListener("click", (e) => {
+  const row = e.target.closest("tr[data-workload]");
+  if (row) openWorkload(row.dataset.workload);
+});
+
+document.getElementById("worker-close").addEventListener("click", () => {
+  worker = null;
+  document.getElementById("worker").hidden = true;
+  keepInURL();
+});
+
 function openWorkload(key) {
   workload = key;
   keepInURL();
@@ -426,17 +489,19 @@ setInterval(loadTopology, 3000);
   const shownAtStart = new URLSearchParams(location.hash.slice(1));
   workload = shownAtStart.get("wl");
   topology = shownAtStart.get("topo");
+  worker = shownAtStart.get("worker");
   if (shownAtStart.get("cq")) select(shownAtStart.get("cq"));
   loadWorkload();
   loadTopology();
   loadTopologies();
+  loadWorkers();
 }
 
 fetch("api/config").then((r) => r.json()).then((c) => {
   actions = c.actions;
   document.getElementById("actions").hidden = !actions;
   document.getElementById("token").value = sessionStorage.getItem("token") ?? "";
-  if (lastTree) {
+  if (lastTree && actions) {
     drawn = new Map(); // every node again, with its buttons
     renderTree(lastTree);
   }
@@ -455,6 +520,7 @@ events.addEventListener("tree", (e) => {
   loadWorkload();
   loadTopology();
   loadTopologies(); // flavors are not watched: a new one shows with the next change
+  loadWorkers();
 });
 // (Re)connected: whatever changed meanwhile is not named in an event.
 events.addEventListener("open", () => loadQueue());
