@@ -3,7 +3,7 @@ GO ?= go
 CONTROLLER_GEN = $(GO) tool -modfile=hack/tools.mod controller-gen
 GOLANGCI_LINT = $(GO) tool -modfile=hack/lint.mod golangci-lint
 
-.PHONY: all build image chart test generate verify-generated fmt vet lint up bench
+.PHONY: all build image chart test generate verify-generated webdeps fmt vet lint up bench
 
 all: build
 
@@ -41,6 +41,9 @@ verify-generated: generate ## fail when generated files differ from what is comm
 		{ echo "generated files are stale: run 'make generate' and commit the result"; exit 1; }
 	@untracked=$$(git ls-files --others --exclude-standard -- api config charts); \
 		if [ -n "$$untracked" ]; then echo "generated files not committed: $$untracked"; exit 1; fi
+
+webdeps: ## the dashboard's front-end packages (internal/dashboard/webdeps, npm ci) copied into internal/dashboard/web/vendor
+	bash hack/webdeps/run.sh
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

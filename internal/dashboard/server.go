@@ -32,6 +32,7 @@ import (
 	"github.com/berth-dev/berth/internal/core"
 	"github.com/berth-dev/berth/internal/stop"
 	"github.com/berth-dev/berth/internal/top"
+	"github.com/berth-dev/berth/internal/vcluster"
 	"github.com/berth-dev/berth/internal/why"
 	"github.com/berth-dev/berth/internal/workload"
 )
@@ -62,9 +63,16 @@ type Server struct {
 	relatedMu sync.Mutex
 	related   map[types.NamespacedName]relatedRead
 	drawn     map[string]drawnTopology // by flavor
+	tenants   tenantsRead
 
 	once     sync.Once
 	startErr error
+
+	// history is sampled every historyStep, with the admissions counted
+	// since the last sample; under mu.
+	history     *History
+	historyStep time.Duration
+	admissions  map[string]int
 
 	mu sync.Mutex
 	// subs are the open event streams, each with the ClusterQueues whose
@@ -87,8 +95,20 @@ func New(cfg *rest.Config, scheme *runtime.Scheme) (*Server, error) {
 	}
 	return &Server{cache: c, api: api, cfg: cfg, scheme: scheme, related: map[types.NamespacedName]relatedRead{},
 		drawn: map[string]drawnTopology{},
-		subs:  map[chan struct{}]map[string]bool{}, dirty: map[string]bool{}, kick: make(chan struct{}, 1)}, nil
+		subs:  map[chan struct{}]map[string]bool{}, dirty: map[string]bool{}, kick: make(chan struct{}, 1),
+		historyStep: HistoryStep, admissions: map[string]int{}}, nil
 }
+
+// HistoryStep and HistorySpan are how often the charts' history is
+// sampled and how far back it goes.
+const (
+	HistoryStep = 15 * time.Second
+	HistorySpan = time.Hour
+)
+
+// SampleEvery samples the charts' history every step instead of
+// HistoryStep (tests make it short). Call it before Start.
+func (s *Server) SampleEvery(step time.Duration) { s.historyStep = step }
 
 // AllowActions lets pages stop and resume queues and workloads (POST
 // /api/actions), each with the token of the user who asks, never with the
@@ -153,8 +173,11 @@ func (s *Server) watch(ctx context.Context) error {
 			return err
 		}
 		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-			AddFunc:    func(o any) { s.changed(s.queuesOf(o)...) },
-			UpdateFunc: func(old, o any) { s.changed(append(s.queuesOf(old), s.queuesOf(o)...)...) },
+			AddFunc: func(o any) { s.changed(s.queuesOf(o)...) },
+			UpdateFunc: func(old, o any) {
+				s.countAdmission(old, o)
+				s.changed(append(s.queuesOf(old), s.queuesOf(o)...)...)
+			},
 			DeleteFunc: func(o any) { s.changed(s.queuesOf(o)...) },
 		}); err != nil {
 			return err
@@ -182,7 +205,49 @@ func (s *Server) watch(ctx context.Context) error {
 	}
 	go func() { _ = s.cache.Start(ctx) }()
 	go s.tell(ctx)
+	go s.sample(ctx)
 	return nil
+}
+
+// countAdmission counts a workload that has just been given quota: the
+// charts' admissions. Workloads listed when the watch starts are not
+// counted: they were admitted before.
+func (s *Server) countAdmission(old, o any) {
+	was, _ := old.(*berthv1.Workload)
+	is, _ := o.(*berthv1.Workload)
+	if was == nil || is == nil || workload.HasQuota(was) || !workload.HasQuota(is) || is.Status.Admission == nil {
+		return
+	}
+	s.mu.Lock()
+	s.admissions[is.Status.Admission.ClusterQueue]++
+	s.mu.Unlock()
+}
+
+// sample records the charts' history every historyStep, from the first
+// lists on.
+func (s *Server) sample(ctx context.Context) {
+	if !s.cache.WaitForCacheSync(ctx) {
+		return
+	}
+	s.mu.Lock()
+	s.history = NewHistory(s.historyStep, HistorySpan)
+	s.mu.Unlock()
+	tick := time.NewTicker(s.historyStep)
+	defer tick.Stop()
+	for {
+		tree, err := s.tree(ctx)
+		if err == nil {
+			s.mu.Lock()
+			s.history.Record(time.Now(), tree.Roots, s.admissions)
+			s.admissions = map[string]int{}
+			s.mu.Unlock()
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
 }
 
 // queuesOf names the ClusterQueues whose lists a change of o touches.
@@ -257,6 +322,9 @@ func (s *Server) tell(ctx context.Context) {
 //   - GET /api/workload?namespace=NS&name=NAME: a workload's page (Detail);
 //   - GET /api/workers[?name=NAME]: the worker clusters ([]Worker), one with
 //     its running workloads;
+//   - GET /api/history?clusterQueue=NAME: its charts' history (Chart);
+//   - GET /api/vclusters: the virtual clusters synced into this cluster
+//     ([]VirtualCluster);
 //   - GET /api/topologies: the flavors that have a topology ([]TopologyFlavor);
 //   - GET /api/topology?flavor=NAME: a topology flavor's domains (TopologyView);
 //   - GET /api/config: what the page may offer ({"actions": true} with
@@ -284,6 +352,8 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /api/workloads", s.workloads)
 	mux.HandleFunc("GET /api/workload", s.workload)
 	mux.HandleFunc("GET /api/workers", s.workers)
+	mux.HandleFunc("GET /api/history", s.chart)
+	mux.HandleFunc("GET /api/vclusters", s.vclusters)
 	mux.HandleFunc("GET /api/topologies", s.topologies)
 	mux.HandleFunc("GET /api/topology", s.topology)
 	mux.HandleFunc("GET /api/config", func(w http.ResponseWriter, _ *http.Request) {
@@ -781,4 +851,84 @@ func (s *Server) workers(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, out)
+}
+
+// tenantsRead is the virtual clusters, read for every page that asks
+// within relatedTTL: their syncers' accounts and their pods are read from
+// the API server, not watched.
+type tenantsRead struct {
+	at  time.Time
+	vcs []VirtualCluster
+	err error
+}
+
+func (s *Server) vclusters(w http.ResponseWriter, r *http.Request) {
+	read := s.readTenants(r.Context())
+	if read.err != nil {
+		http.Error(w, read.err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	writeJSON(w, read.vcs)
+}
+
+func (s *Server) readTenants(ctx context.Context) tenantsRead {
+	s.relatedMu.Lock()
+	defer s.relatedMu.Unlock()
+	if time.Since(s.tenants.at) < relatedTTL {
+		return s.tenants
+	}
+	read := tenantsRead{vcs: []VirtualCluster{}}
+	var (
+		syncers corev1.ServiceAccountList
+		pods    corev1.PodList
+		lqs     berthv1.LocalQueueList
+		wls     []berthv1.Workload
+	)
+	synced := client.HasLabels{vcluster.Label}
+	read.err = s.api.List(ctx, &syncers, synced)
+	if read.err == nil && len(syncers.Items) > 0 {
+		read.err = s.api.List(ctx, &pods, synced)
+	}
+	if read.err == nil {
+		read.err = s.cache.List(ctx, &lqs)
+	}
+	// Only the host namespaces' workloads.
+	seen := map[string]bool{}
+	for _, sa := range syncers.Items {
+		if read.err != nil || seen[sa.Namespace] {
+			continue
+		}
+		seen[sa.Namespace] = true
+		var in berthv1.WorkloadList
+		read.err = s.cache.List(ctx, &in, client.InNamespace(sa.Namespace), client.UnsafeDisableDeepCopy)
+		wls = append(wls, in.Items...)
+	}
+	if read.err == nil {
+		read.vcs = VirtualClusters(syncers.Items, lqs.Items, pods.Items, wls)
+	}
+	read.at = time.Now()
+	s.tenants = read
+	return read
+}
+
+func (s *Server) chart(w http.ResponseWriter, r *http.Request) {
+	cq := r.URL.Query().Get("clusterQueue")
+	if cq == "" {
+		http.Error(w, "query parameter clusterQueue: required", http.StatusBadRequest)
+		return
+	}
+	s.mu.Lock()
+	var (
+		c  Chart
+		ok bool
+	)
+	if s.history != nil {
+		c, ok = s.history.Of(cq)
+	}
+	s.mu.Unlock()
+	if !ok {
+		http.Error(w, fmt.Sprintf("ClusterQueue %s: no history (not there when last sampled)", cq), http.StatusNotFound)
+		return
+	}
+	writeJSON(w, c)
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"k8s.io/client-go/rest"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
@@ -19,19 +20,20 @@ import (
 	"github.com/berth-dev/berth/internal/dashboard"
 )
 
-// Dashboard serves berth's dashboard of env's cluster on a loopback port
-// for the test, and returns its URL; actions as with --allow-actions.
-func Dashboard(t testing.TB, env *Env, actions bool) string {
+// Dashboard serves berth's dashboard of the cluster cfg reaches on a
+// loopback port for the test, set up by opts (such as
+// (*dashboard.Server).AllowActions), and returns its URL.
+func Dashboard(t testing.TB, cfg *rest.Config, opts ...func(*dashboard.Server)) string {
 	t.Helper()
 	ctrllog.SetLogger(zap.New(zap.WriteTo(os.Stderr))) // the watch's errors, as berth dashboard logs them
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	srv, err := dashboard.New(env.Config, controller.Scheme())
+	srv, err := dashboard.New(cfg, controller.Scheme())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if actions {
-		srv.AllowActions()
+	for _, o := range opts {
+		o(srv)
 	}
 	if err := srv.Start(ctx); err != nil {
 		t.Fatal(err)

@@ -9,9 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/berth-dev/berth/internal/controlplane"
 	"github.com/berth-dev/berth/internal/testenv"
@@ -57,6 +59,22 @@ func TestVClusterLifecycle(t *testing.T) {
 		return nil
 	}
 	testenv.Eventually(t, time.Minute, runs)
+	t.Run("dashboard", func(t *testing.T) {
+		// The host's dashboard names the virtual cluster, its host
+		// namespace and its pod running there.
+		cfg, err := clientcmd.BuildConfigFromFlags("", hostKC)
+		if err != nil {
+			t.Fatal(err)
+		}
+		url := testenv.Dashboard(t, cfg)
+		bctx := testenv.Browser(t)
+		if err := chromedp.Do(bctx, chromedp.Navigate(url)); err != nil {
+			t.Fatal(err)
+		}
+		testenv.WaitText(t, bctx, time.Minute, "#vclusters", "team")
+		testenv.WaitText(t, bctx, time.Minute, "#vclusters", "vcluster-team")
+		testenv.WaitText(t, bctx, time.Minute, "#vclusters", "1 Running")
+	})
 	out, code := inst.run(t, "vcluster", "list")
 	if code != 0 || !strings.Contains(out, "team") || !strings.Contains(out, "vcluster-team") || !strings.Contains(out, "yes") {
 		t.Errorf("berth vcluster list: exit %d\n%s", code, out)

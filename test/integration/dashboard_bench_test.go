@@ -82,7 +82,7 @@ func BenchmarkDashboardAtScale(b *testing.B) {
 	runtime.GC()
 	var before runtime.MemStats
 	runtime.ReadMemStats(&before)
-	url := testenv.Dashboard(b, env, false)
+	url := testenv.Dashboard(b, env.Config)
 	runtime.GC()
 	var after runtime.MemStats
 	runtime.ReadMemStats(&after)
@@ -181,7 +181,9 @@ func BenchmarkDashboardAtScale(b *testing.B) {
 	// The server's side of each update: when its event stream first
 	// carries the new quota (the watch, and the 250 ms it settles).
 	told := make(chan string, 1000)
-	go nominalsTold(ctx, b, url, cq, told)
+	sctx, stop := context.WithCancel(ctx)
+	defer stop() // before the server closes, which waits for its streams
+	go nominalsTold(sctx, b, url, cq, told)
 	var total, longest, serverTotal time.Duration
 	const updates = 10
 	for i := range updates {

@@ -42,7 +42,7 @@ func TestDashboardShowsQueuesLiveInABrowser(t *testing.T) {
 	env.Create(t, MakeResourceFlavor(rf).Obj())
 	env.Create(t, MakeClusterQueue(cq).Cohort(cohort).ResourceGroup(MakeFlavorQuotas(rf).Resource("cpu", "2").Obj()).Obj())
 	env.Create(t, MakeLocalQueue("main", env.Namespace, cq).Obj())
-	url := testenv.Dashboard(t, env, false)
+	url := testenv.Dashboard(t, env.Config, func(s *dashboard.Server) { s.SampleEvery(time.Second) })
 
 	// The API the page uses.
 	res, err := http.Get(url + "api/tree")
@@ -62,6 +62,8 @@ func TestDashboardShowsQueuesLiveInABrowser(t *testing.T) {
 		"api/workloads?clusterQueue=" + cq + "&state=pending&limit=-1": http.StatusBadRequest,
 		"api/workload?namespace=" + env.Namespace:                      http.StatusBadRequest,
 		"api/workload?namespace=" + env.Namespace + "&name=none":       http.StatusNotFound,
+		"api/history": http.StatusBadRequest,
+		"api/history?clusterQueue=" + cq + "-none": http.StatusNotFound,
 	} {
 		res, err := http.Get(url + path)
 		if err != nil {
@@ -94,6 +96,13 @@ func TestDashboardShowsQueuesLiveInABrowser(t *testing.T) {
 	env.Create(t, first)
 	waitText(t, ctx, node+` [data-field="admitted"]`, "1 admitted")
 	waitText(t, ctx, node+` [data-resource="`+rf+`/cpu"] [data-field="usage"]`, "2 of 2")
+	// The queue's charts (uPlot, from the dashboard's own samples) count
+	// the admission and draw the quota used.
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`Number(document.getElementById("chart-admissions").dataset.total ?? 0) >= 1 &&
+		Number(document.getElementById("chart-usage").dataset.total ?? 0) >= 2 && document.querySelector("#chart-usage canvas") !== null`,
+		chromedp.WithPollingTimeout(wait))); err != nil {
+		t.Fatalf("the charts never showed the Job's admission and its 2 cpu: %v", err)
+	}
 	second := MakeJob("second", env.Namespace).Queue("main").Request("cpu", "1").Obj()
 	env.Create(t, second)
 	row := `tr[data-workload="` + env.Namespace + "/" + jobs.WorkloadName(second) + `"]`
@@ -135,7 +144,7 @@ func TestDashboardDrawsATopologyInABrowser(t *testing.T) {
 	env := testenv.New(t)
 	rackOf, _ := topologyQueue(t, env, 1, 2, 2)
 	rf := env.Name("rf")
-	url := testenv.Dashboard(t, env, false)
+	url := testenv.Dashboard(t, env.Config)
 
 	for path, want := range map[string]int{
 		"api/topology":                     http.StatusBadRequest,
@@ -231,7 +240,7 @@ func TestDashboardActsWithTheUsersOwnPermissions(t *testing.T) {
 	env.Create(t, MakeLocalQueue("main", env.Namespace, cq).Obj())
 	wl := MakeWorkload("w", env.Namespace).Queue("main").Request("cpu", "1").Obj()
 	env.Create(t, wl)
-	url := testenv.Dashboard(t, env, true)
+	url := testenv.Dashboard(t, env.Config, (*dashboard.Server).AllowActions)
 	nobody := serviceAccountToken(t, env, "nobody")
 	operator := serviceAccountToken(t, env, "operator", rbacv1.PolicyRule{APIGroups: []string{berthv1.GroupVersion.Group},
 		Resources: []string{"clusterqueues", "workloads"}, Verbs: []string{"get", "patch"}})

@@ -17,7 +17,7 @@ func TestDashboardShowsWhereWorkRuns(t *testing.T) {
 	envs := testenv.NewAll(t)
 	shape(t, envs, map[string]string{worker1: "0", worker2: "4"})
 	m := envs[manager]
-	url := testenv.Dashboard(t, m, false)
+	url := testenv.Dashboard(t, m.Config)
 	ctx := testenv.Browser(t)
 	if err := chromedp.Do(ctx, chromedp.Navigate(url)); err != nil {
 		t.Fatal(err)

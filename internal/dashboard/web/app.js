@@ -186,6 +186,50 @@ const loadQueue = coalesce(async () => {
   }
 });
 
+// charts are the selected queue's uPlot charts, by container id; drawn
+// again from scratch when the queue or its series change, else given the
+// new data.
+const charts = {};
+const colors = ["#4a7bd9", "#e3a33b", "#3aa87a", "#b3261e", "#7a4ad9", "#6b7385"];
+
+function drawChart(id, labels, data) {
+  const box = document.getElementById(id);
+  const key = selected + "|" + labels.join("|");
+  box.dataset.samples = String(data[0].length);
+  box.dataset.total = String(data.slice(1).flat().reduce((a, v) => a + (v ?? 0), 0));
+  if (charts[id] && charts[id].key === key) {
+    charts[id].plot.setData(data);
+    return;
+  }
+  if (charts[id]) charts[id].plot.destroy();
+  const opts = {
+    title: box.dataset.title, width: Math.max(box.clientWidth, 280), height: 150,
+    series: [{}, ...labels.map((label, i) => ({ label, stroke: colors[i % colors.length], width: 1.5, spanGaps: false }))],
+    scales: { x: { time: true } }, legend: { live: false },
+  };
+  charts[id] = { key, plot: new uPlot(opts, data, box) };
+}
+
+// loadCharts draws the selected ClusterQueue's last hour, as the dashboard
+// sampled it.
+const loadCharts = coalesce(async () => {
+  if (!selected) return;
+  const cq = selected;
+  const res = await fetch("api/history?" + new URLSearchParams({ clusterQueue: cq }));
+  if (cq !== selected) return;
+  const note = document.getElementById("charts-note");
+  if (!res.ok) {
+    note.textContent = "(no sample yet)";
+    return;
+  }
+  const h = await res.json();
+  note.textContent = "(sampled every " + h.step + " s since the dashboard started)";
+  drawChart("chart-admissions", ["admitted"], [h.at, h.admissions]);
+  drawChart("chart-workloads", ["pending", "admitted"], [h.at, h.pending, h.admitted]);
+  const keys = Object.keys(h.usage).sort();
+  drawChart("chart-usage", keys, [h.at, ...keys.map((k) => h.usage[k])]);
+});
+
 // The URL keeps what is shown (#cq=NAME&wl=NAMESPACE/NAME): a link to this
 // view.
 function keepInURL() {
@@ -400,6 +444,17 @@ document.getElementById("worker-close").addEventListener("click", () => {
   keepInURL();
 });
 
+// loadVClusters draws the virtual clusters synced into this cluster.
+const loadVClusters = coalesce(async () => {
+  const res = await fetch("api/vclusters");
+  if (!res.ok) return;
+  const list = await res.json();
+  document.getElementById("vclusters-pane").hidden = list.length === 0;
+  fillTable("vclusters", list, (v) => [v.name, v.hostNamespace, (v.queues ?? []).join(", ") || "none",
+    Object.entries(v.pods).map(([phase, n]) => n + " " + phase).join(", ") || "none",
+    v.pending + " pending, " + v.admitted + " admitted"]);
+});
+
 function openWorkload(key) {
   workload = key;
   keepInURL();
@@ -457,6 +512,7 @@ function select(name) {
     n.classList.toggle("selected", n.dataset.node === "ClusterQueue/" + name);
   }
   loadQueue();
+  loadCharts();
 }
 
 // One listener for the whole tree: it is drawn again on every change, and
@@ -479,11 +535,13 @@ for (const state of ["pending", "admitted"]) {
 }
 
 // Pods, events and nodes change without a change to any queue or
-// workload, so an open workload or topology page also asks again every few
-// seconds; the server reads them from the API server at most once in two
+// workload, so an open workload or topology page, and the virtual
+// clusters, also ask again every few seconds; the server reads them from the API server at most once in two
 // seconds for every page that asks.
 setInterval(loadWorkload, 3000);
 setInterval(loadTopology, 3000);
+setInterval(loadVClusters, 3000);
+setInterval(loadCharts, 5000); // the history changes once a sample, every 15 s
 
 {
   const shownAtStart = new URLSearchParams(location.hash.slice(1));
@@ -495,6 +553,7 @@ setInterval(loadTopology, 3000);
   loadTopology();
   loadTopologies();
   loadWorkers();
+  loadVClusters();
 }
 
 fetch("api/config").then((r) => r.json()).then((c) => {
@@ -521,6 +580,7 @@ events.addEventListener("tree", (e) => {
   loadTopology();
   loadTopologies(); // flavors are not watched: a new one shows with the next change
   loadWorkers();
+  loadVClusters();
 });
 // (Re)connected: whatever changed meanwhile is not named in an event.
 events.addEventListener("open", () => loadQueue());
