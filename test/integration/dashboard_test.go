@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -188,6 +189,71 @@ func TestDashboardDrawsATopologyInABrowser(t *testing.T) {
 
 	testenv.ClickUntil(t, ctx, wait, `[data-domain="`+rack+`"] > .gangs .gang`, "#workload-title", wl)
 	waitText(t, ctx, "#workload-podsets", rack)
+}
+
+// A line of 1,500 workloads: the page draws the few rows in view, not the
+// whole line, and scrolling to the middle shows the workloads there, in
+// their places.
+func TestDashboardListsALongLineWithoutDrawingIt(t *testing.T) {
+	env := testenv.New(t)
+	rf, cq := env.Name("rf"), env.Name("cq")
+	env.Create(t, MakeResourceFlavor(rf).Obj())
+	env.Create(t, MakeClusterQueue(cq).ResourceGroup(MakeFlavorQuotas(rf).Resource("cpu", "0").Obj()).Obj())
+	env.Create(t, MakeLocalQueue("main", env.Namespace, cq).Obj())
+	const line = 1500
+	var wg sync.WaitGroup
+	work := make(chan int)
+	for range 16 {
+		wg.Go(func() {
+			for i := range work {
+				w := MakeWorkload(fmt.Sprintf("w-%04d", i), env.Namespace).Queue("main").Request("cpu", "1").Obj()
+				if err := env.Client.Create(ctx, w); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	for i := range line {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	url := testenv.Dashboard(t, env.Config)
+	bctx := testenv.Browser(t)
+	if err := chromedp.Do(bctx, chromedp.Navigate(url+"#cq="+cq)); err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, bctx, "#pending-total", fmt.Sprintf("(%d)", line))
+	rows := func() int {
+		n, err := chromedp.Run(bctx, chromedp.Evaluate[int](`document.querySelectorAll("#pending tbody tr[data-workload]").length`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := rows(); n == 0 || n > 100 {
+		t.Fatalf("the page drew %d rows of a line of %d; want the few in view", n, line)
+	}
+	// To the middle: the row at position 1,000 is drawn and in view.
+	inView := `(() => {
+		const box = document.getElementById("pending-box"), row = document.querySelector('#pending tr[data-position="1000"]');
+		if (!row) return false;
+		const b = box.getBoundingClientRect(), r = row.getBoundingClientRect();
+		return r.top >= b.top && r.bottom <= b.bottom;
+	})()`
+	if _, err := chromedp.Run(bctx, chromedp.Evaluate[bool](`(() => {
+		const box = document.getElementById("pending-box");
+		box.scrollTop = 999 * rowHeight - box.clientHeight / 2;
+		return true;
+	})()`)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Run(bctx, chromedp.Poll[bool](inView, chromedp.WithPollingTimeout(wait))); err != nil {
+		t.Fatalf("after scrolling to the middle, position 1000 is not in view: %v", err)
+	}
+	if n := rows(); n == 0 || n > 100 {
+		t.Errorf("after scrolling, the page drew %d rows; want the few in view", n)
+	}
 }
 
 // post sends an action to the dashboard at url with a bearer token.

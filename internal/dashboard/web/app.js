@@ -3,13 +3,16 @@
 // only, never parsed as HTML.
 "use strict";
 
-const pageSize = 100;
+// Lists are virtual: each is a scroll box of fixed-height rows, and only
+// the rows in view (and a margin around them) are asked for and drawn, so a
+// queue of tens of thousands costs the page what forty rows cost.
+let rowHeight = 22; // px, as style.css asks; measured once rows are drawn
+const margin = 20; // rows drawn above and below those in view
 let selected = null; // the ClusterQueue whose workloads are shown
 let workload = null; // the workload whose page is shown, "namespace/name"
 let topology = null; // the flavor whose topology is shown
 let worker = null; // the worker cluster whose workloads are shown
 let actions = false; // berth dashboard --allow-actions
-const shown = { pending: pageSize, admitted: pageSize };
 
 // coalesce runs fn one call at a time: calls that come while it runs make
 // one more run after it, so a burst of changes cannot pile up requests.
@@ -165,26 +168,59 @@ function age(created) {
   return Math.round(s / 3600) + "h";
 }
 
-const loadQueue = coalesce(async () => {
-  if (!selected) return;
+function pad(height) {
+  const tr = el("tr", "pad");
+  const td = el("td");
+  td.colSpan = 6;
+  td.style.height = height + "px";
+  tr.append(td);
+  return tr;
+}
+
+// loadList asks for the rows of one list that are in view and draws them
+// between two pads that keep the scroll box as tall as the whole list.
+async function loadList(state) {
   const cq = selected;
-  for (const state of ["pending", "admitted"]) {
-    const url = "api/workloads?" + new URLSearchParams({ clusterQueue: cq, state, limit: String(shown[state]) });
-    const res = await fetch(url);
-    if (!res.ok || cq !== selected) return;
-    const page = await res.json();
-    const body = document.querySelector("#" + state + " tbody");
-    body.replaceChildren(...page.rows.map((r) => {
-      const tr = el("tr");
-      tr.dataset.workload = r.namespace + "/" + r.name;
-      tr.append(el("td", "", String(r.position)), el("td", "", r.namespace + "/" + r.name), el("td", "", r.localQueue),
-        el("td", "", String(r.priority)), el("td", "", age(r.created)), el("td", "", r.why));
-      return tr;
-    }));
-    document.getElementById(state + "-total").textContent = "(" + page.total + ")";
-    document.getElementById(state + "-more").hidden = page.total <= page.rows.length;
+  const box = document.getElementById(state + "-box");
+  const first = Math.max(0, Math.floor(box.scrollTop / rowHeight) - margin);
+  const count = Math.ceil(box.clientHeight / rowHeight) + 2 * margin;
+  const url = "api/workloads?" + new URLSearchParams({ clusterQueue: cq, state, offset: String(first), limit: String(count) });
+  const res = await fetch(url);
+  if (!res.ok || cq !== selected) return;
+  const page = await res.json();
+  const rows = page.rows.map((r) => {
+    const tr = el("tr");
+    tr.dataset.workload = r.namespace + "/" + r.name;
+    tr.dataset.position = String(r.position);
+    for (const text of [String(r.position), r.namespace + "/" + r.name, r.localQueue, String(r.priority), age(r.created), r.why]) {
+      const td = el("td", "", text);
+      td.title = text;
+      tr.append(td);
+    }
+    return tr;
+  });
+  const after = Math.max(0, page.total - first - rows.length);
+  document.querySelector("#" + state + " tbody").replaceChildren(pad(first * rowHeight), ...rows, pad(after * rowHeight));
+  // What the browser made of the rows' height is what the pads and the
+  // scroll position must count in.
+  const measured = rows.length > 0 ? rows[0].getBoundingClientRect().height : 0;
+  if (measured > 0 && Math.abs(measured - rowHeight) > 0.01) {
+    rowHeight = measured;
+    lists[state]();
   }
-});
+  document.getElementById(state + "-total").textContent = "(" + page.total + ")";
+}
+
+const lists = {
+  pending: coalesce(() => loadList("pending")),
+  admitted: coalesce(() => loadList("admitted")),
+};
+
+function loadQueue() {
+  if (!selected) return;
+  lists.pending();
+  lists.admitted();
+}
 
 // charts are the selected queue's uPlot charts, by container id; drawn
 // again from scratch when the queue or its series change, else given the
@@ -505,7 +541,7 @@ document.getElementById("queue").addEventListener("click", (e) => {
 function select(name) {
   selected = name;
   keepInURL();
-  shown.pending = shown.admitted = pageSize;
+  for (const state of ["pending", "admitted"]) document.getElementById(state + "-box").scrollTop = 0;
   document.getElementById("queue-title").textContent = "ClusterQueue " + name;
   document.getElementById("queue").hidden = false;
   for (const n of document.querySelectorAll(".node.cq")) {
@@ -528,10 +564,7 @@ document.getElementById("tree").addEventListener("click", (e) => {
 });
 
 for (const state of ["pending", "admitted"]) {
-  document.getElementById(state + "-more").addEventListener("click", () => {
-    shown[state] = Math.min(shown[state] + pageSize, 500);
-    loadQueue();
-  });
+  document.getElementById(state + "-box").addEventListener("scroll", () => lists[state](), { passive: true });
 }
 
 // Pods, events and nodes change without a change to any queue or
