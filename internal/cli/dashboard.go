@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -27,6 +28,8 @@ func newDashboardCommand() *cobra.Command {
 		listen     string
 		actions    bool
 		inCluster  bool
+		serving    dashboard.Serving
+		tokenFile  string
 	)
 	cmd := &cobra.Command{
 		Use:   "dashboard",
@@ -34,16 +37,21 @@ func newDashboardCommand() *cobra.Command {
 		Long: `Serve a web page showing every cohort and ClusterQueue as a tree (as
 'berth top' does: pending, reserving and admitted workloads, and per flavor
 and resource the quota used and borrowed), and, for the ClusterQueue
-selected, its pending workloads in order with why each waits, and its
-admitted ones; and a workload's page: 'berth why' in words, its conditions,
-its pod sets with their flavors and topology, its pods and its events. The page updates itself as the cluster changes: the
-dashboard keeps one watch of the cluster and tells every open page of
-each change.
+selected, its pending workloads in order with why each waits, its admitted
+ones and charts of its last hour; a workload's page: 'berth why' in words,
+its conditions, its pod sets with their flavors and topology, its pods and
+its events; each topology flavor's domains with their room and the gangs
+placed there; the worker clusters and what runs on each; and the virtual
+clusters synced into this one. The page updates itself as the cluster
+changes: the dashboard keeps one watch of the cluster and tells every open
+page of each change.
 
-The first line printed is the page's URL. It listens on loopback only
-(--listen, a free port unless one is named). It works against a berth
-instance (--name/--data-dir) or any cluster running berth (--kubeconfig),
-and reads with that kubeconfig's permissions.
+The first line printed is the page's URL. It listens on loopback (--listen,
+a free port unless one is named). Any other address needs TLS
+(--tls-cert-file, --tls-key-file) and a token (--token-file: a file holding
+it, 16 characters or more), which every visitor is asked for once. It works
+against a berth instance (--name/--data-dir) or any cluster running berth
+(--kubeconfig), and reads with that kubeconfig's permissions.
 
 It is read-only unless --allow-actions is given: then the page offers to
 stop and resume ClusterQueues and workloads, as 'berth stop' and 'berth
@@ -53,10 +61,21 @@ only what that user may do; the dashboard's own credentials are never used
 for a change.`,
 		Example: `  berth dashboard
   berth dashboard --listen 127.0.0.1:8080
+  berth dashboard --listen 0.0.0.0:8443 --tls-cert-file tls.crt --tls-key-file tls.key --token-file token
   berth dashboard --allow-actions      # then paste a token, e.g. from 'kubectl create token NAME'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := dashboard.CheckListen(listen); err != nil {
+			serving.Listen = listen
+			if tokenFile != "" {
+				data, err := os.ReadFile(tokenFile)
+				if err != nil {
+					return fmt.Errorf("--token-file: %w", err)
+				}
+				if serving.Token = strings.TrimSpace(string(data)); serving.Token == "" {
+					return fmt.Errorf("--token-file %s: the file is empty", tokenFile)
+				}
+			}
+			if err := serving.Check(); err != nil {
 				return err
 			}
 			ctrllog.SetLogger(zap.New(zap.WriteTo(cmd.ErrOrStderr()))) // the watch's errors
@@ -73,6 +92,9 @@ for a change.`,
 			if actions {
 				srv.AllowActions()
 			}
+			if serving.Token != "" {
+				srv.RequireToken(serving.Token)
+			}
 			if err := srv.Start(ctx); err != nil {
 				return fmt.Errorf("watching %s: %w", cfg.Host, err)
 			}
@@ -80,7 +102,11 @@ for a change.`,
 			if err != nil {
 				return fmt.Errorf("--listen %s: %w", listen, err)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "http://%s/\n", ln.Addr())
+			scheme := "http"
+			if serving.CertFile != "" {
+				scheme = "https"
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s://%s/\n", scheme, ln.Addr())
 			fmt.Fprintf(cmd.ErrOrStderr(), "serving the dashboard of %s; Ctrl-C to stop\n", cfg.Host)
 			hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
 			go func() {
@@ -89,7 +115,11 @@ for a change.`,
 				defer cancel()
 				_ = hs.Shutdown(shut)
 			}()
-			if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			serve := func() error { return hs.Serve(ln) }
+			if serving.CertFile != "" {
+				serve = func() error { return hs.ServeTLS(ln, serving.CertFile, serving.KeyFile) }
+			}
+			if err := serve(); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				return err
 			}
 			return nil
@@ -99,7 +129,10 @@ for a change.`,
 	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "the cluster to show, instead of a berth instance")
 	cmd.Flags().BoolVar(&inCluster, "in-cluster", false, "run in a pod, as its ServiceAccount (berth's Helm chart does)")
 	cmd.Flags().BoolVar(&actions, "allow-actions", false, "let the page stop and resume queues and workloads, with the user's own token")
-	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:0", "the loopback address to serve on (port 0: a free one)")
+	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:0", "the address to serve on (port 0: a free one); beyond loopback, TLS and a token are required")
+	cmd.Flags().StringVar(&serving.CertFile, "tls-cert-file", "", "serve over TLS with this certificate (PEM; with --tls-key-file)")
+	cmd.Flags().StringVar(&serving.KeyFile, "tls-key-file", "", "the certificate's private key (PEM)")
+	cmd.Flags().StringVar(&tokenFile, "token-file", "", "ask every visitor for the token in this file (16 characters or more)")
 	return cmd
 }
 

@@ -59,6 +59,7 @@ type Server struct {
 	cfg     *rest.Config
 	scheme  *runtime.Scheme
 	actions bool
+	token   string // RequireToken
 
 	relatedMu sync.Mutex
 	related   map[types.NamespacedName]relatedRead
@@ -336,7 +337,8 @@ func (s *Server) tell(ctx context.Context) {
 //
 // Requests whose Host is not a loopback address are refused, so that a web
 // page elsewhere cannot read the dashboard through a name it points at
-// 127.0.0.1.
+// 127.0.0.1; with RequireToken, any host is answered, but only requests
+// carrying the token.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	sub, _ := fs.Sub(web, "web") // the embedded directory is always there
@@ -361,6 +363,9 @@ func (s *Server) Handler() http.Handler {
 	})
 	mux.HandleFunc("POST /api/actions", s.act)
 	mux.HandleFunc("GET /api/events", s.events)
+	if s.token != "" {
+		return headers(s.gate(mux))
+	}
 	return guard(mux)
 }
 
@@ -390,15 +395,24 @@ func Lazily(ctx context.Context, s *Server) http.Handler {
 }
 
 func guard(next http.Handler) http.Handler {
+	next = headers(next)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		host, _, err := net.SplitHostPort(r.Host)
 		if err != nil {
 			host = r.Host
 		}
-		if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		if !isLoopback(host) {
 			http.Error(w, fmt.Sprintf("Host %q: the dashboard answers only to loopback addresses", r.Host), http.StatusForbidden)
 			return
 		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// headers sets what every answer carries: a policy that lets the page load
+// nothing from elsewhere, nor be framed by another page.
+func headers(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Security-Policy", "default-src 'self'; object-src 'none'; frame-ancestors 'none'")
 		w.Header().Set("X-Content-Type-Options", "nosniff")
 		next.ServeHTTP(w, r)

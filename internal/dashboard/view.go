@@ -3,7 +3,6 @@ package dashboard
 import (
 	"cmp"
 	"fmt"
-	"net"
 	"slices"
 	"time"
 
@@ -128,22 +127,3 @@ func priority(wl *berthv1.Workload) int32 {
 	return *wl.Spec.Priority
 }
 
-// CheckListen refuses an address the dashboard must not listen on: any but
-// a loopback one, since a page served elsewhere would need TLS and a token,
-// which the dashboard does not have yet. The host must be an IP address or
-// "localhost"; an empty port or 0 picks a free one.
-func CheckListen(addr string) error {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return fmt.Errorf("--listen %q: %v (want HOST:PORT, e.g. 127.0.0.1:8080)", addr, err)
-	}
-	if host == "localhost" {
-		return nil
-	}
-	ip := net.ParseIP(host)
-	if ip == nil || !ip.IsLoopback() {
-		return fmt.Errorf("--listen %q: the dashboard listens on loopback only (127.0.0.1, ::1 or localhost); "+
-			"serving it on other addresses needs TLS and a token, which are not supported yet: use kubectl port-forward or an SSH tunnel", addr)
-	}
-	return nil
-}
