@@ -1,12 +1,15 @@
 package e2e
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"strings"
@@ -35,6 +38,7 @@ import (
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
 	"github.com/berth-dev/berth/internal/controller"
 	"github.com/berth-dev/berth/internal/controlplane"
+	"github.com/berth-dev/berth/internal/dashboard"
 	"github.com/berth-dev/berth/internal/helmchart"
 	"github.com/berth-dev/berth/internal/image"
 	"github.com/berth-dev/berth/internal/integration/jobs"
@@ -336,6 +340,9 @@ func installedFromImage(t *testing.T, tools realnode.Tools, hello, berth string,
 	if _, err := install.RunWithContext(ctx, ch, map[string]any{
 		"image":     map[string]any{"repository": "berth.dev/berth"},
 		"vclusters": []any{map[string]any{"name": "e2e", "storage": ""}},
+		// It asks for no cpu: the controllers, the virtual cluster and the
+		// Jobs below fill the node's 2 cpu exactly.
+		"dashboard": map[string]any{"enabled": true, "resources": map[string]any{"requests": map[string]any{"cpu": "0"}}},
 	}); err != nil {
 		t.Fatalf("helm install: %v", err)
 	}
@@ -448,6 +455,31 @@ func installedFromImage(t *testing.T, tools realnode.Tools, hello, berth string,
 	})
 	succeeds(before, 2*time.Minute)
 	succeeds(waits, 2*time.Minute)
+
+	// The chart's dashboard, through kubectl port-forward, as its docs say:
+	// the queue, and a workload's pods, which its ServiceAccount may read.
+	wl, err := workloadOf(ctx, c, waits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dash := portForward(t, inst.bin, kubeconfig, ns, "deploy/berth-dashboard", 8080)
+	testenv.Eventually(t, time.Minute, func() error {
+		var tree dashboard.Tree
+		if err := testenv.GetJSON(dash+"api/tree", &tree); err != nil {
+			return err
+		}
+		if !strings.Contains(fmt.Sprintf("%+v", tree), "Name:real") {
+			return fmt.Errorf("the dashboard's tree has no ClusterQueue real: %+v", tree)
+		}
+		var d dashboard.Detail
+		if err := testenv.GetJSON(dash+"api/workload?namespace="+team+"&name="+wl.Name, &d); err != nil {
+			return err
+		}
+		if len(d.Pods) == 0 || d.Pods[0].Phase != string(corev1.PodSucceeded) {
+			return fmt.Errorf("the dashboard shows Workload %s with pods %+v; want its Job's pod, Succeeded", wl.Name, d.Pods)
+		}
+		return nil
+	})
 
 	// The leader's pod goes: the other replica leads, and admits a Job
 	// submitted meanwhile.
@@ -839,4 +871,31 @@ func hasCondition(wl *berthv1.Workload, typ string) bool {
 		}
 	}
 	return false
+}
+
+// portForward runs berth kubectl port-forward to target's port in ns, on a
+// free local port, until the test ends, and returns its URL.
+func portForward(t *testing.T, bin, kubeconfig, ns, target string, port int) string {
+	t.Helper()
+	cmd := exec.Command(bin, "kubectl", "--kubeconfig", kubeconfig, "-n", ns, "port-forward", "--address=127.0.0.1", target, fmt.Sprintf(":%d", port))
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	// "Forwarding from 127.0.0.1:PORT -> 8080" once it listens.
+	lines := bufio.NewScanner(out)
+	for lines.Scan() {
+		if m := regexp.MustCompile(`Forwarding from (127\.0\.0\.1:[0-9]+)`).FindStringSubmatch(lines.Text()); m != nil {
+			go func() { _, _ = io.Copy(io.Discard, out) }()
+			return "http://" + m[1] + "/"
+		}
+	}
+	t.Fatalf("kubectl port-forward %s ended: %s", target, stderr.String())
+	return ""
 }
