@@ -318,8 +318,8 @@ func (s *Server) tell(ctx context.Context) {
 
 // Handler serves the page and its API:
 //   - GET /api/tree: the cohort tree, as `berth top -o json` prints it;
-//   - GET /api/workloads?clusterQueue=NAME&state=pending|admitted&offset=N&limit=N:
-//     a page of a ClusterQueue's workloads (Workloads);
+//   - GET /api/workloads?clusterQueue=NAME&state=pending|admitted&offset=N&limit=N[&localQueue=NS/NAME]:
+//     a page of a ClusterQueue's workloads, or of one LocalQueue's among them (Workloads);
 //   - GET /api/workload?namespace=NS&name=NAME: a workload's page (Detail);
 //   - GET /api/workers[?name=NAME]: the worker clusters ([]Worker), one with
 //     its running workloads;
@@ -502,7 +502,7 @@ func (s *Server) workloads(w http.ResponseWriter, r *http.Request) {
 	if err := s.cache.Get(r.Context(), types.NamespacedName{Name: cq}, &cqObj); err == nil {
 		aging = queues.ClusterQueueOf(&cqObj).Aging
 	}
-	page, err := Workloads(list, byName, cq, state, offset, limit, aging, time.Now())
+	page, err := Workloads(list, byName, cq, q.Get("localQueue"), state, offset, limit, aging, time.Now())
 	if err != nil {
 		http.Error(w, "query: "+err.Error(), http.StatusBadRequest)
 		return

@@ -37,10 +37,15 @@ type Row struct {
 // Page is one page of a ClusterQueue's workloads in one state.
 type Page struct {
 	ClusterQueue string `json:"clusterQueue"`
-	State        string `json:"state"`
-	Total        int    `json:"total"`
-	Offset       int    `json:"offset"`
-	Rows         []Row  `json:"rows"`
+	// LocalQueue, when set, is the one LocalQueue ("namespace/name") whose
+	// workloads the page holds, at their places in the ClusterQueue's list.
+	LocalQueue string `json:"localQueue,omitempty"`
+	State      string `json:"state"`
+	Total      int    `json:"total"`
+	Offset     int    `json:"offset"`
+	Rows       []Row  `json:"rows"`
+	// LocalQueues are those that point at the ClusterQueue, to choose from.
+	LocalQueues []string `json:"localQueues"`
 }
 
 // MaxLimit is the most rows a page holds.
@@ -53,9 +58,11 @@ const MaxLimit = 500
 // line: queue.InLine, as `berth why` counts positions), admitted ones
 // oldest admission first. localQueues maps "namespace/name" of each
 // LocalQueue to its ClusterQueue: a pending workload is listed under the
-// ClusterQueue its LocalQueue points at. aging is the ClusterQueue's, at
-// now.
-func Workloads(wls []*berthv1.Workload, localQueues map[string]string, cq, state string, offset, limit int, aging *core.Aging, now time.Time) (Page, error) {
+// ClusterQueue its LocalQueue points at. With localQueue ("namespace/name";
+// "" for all), the page holds only that LocalQueue's workloads, each with
+// its position in the ClusterQueue's whole list. aging is the
+// ClusterQueue's, at now.
+func Workloads(wls []*berthv1.Workload, localQueues map[string]string, cq, localQueue, state string, offset, limit int, aging *core.Aging, now time.Time) (Page, error) {
 	if state != Pending && state != Admitted {
 		return Page{}, fmt.Errorf("state %q: want %s or %s", state, Pending, Admitted)
 	}
@@ -98,8 +105,22 @@ func Workloads(wls []*berthv1.Workload, localQueues map[string]string, cq, state
 		}
 		return cmp.Compare(workload.Key(a.wl), workload.Key(b.wl))
 	})
-	p := Page{ClusterQueue: cq, State: state, Total: len(items), Offset: offset, Rows: []Row{}}
-	for i := offset; i < len(items) && i < offset+limit; i++ {
+	// Positions are counted in the whole list, then one LocalQueue's kept.
+	var at []int
+	for i := range items {
+		if localQueue == "" || workload.LocalQueueKey(items[i].wl) == localQueue {
+			at = append(at, i)
+		}
+	}
+	p := Page{ClusterQueue: cq, LocalQueue: localQueue, State: state, Total: len(at), Offset: offset, Rows: []Row{}, LocalQueues: []string{}}
+	for key, to := range localQueues {
+		if to == cq {
+			p.LocalQueues = append(p.LocalQueues, key)
+		}
+	}
+	slices.Sort(p.LocalQueues)
+	for j := offset; j < len(at) && j < offset+limit; j++ {
+		i := at[j]
 		wl := items[i].wl
 		r := Row{Namespace: wl.Namespace, Name: wl.Name, LocalQueue: wl.Spec.QueueName, Priority: priority(wl),
 			Created: wl.CreationTimestamp.Time, Position: i + 1}
@@ -126,4 +147,3 @@ func priority(wl *berthv1.Workload) int32 {
 	}
 	return *wl.Spec.Priority
 }
-

@@ -1,6 +1,7 @@
 package dashboard_test
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -42,7 +43,7 @@ func TestWorkloadsOfAClusterQueue(t *testing.T) {
 	workload.SetFinished(done, "Succeeded", "done", t0)
 	all := []*berthv1.Workload{young, old, running, elsewhere, done, urgent}
 
-	p, err := dashboard.Workloads(all, lqs, "cq", dashboard.Pending, 0, 10, nil, t0)
+	p, err := dashboard.Workloads(all, lqs, "cq", "", dashboard.Pending, 0, 10, nil, t0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,13 +57,44 @@ func TestWorkloadsOfAClusterQueue(t *testing.T) {
 	if p.Rows[1].Why != "needs 4 cpu; 2 available" || p.Rows[1].Position != 2 || p.Rows[2].Why == "" {
 		t.Errorf("rows %+v", p.Rows)
 	}
-	a, err := dashboard.Workloads(all, lqs, "cq", dashboard.Admitted, 0, 10, nil, t0)
+	a, err := dashboard.Workloads(all, lqs, "cq", "", dashboard.Admitted, 0, 10, nil, t0)
 	if err != nil || a.Total != 1 || a.Rows[0].Name != "running" {
 		t.Errorf("admitted %+v %v; want running alone", a, err)
 	}
-	second, err := dashboard.Workloads(all, lqs, "cq", dashboard.Pending, 1, 1, nil, t0)
+	second, err := dashboard.Workloads(all, lqs, "cq", "", dashboard.Pending, 1, 1, nil, t0)
 	if err != nil || second.Total != 3 || len(second.Rows) != 1 || second.Rows[0].Name != "old" {
 		t.Errorf("second page of one: %+v %v", second, err)
+	}
+}
+
+// One LocalQueue's workloads keep their places in the ClusterQueue's whole
+// line; the page names the LocalQueues to choose from.
+func TestWorkloadsOfOneLocalQueue(t *testing.T) {
+	lqs := map[string]string{"ns/lq": "cq", "ns/team-b": "cq", "ns/other": "cq2"}
+	first := pending("first", 9, 0, "")
+	second := pending("second", 5, 0, "")
+	second.Spec.QueueName = "team-b"
+	third := pending("third", 1, 0, "")
+	fourth := pending("fourth", 0, 0, "")
+	fourth.Spec.QueueName = "team-b"
+	all := []*berthv1.Workload{third, fourth, first, second}
+	p, err := dashboard.Workloads(all, lqs, "cq", "ns/team-b", dashboard.Pending, 0, 10, nil, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range p.Rows {
+		got = append(got, fmt.Sprintf("%d %s", r.Position, r.Name))
+	}
+	if p.Total != 2 || strings.Join(got, ", ") != "2 second, 4 fourth" {
+		t.Errorf("team-b's: %d %v; want second at 2 and fourth at 4", p.Total, got)
+	}
+	if strings.Join(p.LocalQueues, ",") != "ns/lq,ns/team-b" {
+		t.Errorf("LocalQueues to choose from: %v; want ns/lq and ns/team-b", p.LocalQueues)
+	}
+	if next, err := dashboard.Workloads(all, lqs, "cq", "ns/team-b", dashboard.Pending, 1, 1, nil, t0); err != nil ||
+		len(next.Rows) != 1 || next.Rows[0].Name != "fourth" {
+		t.Errorf("its second row: %+v %v; want fourth", next, err)
 	}
 }
 
@@ -74,7 +106,7 @@ func TestWorkloadsInLineWithAging(t *testing.T) {
 	urgent := pending("urgent", 5, 0, "")
 	aging := &core.Aging{Step: 1, Interval: 10 * time.Minute, Cap: 10}
 	for a, want := range map[*core.Aging]string{nil: "urgent", aging: "old"} {
-		p, err := dashboard.Workloads([]*berthv1.Workload{urgent, old}, lqs, "cq", dashboard.Pending, 0, 10, a, t0)
+		p, err := dashboard.Workloads([]*berthv1.Workload{urgent, old}, lqs, "cq", "", dashboard.Pending, 0, 10, a, t0)
 		if err != nil || p.Rows[0].Name != want {
 			t.Errorf("aging %+v: %+v %v; want %s first", a, p.Rows, err, want)
 		}
@@ -93,7 +125,7 @@ func TestWorkloadsRefusesBadQueries(t *testing.T) {
 		{dashboard.Pending, 0, 0, "limit 0"},
 		{dashboard.Pending, 0, dashboard.MaxLimit + 1, "limit 501"},
 	} {
-		if _, err := dashboard.Workloads(nil, nil, "cq", tc.state, tc.offset, tc.limit, nil, t0); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if _, err := dashboard.Workloads(nil, nil, "cq", "", tc.state, tc.offset, tc.limit, nil, t0); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: %v; want refused with %q", tc, err, tc.want)
 		}
 	}

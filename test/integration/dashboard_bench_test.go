@@ -211,6 +211,14 @@ func BenchmarkDashboardAtScale(b *testing.B) {
 		longest = max(longest, took)
 	}
 	b.ReportMetric(float64(serverTotal.Milliseconds())/updates, "ms-update-server-mean")
+	stats, err := chromedp.Run(bctx, chromedp.Evaluate[map[string]float64](`window.berthStats`))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("the page: %v tree events, %v trees drawn, %.0f ms drawing them (longest %.0f ms)", stats["events"], stats["renders"], stats["renderMs"], stats["renderMaxMs"])
+	if stats["renders"] > 0 {
+		b.ReportMetric(stats["renderMs"]/stats["renders"], "ms-draw-tree-mean")
+	}
 	b.ReportMetric(float64(total.Milliseconds())/updates, "ms-update-mean")
 	b.ReportMetric(float64(longest.Milliseconds()), "ms-update-max")
 }

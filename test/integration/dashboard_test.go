@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -200,13 +201,18 @@ func TestDashboardListsALongLineWithoutDrawingIt(t *testing.T) {
 	env.Create(t, MakeResourceFlavor(rf).Obj())
 	env.Create(t, MakeClusterQueue(cq).ResourceGroup(MakeFlavorQuotas(rf).Resource("cpu", "0").Obj()).Obj())
 	env.Create(t, MakeLocalQueue("main", env.Namespace, cq).Obj())
+	env.Create(t, MakeLocalQueue("other", env.Namespace, cq).Obj())
 	const line = 1500
 	var wg sync.WaitGroup
 	work := make(chan int)
 	for range 16 {
 		wg.Go(func() {
 			for i := range work {
-				w := MakeWorkload(fmt.Sprintf("w-%04d", i), env.Namespace).Queue("main").Request("cpu", "1").Obj()
+				lq := "main"
+				if i%3 == 0 {
+					lq = "other"
+				}
+				w := MakeWorkload(fmt.Sprintf("w-%04d", i), env.Namespace).Queue(lq).Request("cpu", "1").Obj()
 				if err := env.Client.Create(ctx, w); err != nil {
 					t.Error(err)
 				}
@@ -253,6 +259,37 @@ func TestDashboardListsALongLineWithoutDrawingIt(t *testing.T) {
 	}
 	if n := rows(); n == 0 || n > 100 {
 		t.Errorf("after scrolling, the page drew %d rows; want the few in view", n)
+	}
+
+	// One LocalQueue's third of the line, each at its place in the whole.
+	other := env.Namespace + "/other"
+	if _, err := chromedp.Run(bctx, chromedp.Evaluate[bool](`(() => {
+		const f = document.getElementById("lq-filter");
+		f.value = "`+other+`";
+		f.dispatchEvent(new Event("change"));
+		return f.value === "`+other+`";
+	})()`)); err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, bctx, "#pending-total", fmt.Sprintf("(%d)", line/3))
+	got, err := chromedp.Run(bctx, chromedp.Evaluate[[][]string](`[...document.querySelectorAll("#pending tbody tr[data-workload]")].map((tr) => [tr.dataset.position, tr.children[2].textContent])`))
+	if err != nil || len(got) == 0 {
+		t.Fatalf("rows of LocalQueue other: %v %v", got, err)
+	}
+	last, gap := 0, false
+	for _, r := range got {
+		pos, _ := strconv.Atoi(r[0])
+		if r[1] != "other" || pos <= last {
+			t.Fatalf("rows of LocalQueue other: %v; want only its own, in the line's order", got)
+		}
+		gap = gap || pos > last+1
+		last = pos
+	}
+	if !gap {
+		t.Errorf("positions %v: want those in the whole line (with gaps), not 1, 2, 3...", got)
+	}
+	if loc, err := chromedp.Run(bctx, chromedp.Location()); err != nil || !strings.Contains(loc, "lq="+strings.ReplaceAll(other, "/", "%2F")) {
+		t.Errorf("the page's URL is %s (%v); want it to name the LocalQueue", loc, err)
 	}
 }
 

@@ -12,6 +12,7 @@ let selected = null; // the ClusterQueue whose workloads are shown
 let workload = null; // the workload whose page is shown, "namespace/name"
 let topology = null; // the flavor whose topology is shown
 let worker = null; // the worker cluster whose workloads are shown
+let localQueue = ""; // the one LocalQueue whose workloads are listed, "" for all
 let actions = false; // berth dashboard --allow-actions
 
 // coalesce runs fn one call at a time: calls that come while it runs make
@@ -132,7 +133,25 @@ function drawTree(container, nodes, seen) {
   if (now.length !== boxes.length || boxes.some((b, i) => now[i] !== b)) container.replaceChildren(...boxes);
 }
 
+// stats says how the page keeps up with the events (the scale benchmark
+// reads it as window.berthStats): trees received, trees drawn and the time
+// spent drawing them.
+const stats = { events: 0, renders: 0, renderMs: 0, renderMaxMs: 0 };
+window.berthStats = stats;
+
 function renderTree(tree) {
+  const start = performance.now();
+  try {
+    drawWholeTree(tree);
+  } finally {
+    const took = performance.now() - start;
+    stats.renders++;
+    stats.renderMs += took;
+    stats.renderMaxMs = Math.max(stats.renderMaxMs, took);
+  }
+}
+
+function drawWholeTree(tree) {
   lastTree = tree;
   const root = document.getElementById("tree");
   if (tree.roots.length === 0) {
@@ -184,10 +203,12 @@ async function loadList(state) {
   const box = document.getElementById(state + "-box");
   const first = Math.max(0, Math.floor(box.scrollTop / rowHeight) - margin);
   const count = Math.ceil(box.clientHeight / rowHeight) + 2 * margin;
-  const url = "api/workloads?" + new URLSearchParams({ clusterQueue: cq, state, offset: String(first), limit: String(count) });
+  const lq = localQueue;
+  const url = "api/workloads?" + new URLSearchParams({ clusterQueue: cq, state, offset: String(first), limit: String(count), localQueue: lq });
   const res = await fetch(url);
-  if (!res.ok || cq !== selected) return;
+  if (!res.ok || cq !== selected || lq !== localQueue) return;
   const page = await res.json();
+  offerLocalQueues(page.localQueues);
   const rows = page.rows.map((r) => {
     const tr = el("tr");
     tr.dataset.workload = r.namespace + "/" + r.name;
@@ -210,6 +231,28 @@ async function loadList(state) {
   }
   document.getElementById(state + "-total").textContent = "(" + page.total + ")";
 }
+
+// offerLocalQueues keeps the LocalQueue filter's choices those of the
+// queue shown.
+function offerLocalQueues(names) {
+  const filter = document.getElementById("lq-filter");
+  const want = ["", ...names];
+  if (localQueue && !want.includes(localQueue)) want.push(localQueue);
+  if ([...filter.options].map((o) => o.value).join("\n") === want.join("\n")) return;
+  filter.replaceChildren(...want.map((v) => {
+    const o = el("option", "", v || "all");
+    o.value = v;
+    return o;
+  }));
+  filter.value = localQueue;
+}
+
+document.getElementById("lq-filter").addEventListener("change", (e) => {
+  localQueue = e.target.value;
+  keepInURL();
+  for (const state of ["pending", "admitted"]) document.getElementById(state + "-box").scrollTop = 0;
+  loadQueue();
+});
 
 const lists = {
   pending: coalesce(() => loadList("pending")),
@@ -274,6 +317,7 @@ function keepInURL() {
   if (workload) p.set("wl", workload);
   if (topology) p.set("topo", topology);
   if (worker) p.set("worker", worker);
+  if (localQueue) p.set("lq", localQueue);
   history.replaceState(null, "", "#" + p.toString());
 }
 
@@ -538,7 +582,9 @@ document.getElementById("queue").addEventListener("click", (e) => {
   if (row) openWorkload(row.dataset.workload);
 });
 
-function select(name) {
+function select(name, lq = "") {
+  localQueue = lq;
+  document.getElementById("lq-filter").value = lq;
   selected = name;
   keepInURL();
   for (const state of ["pending", "admitted"]) document.getElementById(state + "-box").scrollTop = 0;
@@ -581,7 +627,7 @@ setInterval(loadCharts, 5000); // the history changes once a sample, every 15 s
   workload = shownAtStart.get("wl");
   topology = shownAtStart.get("topo");
   worker = shownAtStart.get("worker");
-  if (shownAtStart.get("cq")) select(shownAtStart.get("cq"));
+  if (shownAtStart.get("cq")) select(shownAtStart.get("cq"), shownAtStart.get("lq") ?? "");
   loadWorkload();
   loadTopology();
   loadTopologies();
@@ -604,6 +650,7 @@ const events = new EventSource("api/events");
 events.addEventListener("tree", (e) => {
   live.dataset.state = "live";
   live.textContent = "live";
+  stats.events++;
   const tree = JSON.parse(e.data);
   treeArrived(tree);
   // The selected queue's lists are asked for again only when it, or one
