@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bufio"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -19,6 +18,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -94,21 +94,7 @@ func servedOverTLSWithAToken(t *testing.T, inst *instance) {
 	}
 	cmd := exec.Command(inst.bin, "dashboard", "--name", inst.name, "--data-dir", inst.dir, "--listen", "127.0.0.1:0",
 		"--tls-cert-file", filepath.Join(dir, "tls.crt"), "--tls-key-file", filepath.Join(dir, "tls.key"), "--token-file", filepath.Join(dir, "token"))
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	first, err := bufio.NewReader(out).ReadString('\n')
-	url := strings.TrimSpace(first)
-	if err != nil || !strings.HasPrefix(url, "https://127.0.0.1:") {
-		t.Fatalf("berth dashboard over TLS printed %q (%v); want its https URL first\n%s", first, err, stderr.String())
-	}
+	url := "https://" + startUntil(t, cmd, regexp.MustCompile(`^https://(127\.0\.0\.1:[0-9]+/)$`))
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(certPEM)
 	jar, _ := cookiejar.New(nil)

@@ -878,6 +878,15 @@ func hasCondition(wl *berthv1.Workload, typ string) bool {
 func portForward(t *testing.T, bin, kubeconfig, ns, target string, port int) string {
 	t.Helper()
 	cmd := exec.Command(bin, "kubectl", "--kubeconfig", kubeconfig, "-n", ns, "port-forward", "--address=127.0.0.1", target, fmt.Sprintf(":%d", port))
+	// "Forwarding from 127.0.0.1:PORT -> 8080" once it listens.
+	return "http://" + startUntil(t, cmd, regexp.MustCompile(`Forwarding from (127\.0\.0\.1:[0-9]+)`)) + "/"
+}
+
+// startUntil starts cmd, to run until the test ends, and returns the first
+// submatch of want in the first line it prints that matches; the test
+// fails with what it printed on stderr if it ends before.
+func startUntil(t *testing.T, cmd *exec.Cmd, want *regexp.Regexp) string {
+	t.Helper()
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -888,14 +897,13 @@ func portForward(t *testing.T, bin, kubeconfig, ns, target string, port int) str
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	// "Forwarding from 127.0.0.1:PORT -> 8080" once it listens.
 	lines := bufio.NewScanner(out)
 	for lines.Scan() {
-		if m := regexp.MustCompile(`Forwarding from (127\.0\.0\.1:[0-9]+)`).FindStringSubmatch(lines.Text()); m != nil {
+		if m := want.FindStringSubmatch(lines.Text()); m != nil {
 			go func() { _, _ = io.Copy(io.Discard, out) }()
-			return "http://" + m[1] + "/"
+			return m[1]
 		}
 	}
-	t.Fatalf("kubectl port-forward %s ended: %s", target, stderr.String())
+	t.Fatalf("%s ended before printing a line matching %s: %s", strings.Join(cmd.Args, " "), want, stderr.String())
 	return ""
 }

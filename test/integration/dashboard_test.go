@@ -34,6 +34,21 @@ func waitText(t *testing.T, ctx context.Context, selector, want string) {
 	testenv.WaitText(t, ctx, wait, selector, want)
 }
 
+// answers checks the status the dashboard at url answers each path with.
+func answers(t *testing.T, url string, want map[string]int) {
+	t.Helper()
+	for path, code := range want {
+		res, err := http.Get(url + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != code {
+			t.Errorf("%s: %s; want %d", path, res.Status, code)
+		}
+	}
+}
+
 // The dashboard in a real browser, against the real control plane: the
 // tree shows the cohort and its queue with their quota; the queue's page
 // shows a Job pending with why, then admitted once the Job ahead of it is
@@ -60,22 +75,13 @@ func TestDashboardShowsQueuesLiveInABrowser(t *testing.T) {
 	if !strings.Contains(fmt.Sprint(tree), cohort) {
 		t.Fatalf("/api/tree has no cohort %s: %+v", cohort, tree)
 	}
-	for path, want := range map[string]int{
+	answers(t, url, map[string]int{
 		"api/workloads?clusterQueue=" + cq + "&state=pending&limit=-1": http.StatusBadRequest,
 		"api/workload?namespace=" + env.Namespace:                      http.StatusBadRequest,
 		"api/workload?namespace=" + env.Namespace + "&name=none":       http.StatusNotFound,
 		"api/history": http.StatusBadRequest,
 		"api/history?clusterQueue=" + cq + "-none": http.StatusNotFound,
-	} {
-		res, err := http.Get(url + path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res.Body.Close()
-		if res.StatusCode != want {
-			t.Errorf("%s: %s; want %d", path, res.Status, want)
-		}
-	}
+	})
 	if code, msg := post(t, url, "admin-token", `{"verb":"stop","kind":"ClusterQueue","name":"`+cq+`"}`); code != http.StatusForbidden ||
 		!strings.Contains(msg, "--allow-actions") {
 		t.Errorf("an action without --allow-actions: %d %s; want 403 naming the flag", code, msg)
@@ -148,20 +154,11 @@ func TestDashboardDrawsATopologyInABrowser(t *testing.T) {
 	rf := env.Name("rf")
 	url := testenv.Dashboard(t, env.Config)
 
-	for path, want := range map[string]int{
+	answers(t, url, map[string]int{
 		"api/topology":                     http.StatusBadRequest,
 		"api/topology?flavor=" + rf + "-x": http.StatusNotFound,
 		"api/topology?flavor=" + rf:        http.StatusOK,
-	} {
-		res, err := http.Get(url + path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res.Body.Close()
-		if res.StatusCode != want {
-			t.Errorf("%s: %s; want %d", path, res.Status, want)
-		}
-	}
+	})
 
 	ctx := testenv.Browser(t)
 	if err := chromedp.Do(ctx, chromedp.Navigate(url)); err != nil {

@@ -167,17 +167,20 @@ function drawWholeTree(tree) {
 }
 
 // Events that come while the page is busy drawing are not drawn one by
-// one: the newest tree is drawn once the page is free.
+// one: the newest tree is drawn once the page is free. A posted message,
+// not a timer, says when: browsers hold timers back (to a second and
+// more) in pages they deem in the background, a message they do not.
 let nextTree = null;
+const drawNext = new MessageChannel();
+drawNext.port1.onmessage = () => {
+  const t = nextTree;
+  nextTree = null;
+  renderTree(t);
+};
 function treeArrived(tree) {
   const scheduled = nextTree !== null;
   nextTree = tree;
-  if (scheduled) return;
-  setTimeout(() => {
-    const t = nextTree;
-    nextTree = null;
-    renderTree(t);
-  }, 0);
+  if (!scheduled) drawNext.port2.postMessage(null);
 }
 
 function age(created) {
