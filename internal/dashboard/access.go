@@ -95,8 +95,10 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodPost {
 		r.Body = http.MaxBytesReader(w, r.Body, 4096)
 		if s.tokenIs(r.PostFormValue("token")) {
+			// Secure always: beyond loopback it is served over TLS only, and
+			// browsers keep Secure cookies of http://127.0.0.1 and localhost.
 			http.SetCookie(w, &http.Cookie{Name: tokenCookie, Value: s.token, Path: "/", HttpOnly: true,
-				Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
+				Secure: true, SameSite: http.SameSiteStrictMode})
 			http.Redirect(w, r, "/", http.StatusSeeOther)
 			return
 		}

@@ -86,8 +86,8 @@ func TestTokenGatesEverythingButLogin(t *testing.T) {
 	}
 	rec := serve(h, http.MethodPost, "/login", host, "", url.Values{"token": {token}})
 	cookies := rec.Result().Cookies()
-	if rec.Code != http.StatusSeeOther || len(cookies) != 1 || !cookies[0].HttpOnly || cookies[0].SameSite != http.SameSiteStrictMode {
-		t.Fatalf("POST /login with the token: %d, cookies %+v; want 303 and one HttpOnly, SameSite=Strict cookie", rec.Code, cookies)
+	if rec.Code != http.StatusSeeOther || len(cookies) != 1 || !cookies[0].HttpOnly || !cookies[0].Secure || cookies[0].SameSite != http.SameSiteStrictMode {
+		t.Fatalf("POST /login with the token: %d, cookies %+v; want 303 and one HttpOnly, Secure, SameSite=Strict cookie", rec.Code, cookies)
 	}
 	cookie := cookies[0].Name + "=" + cookies[0].Value
 	if rec := serve(h, http.MethodGet, "/", host, cookie, nil); rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), "app.js") {
