@@ -189,7 +189,7 @@ func TestDashboardDrawsATopologyInABrowser(t *testing.T) {
 	waitText(t, ctx, "#workload-podsets", rack)
 }
 
-// A line of 1,500 workloads: the page draws the few rows in view, not the
+// A line of 600 workloads: the page draws the few rows in view, not the
 // whole line, and scrolling to the middle shows the workloads there, in
 // their places.
 func TestDashboardListsALongLineWithoutDrawingIt(t *testing.T) {
@@ -199,7 +199,7 @@ func TestDashboardListsALongLineWithoutDrawingIt(t *testing.T) {
 	env.Create(t, MakeClusterQueue(cq).ResourceGroup(MakeFlavorQuotas(rf).Resource("cpu", "0").Obj()).Obj())
 	env.Create(t, MakeLocalQueue("main", env.Namespace, cq).Obj())
 	env.Create(t, MakeLocalQueue("other", env.Namespace, cq).Obj())
-	const line = 1500
+	const line = 600
 	var wg sync.WaitGroup
 	work := make(chan int)
 	for range 16 {
@@ -237,22 +237,22 @@ func TestDashboardListsALongLineWithoutDrawingIt(t *testing.T) {
 	if n := rows(); n == 0 || n > 100 {
 		t.Fatalf("the page drew %d rows of a line of %d; want the few in view", n, line)
 	}
-	// To the middle: the row at position 1,000 is drawn and in view.
+	// Further down: the row at position 400 is drawn and in view.
 	inView := `(() => {
-		const box = document.getElementById("pending-box"), row = document.querySelector('#pending tr[data-position="1000"]');
+		const box = document.getElementById("pending-box"), row = document.querySelector('#pending tr[data-position="400"]');
 		if (!row) return false;
 		const b = box.getBoundingClientRect(), r = row.getBoundingClientRect();
 		return r.top >= b.top && r.bottom <= b.bottom;
 	})()`
 	if _, err := chromedp.Run(bctx, chromedp.Evaluate[bool](`(() => {
 		const box = document.getElementById("pending-box");
-		box.scrollTop = 999 * rowHeight - box.clientHeight / 2;
+		box.scrollTop = 399 * rowHeight - box.clientHeight / 2;
 		return true;
 	})()`)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := chromedp.Run(bctx, chromedp.Poll[bool](inView, chromedp.WithPollingTimeout(wait))); err != nil {
-		t.Fatalf("after scrolling to the middle, position 1000 is not in view: %v", err)
+		t.Fatalf("after scrolling down, position 400 is not in view: %v", err)
 	}
 	if n := rows(); n == 0 || n > 100 {
 		t.Errorf("after scrolling, the page drew %d rows; want the few in view", n)
