@@ -140,6 +140,9 @@ type Options struct {
 	// WorkerLostTimeout is how long a worker cluster may be unreachable
 	// before the workloads running there are queued again.
 	WorkerLostTimeout time.Duration
+	// DispatchSpreadAfter is how long a workload's first copy is given to
+	// be admitted on its worker before the other workers get one too.
+	DispatchSpreadAfter time.Duration
 	// Integrations are the kinds berth queues (integration.All by default).
 	Integrations []string
 	// WaitForPodsReady evicts an admitted workload whose pods are not all
@@ -232,7 +235,7 @@ func DefaultOptions() Options {
 		// by the client: a low client-side limit (Kueue's is 50/s) would be
 		// the bottleneck.
 		QPS: 500, Burst: 1000, AdmissionWriters: 16,
-		Origin: "berth", WorkerLostTimeout: multicluster.DefaultLostTimeout,
+		Origin: "berth", WorkerLostTimeout: multicluster.DefaultLostTimeout, DispatchSpreadAfter: multicluster.DefaultSpreadAfter,
 		PodsReady: podsready.DefaultOptions(), Integrations: integration.All,
 	}
 }
@@ -519,7 +522,8 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	if err := topoctrl.Setup(ctx, mgr, sched); err != nil {
 		return err
 	}
-	if err := mcctrl.Setup(mgr, mcctrl.Options{Namespace: o.Namespace, Origin: o.Origin, LostTimeout: o.WorkerLostTimeout, Wrap: wrap}); err != nil {
+	if err := mcctrl.Setup(mgr, mcctrl.Options{Namespace: o.Namespace, Origin: o.Origin, LostTimeout: o.WorkerLostTimeout,
+		SpreadAfter: o.DispatchSpreadAfter, Wrap: wrap}); err != nil {
 		return err
 	}
 	mgr.GetWebhookServer().Register(placement.WebhookPath, &crwebhook.Admission{Handler: placement.NewGater(scheme)})

@@ -72,7 +72,7 @@ func everything() map[string]any {
 	return map[string]any{
 		"replicas": 3,
 		"controller": map[string]any{"fairSharing": true, "manageJobsWithoutQueueName": true, "kubeAPIQPS": 100, "kubeAPIBurst": 200,
-			"origin": "manager-1", "workerLostTimeout": "2m", "logLevel": "debug",
+			"origin": "manager-1", "workerLostTimeout": "2m", "dispatchSpreadAfter": "0s", "logLevel": "debug",
 			"integrations": []any{"batch/job", "pod"},
 			"waitForPodsReady": map[string]any{"enabled": true, "timeout": "10m", "backoffBase": "30s", "backoffMax": "2h",
 				"requeueLimit": 4, "blockAdmission": true},
@@ -156,7 +156,7 @@ func TestValues(t *testing.T) {
 	objs := render(t, "berth-system", everything())
 	d := deployment(t, objs, "berth-controller")
 	for _, arg := range []string{"--fair-sharing", "--manage-jobs-without-queue-name", "--kube-api-qps=100", "--kube-api-burst=200",
-		"--origin=manager-1", "--worker-lost-timeout=2m", "--zap-log-level=debug", "--leader-elect-lease-duration=30s",
+		"--origin=manager-1", "--worker-lost-timeout=2m", "--dispatch-spread-after=0s", "--zap-log-level=debug", "--leader-elect-lease-duration=30s",
 		"--leader-elect-renew-deadline=20s", "--leader-elect-retry-period=5s", "--wait-for-pods-ready", "--pods-ready-timeout=10m",
 		"--pods-ready-backoff-base=30s", "--pods-ready-backoff-max=2h", "--pods-ready-requeue-limit=4", "--pods-ready-block-admission", "--integrations=batch/job,pod"} {
 		if !slices.Contains(d.Spec.Template.Spec.Containers[0].Args, arg) {

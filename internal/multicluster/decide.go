@@ -14,6 +14,10 @@ import (
 // workloads running there are taken back and dispatched again.
 const DefaultLostTimeout = 15 * time.Minute
 
+// DefaultSpreadAfter is how long a waiting workload's one copy is given to
+// be admitted before the other workers get a copy too.
+const DefaultSpreadAfter = 5 * time.Second
+
 // Worker is what the manager sees of one worker cluster for one workload.
 type Worker struct {
 	// Active: the worker is reached now. Since is when it last became
@@ -50,6 +54,14 @@ type Input struct {
 	Refusal     string
 	Now         time.Time
 	LostTimeout time.Duration
+	// SpreadAfter, when not zero, sends a waiting workload to one worker
+	// first and to the others only once it has waited that long since
+	// FirstCopy; its check's first message waits as long. Zero sends
+	// copies to every worker at once.
+	SpreadAfter time.Duration
+	// FirstCopy is when the workload's first copy was made, as the caller
+	// remembers from the last Plan (zero: not known).
+	FirstCopy time.Time
 }
 
 // Plan is what to do.
@@ -75,6 +87,10 @@ type Plan struct {
 	// status.clusterName is cleared, which is what lets the manager give its
 	// quota back (until then its pods may still run there).
 	Recalled bool
+	// FirstCopy, for the next Input: when the first copy of a workload
+	// that waits for a worker was made (Now if this plan makes it); zero
+	// once it waits for none.
+	FirstCopy time.Time
 }
 
 // Decide says what a workload's situation calls for:
@@ -83,8 +99,11 @@ type Plan struct {
 //     copies; while it holds quota, the record of the worker it ran on is
 //     cleared only once nothing of it is left there (Recalled), so its
 //     quota is not given back while its pods may still run;
-//   - one that waits (check Pending) gets a copy of its Workload on every
-//     reached worker of its config; of the workers whose copy is admitted,
+//   - one that waits (check Pending) gets a copy of its Workload on the
+//     first reached worker of its config that can take one, and on every
+//     other once it has waited SpreadAfter (at once when that is zero: one
+//     copy admitted in time saves the others' writes); of the workers
+//     whose copy is admitted,
 //     one that holds its Job already wins (its pods may run: they are never
 //     deleted to settle a race), else the one that reserved quota first
 //     (the config's order breaks ties): its Job is made there, the check
@@ -125,7 +144,7 @@ func Decide(in Input) Plan {
 		}
 		return p
 	}
-	var waiting, down, refused []string
+	var copied, free, down, refused []string
 	for _, name := range in.Clusters {
 		w := in.Workers[name]
 		switch {
@@ -136,11 +155,29 @@ func Decide(in Input) Plan {
 		case w.Conflict != "":
 			refused = append(refused, name+": "+w.Conflict)
 		case w.Copied:
-			waiting = append(waiting, name)
+			copied = append(copied, name)
 		default:
-			p.Create = append(p.Create, name)
-			waiting = append(waiting, name)
+			free = append(free, name)
 		}
+	}
+	spread, first := spreading(in, len(copied) > 0)
+	switch {
+	case spread:
+		p.Create = free
+	case len(copied) == 0 && len(free) > 0:
+		p.Create = free[:1]
+	}
+	var waiting, later []string
+	for _, name := range in.Clusters {
+		switch {
+		case slices.Contains(copied, name) || slices.Contains(p.Create, name):
+			waiting = append(waiting, name)
+		case slices.Contains(free, name):
+			later = append(later, name)
+		}
+	}
+	if len(waiting) > 0 {
+		p.FirstCopy = first
 	}
 	// Copies on workers dropped from the config, or leaving, go.
 	for name, w := range in.Workers {
@@ -149,11 +186,22 @@ func Decide(in Input) Plan {
 		}
 	}
 	slices.Sort(p.Delete)
+	if !spread && len(waiting) > 0 {
+		p.RecheckAfter = first.Add(in.SpreadAfter).Sub(in.Now)
+		if state.Message == "" {
+			// A workload admitted within SpreadAfter never needed a message:
+			// the write is saved. (One written before is kept up to date.)
+			return p
+		}
+	}
 	var msg []string
 	if len(waiting) > 0 {
 		msg = append(msg, "dispatched to "+strings.Join(waiting, ", ")+"; waiting for one of them to admit it")
 	} else {
 		msg = append(msg, "no worker cluster can take it yet")
+	}
+	if len(later) > 0 {
+		msg = append(msg, fmt.Sprintf("to be dispatched to %s too if none has within %s", strings.Join(later, ", "), in.SpreadAfter))
 	}
 	if len(down) > 0 {
 		msg = append(msg, "not reached: "+strings.Join(down, ", "))
@@ -163,6 +211,22 @@ func Decide(in Input) Plan {
 	}
 	p.State = newState(state, berthv1.CheckPending, strings.Join(msg, "; "), in.Now)
 	return p
+}
+
+// spreading says whether a waiting workload's copies go to every worker
+// that can take one (not only to the first), and since when it has had a
+// copy. It spreads once it has waited SpreadAfter since its first copy, or
+// at once when SpreadAfter is zero, or when copies exist that were made at
+// a time not known (before a restart, say).
+func spreading(in Input, copied bool) (bool, time.Time) {
+	first := in.FirstCopy
+	if first.IsZero() {
+		if copied {
+			return true, in.Now
+		}
+		first = in.Now
+	}
+	return in.SpreadAfter <= 0 || !in.Now.Before(first.Add(in.SpreadAfter)), first
 }
 
 // winner is the worker a waiting workload runs on, "" while none admitted

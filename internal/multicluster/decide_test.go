@@ -48,7 +48,10 @@ func TestDecide(t *testing.T) {
 		wl      *berthv1.Workload
 		workers map[string]multicluster.Worker
 		refusal string
-		want    multicluster.Plan
+		// spreadAfter and firstCopy: Input's SpreadAfter and FirstCopy
+		spreadAfter time.Duration
+		firstCopy   time.Time
+		want        multicluster.Plan
 		// state and message the check should get (message: a part of it)
 		state   berthv1.CheckState
 		message string
@@ -56,19 +59,72 @@ func TestDecide(t *testing.T) {
 		name:    "waiting: copied to every reached worker, in the config's order",
 		wl:      waiting().Obj(),
 		workers: map[string]multicluster.Worker{"a": up(false, false), "b": up(false, false), "c": down(time.Minute, false)},
-		want:    multicluster.Plan{Create: []string{"a", "b"}},
+		want:    multicluster.Plan{Create: []string{"a", "b"}, FirstCopy: now},
 		state:   berthv1.CheckPending, message: "dispatched to a, b; waiting for one of them to admit it; not reached: c",
 	}, {
 		name:    "waiting: copies already made, nothing more to do",
 		wl:      waiting().Check(check, berthv1.CheckPending, "dispatched to a, b; waiting for one of them to admit it; not reached: c").Obj(),
 		workers: map[string]multicluster.Worker{"a": up(true, false), "b": up(true, false), "c": down(time.Minute, false)},
-		want:    multicluster.Plan{},
+		want:    multicluster.Plan{FirstCopy: now},
 	}, {
 		name:    "a worker added to the config later is offered it too",
 		wl:      waiting().Check(check, berthv1.CheckPending, "dispatched to a; waiting for one of them to admit it").Obj(),
 		workers: map[string]multicluster.Worker{"a": up(true, false), "b": up(false, false)},
-		want:    multicluster.Plan{Create: []string{"b"}},
+		want:    multicluster.Plan{Create: []string{"b"}, FirstCopy: now},
 		state:   berthv1.CheckPending, message: "dispatched to a, b",
+	}, {
+		name:        "spreading: the first worker that can take a copy gets one; the check says nothing yet",
+		wl:          waiting().Obj(),
+		workers:     map[string]multicluster.Worker{"a": down(time.Minute, false), "b": up(false, false), "c": up(false, false)},
+		spreadAfter: 5 * time.Second,
+		want:        multicluster.Plan{Create: []string{"b"}, FirstCopy: now, RecheckAfter: 5 * time.Second},
+	}, {
+		name:        "spreading: within the time no other copy is made",
+		wl:          waiting().Obj(),
+		workers:     map[string]multicluster.Worker{"a": up(true, false), "b": up(false, false)},
+		spreadAfter: 5 * time.Second, firstCopy: now.Add(-2 * time.Second),
+		want: multicluster.Plan{FirstCopy: now.Add(-2 * time.Second), RecheckAfter: 3 * time.Second},
+	}, {
+		name:        "spreading: the worker with the copy is lost: the next one gets a copy, within the same time",
+		wl:          waiting().Obj(),
+		workers:     map[string]multicluster.Worker{"a": down(time.Second, true), "b": up(false, false), "c": up(false, false)},
+		spreadAfter: 5 * time.Second, firstCopy: now.Add(-2 * time.Second),
+		want: multicluster.Plan{Create: []string{"b"}, FirstCopy: now.Add(-2 * time.Second), RecheckAfter: 3 * time.Second},
+	}, {
+		name:        "spreading: a message written before is kept true meanwhile",
+		wl:          waiting().Check(check, berthv1.CheckPending, "no worker cluster can take it yet; not reached: a, b, c").Obj(),
+		workers:     map[string]multicluster.Worker{"a": up(false, false), "b": up(false, false), "c": down(time.Minute, false)},
+		spreadAfter: 5 * time.Second,
+		want:        multicluster.Plan{Create: []string{"a"}, FirstCopy: now, RecheckAfter: 5 * time.Second},
+		state:       berthv1.CheckPending, message: "dispatched to a; waiting for one of them to admit it; to be dispatched to b too if none has within 5s; not reached: c",
+	}, {
+		name:        "spreading: once the time is up, every worker gets a copy, and the check says where it waits",
+		wl:          waiting().Obj(),
+		workers:     map[string]multicluster.Worker{"a": up(true, false), "b": up(false, false), "c": up(false, false)},
+		spreadAfter: 5 * time.Second, firstCopy: now.Add(-5 * time.Second),
+		want:  multicluster.Plan{Create: []string{"b", "c"}, FirstCopy: now.Add(-5 * time.Second)},
+		state: berthv1.CheckPending, message: "dispatched to a, b, c; waiting for one of them to admit it",
+	}, {
+		name:        "spreading: copies made at a time not known (before a restart) spread at once",
+		wl:          waiting().Obj(),
+		workers:     map[string]multicluster.Worker{"a": up(true, false), "b": up(false, false)},
+		spreadAfter: 5 * time.Second,
+		want:        multicluster.Plan{Create: []string{"b"}, FirstCopy: now},
+		state:       berthv1.CheckPending, message: "dispatched to a, b;",
+	}, {
+		name:        "spreading: no worker can take a copy: the check says so at once",
+		wl:          waiting().Obj(),
+		workers:     map[string]multicluster.Worker{"a": down(time.Minute, false), "b": {Active: true, Conflict: "no namespace"}},
+		spreadAfter: 5 * time.Second,
+		want:        multicluster.Plan{},
+		state:       berthv1.CheckPending, message: "no worker cluster can take it yet; not reached: a, c; not copied to b: no namespace",
+	}, {
+		name:        "spreading: the one copy admitted in time wins; nothing waits any more",
+		wl:          waiting().Obj(),
+		workers:     map[string]multicluster.Worker{"a": reserved(time.Second), "b": up(false, false)},
+		spreadAfter: 5 * time.Second, firstCopy: now.Add(-2 * time.Second),
+		want:  multicluster.Plan{ClusterName: "a", CreateJob: "a"},
+		state: berthv1.CheckReady, message: "admitted on worker cluster a",
 	}, {
 		name:    "of admitting workers reserving at once, the first in the config's order wins: its Job is made there, the other copies go",
 		wl:      waiting().Obj(),
@@ -92,7 +148,7 @@ func TestDecide(t *testing.T) {
 		name:    "a worker with a Job of the same name gets no copy, and the message says why",
 		wl:      waiting().Obj(),
 		workers: map[string]multicluster.Worker{"a": {Active: true, Conflict: "Job ns/j exists and is not a copy"}, "b": up(false, false)},
-		want:    multicluster.Plan{Create: []string{"b"}},
+		want:    multicluster.Plan{Create: []string{"b"}, FirstCopy: now},
 		state:   berthv1.CheckPending, message: "not copied to a: Job ns/j exists and is not a copy",
 	}, {
 		name:    "no worker reached: it waits, and says so",
@@ -104,7 +160,7 @@ func TestDecide(t *testing.T) {
 		name:    "a copy on a worker no longer in the config goes",
 		wl:      waiting().Obj(),
 		workers: map[string]multicluster.Worker{"a": up(true, false), "old": up(true, false)},
-		want:    multicluster.Plan{Delete: []string{"old"}},
+		want:    multicluster.Plan{Delete: []string{"old"}, FirstCopy: now},
 		state:   berthv1.CheckPending, message: "dispatched to a;",
 	}, {
 		name:    "running: the status comes from its worker; stray copies go",
@@ -185,7 +241,7 @@ func TestDecide(t *testing.T) {
 		name:    "waiting: a leaving worker gets no copy, its copy goes, and it never wins",
 		wl:      waiting().Obj(),
 		workers: map[string]multicluster.Worker{"a": func() multicluster.Worker { w := reserved(time.Second); w.Leaving = true; return w }(), "b": up(false, false)},
-		want:    multicluster.Plan{Create: []string{"b"}, Delete: []string{"a"}},
+		want:    multicluster.Plan{Create: []string{"b"}, Delete: []string{"a"}, FirstCopy: now},
 		state:   berthv1.CheckPending, message: "not copied to a: it is being removed",
 	}, {
 		name:    "running on a leaving worker: queued again, its copies go",
@@ -203,7 +259,8 @@ func TestDecide(t *testing.T) {
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := multicluster.Decide(multicluster.Input{Workload: tc.wl, Check: check, Clusters: []string{"a", "b", "c"},
-				Workers: tc.workers, Refusal: tc.refusal, Now: now, LostTimeout: multicluster.DefaultLostTimeout})
+				Workers: tc.workers, Refusal: tc.refusal, Now: now, LostTimeout: multicluster.DefaultLostTimeout,
+				SpreadAfter: tc.spreadAfter, FirstCopy: tc.firstCopy})
 			state := got.State
 			got.State = nil
 			if !reflect.DeepEqual(got, tc.want) {

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
+	"github.com/berth-dev/berth/internal/controller"
 	"github.com/berth-dev/berth/internal/integration/jobs"
 	"github.com/berth-dev/berth/internal/multicluster"
 	"github.com/berth-dev/berth/internal/testenv"
@@ -205,7 +206,8 @@ func jobCondition(job *batchv1.Job, typ batchv1.JobConditionType) bool {
 }
 
 // A Job submitted to the manager runs on the worker that has room (worker1
-// has none), completes there, and the manager shows it finished; nothing is
+// has none: it gets the first copy, worker2 one once the manager's
+// --dispatch-spread-after has passed), completes there, and the manager shows it finished; nothing is
 // left on either worker, and no pod ever ran on the manager.
 func TestJobRunsOnAWorkerWithRoom(t *testing.T) {
 	envs := testenv.NewAll(t)
@@ -626,4 +628,56 @@ func TestResizedJobReachesItsWorker(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// A Job the first worker of the config admits within the manager's
+// --dispatch-spread-after runs there, and the second worker never gets a
+// copy of its Workload: no copy is made, admitted and deleted for nothing.
+// (TestJobRunsOnAWorkerWithRoom shows the copy reaching the second worker
+// when the first has no room.)
+func TestOneCopyWhenTheFirstWorkerAdmits(t *testing.T) {
+	envs := testenv.NewAll(t)
+	shape(t, envs, map[string]string{worker1: "4", worker2: "4"})
+	m, w2 := envs[manager], envs[worker2]
+	wc, err := client.NewWithWatch(w2.Config, client.Options{Scheme: controller.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen, err := wc.Watch(ctx, &berthv1.WorkloadList{}, client.InNamespace(w2.Namespace))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer seen.Stop()
+
+	job := submit(t, m, "first")
+	var created batchv1.Job
+	if err := m.Client.Get(ctx, client.ObjectKeyFromObject(job), &created); err != nil {
+		t.Fatal(err)
+	}
+	wl := waitRunsOn(t, m, &created, worker1)
+	// A Workload made on worker2 now is seen after anything made there
+	// before it: the watch delivers in order.
+	marker := MakeWorkload("marker", w2.Namespace).Request("cpu", "1").Obj()
+	w2.Create(t, marker)
+	deadline := time.After(wait)
+	for {
+		select {
+		case ev, ok := <-seen.ResultChan():
+			if !ok {
+				t.Fatal("the watch of worker2's Workloads ended")
+			}
+			o, isWorkload := ev.Object.(*berthv1.Workload)
+			if !isWorkload {
+				continue
+			}
+			if o.Name == wl.Name {
+				t.Fatalf("worker2 got a copy of %s (%s), though worker1 admitted it in time", wl.Name, ev.Type)
+			}
+			if o.Name == marker.Name {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("the marker Workload was not seen on worker2 within %s", wait)
+		}
+	}
 }

@@ -32,6 +32,12 @@ type Dispatcher struct {
 	workers     *Workers
 	origin      string
 	lostTimeout time.Duration
+	spreadAfter time.Duration
+	// firstCopies remembers when each waiting workload's first copy was
+	// made (multicluster.Plan.FirstCopy). Forgotten on a restart, which
+	// only makes the copies spread at once.
+	mu          sync.Mutex
+	firstCopies map[types.NamespacedName]firstCopy
 	// started is when this controller started: a worker not looked at
 	// since is taken as lost since then, not for ever.
 	started time.Time
@@ -43,11 +49,13 @@ func (d *Dispatcher) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	var wl berthv1.Workload
 	if err := d.client.Get(ctx, req.NamespacedName, &wl); err != nil {
 		if apierrors.IsNotFound(err) {
+			d.rememberFirstCopy(req.NamespacedName, "", time.Time{})
 			return reconcile.Result{}, d.collect(ctx, req.NamespacedName)
 		}
 		return reconcile.Result{}, err
 	}
 	if workload.IsFinished(&wl) {
+		d.rememberFirstCopy(req.NamespacedName, "", time.Time{})
 		// Its Job's end was copied from the worker; the copies have done
 		// their work. (The cache keeps only an outline of it.)
 		return reconcile.Result{}, d.collect(ctx, req.NamespacedName)
@@ -62,7 +70,7 @@ func (d *Dispatcher) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	now := d.clock.Now()
 	in := multicluster.Input{Workload: &wl, Check: check, Clusters: clusters, Workers: map[string]multicluster.Worker{},
-		Refusal: refusal, Now: now, LostTimeout: d.lostTimeout}
+		Refusal: refusal, Now: now, LostTimeout: d.lostTimeout, SpreadAfter: d.spreadAfter, FirstCopy: d.firstCopyOf(&wl)}
 	remotes := map[string]copies{}
 	names := d.workers.names()
 	// The config's workers, and the one it runs on even if the config no
@@ -84,6 +92,7 @@ func (d *Dispatcher) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		in.Workers[name], remotes[name] = w, remote
 	}
 	plan := multicluster.Decide(in)
+	d.rememberFirstCopy(req.NamespacedName, wl.UID, plan.FirstCopy)
 
 	var errs []error
 	for _, name := range plan.Delete {
@@ -173,6 +182,32 @@ func (d *Dispatcher) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, fmt.Errorf("Workload %s: %v", req.NamespacedName, errs)
 	}
 	return reconcile.Result{RequeueAfter: requeue}, nil
+}
+
+type firstCopy struct {
+	uid types.UID
+	at  time.Time
+}
+
+// firstCopyOf is when the workload's first copy was made, zero if not known.
+func (d *Dispatcher) firstCopyOf(wl *berthv1.Workload) time.Time {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if f, ok := d.firstCopies[client.ObjectKeyFromObject(wl)]; ok && f.uid == wl.UID {
+		return f.at
+	}
+	return time.Time{}
+}
+
+// rememberFirstCopy records a plan's FirstCopy; zero forgets it.
+func (d *Dispatcher) rememberFirstCopy(key types.NamespacedName, uid types.UID, at time.Time) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if at.IsZero() {
+		delete(d.firstCopies, key)
+		return
+	}
+	d.firstCopies[key] = firstCopy{uid: uid, at: at}
 }
 
 // admitWithCheck admits the workload in the same write as its check's

@@ -49,6 +49,9 @@ type Options struct {
 	// LostTimeout: how long a worker may be unreachable before its
 	// workloads are queued again; default multicluster.DefaultLostTimeout.
 	LostTimeout time.Duration
+	// SpreadAfter: how long a waiting workload's one copy is given before
+	// every worker gets one (multicluster.Input.SpreadAfter; 0: at once).
+	SpreadAfter time.Duration
 	// Wrap, when set, guards the transport to every worker (the leader's
 	// fence: a replica that lost its lease writes to no worker either).
 	Wrap func(http.RoundTripper) http.RoundTripper
@@ -63,7 +66,8 @@ func Setup(mgr ctrl.Manager, o Options) error {
 	c := mgr.GetClient()
 	workers := newWorkers(mgr, o)
 	d := &Dispatcher{client: c, rec: mgr.GetEventRecorder("berth-multicluster"), clock: clock.RealClock{},
-		workers: workers, origin: o.Origin, lostTimeout: o.LostTimeout}
+		workers: workers, origin: o.Origin, lostTimeout: o.LostTimeout, spreadAfter: o.SpreadAfter,
+		firstCopies: map[types.NamespacedName]firstCopy{}}
 	d.started = d.clock.Now()
 	checks := &Checks{client: c, clock: clock.RealClock{}}
 	// A worker that comes or goes is news to the workloads that wait for
