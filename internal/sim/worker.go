@@ -101,10 +101,14 @@ func (s *Simulator) apply(ctx context.Context, kind string, obj runtime.Object, 
 			applied = true
 			continue
 		case a.Delete:
-			if err := s.writes.delete(ctx, kind, meta.GetNamespace(), meta.GetName(), meta.GetUID()); err != nil && !apierrors.IsNotFound(err) {
-				return nil, err
+			if GoneWhenStored(cur.(metav1.Object)) {
+				s.metrics.skipped.Inc()
+			} else {
+				if err := s.writes.delete(ctx, kind, meta.GetNamespace(), meta.GetName(), meta.GetUID()); err != nil && !apierrors.IsNotFound(err) {
+					return nil, err
+				}
+				s.metrics.writes.WithLabelValues(kind, "delete").Inc()
 			}
-			s.metrics.writes.WithLabelValues(kind, "delete").Inc()
 			s.record(obj, evts)
 			return nil, nil
 		}
@@ -217,4 +221,13 @@ func (e env) PodIP(node string, hostNetwork bool, uid, name, namespace string) s
 		uid = namespace + "/" + name
 	}
 	return e.s.ips.PodIP(node, uid)
+}
+
+// GoneWhenStored reports a version of an object that the API server
+// deleted in the request that stored it: being deleted without a grace
+// period and without finalizers (a finished pod deleted, say). Deleting it
+// again would only be refused as not found.
+func GoneWhenStored(m metav1.Object) bool {
+	g := m.GetDeletionGracePeriodSeconds()
+	return m.GetDeletionTimestamp() != nil && (g == nil || *g == 0) && len(m.GetFinalizers()) == 0
 }
