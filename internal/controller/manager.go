@@ -269,6 +269,9 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	if err := o.Lease.Validate(); err != nil {
 		return err
 	}
+	if err := o.checkDispatch(); err != nil {
+		return err
+	}
 	kinds, err := o.Kinds()
 	if err != nil {
 		return err
@@ -566,6 +569,17 @@ type Lease struct {
 // DefaultLease is kube-controller-manager's timing.
 func DefaultLease() Lease {
 	return Lease{Duration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second}
+}
+
+// checkDispatch refuses multicluster timings that mean nothing.
+func (o Options) checkDispatch() error {
+	switch {
+	case o.WorkerLostTimeout < 0:
+		return fmt.Errorf("--worker-lost-timeout %s: must not be negative", o.WorkerLostTimeout)
+	case o.DispatchSpreadAfter < 0:
+		return fmt.Errorf("--dispatch-spread-after %s: must not be negative (0s copies to every worker at once)", o.DispatchSpreadAfter)
+	}
+	return nil
 }
 
 // Validate refuses timings under which two replicas could lead at once, or
