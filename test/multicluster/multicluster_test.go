@@ -40,11 +40,17 @@ var ctx = context.Background()
 // lostTimeout is the manager's --worker-lost-timeout, short for the tests.
 const lostTimeout = 5 * time.Second
 
+// spreadAfter is the manager's --dispatch-spread-after: long enough that a
+// worker with room admits its copy in time on a busy machine, short enough
+// for the tests that wait for the others to get one.
+const spreadAfter = 20 * time.Second
+
 // The manager and worker1 run JobSet's controller; worker2 does not serve
 // JobSets at all.
 func TestMain(m *testing.M) {
 	os.Exit(testenv.MainClusters(m,
-		testenv.Cluster{Name: manager, ControllerArgs: []string{"--worker-lost-timeout=" + lostTimeout.String()}, With: []string{"jobset"}},
+		testenv.Cluster{Name: manager, ControllerArgs: []string{"--worker-lost-timeout=" + lostTimeout.String(),
+			"--dispatch-spread-after=" + spreadAfter.String()}, With: []string{"jobset"}},
 		testenv.Cluster{Name: worker1, With: []string{"jobset"}}, testenv.Cluster{Name: worker2}))
 }
 
@@ -632,7 +638,8 @@ func TestResizedJobReachesItsWorker(t *testing.T) {
 
 // A Job the first worker of the config admits within the manager's
 // --dispatch-spread-after runs there, and the second worker never gets a
-// copy of its Workload: no copy is made, admitted and deleted for nothing.
+// copy of its Workload: no copy is made, admitted and deleted for nothing;
+// nor is the check's Pending message written on the manager.
 // (TestJobRunsOnAWorkerWithRoom shows the copy reaching the second worker
 // when the first has no room.)
 func TestOneCopyWhenTheFirstWorkerAdmits(t *testing.T) {
@@ -648,6 +655,15 @@ func TestOneCopyWhenTheFirstWorkerAdmits(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer seen.Stop()
+	mc, err := client.NewWithWatch(m.Config, client.Options{Scheme: controller.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	states, err := mc.Watch(ctx, &berthv1.WorkloadList{}, client.InNamespace(m.Namespace))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer states.Stop()
 
 	job := submit(t, m, "first")
 	var created batchv1.Job
@@ -655,11 +671,34 @@ func TestOneCopyWhenTheFirstWorkerAdmits(t *testing.T) {
 		t.Fatal(err)
 	}
 	wl := waitRunsOn(t, m, &created, worker1)
+	// Every version of the manager's Workload up to its admission: its
+	// check went from Pending without a message to Ready.
+	deadline := time.After(wait)
+	for admitted := false; !admitted; {
+		select {
+		case ev, ok := <-states.ResultChan():
+			if !ok {
+				t.Fatal("the watch of the manager's Workloads ended")
+			}
+			o, isWorkload := ev.Object.(*berthv1.Workload)
+			if !isWorkload || o.Name != wl.Name {
+				continue
+			}
+			for _, c := range o.Status.AdmissionChecks {
+				if c.State == berthv1.CheckPending && c.Message != "" {
+					t.Errorf("the check's Pending message was written (%q), though worker1 admitted it in time", c.Message)
+				}
+			}
+			admitted = workload.IsAdmitted(o)
+		case <-deadline:
+			t.Fatalf("the watch did not show Workload %s admitted within %s", wl.Name, wait)
+		}
+	}
 	// A Workload made on worker2 now is seen after anything made there
 	// before it: the watch delivers in order.
 	marker := MakeWorkload("marker", w2.Namespace).Request("cpu", "1").Obj()
 	w2.Create(t, marker)
-	deadline := time.After(wait)
+	deadline = time.After(wait)
 	for {
 		select {
 		case ev, ok := <-seen.ResultChan():
