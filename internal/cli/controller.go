@@ -89,7 +89,7 @@ throughput long before the API server is busy.`,
 	f.DurationVar(&o.WorkerLostTimeout, "worker-lost-timeout", o.WorkerLostTimeout,
 		"how long a worker cluster may be unreachable before the workloads running there are queued again")
 	f.DurationVar(&o.DispatchSpreadAfter, "dispatch-spread-after", o.DispatchSpreadAfter,
-		"a workload waiting for a worker cluster is copied to the first one of its config that can take it, and to the others too once it has waited this long without being admitted (0: to all at once)")
+		"a workload waiting for a worker cluster is copied to one that can take it (the one the last workload of its check went to, else the first of its config), and to the others too once it has waited this long without being admitted (0: to all at once)")
 	f.BoolVar(&o.FairSharing, "fair-sharing", o.FairSharing,
 		"order admission and reclaiming in cohorts by weighted shares of borrowed capacity")
 	f.StringSliceVar(&o.Integrations, "integrations", o.Integrations,

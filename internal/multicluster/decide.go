@@ -62,6 +62,12 @@ type Input struct {
 	// FirstCopy is when the workload's first copy was made, as the caller
 	// remembers from the last Plan (zero: not known).
 	FirstCopy time.Time
+	// Preferred, when it names a worker of Clusters that can take a copy,
+	// gets the first one instead of the first such worker in Clusters: the
+	// caller passes the worker the last workload of this check went to,
+	// which had room then, so that work overflowing the first worker does
+	// not wait SpreadAfter each time.
+	Preferred string
 }
 
 // Plan is what to do.
@@ -100,7 +106,8 @@ type Plan struct {
 //     cleared only once nothing of it is left there (Recalled), so its
 //     quota is not given back while its pods may still run;
 //   - one that waits (check Pending) gets a copy of its Workload on the
-//     first reached worker of its config that can take one, and on every
+//     Preferred worker, or else the first reached worker of its config, that
+//     can take one, and on every
 //     other once it has waited SpreadAfter (at once when that is zero: one
 //     copy admitted in time saves the others' writes); of the workers
 //     whose copy is admitted,
@@ -164,6 +171,8 @@ func Decide(in Input) Plan {
 	switch {
 	case spread:
 		p.Create = free
+	case len(copied) == 0 && slices.Contains(free, in.Preferred):
+		p.Create = []string{in.Preferred}
 	case len(copied) == 0 && len(free) > 0:
 		p.Create = free[:1]
 	}

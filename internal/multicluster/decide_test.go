@@ -51,6 +51,7 @@ func TestDecide(t *testing.T) {
 		// spreadAfter and firstCopy: Input's SpreadAfter and FirstCopy
 		spreadAfter time.Duration
 		firstCopy   time.Time
+		preferred   string
 		want        multicluster.Plan
 		// state and message the check should get (message: a part of it)
 		state   berthv1.CheckState
@@ -78,6 +79,25 @@ func TestDecide(t *testing.T) {
 		workers:     map[string]multicluster.Worker{"a": down(time.Minute, false), "b": up(false, false), "c": up(false, false)},
 		spreadAfter: 5 * time.Second,
 		want:        multicluster.Plan{Create: []string{"b"}, FirstCopy: now, RecheckAfter: 5 * time.Second},
+	}, {
+		name:        "spreading: the preferred worker (where the last workload went) gets the first copy",
+		wl:          waiting().Obj(),
+		workers:     map[string]multicluster.Worker{"a": up(false, false), "b": up(false, false), "c": up(false, false)},
+		spreadAfter: 5 * time.Second, preferred: "c",
+		want: multicluster.Plan{Create: []string{"c"}, FirstCopy: now, RecheckAfter: 5 * time.Second},
+	}, {
+		name:        "spreading: a preferred worker that cannot take a copy is passed over",
+		wl:          waiting().Obj(),
+		workers:     map[string]multicluster.Worker{"a": up(false, false), "b": up(false, false), "c": down(time.Second, false)},
+		spreadAfter: 5 * time.Second, preferred: "c",
+		want: multicluster.Plan{Create: []string{"a"}, FirstCopy: now, RecheckAfter: 5 * time.Second},
+	}, {
+		name:      "no spreading: the preferred worker changes nothing",
+		wl:        waiting().Obj(),
+		workers:   map[string]multicluster.Worker{"a": up(false, false), "b": up(false, false), "c": up(false, false)},
+		preferred: "c",
+		want:      multicluster.Plan{Create: []string{"a", "b", "c"}, FirstCopy: now},
+		state:     berthv1.CheckPending, message: "dispatched to a, b, c;",
 	}, {
 		name:        "spreading: within the time no other copy is made",
 		wl:          waiting().Obj(),
@@ -260,7 +280,7 @@ func TestDecide(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			got := multicluster.Decide(multicluster.Input{Workload: tc.wl, Check: check, Clusters: []string{"a", "b", "c"},
 				Workers: tc.workers, Refusal: tc.refusal, Now: now, LostTimeout: multicluster.DefaultLostTimeout,
-				SpreadAfter: tc.spreadAfter, FirstCopy: tc.firstCopy})
+				SpreadAfter: tc.spreadAfter, FirstCopy: tc.firstCopy, Preferred: tc.preferred})
 			state := got.State
 			got.State = nil
 			if !reflect.DeepEqual(got, tc.want) {

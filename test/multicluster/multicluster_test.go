@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
@@ -213,8 +214,9 @@ func jobCondition(job *batchv1.Job, typ batchv1.JobConditionType) bool {
 
 // A Job submitted to the manager runs on the worker that has room (worker1
 // has none: it gets the first copy, worker2 one once the manager's
-// --dispatch-spread-after has passed), completes there, and the manager shows it finished; nothing is
-// left on either worker, and no pod ever ran on the manager.
+// --dispatch-spread-after has passed), completes there, and the manager
+// shows it finished; nothing is left on either worker, and no pod ever ran
+// on the manager. The next Job goes to worker2 first.
 func TestJobRunsOnAWorkerWithRoom(t *testing.T) {
 	envs := testenv.NewAll(t)
 	shape(t, envs, map[string]string{worker1: "0", worker2: "4"})
@@ -269,6 +271,17 @@ func TestJobRunsOnAWorkerWithRoom(t *testing.T) {
 	if err != nil || len(pods.Items) != 0 {
 		t.Errorf("%d pods on the manager (%v); it runs none", len(pods.Items), err)
 	}
+
+	// The next Job's first copy goes where the last one ran: it does not
+	// wait on worker1, still full, once more.
+	seen := watchWorkloads(t, envs[worker1])
+	next := submit(t, m, "again")
+	var nextCreated batchv1.Job
+	if err := m.Client.Get(ctx, client.ObjectKeyFromObject(next), &nextCreated); err != nil {
+		t.Fatal(err)
+	}
+	wl = waitRunsOn(t, m, &nextCreated, worker2)
+	neverCopied(t, envs[worker1], worker1, seen, wl.Name)
 }
 
 // Lesson 3 across clusters: the Job is dispatched while no worker has a
@@ -646,24 +659,7 @@ func TestOneCopyWhenTheFirstWorkerAdmits(t *testing.T) {
 	envs := testenv.NewAll(t)
 	shape(t, envs, map[string]string{worker1: "4", worker2: "4"})
 	m, w2 := envs[manager], envs[worker2]
-	wc, err := client.NewWithWatch(w2.Config, client.Options{Scheme: controller.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	seen, err := wc.Watch(ctx, &berthv1.WorkloadList{}, client.InNamespace(w2.Namespace))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer seen.Stop()
-	mc, err := client.NewWithWatch(m.Config, client.Options{Scheme: controller.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	states, err := mc.Watch(ctx, &berthv1.WorkloadList{}, client.InNamespace(m.Namespace))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer states.Stop()
+	seen, states := watchWorkloads(t, w2), watchWorkloads(t, m)
 
 	job := submit(t, m, "first")
 	var created batchv1.Job
@@ -694,29 +690,51 @@ func TestOneCopyWhenTheFirstWorkerAdmits(t *testing.T) {
 			t.Fatalf("the watch did not show Workload %s admitted within %s", wl.Name, wait)
 		}
 	}
-	// A Workload made on worker2 now is seen after anything made there
-	// before it: the watch delivers in order.
-	marker := MakeWorkload("marker", w2.Namespace).Request("cpu", "1").Obj()
-	w2.Create(t, marker)
-	deadline = time.After(wait)
+	neverCopied(t, w2, worker2, seen, wl.Name)
+}
+
+// watchWorkloads watches the Workloads of the test's namespace on env.
+func watchWorkloads(t *testing.T, env *testenv.Env) watch.Interface {
+	t.Helper()
+	c, err := client.NewWithWatch(env.Config, client.Options{Scheme: controller.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := c.Watch(ctx, &berthv1.WorkloadList{}, client.InNamespace(env.Namespace))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
+	return w
+}
+
+// neverCopied fails the test if seen, a watch of the Workloads of worker
+// (env) started earlier, shows Workload name there.
+func neverCopied(t *testing.T, env *testenv.Env, worker string, seen watch.Interface, name string) {
+	t.Helper()
+	// A Workload made now is seen after anything made there before it:
+	// the watch delivers in order.
+	marker := MakeWorkload("marker", env.Namespace).Request("cpu", "1").Obj()
+	env.Create(t, marker)
+	deadline := time.After(wait)
 	for {
 		select {
 		case ev, ok := <-seen.ResultChan():
 			if !ok {
-				t.Fatal("the watch of worker2's Workloads ended")
+				t.Fatalf("the watch of %s's Workloads ended", worker)
 			}
 			o, isWorkload := ev.Object.(*berthv1.Workload)
 			if !isWorkload {
 				continue
 			}
-			if o.Name == wl.Name {
-				t.Fatalf("worker2 got a copy of %s (%s), though worker1 admitted it in time", wl.Name, ev.Type)
+			if o.Name == name {
+				t.Fatalf("a copy of %s reached %s (%s)", name, worker, ev.Type)
 			}
 			if o.Name == marker.Name {
 				return
 			}
 		case <-deadline:
-			t.Fatalf("the marker Workload was not seen on worker2 within %s", wait)
+			t.Fatalf("the marker Workload was not seen on %s within %s", worker, wait)
 		}
 	}
 }

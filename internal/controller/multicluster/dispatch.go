@@ -38,6 +38,10 @@ type Dispatcher struct {
 	// only makes the copies spread at once.
 	mu          sync.Mutex
 	firstCopies map[types.NamespacedName]firstCopy
+	// lastWorker is, per check, the worker the last workload dispatched
+	// through it went to (multicluster.Input.Preferred). Forgotten on a
+	// restart, which only makes the config's order apply again.
+	lastWorker map[string]string
 	// started is when this controller started: a worker not looked at
 	// since is taken as lost since then, not for ever.
 	started time.Time
@@ -62,6 +66,9 @@ func (d *Dispatcher) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	check, clusters, err := d.checkOf(ctx, &wl)
 	if err != nil || check == "" {
+		if err == nil {
+			d.rememberFirstCopy(req.NamespacedName, "", time.Time{})
+		}
 		return reconcile.Result{}, err
 	}
 	obj, kind, refusal, err := d.objectOf(ctx, &wl)
@@ -70,7 +77,8 @@ func (d *Dispatcher) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	now := d.clock.Now()
 	in := multicluster.Input{Workload: &wl, Check: check, Clusters: clusters, Workers: map[string]multicluster.Worker{},
-		Refusal: refusal, Now: now, LostTimeout: d.lostTimeout, SpreadAfter: d.spreadAfter, FirstCopy: d.firstCopyOf(&wl)}
+		Refusal: refusal, Now: now, LostTimeout: d.lostTimeout, SpreadAfter: d.spreadAfter, FirstCopy: d.firstCopyOf(&wl),
+		Preferred: d.preferred(check)}
 	remotes := map[string]copies{}
 	names := d.workers.names()
 	// The config's workers, and the one it runs on even if the config no
@@ -163,6 +171,9 @@ func (d *Dispatcher) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		case plan.ClusterName != "":
 			d.rec.Eventf(&wl, nil, corev1.EventTypeNormal, "Dispatched", "Dispatch", "runs on worker cluster %s", plan.ClusterName)
 		}
+		if plan.ClusterName != "" {
+			d.setPreferred(check, plan.ClusterName)
+		}
 	}
 	if plan.CreateJob != "" && obj != nil {
 		if err := d.createObject(ctx, plan.CreateJob, &wl, obj, kind, now); err != nil {
@@ -208,6 +219,20 @@ func (d *Dispatcher) rememberFirstCopy(key types.NamespacedName, uid types.UID, 
 		return
 	}
 	d.firstCopies[key] = firstCopy{uid: uid, at: at}
+}
+
+// preferred is the worker the last workload dispatched through check went
+// to, "" if none yet.
+func (d *Dispatcher) preferred(check string) string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.lastWorker[check]
+}
+
+func (d *Dispatcher) setPreferred(check, worker string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.lastWorker[check] = worker
 }
 
 // admitWithCheck admits the workload in the same write as its check's

@@ -67,7 +67,7 @@ func Setup(mgr ctrl.Manager, o Options) error {
 	workers := newWorkers(mgr, o)
 	d := &Dispatcher{client: c, rec: mgr.GetEventRecorder("berth-multicluster"), clock: clock.RealClock{},
 		workers: workers, origin: o.Origin, lostTimeout: o.LostTimeout, spreadAfter: o.SpreadAfter,
-		firstCopies: map[types.NamespacedName]firstCopy{}}
+		firstCopies: map[types.NamespacedName]firstCopy{}, lastWorker: map[string]string{}}
 	d.started = d.clock.Now()
 	checks := &Checks{client: c, clock: clock.RealClock{}}
 	// A worker that comes or goes is news to the workloads that wait for
