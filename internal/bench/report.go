@@ -11,10 +11,15 @@ import (
 // Record is what a run saw of one workload.
 type Record struct {
 	Name, Class string
+	// Cohort is the index of the cohort its queue is in.
+	Cohort int
 	// Offsets from the start of the run; Admitted is the first admission.
 	Created, Admitted, Finished time.Duration
 	WasAdmitted, WasFinished    bool
 	Evictions                   int
+	// Released are the moments the run saw an admission end without a
+	// finish (an eviction), Readmitted those it saw the next ones begin.
+	Released, Readmitted []time.Duration
 }
 
 // Results is results.json.
@@ -28,11 +33,13 @@ type Results struct {
 	Evictions int       `json:"evictions"`
 	// WallSeconds runs from the first workload's arrival to the last one's
 	// finish; LowerBoundSeconds is what the quota allows at best.
-	WallSeconds       float64       `json:"wallSeconds"`
-	LowerBoundSeconds float64       `json:"lowerBoundSeconds"`
-	WallOverBound     float64       `json:"wallOverBound"`
-	QuotaUtilisation  float64       `json:"quotaUtilisation"` // cpu-seconds run / (nominal cpu x wall)
-	Classes           []ClassResult `json:"classes"`
+	WallSeconds       float64 `json:"wallSeconds"`
+	LowerBoundSeconds float64 `json:"lowerBoundSeconds"`
+	WallOverBound     float64 `json:"wallOverBound"`
+	QuotaUtilisation  float64 `json:"quotaUtilisation"` // cpu-seconds run / (nominal cpu x wall)
+	// QuotaTime says what the quota not used was doing.
+	QuotaTime *QuotaTime    `json:"quotaTime,omitempty"`
+	Classes   []ClassResult `json:"classes"`
 	// From the processes of a berth instance, when the run had one.
 	APIServerCPUSeconds       *float64 `json:"apiServerCPUSeconds,omitempty"`
 	APIServerCPUMsPerWorkload *float64 `json:"apiServerCPUMsPerWorkload,omitempty"`
@@ -113,6 +120,8 @@ func Summarize(s *Scenario, scale float64, records []Record, bound time.Duration
 	}
 	if r.WallSeconds > 0 {
 		r.QuotaUtilisation = work / (float64(int64(s.Cohorts*s.QueuesPerCohort)*s.NominalCPU) * r.WallSeconds)
+		qt := quotaTime(s, records, first, last)
+		r.QuotaTime = &qt
 	}
 	if r.LowerBoundSeconds > 0 {
 		r.WallOverBound = r.WallSeconds / r.LowerBoundSeconds
@@ -160,6 +169,13 @@ func Markdown(r Results) string {
 		fmt.Fprintf(&b, "| lower bound the quota allows | %.1f s |\n", r.LowerBoundSeconds)
 		fmt.Fprintf(&b, "| wall time / lower bound | %.2f |\n", r.WallOverBound)
 		fmt.Fprintf(&b, "| quota utilisation | %.0f %% |\n", 100*r.QuotaUtilisation)
+		if q := r.QuotaTime; q != nil {
+			fmt.Fprintf(&b, "| quota held past the runtime (finishing) | %.0f %% |\n", 100*q.HeldPastRuntime)
+			fmt.Fprintf(&b, "| quota held by work then preempted | %.0f %% |\n", 100*q.Preempted)
+			fmt.Fprintf(&b, "| quota idle, nothing waiting | %.0f %% |\n", 100*q.IdleNothingWaiting)
+			fmt.Fprintf(&b, "| quota idle, waiting work would fit | %.0f %% |\n", 100*q.IdleWaitingFits)
+			fmt.Fprintf(&b, "| quota idle, waiting work too large for it | %.0f %% |\n", 100*q.IdleWaitingTooBig)
+		}
 	}
 	fmt.Fprintf(&b, "| evictions (preemptions) | %d |\n", r.Evictions)
 	if r.APIServerCPUSeconds != nil {

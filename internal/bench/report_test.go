@@ -57,7 +57,8 @@ func TestSummarize(t *testing.T) {
 	r.ControllerPeakRSSMiB, r.ControllerPeakAnonMiB = &rss, &anon
 	md := Markdown(r)
 	for _, want := range []string{"| workloads finished | 3 of 4 |", "| wall time / lower bound | 2.00 |", "| small | 2 | 1.50 s | 2.50 s | 0.00 s |",
-		"| berth controller peak RSS | 300 MiB |", "| berth controller peak private memory | 160 MiB |"} {
+		"| berth controller peak RSS | 300 MiB |", "| berth controller peak private memory | 160 MiB |",
+		"| quota idle, waiting work would fit | "} {
 		if !strings.Contains(md, want) {
 			t.Errorf("summary lacks %q:\n%s", want, md)
 		}
@@ -228,5 +229,58 @@ func TestClassByName(t *testing.T) {
 		if got := classOf(name); got != want {
 			t.Errorf("classOf(%q) = %q, want %q", name, got, want)
 		}
+	}
+}
+
+// The quota-time of a run of two cohorts of 10 cpu from 0 to 6 s: every
+// interval between events worked out by hand.
+func TestQuotaTime(t *testing.T) {
+	s := Scenario{Cohorts: 2, QueuesPerCohort: 2, NominalCPU: 5, Classes: []Class{
+		{Name: "small", CPU: 1, Runtime: time.Second},
+		{Name: "mid", CPU: 6, Runtime: time.Second},
+		{Name: "large", CPU: 10, Runtime: 2 * time.Second},
+	}}
+	sec := func(f float64) time.Duration { return time.Duration(f * float64(time.Second)) }
+	records := []Record{
+		// Holds all 10 cpu from 0 to 3 s: 1 s past its runtime.
+		{Name: "L", Class: "large", Created: 0, Admitted: 0, Finished: sec(3), WasAdmitted: true, WasFinished: true},
+		// Waits 1 to 3 s with no room at all, then runs.
+		{Name: "M", Class: "mid", Created: sec(1), Admitted: sec(3), Finished: sec(4), WasAdmitted: true, WasFinished: true},
+		// Waits 3.2 to 5 s: too large for the 4 cpu left until 4 s, then
+		// it would fit in 9 and is not admitted yet.
+		{Name: "B", Class: "mid", Created: sec(3.2), Admitted: sec(5), Finished: sec(6), WasAdmitted: true, WasFinished: true},
+		// Waits 3.5 to 4 s though it would fit in the 4 cpu left.
+		{Name: "S", Class: "small", Created: sec(3.5), Admitted: sec(4), Finished: sec(5), WasAdmitted: true, WasFinished: true},
+		// In the second cohort, alone: holds 6 cpu from 0 to 2 s, when it
+		// is evicted, waits (it would fit) until 4 s and runs again to 6 s.
+		{Name: "E", Class: "mid", Cohort: 1, Created: 0, Admitted: 0, Released: []time.Duration{sec(2)},
+			Readmitted: []time.Duration{sec(4)}, Finished: sec(6), WasAdmitted: true, WasFinished: true, Evictions: 1},
+		// Another cohort's: not counted.
+		{Name: "X", Class: "small", Cohort: 3, Created: 0, Admitted: sec(1), Finished: sec(2), WasAdmitted: true, WasFinished: true},
+	}
+	got := quotaTime(&s, records, 0, sec(6))
+	// Out of 120 cpu-seconds. The first cohort: run 20+6+6+1; held past:
+	// 10 (L); waiting work would fit: S's 1 cpu for 0.5 s, B's 6 for 1 s;
+	// too large: B for the 4 cpu left from 3.2 to 3.5 s, 3 of them from
+	// 3.5 to 4 s; nothing (more) waiting: 4 cpu from 3 to 3.2 s, the 3
+	// besides B from 4 to 5 s, 4 from 5 to 6 s. The second: E's first
+	// admission, 12 preempted; run 6 and 6 past its runtime; nothing
+	// waiting 4 cpu for 6 s; E would fit from 2 to 4 s.
+	want := QuotaTime{Run: 39.0 / 120, HeldPastRuntime: 16.0 / 120, Preempted: 12.0 / 120,
+		IdleNothingWaiting: 31.8 / 120, IdleWaitingFits: 18.5 / 120, IdleWaitingTooBig: 2.7 / 120}
+	for _, c := range []struct {
+		what      string
+		got, want float64
+	}{{"run", got.Run, want.Run}, {"held past the runtime", got.HeldPastRuntime, want.HeldPastRuntime},
+		{"preempted", got.Preempted, want.Preempted},
+		{"idle, nothing waiting", got.IdleNothingWaiting, want.IdleNothingWaiting},
+		{"idle, waiting work would fit", got.IdleWaitingFits, want.IdleWaitingFits},
+		{"idle, waiting work too large", got.IdleWaitingTooBig, want.IdleWaitingTooBig}} {
+		if math.Abs(c.got-c.want) > 1e-9 {
+			t.Errorf("%s: %.4f of the quota-time, want %.4f", c.what, c.got, c.want)
+		}
+	}
+	if sum := got.Run + got.HeldPastRuntime + got.Preempted + got.IdleNothingWaiting + got.IdleWaitingFits + got.IdleWaitingTooBig; math.Abs(sum-1) > 1e-9 {
+		t.Errorf("the shares add up to %v, want 1", sum)
 	}
 }

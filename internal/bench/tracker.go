@@ -58,7 +58,7 @@ func requeues(wl *berthv1.Workload) int32 {
 func newTracker(plan []Planned) *tracker {
 	t := &tracker{state: map[string]*tracked{}, byClass: map[string]*classCounts{}, done: make(chan struct{})}
 	for _, p := range plan {
-		t.state[p.Name] = &tracked{rec: Record{Name: p.Name, Class: p.Class.Name}, namespace: queueName(p.Queue),
+		t.state[p.Name] = &tracked{rec: Record{Name: p.Name, Class: p.Class.Name, Cohort: p.Cohort}, namespace: queueName(p.Queue),
 			kind: p.Class.Kind, runtime: p.Class.Runtime}
 		t.order = append(t.order, p.Name)
 		if t.byClass[p.Class.Name] == nil {
@@ -106,6 +106,7 @@ func (t *tracker) observe(wl *berthv1.Workload, finish chan<- finishing) {
 			// Evicted and admitted again between two events this run saw
 			// (a watch that restarted): count the eviction it missed.
 			st.rec.Evictions++
+			st.rec.Released = append(st.rec.Released, now)
 			t.nEvicted++
 			counts.running--
 		}
@@ -117,6 +118,8 @@ func (t *tracker) observe(wl *berthv1.Workload, finish chan<- finishing) {
 			st.rec.WasAdmitted, st.rec.Admitted = true, now
 			counts.admitted++
 			t.nAdmitted++
+		} else {
+			st.rec.Readmitted = append(st.rec.Readmitted, now)
 		}
 		if t.endAtAdmission {
 			if t.nAdmitted == len(t.state) {
@@ -139,6 +142,7 @@ func (t *tracker) observe(wl *berthv1.Workload, finish chan<- finishing) {
 		counts.running--
 		st.epoch++ // the scheduled finish no longer applies
 		st.rec.Evictions++
+		st.rec.Released = append(st.rec.Released, now)
 		t.nEvicted++
 	}
 }
@@ -163,6 +167,7 @@ func (t *tracker) deleted(wl *berthv1.Workload) (name string, again bool) {
 		st.admitted = false
 		st.epoch++
 		st.rec.Evictions++
+		st.rec.Released = append(st.rec.Released, time.Since(t.start))
 		t.nEvicted++
 	}
 	return name, true
