@@ -21,6 +21,7 @@ import (
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
 	"github.com/berth-dev/berth/internal/integration"
 	"github.com/berth-dev/berth/internal/workload"
+	"github.com/berth-dev/berth/internal/written"
 )
 
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;update
@@ -42,14 +43,18 @@ type Reconciler struct {
 	// podsReady records when an admitted Job's pods are all Ready
 	// (--wait-for-pods-ready).
 	podsReady bool
+	// written holds the versions client's writes returned: a Job or
+	// Workload the cache shows from before them is not acted on again.
+	written *written.Versions
 }
 
 // Setup registers the Job reconciler with mgr; manageAll queues Jobs without a
 // queue label in their namespace's LocalQueue "default"; podsReady records
 // when an admitted Job's pods are all Ready (the PodsReady condition).
 func Setup(mgr ctrl.Manager, manageAll, podsReady bool) error {
-	r := &Reconciler{client: mgr.GetClient(), live: mgr.GetAPIReader(), rec: mgr.GetEventRecorder("berth-jobs"), clock: clock.RealClock{},
-		manageAll: manageAll, podsReady: podsReady}
+	w := written.New(time.Now)
+	r := &Reconciler{client: w.Client(mgr.GetClient()), live: mgr.GetAPIReader(), rec: mgr.GetEventRecorder("berth-jobs"),
+		clock: clock.RealClock{}, manageAll: manageAll, podsReady: podsReady, written: w}
 	queued := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		job, ok := o.(*batchv1.Job)
 		return ok && QueueName(job, manageAll) != ""
@@ -83,6 +88,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 	exists := err == nil
+	if r.written.Stale(&job) || (exists && r.written.Stale(&wl)) {
+		// The cache has not caught up with this reconciler's last write:
+		// the watch event that brings it asks again. (The requeue is in
+		// case that event maps to nothing, a Workload not owned yet.)
+		return reconcile.Result{RequeueAfter: time.Second}, nil
+	}
 
 	if finished, failed := Finished(&job); finished {
 		if exists && !workload.IsFinished(&wl) {
