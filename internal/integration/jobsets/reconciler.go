@@ -23,6 +23,7 @@ import (
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
 	"github.com/berth-dev/berth/internal/integration"
 	"github.com/berth-dev/berth/internal/workload"
+	"github.com/berth-dev/berth/internal/written"
 )
 
 // +kubebuilder:rbac:groups=jobset.x-k8s.io,resources=jobsets,verbs=get;list;watch;update
@@ -39,14 +40,18 @@ type Reconciler struct {
 	// podsReady: record when a running JobSet's pods are all Ready
 	// (--wait-for-pods-ready).
 	podsReady bool
+	// written holds the versions client's writes returned: a JobSet or
+	// Workload the cache shows from before them is not acted on again.
+	written *written.Versions
 }
 
 // Setup registers the JobSet reconciler with mgr. It watches the Jobs
 // JobSets make, to hear when a stopping JobSet's pods are gone. With
 // podsReady it records the Workload's PodsReady condition.
 func Setup(mgr ctrl.Manager, podsReady bool) error {
-	r := &Reconciler{client: mgr.GetClient(), live: mgr.GetAPIReader(), rec: mgr.GetEventRecorder("berth-jobsets"), clock: clock.RealClock{},
-		podsReady: podsReady}
+	w := written.New(time.Now)
+	r := &Reconciler{client: w.Client(mgr.GetClient()), live: mgr.GetAPIReader(), rec: mgr.GetEventRecorder("berth-jobsets"),
+		clock: clock.RealClock{}, podsReady: podsReady, written: w}
 	queued := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		js, ok := o.(*jobsetv1.JobSet)
 		return ok && QueueName(js) != ""
@@ -80,6 +85,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 	exists := err == nil
+	if r.written.Stale(&js) || (exists && r.written.Stale(&wl)) {
+		// As for Jobs: the watch event of this reconciler's last write
+		// asks again.
+		return reconcile.Result{RequeueAfter: time.Second}, nil
+	}
 
 	if finished, failed := Finished(&js); finished {
 		if exists && !workload.IsFinished(&wl) {
