@@ -106,16 +106,14 @@ type Plan struct {
 //     cleared only once nothing of it is left there (Recalled), so its
 //     quota is not given back while its pods may still run;
 //   - one that waits (check Pending) gets a copy of its Workload on the
-//     Preferred worker, or else the first reached worker of its config, that
-//     can take one, and on every
-//     other once it has waited SpreadAfter (at once when that is zero: one
-//     copy admitted in time saves the others' writes); of the workers
-//     whose copy is admitted,
-//     one that holds its Job already wins (its pods may run: they are never
-//     deleted to settle a race), else the one that reserved quota first
-//     (the config's order breaks ties): its Job is made there, the check
-//     turns Ready and names it, the other copies go (no pod ever runs on a
-//     loser);
+//     Preferred worker, else the first reached worker of its config, that
+//     can take one, and on every other once it has waited SpreadAfter (at
+//     once when that is zero: one copy admitted in time saves the others'
+//     writes); of the workers whose copy is admitted, one that holds its
+//     Job already wins (its pods may run: they are never deleted to settle
+//     a race), else the one that reserved quota first (the config's order
+//     breaks ties): its Job is made there, the check turns Ready and names
+//     it, the other copies go (no pod ever runs on a loser);
 //   - one that runs (check Ready) keeps only its copies there and takes its
 //     Job's status from them; if its copy is gone, or the worker is lost for
 //     longer than LostTimeout, the check turns Retry so the manager gives the
