@@ -16,7 +16,8 @@ import (
 // not be kept for ever.
 const TTL = time.Minute
 
-// Versions remembers the last resourceVersion written per object.
+// Versions remembers the last resourceVersion written per object. A nil
+// *Versions remembers nothing: nothing is stale.
 type Versions struct {
 	now       func() time.Time
 	mu        sync.Mutex
@@ -53,7 +54,7 @@ func rv(s string) (uint64, bool) {
 // Record notes obj's resourceVersion as returned by a write.
 func (v *Versions) Record(obj client.Object) {
 	n, ok := rv(obj.GetResourceVersion())
-	if !ok {
+	if v == nil || !ok {
 		return
 	}
 	now := v.now()
@@ -78,7 +79,7 @@ func (v *Versions) Record(obj client.Object) {
 // dropped.
 func (v *Versions) Stale(obj client.Object) bool {
 	n, ok := rv(obj.GetResourceVersion())
-	if !ok {
+	if v == nil || !ok {
 		return false
 	}
 	v.mu.Lock()

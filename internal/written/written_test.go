@@ -74,4 +74,9 @@ func TestStaleUntilTheCacheShowsTheWrite(t *testing.T) {
 	if v.Stale(odd) {
 		t.Error("a resourceVersion that is not a number is stale")
 	}
+	var none *written.Versions
+	none.Record(st)
+	if none.Stale(&cached) {
+		t.Error("a nil Versions says a copy is stale")
+	}
 }

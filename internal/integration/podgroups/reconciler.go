@@ -26,6 +26,7 @@ import (
 	"github.com/berth-dev/berth/internal/integration"
 	"github.com/berth-dev/berth/internal/integration/pods"
 	"github.com/berth-dev/berth/internal/workload"
+	"github.com/berth-dev/berth/internal/written"
 )
 
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;update;patch;delete
@@ -50,6 +51,9 @@ type Reconciler struct {
 	// podsReady: record when a StatefulSet's group has all its Pods Ready
 	// (--wait-for-pods-ready).
 	podsReady bool
+	// written holds the versions client's writes returned: a group the
+	// cache shows from before them is not acted on again.
+	written *written.Versions
 }
 
 // groupIndex indexes cached Pods by the name of their pod group.
@@ -67,8 +71,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, statefulSets, podsReady bool) 
 	}); err != nil {
 		return err
 	}
-	r := &Reconciler{client: mgr.GetClient(), live: mgr.GetAPIReader(), rec: mgr.GetEventRecorder("berth-podgroups"),
-		clock: clock.RealClock{}, statefulSets: statefulSets, podsReady: podsReady}
+	w := written.New(time.Now)
+	r := &Reconciler{client: w.Client(mgr.GetClient()), live: mgr.GetAPIReader(), rec: mgr.GetEventRecorder("berth-podgroups"),
+		clock: clock.RealClock{}, statefulSets: statefulSets, podsReady: podsReady, written: w}
 	ofPod := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 		if g, _, _ := pods.Group(o); g != "" {
 			return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: g}}}
@@ -123,6 +128,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err != nil || g == nil {
 		return reconcile.Result{}, err
 	}
+	if r.stale(g) {
+		// The cache has not caught up with this reconciler's last write (a
+		// Pod let go, say): the watch event that brings it asks again.
+		return reconcile.Result{RequeueAfter: time.Second}, nil
+	}
 	p := Decide(*g, r.clock.Now())
 	if len(p.Start) > 0 || p.Release {
 		// Pods start, or quota goes back, on what the API server says: a
@@ -142,6 +152,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 	return reconcile.Result{RequeueAfter: p.RecheckAfter}, nil
+}
+
+// stale says whether the cache shows any of the group's objects from
+// before this reconciler's last write to it.
+func (r *Reconciler) stale(g *Group) bool {
+	if g.Workload != nil && r.written.Stale(g.Workload) {
+		return true
+	}
+	return slices.ContainsFunc(g.Pods, func(p *corev1.Pod) bool { return r.written.Stale(p) })
 }
 
 // read gathers the group: the Pods berth holds, its Workload, and the

@@ -22,6 +22,7 @@ import (
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
 	"github.com/berth-dev/berth/internal/integration"
 	"github.com/berth-dev/berth/internal/workload"
+	"github.com/berth-dev/berth/internal/written"
 )
 
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;update;patch;delete
@@ -38,12 +39,17 @@ type Reconciler struct {
 	live  client.Reader
 	rec   events.EventRecorder
 	clock clock.Clock
+	// written holds the versions client's writes returned: a Pod or
+	// Workload the cache shows from before them is not acted on again.
+	written *written.Versions
 }
 
 // Setup registers the Pod reconciler with mgr. It sees only Pods that carry
 // berth's queue label: the webhook puts it on every Pod it holds.
 func Setup(mgr ctrl.Manager) error {
-	r := &Reconciler{client: mgr.GetClient(), live: mgr.GetAPIReader(), rec: mgr.GetEventRecorder("berth-pods"), clock: clock.RealClock{}}
+	w := written.New(time.Now)
+	r := &Reconciler{client: w.Client(mgr.GetClient()), live: mgr.GetAPIReader(), rec: mgr.GetEventRecorder("berth-pods"),
+		clock: clock.RealClock{}, written: w}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("pod").
 		For(&corev1.Pod{}).
@@ -74,6 +80,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 	exists := err == nil
+	if r.written.Stale(&pod) || (exists && r.written.Stale(&wl)) {
+		// As for Jobs: the watch event of this reconciler's last write
+		// asks again.
+		return reconcile.Result{RequeueAfter: time.Second}, nil
+	}
 
 	finished, failed := Kind{}.Finished(&pod)
 	deleting := pod.DeletionTimestamp != nil
