@@ -2,7 +2,7 @@ package written
 
 import (
 	"context"
-	"fmt"
+	"reflect"
 	"strconv"
 	"sync"
 	"time"
@@ -26,7 +26,7 @@ type Versions struct {
 }
 
 type key struct {
-	kind string // the object's Go type: one Versions serves several kinds
+	kind reflect.Type // the object's Go type: one Versions serves several kinds
 	types.NamespacedName
 }
 
@@ -41,7 +41,7 @@ func New(now func() time.Time) *Versions {
 }
 
 func keyOf(obj client.Object) key {
-	return key{kind: fmt.Sprintf("%T", obj), NamespacedName: client.ObjectKeyFromObject(obj)}
+	return key{kind: reflect.TypeOf(obj), NamespacedName: client.ObjectKeyFromObject(obj)}
 }
 
 // rv reads a resourceVersion as the etcd revision it is; ok is false for
