@@ -74,6 +74,20 @@ func leafSpecs(extra []Identity) []certSpec {
 	return specs
 }
 
+// etcdSpecs are etcd's serving and peer certificates, and those of its two
+// clients: kube-apiserver, and the supervisor's health check.
+func etcdSpecs() []certSpec {
+	loopback := []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}
+	both := []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}
+	client := []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
+	return []certSpec{
+		{file: "etcd-server", commonName: "etcd", dnsNames: []string{"localhost"}, ips: loopback, usages: both},
+		{file: "etcd-peer", commonName: "etcd-peer", dnsNames: []string{"localhost"}, ips: loopback, usages: both},
+		{file: "apiserver-etcd-client", commonName: "kube-apiserver-etcd-client", usages: client},
+		{file: "etcd-healthcheck-client", commonName: "etcd-healthcheck-client", usages: client},
+	}
+}
+
 // ensurePKI creates whatever is missing under dir: the CA, the service-account
 // signing key pair and the leaf certificates. Existing files are reused, so
 // kubeconfigs and service-account tokens stay valid across restarts; a file that
@@ -97,6 +111,17 @@ func ensurePKI(dir string, now time.Time, identities []Identity) error {
 	if err := ensureLeaf(dir, certSpec{file: "front-proxy-client", commonName: FrontProxyClientName,
 		usages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}, frontProxyCA, now); err != nil {
 		return err
+	}
+	// etcd trusts a CA of its own, as kubeadm's does: a certificate of the
+	// ordinary CA (any component's, any user's) reads nothing from it.
+	etcdCA, err := ensureCA(dir, "etcd-ca", "berth-etcd-ca", now)
+	if err != nil {
+		return err
+	}
+	for _, spec := range etcdSpecs() {
+		if err := ensureLeaf(dir, spec, etcdCA, now); err != nil {
+			return err
+		}
 	}
 	if err := ensureKeyPair(filepath.Join(dir, "sa.key"), filepath.Join(dir, "sa.pub")); err != nil {
 		return err

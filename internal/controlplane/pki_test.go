@@ -65,6 +65,34 @@ func TestEnsurePKIIssuesWhatTheComponentsNeed(t *testing.T) {
 	}
 }
 
+// etcd trusts only what its own CA signed: kube-apiserver's and the health
+// check's client certificates; none of the ordinary CA's (admin, any
+// component's or user's) would be let in.
+func TestEtcdHasACAOfItsOwn(t *testing.T) {
+	dir := t.TempDir()
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	if err := ensurePKI(dir, now, []Identity{{Name: "berth-sim", User: "berth-sim"}}); err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(readCert(t, filepath.Join(dir, "etcd-ca.crt")))
+	client := x509.VerifyOptions{Roots: pool, CurrentTime: now, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
+	for _, f := range []string{"apiserver-etcd-client", "etcd-healthcheck-client", "etcd-peer"} {
+		if _, err := readCert(t, filepath.Join(dir, f+".crt")).Verify(client); err != nil {
+			t.Errorf("%s is not a client certificate of etcd's CA: %v", f, err)
+		}
+	}
+	for _, f := range []string{"admin", "kube-controller-manager", "berth-sim", "apiserver-kubelet-client"} {
+		if _, err := readCert(t, filepath.Join(dir, f+".crt")).Verify(client); err == nil {
+			t.Errorf("etcd would take %s's certificate", f)
+		}
+	}
+	server := readCert(t, filepath.Join(dir, "etcd-server.crt"))
+	if _, err := server.Verify(x509.VerifyOptions{Roots: pool, CurrentTime: now, DNSName: "127.0.0.1"}); err != nil {
+		t.Errorf("etcd's serving certificate is not valid for 127.0.0.1: %v", err)
+	}
+}
+
 func TestEnsurePKIKeepsAndRenews(t *testing.T) {
 	dir := t.TempDir()
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)

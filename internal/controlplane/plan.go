@@ -53,13 +53,22 @@ type Component struct {
 func Plan(l Layout, p Ports, o PlanOptions) []Component {
 	loop := "127.0.0.1"
 	https := func(port int, path string) string { return fmt.Sprintf("https://%s:%d%s", loop, port, path) }
-	etcdClient := fmt.Sprintf("http://%s:%d", loop, p.EtcdClient)
+	etcdClient := fmt.Sprintf("https://%s:%d", loop, p.EtcdClient)
 
+	// Every Kubernetes object is in etcd: it answers only over TLS, and
+	// only to clients whose certificate its own CA signed (kube-apiserver's,
+	// the health check's), on the client port and the peer port alike.
 	etcdArgs := []string{"component", "etcd",
 		"--name=berth",
 		"--data-dir=" + l.EtcdDir(),
 		"--listen-client-url=" + etcdClient,
-		"--listen-peer-url=" + fmt.Sprintf("http://%s:%d", loop, p.EtcdPeer),
+		"--cert-file=" + l.PKI("etcd-server.crt"),
+		"--key-file=" + l.PKI("etcd-server.key"),
+		"--trusted-ca-file=" + l.PKI("etcd-ca.crt"),
+		"--listen-peer-url=" + fmt.Sprintf("https://%s:%d", loop, p.EtcdPeer),
+		"--peer-cert-file=" + l.PKI("etcd-peer.crt"),
+		"--peer-key-file=" + l.PKI("etcd-peer.key"),
+		"--peer-trusted-ca-file=" + l.PKI("etcd-ca.crt"),
 	}
 	if o.EtcdUnsafeNoFsync {
 		etcdArgs = append(etcdArgs, "--unsafe-no-fsync")
@@ -67,6 +76,9 @@ func Plan(l Layout, p Ports, o PlanOptions) []Component {
 
 	apiserverArgs := []string{"component", "kube-apiserver",
 		"--etcd-servers=" + etcdClient,
+		"--etcd-cafile=" + l.PKI("etcd-ca.crt"),
+		"--etcd-certfile=" + l.PKI("apiserver-etcd-client.crt"),
+		"--etcd-keyfile=" + l.PKI("apiserver-etcd-client.key"),
 		"--bind-address=" + loop,
 		"--advertise-address=" + cmp.Or(o.AdvertiseAddress, loop),
 		"--secure-port=" + strconv.Itoa(p.APIServer),

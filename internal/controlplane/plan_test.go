@@ -43,8 +43,11 @@ func TestPlanWiresPortsAndFiles(t *testing.T) {
 		byName[c.Name] = c
 	}
 	wants := map[string][]string{
-		"etcd": {"--data-dir=/data/etcd", "--listen-client-url=http://127.0.0.1:1001", "--listen-peer-url=http://127.0.0.1:1002"},
-		"kube-apiserver": {"--etcd-servers=http://127.0.0.1:1001", "--secure-port=1003", "--bind-address=127.0.0.1",
+		// etcd over TLS only, to clients of its own CA, on both ports.
+		"etcd": {"--data-dir=/data/etcd", "--listen-client-url=https://127.0.0.1:1001", "--listen-peer-url=https://127.0.0.1:1002",
+			"--trusted-ca-file=/data/pki/etcd-ca.crt", "--peer-trusted-ca-file=/data/pki/etcd-ca.crt"},
+		"kube-apiserver": {"--etcd-servers=https://127.0.0.1:1001", "--etcd-cafile=/data/pki/etcd-ca.crt",
+			"--etcd-certfile=/data/pki/apiserver-etcd-client.crt", "--secure-port=1003", "--bind-address=127.0.0.1",
 			"--authorization-mode=Node,RBAC", "--client-ca-file=/data/pki/ca.crt",
 			"--service-account-signing-key-file=/data/pki/sa.key", "--delete-collection-workers=8"},
 		"kube-controller-manager": {"--secure-port=1004", "--kubeconfig=/data/pki/kube-controller-manager.kubeconfig",

@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"time"
 
+	"go.etcd.io/etcd/client/pkg/v3/transport"
 	"go.etcd.io/etcd/server/v3/embed"
 )
 
@@ -22,6 +23,12 @@ func runEtcd(args []string) int {
 	peerURL := fs.String("listen-peer-url", "", "URL to serve raft peers on (required; nothing joins, but etcd needs one)")
 	quota := fs.Int64("quota-backend-bytes", 8<<30, "backend size before etcd raises a NOSPACE alarm")
 	noFsync := fs.Bool("unsafe-no-fsync", false, "skip fsync: faster, but a machine crash (not a process crash) may lose recent writes")
+	certFile := fs.String("cert-file", "", "serving certificate for clients (with an https client URL)")
+	keyFile := fs.String("key-file", "", "its key")
+	trustedCA := fs.String("trusted-ca-file", "", "CA that signs the client certificates etcd accepts: with an https client URL, it wants one")
+	peerCertFile := fs.String("peer-cert-file", "", "certificate for peers (with an https peer URL)")
+	peerKeyFile := fs.String("peer-key-file", "", "its key")
+	peerTrustedCA := fs.String("peer-trusted-ca-file", "", "CA that signs the peer certificates etcd accepts")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -40,7 +47,28 @@ func runEtcd(args []string) int {
 		return 2
 	}
 
+	// Over https, only with certificates: a client, or a peer, must show one
+	// the trusted CA signed.
+	clientTLS := transport.TLSInfo{CertFile: *certFile, KeyFile: *keyFile, TrustedCAFile: *trustedCA, ClientCertAuth: true}
+	peerTLS := transport.TLSInfo{CertFile: *peerCertFile, KeyFile: *peerKeyFile, TrustedCAFile: *peerTrustedCA, ClientCertAuth: true}
+	for _, c := range []struct {
+		url  *url.URL
+		info transport.TLSInfo
+		flag string
+	}{{cu, clientTLS, "--cert-file, --key-file and --trusted-ca-file"}, {pu, peerTLS, "--peer-cert-file, --peer-key-file and --peer-trusted-ca-file"}} {
+		if c.url.Scheme == "https" && (c.info.CertFile == "" || c.info.KeyFile == "" || c.info.TrustedCAFile == "") {
+			fmt.Fprintf(os.Stderr, "etcd: %s needs %s\n", c.url, c.flag)
+			return 2
+		}
+	}
+
 	cfg := embed.NewConfig()
+	if cu.Scheme == "https" {
+		cfg.ClientTLSInfo = clientTLS
+	}
+	if pu.Scheme == "https" {
+		cfg.PeerTLSInfo = peerTLS
+	}
 	cfg.Name = *name
 	cfg.Dir = *dataDir
 	cfg.ListenClientUrls = []url.URL{*cu}

@@ -42,8 +42,12 @@ func TestTopologyWithoutLevelsInEtcd(t *testing.T) {
 	_, plainCQ, _ := podQueue(t, other, "4")
 
 	restartsBefore := controllerRestarts(t, inst)
-	etcd, err := clientv3.New(clientv3.Config{Endpoints: []string{fmt.Sprintf("http://127.0.0.1:%d", inst.State().Ports.EtcdClient)},
-		DialTimeout: 10 * time.Second})
+	tlsConfig, err := controlplane.EtcdTLS(inst.Layout())
+	if err != nil {
+		t.Fatal(err)
+	}
+	etcd, err := clientv3.New(clientv3.Config{Endpoints: []string{fmt.Sprintf("https://127.0.0.1:%d", inst.State().Ports.EtcdClient)},
+		DialTimeout: 10 * time.Second, TLS: tlsConfig})
 	if err != nil {
 		t.Fatal(err)
 	}
