@@ -10,8 +10,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
@@ -95,5 +97,17 @@ func OfClass(c client.Reader, newList func() client.ObjectList) handler.MapFunc 
 			})
 		}
 		return out
+	}
+}
+
+// QueuedBefore selects the objects queued says are queued, and the updates
+// of those that were before: an object that lost its queue label still has
+// a Workload for its reconciler to let go of.
+func QueuedBefore(queued func(client.Object) bool) predicate.Funcs {
+	return predicate.Funcs{
+		CreateFunc:  func(e event.CreateEvent) bool { return queued(e.Object) },
+		UpdateFunc:  func(e event.UpdateEvent) bool { return queued(e.ObjectNew) || queued(e.ObjectOld) },
+		DeleteFunc:  func(e event.DeleteEvent) bool { return queued(e.Object) },
+		GenericFunc: func(e event.GenericEvent) bool { return queued(e.Object) },
 	}
 }

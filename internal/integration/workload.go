@@ -160,3 +160,30 @@ func Start(ctx context.Context, c client.Client, live client.Reader, rec events.
 	rec.Eventf(obj, wl, corev1.EventTypeNormal, "Started", "Admission", "admitted by ClusterQueue %s", wl.Status.Admission.ClusterQueue)
 	return nil
 }
+
+// Moved says how an object that holds quota through wl now asks for
+// another queue, or (by its labels) another priority class, than wl was
+// admitted with, or "" when it does not. Only a held-back object can have
+// been moved (package guard): its Workload then stops (Stop), gives its
+// quota back once its pods are gone, and queues again where the object now
+// asks.
+func Moved(wl *berthv1.Workload, queue string, labels map[string]string) string {
+	_, class := PriorityClassLabel(labels)
+	switch {
+	case !workload.HasQuota(wl):
+		return ""
+	case wl.Spec.QueueName != queue:
+		return fmt.Sprintf("moved from LocalQueue %s to %s", wl.Spec.QueueName, queue)
+	case class != "" && wl.Spec.PriorityClassName != class:
+		return fmt.Sprintf("its priority class changed from %q to %q", wl.Spec.PriorityClassName, class)
+	}
+	return ""
+}
+
+// Stop makes wl stop (workload.SetStopping) with one status patch, without
+// backing off: its quota is given back once its object's pods are gone.
+func Stop(ctx context.Context, c client.Client, wl *berthv1.Workload, reason, message string, now time.Time) error {
+	orig := wl.DeepCopy()
+	workload.SetStopping(wl, reason, message, now, false)
+	return client.IgnoreNotFound(c.Status().Patch(ctx, wl, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})))
+}

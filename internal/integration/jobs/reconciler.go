@@ -8,6 +8,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
@@ -15,7 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
@@ -26,7 +26,7 @@ import (
 
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;update
 // +kubebuilder:rbac:groups=batch,resources=jobs/finalizers,verbs=update
-// +kubebuilder:rbac:groups=berth.dev,resources=workloads,verbs=get;list;watch;create;patch;update
+// +kubebuilder:rbac:groups=berth.dev,resources=workloads,verbs=get;list;watch;create;patch;update;delete
 // +kubebuilder:rbac:groups=berth.dev,resources=workloads/status,verbs=get;patch
 // +kubebuilder:rbac:groups=berth.dev,resources=resourceflavors;workloadpriorityclasses,verbs=get;list;watch
 // +kubebuilder:rbac:groups=scheduling.k8s.io,resources=priorityclasses,verbs=get;list;watch
@@ -55,7 +55,7 @@ func Setup(mgr ctrl.Manager, manageAll, podsReady bool) error {
 	w := written.New(time.Now)
 	r := &Reconciler{client: w.Client(mgr.GetClient()), live: mgr.GetAPIReader(), rec: mgr.GetEventRecorder("berth-jobs"),
 		clock: clock.RealClock{}, manageAll: manageAll, podsReady: podsReady, written: w}
-	queued := predicate.NewPredicateFuncs(func(o client.Object) bool {
+	queued := integration.QueuedBefore(func(o client.Object) bool {
 		job, ok := o.(*batchv1.Job)
 		return ok && QueueName(job, manageAll) != ""
 	})
@@ -77,10 +77,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.client.Get(ctx, req.NamespacedName, &job); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	queue := QueueName(&job, r.manageAll)
-	if queue == "" || job.DeletionTimestamp != nil {
-		// Not queued, or going away: the garbage collector takes the Workload.
+	if job.DeletionTimestamp != nil {
+		// Going away: the garbage collector takes the Workload.
 		return reconcile.Result{}, nil
+	}
+	queue := QueueName(&job, r.manageAll)
+	if queue == "" {
+		return r.unqueued(ctx, &job)
 	}
 	var wl berthv1.Workload
 	err := r.client.Get(ctx, types.NamespacedName{Namespace: job.Namespace, Name: WorkloadName(&job)}, &wl)
@@ -169,6 +172,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, integration.Release(ctx, r.client, &wl, r.clock.Now())
 	}
 
+	if _, prebuilt := Prebuilt(&job); !prebuilt && Suspended(&job) {
+		if why := integration.Moved(&wl, queue, job.Labels); why != "" {
+			msg := fmt.Sprintf("Job %s %s while suspended; it gives its quota back once its pods are gone, and queues again", job.Name, why)
+			r.rec.Eventf(&job, &wl, corev1.EventTypeNormal, "Requeued", "Admission", "%s", msg)
+			return reconcile.Result{}, integration.Stop(ctx, r.client, &wl, "Moved", msg, r.clock.Now())
+		}
+	}
+
 	if workload.IsAdmitted(&wl) {
 		if why := Resized(&wl, &job); why != "" {
 			// It would run more (or other) pods than its quota covers
@@ -216,6 +227,35 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 	}
 	return reconcile.Result{}, nil
+}
+
+// unqueued lets go of the Workload of a Job that lost its queue label (while
+// it was suspended: package guard refuses it otherwise): one that holds
+// quota stops and is deleted once the Job's pods are gone, or once the Job
+// runs again, unqueued and none of berth's business; one that holds none
+// is deleted at once. A Job that never had one needs nothing.
+func (r *Reconciler) unqueued(ctx context.Context, job *batchv1.Job) (reconcile.Result, error) {
+	if _, prebuilt := Prebuilt(job); prebuilt {
+		return reconcile.Result{}, nil // its Workload is a manager's copy, not this Job's own
+	}
+	var wl berthv1.Workload
+	if err := r.client.Get(ctx, types.NamespacedName{Namespace: job.Namespace, Name: WorkloadName(job)}, &wl); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if workload.IsFinished(&wl) || !metav1.IsControlledBy(&wl, job) {
+		return reconcile.Result{}, nil
+	}
+	if workload.HasQuota(&wl) && !workload.IsStopping(&wl) {
+		msg := fmt.Sprintf("Job %s lost its queue label; its quota is given back once its pods are gone", job.Name)
+		return reconcile.Result{}, integration.Stop(ctx, r.client, &wl, "NotQueued", msg, r.clock.Now())
+	}
+	if workload.HasQuota(&wl) && Suspended(job) && !Stopped(job) {
+		// The changes of an unlabelled Job do not reach this reconciler:
+		// look again.
+		return reconcile.Result{RequeueAfter: time.Second}, nil
+	}
+	r.rec.Eventf(job, &wl, corev1.EventTypeNormal, "NotQueued", "Admission", "its Workload %s is deleted: the Job has no queue label", wl.Name)
+	return reconcile.Result{}, client.IgnoreNotFound(r.client.Delete(ctx, &wl))
 }
 
 // evictResized re-makes the Workload of a Job changed while it ran: its pod

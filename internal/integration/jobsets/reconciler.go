@@ -8,6 +8,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
@@ -16,7 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	jobsetv1 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
@@ -52,7 +52,7 @@ func Setup(mgr ctrl.Manager, podsReady bool) error {
 	w := written.New(time.Now)
 	r := &Reconciler{client: w.Client(mgr.GetClient()), live: mgr.GetAPIReader(), rec: mgr.GetEventRecorder("berth-jobsets"),
 		clock: clock.RealClock{}, podsReady: podsReady, written: w}
-	queued := predicate.NewPredicateFuncs(func(o client.Object) bool {
+	queued := integration.QueuedBefore(func(o client.Object) bool {
 		js, ok := o.(*jobsetv1.JobSet)
 		return ok && QueueName(js) != ""
 	})
@@ -74,10 +74,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.client.Get(ctx, req.NamespacedName, &js); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	queue := QueueName(&js)
-	if queue == "" || js.DeletionTimestamp != nil {
-		// Not queued, or going away: the garbage collector takes the Workload.
+	if js.DeletionTimestamp != nil {
+		// Going away: the garbage collector takes the Workload.
 		return reconcile.Result{}, nil
+	}
+	queue := QueueName(&js)
+	if queue == "" {
+		return r.unqueued(ctx, &js)
 	}
 	var wl berthv1.Workload
 	err := r.client.Get(ctx, types.NamespacedName{Namespace: js.Namespace, Name: WorkloadName(&js)}, &wl)
@@ -178,6 +181,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, integration.Release(ctx, r.client, &wl, r.clock.Now())
 	}
 
+	if !prebuilt && Suspended(&js) {
+		if why := integration.Moved(&wl, queue, js.Labels); why != "" {
+			msg := fmt.Sprintf("JobSet %s %s while suspended; it gives its quota back once its pods are gone, and queues again", js.Name, why)
+			r.rec.Eventf(&js, &wl, corev1.EventTypeNormal, "Requeued", "Admission", "%s", msg)
+			return reconcile.Result{}, integration.Stop(ctx, r.client, &wl, "Moved", msg, r.clock.Now())
+		}
+	}
+
 	if workload.IsAdmitted(&wl) {
 		if !Suspended(&js) {
 			if r.podsReady && !workload.PodsReady(&wl) && workload.PodsReadySubject(&wl) {
@@ -212,6 +223,38 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 	}
 	return reconcile.Result{}, nil
+}
+
+// unqueued lets go of the Workload of a JobSet that lost its queue label
+// (while suspended: package guard refuses it otherwise), as the Job
+// reconciler does: stopped, and deleted once its Jobs' pods are gone or it
+// runs again, unqueued.
+func (r *Reconciler) unqueued(ctx context.Context, js *jobsetv1.JobSet) (reconcile.Result, error) {
+	if _, prebuilt := Prebuilt(js); prebuilt {
+		return reconcile.Result{}, nil
+	}
+	var wl berthv1.Workload
+	if err := r.client.Get(ctx, types.NamespacedName{Namespace: js.Namespace, Name: WorkloadName(js)}, &wl); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if workload.IsFinished(&wl) || !metav1.IsControlledBy(&wl, js) {
+		return reconcile.Result{}, nil
+	}
+	if workload.HasQuota(&wl) && !workload.IsStopping(&wl) {
+		msg := fmt.Sprintf("JobSet %s lost its queue label; its quota is given back once its pods are gone", js.Name)
+		return reconcile.Result{}, integration.Stop(ctx, r.client, &wl, "NotQueued", msg, r.clock.Now())
+	}
+	if workload.HasQuota(&wl) && Suspended(js) {
+		var children batchv1.JobList
+		if err := r.live.List(ctx, &children, client.InNamespace(js.Namespace), client.MatchingLabels{UIDLabel: string(js.UID)}); err != nil {
+			return reconcile.Result{}, err
+		}
+		if !Stopped(js, children.Items) {
+			return reconcile.Result{RequeueAfter: time.Second}, nil
+		}
+	}
+	r.rec.Eventf(js, &wl, corev1.EventTypeNormal, "NotQueued", "Admission", "its Workload %s is deleted: the JobSet has no queue label", wl.Name)
+	return reconcile.Result{}, client.IgnoreNotFound(r.client.Delete(ctx, &wl))
 }
 
 // suspend stops the JobSet (its controller suspends its Jobs) and restores
