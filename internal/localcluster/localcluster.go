@@ -93,7 +93,7 @@ func Options(c Config) controlplane.Options {
 		Identities: identities,
 		AfterCore: func(ctx context.Context, l controlplane.Layout) error {
 			began := time.Now()
-			what := "berth's CRDs and RBAC"
+			what := "berth's CRDs, RBAC and admission policies"
 			if c.NoController {
 				what = "the simulator's CRDs and RBAC (berth's are for its chart to install)"
 			}
@@ -107,6 +107,16 @@ func Options(c Config) controlplane.Options {
 			}
 			if err := manifests.LocalRBAC(ctx, cfg, !c.NoController); err != nil {
 				return fmt.Errorf("installing RBAC: %w", err)
+			}
+			if !c.NoController {
+				// Before any workload can be queued: the API server refuses
+				// edits that would run a queued one past its quota.
+				if err := manifests.Guard(ctx, cfg, ControllerIdentity.User, manifests.ControllerNamespace); err != nil {
+					return fmt.Errorf("installing the admission policies of queued objects: %w", err)
+				}
+				if err := manifests.WebhookConfiguration(ctx, cfg, "berth"); err != nil {
+					return fmt.Errorf("installing berth's webhook configuration: %w", err)
+				}
 			}
 			fmt.Fprintf(progress, "%s installed after %.1fs\n", what, time.Since(began).Seconds())
 			for _, a := range c.With {

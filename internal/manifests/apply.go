@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/restmapper"
 
 	"github.com/berth-dev/berth/config"
+	"github.com/berth-dev/berth/internal/guard"
 )
 
 // ControllerName names the controller's roles and bindings, and
@@ -177,4 +178,30 @@ func Decode(docs ...[]byte) ([]*unstructured.Unstructured, error) {
 		}
 	}
 	return out, nil
+}
+
+// WebhookConfiguration makes the (empty) MutatingWebhookConfiguration the
+// controller fills in, as berth's chart does in a cluster: the controller may
+// change that one configuration, and make none.
+func WebhookConfiguration(ctx context.Context, cfg *rest.Config, name string) error {
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
+		"metadata": map[string]any{"name": name, "labels": map[string]any{"app.kubernetes.io/managed-by": "berth"}},
+	}}
+	return Apply(ctx, cfg, u)
+}
+
+// Guard applies the ValidatingAdmissionPolicies (package guard) by which the
+// API server refuses edits of queued objects from anyone but berth's
+// controller, who authenticates as identity, its namespace namespace.
+func Guard(ctx context.Context, cfg *rest.Config, identity, namespace string) error {
+	var objs []*unstructured.Unstructured
+	for _, o := range guard.Policies(guard.Options{Identity: identity, Namespace: namespace}, guard.Kinds) {
+		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
+		if err != nil {
+			return err
+		}
+		objs = append(objs, &unstructured.Unstructured{Object: m})
+	}
+	return Apply(ctx, cfg, objs...)
 }

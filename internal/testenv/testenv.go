@@ -41,6 +41,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -446,4 +447,27 @@ func consultSources() {
 var sources struct {
 	once  sync.Once
 	paths []string
+}
+
+// AsEditor returns a client that acts as user, who holds Kubernetes'
+// built-in edit role in e's namespace and nothing else: a namespace user,
+// as berth's threat model has them (docs/security.md).
+func (e *Env) AsEditor(t testing.TB, user string) client.Client {
+	t.Helper()
+	ctx := context.Background()
+	_, err := e.Kube.RbacV1().RoleBindings(e.Namespace).Create(ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "edit-" + user},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "edit"},
+		Subjects:   []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: user}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("binding %s to the edit role in %s: %v", user, e.Namespace, err)
+	}
+	cfg := rest.CopyConfig(e.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: []string{"system:authenticated"}}
+	c, err := client.New(cfg, client.Options{Scheme: controller.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

@@ -41,7 +41,10 @@ import (
 	"github.com/berth-dev/berth/internal/pki"
 )
 
-// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations,verbs=get;create;update
+// Only its own configuration, which its install makes (the chart; `berth
+// up`, empty, for the controller to fill in): one that could make or change
+// any other could intercept every request of the cluster.
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations,resourceNames=berth,verbs=get;update
 // +kubebuilder:rbac:groups="",namespace=berth-system,resources=secrets,verbs=get;create;update
 
 // Options say where the webhook is and who may reach it.
