@@ -67,3 +67,16 @@ const ResourceInUseFinalizer = "berth.dev/resource-in-use"
 // on a Pod it deletes because the Pod's Workload lost its quota (preempted,
 // its queue stopped, ...), as Kubernetes marks the Pods it preempts.
 const EvictedByBerth = "EvictedByBerth"
+
+// PodsGoneFinalizer is on a Workload berth made for an object whose pods it
+// can find (PodSelectorAnnotation): the Workload, and the quota it holds,
+// stay until those pods are gone, however the object went (deleted,
+// orphaned, its Workload deleted), since a terminating pod still holds its
+// node.
+const PodsGoneFinalizer = "berth.dev/pods-gone"
+
+// PodSelectorAnnotation on a Workload is the label selector, in the
+// namespace of the Workload, of the pods that run for it: the pods of its
+// Job (batch.kubernetes.io/controller-uid=UID), of its JobSet's Jobs, ...
+// It is written when berth makes the Workload, so it outlives the object.
+const PodSelectorAnnotation = "berth.dev/pod-selector"

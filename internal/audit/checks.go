@@ -72,6 +72,10 @@ const (
 // what it checks.
 const inUseFinalizer = "berth.dev/resource-in-use"
 
+// podsGoneFinalizer holds a Workload's quota until its pods are gone
+// (package podsgone); written out here for the same reason.
+const podsGoneFinalizer = "berth.dev/pods-gone"
+
 // fr is a flavor and resource.
 type fr struct{ flavor, resource string }
 
@@ -209,8 +213,8 @@ func quotas(groups []berthv1.ResourceGroup) map[fr]int64 {
 
 // Settled checks the end state: every workload submitted to a queue has
 // finished, or waits with a reason (QuotaReserved False with a message), or
-// holds quota and is still running if running is allowed; no deleted Pod or
-// ClusterQueue that berth no longer needs keeps its finalizer; each
+// holds quota and is still running if running is allowed; no deleted Pod,
+// Workload or ClusterQueue that berth no longer needs keeps its finalizer; each
 // ClusterQueue's status usage is its workloads' sum.
 func Settled(s Snapshot, pods []*corev1.Pod, allowRunning bool) []Violation {
 	var out []Violation
@@ -227,6 +231,12 @@ func Settled(s Snapshot, pods []*corev1.Pod, allowRunning bool) []Violation {
 			}
 		case c == nil || c.Status != "False" || c.Message == "":
 			out = append(out, Violation{At: s.At, Rule: NotSettled, Objects: []string{k}, Message: "waits without a reason"})
+		}
+	}
+	for _, w := range s.Workloads {
+		if w.DeletionTimestamp != nil && !holdsQuota(w) && slices.Contains(w.Finalizers, podsGoneFinalizer) {
+			out = append(out, Violation{At: s.At, Rule: FinalizerLeft, Objects: []string{"Workload " + key(w.Namespace, w.Name)},
+				Message: fmt.Sprintf("deleted at %s, holds no quota, still held by %s", w.DeletionTimestamp.Format(time.RFC3339), podsGoneFinalizer)})
 		}
 	}
 	for _, p := range pods {

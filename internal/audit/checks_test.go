@@ -160,11 +160,14 @@ func TestSettled(t *testing.T) {
 		Finalizers: []string{berthv1.PodFinalizer}}}
 	deleted := MakeClusterQueue("deleted").Obj()
 	deleted.DeletionTimestamp, deleted.Finalizers = &gone, []string{"berth.dev/resource-in-use"}
+	// Deleted, its quota given back, but berth's finalizer left on.
+	leftover := MakeWorkload("leftover", "ns").Queue("main").FollowsPods("batch.kubernetes.io/controller-uid=x").Finished().Deleting(gone.Time).Obj()
 	s := Snapshot{At: now, ClusterQueues: []*berthv1.ClusterQueue{cq, deleted},
-		Workloads: []*berthv1.Workload{admitted("running", "a", "2", now), waiting, silent}}
+		Workloads: []*berthv1.Workload{admitted("running", "a", "2", now), waiting, silent, leftover}}
 	got := rules(Settled(s, []*corev1.Pod{stuck}, false))
 	for _, want := range []string{"NotSettled: still holds quota", "NotSettled: waits without a reason",
-		"FinalizerLeft: deleted at", "FinalizerLeft: deleted, nothing holds quota in it", "StatusUsageDiffer: f cpu: status says 1000 milli, its workloads hold 2000"} {
+		"FinalizerLeft: deleted at", "FinalizerLeft: deleted, nothing holds quota in it", "StatusUsageDiffer: f cpu: status says 1000 milli, its workloads hold 2000",
+		"FinalizerLeft: deleted at " + gone.Format(time.RFC3339) + ", holds no quota, still held by berth.dev/pods-gone"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("settled: %q lacks %q", got, want)
 		}

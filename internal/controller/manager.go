@@ -64,6 +64,7 @@ import (
 	"github.com/berth-dev/berth/internal/integration/jobsets"
 	"github.com/berth-dev/berth/internal/integration/leaderworkersets"
 	"github.com/berth-dev/berth/internal/integration/placement"
+	"github.com/berth-dev/berth/internal/integration/podsgone"
 	"github.com/berth-dev/berth/internal/integration/podgroups"
 	"github.com/berth-dev/berth/internal/integration/pods"
 	"github.com/berth-dev/berth/internal/integration/statefulsets"
@@ -422,6 +423,10 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 			CurrentCA: func() []byte { return *currentCA.Load() }}); err != nil {
 			return err
 		}
+	}
+	// Whatever kind made a Workload, its quota waits for its pods.
+	if err := podsgone.Setup(mgr); err != nil {
+		return err
 	}
 	on, off := kinds.Split()
 	ctrl.Log.Info("integrations", "on", on, "off", off)

@@ -65,9 +65,12 @@ var Kinds = []Kind{
 		Labels:     []string{berthv1.PrebuiltWorkloadLabel, berthv1.MultiClusterOriginLabel},
 		PodsAtOnce: jobPodsAtOnce,
 		// The Job controller finds its Pods by these (its selector), and
-		// adopts those without a controller that match them.
+		// adopts those without a controller that match them; berth finds a
+		// Job's, or a JobSet's, pods by the UID labels when it holds their
+		// quota until they are gone (package podsgone).
 		Children: []Child{{Name: "Pod", Group: "", Version: "v1", Resource: "pods",
-			Labels: []string{"batch.kubernetes.io/controller-uid", "controller-uid", "batch.kubernetes.io/job-name", "job-name"}}},
+			Labels: []string{"batch.kubernetes.io/controller-uid", "controller-uid", "batch.kubernetes.io/job-name", "job-name",
+				"jobset.sigs.k8s.io/jobset-uid"}}},
 	},
 	{
 		Name: "JobSet", Group: "jobset.x-k8s.io", Version: "v1alpha2", Resource: "jobsets", Suspend: "spec.suspend",

@@ -273,6 +273,9 @@ func TestJobsPodsStayFound(t *testing.T) {
 		{"controller moved", pod("u1"), pod("u2"), "alice", "metadata.ownerReferences"},
 		{"controller taken away by the garbage collector", pod("u1"), pod(""), gc, ""},
 		{"controller moved by the garbage collector", pod("u1"), pod("u2"), gc, "metadata.ownerReferences"},
+		// berth holds a JobSet's quota until the pods with its UID are gone.
+		{"JobSet label taken off", pod("u1").Label("jobset.sigs.k8s.io/jobset-uid", "js1"), pod("u1"), "alice",
+			"metadata.labels[jobset.sigs.k8s.io/jobset-uid]"},
 		{"another label", pod("u1"), pod("u1").Label("app", "x"), "alice", ""},
 		{"a Pod of no Job", pod(""), pod("").Label("job-name", "x"), "alice", ""},
 	} {

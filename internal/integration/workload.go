@@ -9,10 +9,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
 	"github.com/berth-dev/berth/internal/workload"
@@ -43,6 +45,34 @@ func NewWorkload(owner client.Object, gvk schema.GroupVersionKind, name string, 
 		},
 		Spec: spec,
 	}
+}
+
+// FollowPods makes wl keep its quota until the pods pods selects (in its
+// namespace) are gone, however its object goes (package podsgone): it
+// records the selector and puts berth's finalizer on. It reports whether it
+// changed wl.
+func FollowPods(wl *berthv1.Workload, pods labels.Set) bool {
+	sel := pods.String()
+	if wl.Annotations[berthv1.PodSelectorAnnotation] == sel && controllerutil.ContainsFinalizer(wl, berthv1.PodsGoneFinalizer) {
+		return false
+	}
+	if wl.Annotations == nil {
+		wl.Annotations = map[string]string{}
+	}
+	wl.Annotations[berthv1.PodSelectorAnnotation] = sel
+	controllerutil.AddFinalizer(wl, berthv1.PodsGoneFinalizer)
+	return true
+}
+
+// Forget takes berth's finalizer (FollowPods) off wl: its quota no longer
+// waits for the pods its selector finds, which are none of berth's
+// business any more.
+func Forget(ctx context.Context, c client.Client, wl *berthv1.Workload) error {
+	orig := wl.DeepCopy()
+	if !controllerutil.RemoveFinalizer(wl, berthv1.PodsGoneFinalizer) {
+		return nil
+	}
+	return client.IgnoreNotFound(c.Patch(ctx, wl, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})))
 }
 
 // Adopt makes a prebuilt Workload (one made before its object, as a

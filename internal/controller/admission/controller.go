@@ -228,8 +228,12 @@ func (c *Controller) onWorkload(obj any) {
 	}
 	key := workload.Key(wl)
 	switch {
-	case workload.IsFinished(wl) || wl.DeletionTimestamp != nil || wl.Spec.QueueName == "":
+	case workload.IsFinished(wl) || wl.Spec.QueueName == "" || (wl.DeletionTimestamp != nil && !workload.HasQuota(wl)):
 		c.sched.WorkloadGone(key)
+	case wl.DeletionTimestamp != nil:
+		// Being deleted, its quota held until its pods are gone (package
+		// podsgone): it counts as admitted until then.
+		c.sched.WorkloadAdmitted(workload.AdmittedOf(wl), workload.LocalQueueKey(wl))
 	case workload.HasQuota(wl):
 		c.sched.WorkloadAdmitted(workload.AdmittedOf(wl), workload.LocalQueueKey(wl))
 		if !workload.IsActive(wl) && !workload.IsStopping(wl) {

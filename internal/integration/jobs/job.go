@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
@@ -176,9 +177,17 @@ const NameLabel = "berth.dev/job-name"
 // NewWorkload makes a Job's Workload, owned by the Job so that it goes when the
 // Job goes.
 func NewWorkload(job *batchv1.Job, queue string, priority *int32, priorityClass string) *berthv1.Workload {
-	return integration.NewWorkload(job, batchv1.SchemeGroupVersion.WithKind("Job"), WorkloadName(job),
+	wl := integration.NewWorkload(job, batchv1.SchemeGroupVersion.WithKind("Job"), WorkloadName(job),
 		map[string]string{NameLabel: truncate(job.Name, 63), "berth.dev/job-uid": string(job.UID)},
 		berthv1.WorkloadSpec{PodSets: PodSets(job), QueueName: queue, Priority: priority, PriorityClassName: priorityClass})
+	integration.FollowPods(wl, Pods(job))
+	return wl
+}
+
+// Pods selects a Job's pods: the Job controller labels each with the Job's
+// UID (and package guard keeps the label on).
+func Pods(job *batchv1.Job) labels.Set {
+	return labels.Set{batchv1.ControllerUidLabel: string(job.UID)}
 }
 
 func truncate(s string, n int) string {

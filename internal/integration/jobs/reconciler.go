@@ -115,8 +115,22 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, nil
 	}
 
-	if _, prebuilt := Prebuilt(&job); prebuilt && exists && integration.Adopt(&wl, &job, batchv1.SchemeGroupVersion.WithKind("Job")) {
-		return reconcile.Result{}, client.IgnoreNotFound(r.client.Update(ctx, &wl))
+	if _, prebuilt := Prebuilt(&job); prebuilt && exists && wl.DeletionTimestamp == nil {
+		// One write: owned by the Job, and following its pods.
+		adopted := integration.Adopt(&wl, &job, batchv1.SchemeGroupVersion.WithKind("Job"))
+		if followed := integration.FollowPods(&wl, Pods(&job)); adopted || followed {
+			return reconcile.Result{}, client.IgnoreNotFound(r.client.Update(ctx, &wl))
+		}
+	}
+
+	if exists && wl.DeletionTimestamp != nil {
+		// Its Workload deleted while it lives (by hand, or its namespace
+		// going): it stops; the Workload keeps its quota until its pods are
+		// gone (package podsgone), then it queues again with a new one.
+		if !Suspended(&job) {
+			return reconcile.Result{}, r.suspend(ctx, &job, "its Workload "+wl.Name+" is being deleted")
+		}
+		return reconcile.Result{}, nil
 	}
 
 	if !exists {
@@ -229,11 +243,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	return reconcile.Result{}, nil
 }
 
-// unqueued lets go of the Workload of a Job that lost its queue label (while
-// it was suspended: package guard refuses it otherwise): one that holds
-// quota stops and is deleted once the Job's pods are gone, or once the Job
-// runs again, unqueued and none of berth's business; one that holds none
-// is deleted at once. A Job that never had one needs nothing.
+// unqueued lets go of the Workload of a Job that lost its queue label
+// (while it was suspended: package guard refuses it otherwise): it is
+// deleted, and keeps its quota until the Job's pods are gone (package
+// podsgone). If the Job already runs again, unqueued, its pods are none of
+// berth's business: the Workload goes at once.
 func (r *Reconciler) unqueued(ctx context.Context, job *batchv1.Job) (reconcile.Result, error) {
 	if _, prebuilt := Prebuilt(job); prebuilt {
 		return reconcile.Result{}, nil // its Workload is a manager's copy, not this Job's own
@@ -242,17 +256,13 @@ func (r *Reconciler) unqueued(ctx context.Context, job *batchv1.Job) (reconcile.
 	if err := r.client.Get(ctx, types.NamespacedName{Namespace: job.Namespace, Name: WorkloadName(job)}, &wl); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	if workload.IsFinished(&wl) || !metav1.IsControlledBy(&wl, job) {
+	if wl.DeletionTimestamp != nil || workload.IsFinished(&wl) || !metav1.IsControlledBy(&wl, job) {
 		return reconcile.Result{}, nil
 	}
-	if workload.HasQuota(&wl) && !workload.IsStopping(&wl) {
-		msg := fmt.Sprintf("Job %s lost its queue label; its quota is given back once its pods are gone", job.Name)
-		return reconcile.Result{}, integration.Stop(ctx, r.client, &wl, "NotQueued", msg, r.clock.Now())
-	}
-	if workload.HasQuota(&wl) && Suspended(job) && !Stopped(job) {
-		// The changes of an unlabelled Job do not reach this reconciler:
-		// look again.
-		return reconcile.Result{RequeueAfter: time.Second}, nil
+	if !Suspended(job) {
+		if err := integration.Forget(ctx, r.client, &wl); err != nil {
+			return reconcile.Result{}, err
+		}
 	}
 	r.rec.Eventf(job, &wl, corev1.EventTypeNormal, "NotQueued", "Admission", "its Workload %s is deleted: the Job has no queue label", wl.Name)
 	return reconcile.Result{}, client.IgnoreNotFound(r.client.Delete(ctx, &wl))

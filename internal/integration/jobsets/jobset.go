@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/labels"
 	jobsetv1 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
@@ -144,9 +145,18 @@ func NewWorkload(js *jobsetv1.JobSet, queue string, priority *int32, priorityCla
 	if len(name) > 63 {
 		name = name[:63]
 	}
-	return integration.NewWorkload(js, GVK, WorkloadName(js),
+	wl := integration.NewWorkload(js, GVK, WorkloadName(js),
 		map[string]string{NameLabel: name, "berth.dev/jobset-uid": string(js.UID)},
 		berthv1.WorkloadSpec{PodSets: PodSets(js), QueueName: queue, Priority: priority, PriorityClassName: priorityClass})
+	integration.FollowPods(wl, Pods(js))
+	return wl
+}
+
+// Pods selects the pods of a JobSet's Jobs: the JobSet controller labels
+// each Job and its pods with the JobSet's UID (and package guard keeps the
+// label on).
+func Pods(js *jobsetv1.JobSet) labels.Set {
+	return labels.Set{UIDLabel: string(js.UID)}
 }
 
 // Refuse says why a JobSet cannot be queued as it is, naming the field, or

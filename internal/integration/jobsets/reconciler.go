@@ -118,8 +118,22 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			return reconcile.Result{}, nil
 		}
 	}
-	if prebuilt && exists && integration.Adopt(&wl, &js, GVK) {
-		return reconcile.Result{}, client.IgnoreNotFound(r.client.Update(ctx, &wl))
+	if prebuilt && exists && wl.DeletionTimestamp == nil {
+		// One write: owned by the JobSet, and following its pods.
+		adopted := integration.Adopt(&wl, &js, GVK)
+		if followed := integration.FollowPods(&wl, Pods(&js)); adopted || followed {
+			return reconcile.Result{}, client.IgnoreNotFound(r.client.Update(ctx, &wl))
+		}
+	}
+
+	if exists && wl.DeletionTimestamp != nil {
+		// Its Workload deleted while it lives (by hand, or its namespace
+		// going): it stops; the Workload keeps its quota until its pods are
+		// gone (package podsgone), then it queues again with a new one.
+		if !Suspended(&js) {
+			return reconcile.Result{}, r.suspend(ctx, &js, "its Workload "+wl.Name+" is being deleted")
+		}
+		return reconcile.Result{}, nil
 	}
 
 	if !exists {
@@ -226,31 +240,24 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 }
 
 // unqueued lets go of the Workload of a JobSet that lost its queue label
-// (while suspended: package guard refuses it otherwise), as the Job
-// reconciler does: stopped, and deleted once its Jobs' pods are gone or it
-// runs again, unqueued.
+// (while it was suspended: package guard refuses it otherwise): it is
+// deleted, and keeps its quota until the JobSet's pods are gone (package
+// podsgone). If the JobSet already runs again, unqueued, its pods are none of
+// berth's business: the Workload goes at once.
 func (r *Reconciler) unqueued(ctx context.Context, js *jobsetv1.JobSet) (reconcile.Result, error) {
 	if _, prebuilt := Prebuilt(js); prebuilt {
-		return reconcile.Result{}, nil
+		return reconcile.Result{}, nil // its Workload is a manager's copy, not this JobSet's own
 	}
 	var wl berthv1.Workload
 	if err := r.client.Get(ctx, types.NamespacedName{Namespace: js.Namespace, Name: WorkloadName(js)}, &wl); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	if workload.IsFinished(&wl) || !metav1.IsControlledBy(&wl, js) {
+	if wl.DeletionTimestamp != nil || workload.IsFinished(&wl) || !metav1.IsControlledBy(&wl, js) {
 		return reconcile.Result{}, nil
 	}
-	if workload.HasQuota(&wl) && !workload.IsStopping(&wl) {
-		msg := fmt.Sprintf("JobSet %s lost its queue label; its quota is given back once its pods are gone", js.Name)
-		return reconcile.Result{}, integration.Stop(ctx, r.client, &wl, "NotQueued", msg, r.clock.Now())
-	}
-	if workload.HasQuota(&wl) && Suspended(js) {
-		var children batchv1.JobList
-		if err := r.live.List(ctx, &children, client.InNamespace(js.Namespace), client.MatchingLabels{UIDLabel: string(js.UID)}); err != nil {
+	if !Suspended(js) {
+		if err := integration.Forget(ctx, r.client, &wl); err != nil {
 			return reconcile.Result{}, err
-		}
-		if !Stopped(js, children.Items) {
-			return reconcile.Result{RequeueAfter: time.Second}, nil
 		}
 	}
 	r.rec.Eventf(js, &wl, corev1.EventTypeNormal, "NotQueued", "Admission", "its Workload %s is deleted: the JobSet has no queue label", wl.Name)
