@@ -8,6 +8,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
@@ -52,7 +53,7 @@ func TestPartialAdmissionOfAJob(t *testing.T) {
 	filler := MakeJob("filler", env.Namespace).Queue("main").Request("cpu", "4").
 		Toleration(env.Toleration()).PodAnnotation("berth.dev/sim-duration", "10m").Obj()
 	env.Create(t, filler)
-	waitAdmitted(t, env, env.Namespace, jobWorkload(t, env, filler).Name)
+	fillerWL := waitAdmitted(t, env, env.Namespace, jobWorkload(t, env, filler).Name)
 
 	job := MakeJob("partial", env.Namespace).Queue("main").Parallelism(5).Request("cpu", "1").
 		Toleration(env.Toleration()).PodAnnotation("berth.dev/sim-duration", "10m").Obj()
@@ -85,6 +86,13 @@ func TestPartialAdmissionOfAJob(t *testing.T) {
 	if err := env.Client.Delete(ctx, filler, client.PropagationPolicy("Background")); err != nil {
 		t.Fatal(err)
 	}
+	// Its quota comes back once its pod is gone, with its Workload.
+	testenv.Eventually(t, wait, func() error {
+		if _, err := getWorkload(env, env.Namespace, fillerWL.Name); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("the filler's Workload is still there (%v)", err)
+		}
+		return nil
+	})
 	if out, err := berth("resume", "job", job.Name); err != nil {
 		t.Fatalf("berth resume: %v\n%s", err, out)
 	}

@@ -56,13 +56,14 @@ func PodOf(p *corev1.Pod) Pod {
 	return out
 }
 
-// Rechecks: how soon to look again at pods still there. Deleted pods go by
-// their deletion timestamp (at the latest; a node stops most sooner), so the
-// wait is until then, between MinRecheck and MaxRecheck; a pod not being
-// deleted (its object deleted an instant ago, the garbage collector not yet
-// at it; or orphaned, running on) is looked at every MaxRecheck.
+// Rechecks: how soon to look again at pods still there. Most pods stop
+// soon after they are deleted, so a Workload being deleted is looked at
+// again after half the time since its deletion (from MinRecheck, doubling),
+// and no later than the first deadline of its pods (a deleted pod is gone
+// by the end of its grace period, unless its node is lost); never more
+// than MaxRecheck apart (an orphaned pod, say, which may run for days).
 const (
-	MinRecheck = time.Second
+	MinRecheck = 200 * time.Millisecond
 	MaxRecheck = 10 * time.Second
 )
 
@@ -118,7 +119,7 @@ func Decide(wl *berthv1.Workload, pods []Pod, now time.Time) Decision {
 		return d
 	}
 	if left := running(pods); left > 0 {
-		return Decision{Action: Wait, RecheckAfter: recheck(pods, now),
+		return Decision{Action: Wait, RecheckAfter: recheck(wl, pods, now),
 			Message: fmt.Sprintf("%d of its pods are still there", left)}
 	}
 	if wl.DeletionTimestamp != nil {
@@ -162,14 +163,16 @@ func running(pods []Pod) int {
 	return n
 }
 
-// recheck is how long to wait before looking at pods still there again.
-func recheck(pods []Pod, now time.Time) time.Duration {
+// recheck is how long to wait before looking at wl's pods again.
+func recheck(wl *berthv1.Workload, pods []Pod, now time.Time) time.Duration {
 	wait := MaxRecheck
+	if wl.DeletionTimestamp != nil {
+		wait = min(wait, now.Sub(wl.DeletionTimestamp.Time)/2)
+	}
 	for _, p := range pods {
-		if p.Ended || p.StopsBy.IsZero() {
-			continue
+		if !p.Ended && p.StopsBy.After(now) {
+			wait = min(wait, p.StopsBy.Sub(now))
 		}
-		wait = min(wait, p.StopsBy.Sub(now))
 	}
 	return max(wait, MinRecheck)
 }

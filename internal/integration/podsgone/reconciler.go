@@ -85,4 +85,3 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	return reconcile.Result{}, nil
 }
-
