@@ -47,9 +47,11 @@ changes: the dashboard keeps one watch of the cluster and tells every open
 page of each change.
 
 The first line printed is the page's URL. It listens on loopback (--listen,
-a free port unless one is named). Any other address needs TLS
-(--tls-cert-file, --tls-key-file) and a token (--token-file: a file holding
-it, 16 characters or more), which every visitor is asked for once. It works
+a free port unless one is named) and asks every visitor for a token: one
+made for this run, which the URL printed carries (open it as it is; for a
+script, add ?token=... to an /api/ request), or the one in --token-file (16
+characters or more), which a visitor gives once at /login. Any other address
+than loopback needs TLS (--tls-cert-file, --tls-key-file) and --token-file. It works
 against a berth instance (--name/--data-dir) or any cluster running berth
 (--kubeconfig), and reads with that kubeconfig's permissions.
 
@@ -92,9 +94,14 @@ for a change.`,
 			if actions {
 				srv.AllowActions()
 			}
-			if serving.Token != "" {
-				srv.RequireToken(serving.Token)
+			// Loopback is no credential: any user of the machine reaches it.
+			made := serving.Token == ""
+			if made {
+				if serving.Token, err = dashboard.NewToken(); err != nil {
+					return err
+				}
 			}
+			srv.RequireToken(serving.Token)
 			if err := srv.Start(ctx); err != nil {
 				return fmt.Errorf("watching %s: %w", cfg.Host, err)
 			}
@@ -106,7 +113,11 @@ for a change.`,
 			if serving.CertFile != "" {
 				scheme = "https"
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s://%s/\n", scheme, ln.Addr())
+			base := fmt.Sprintf("%s://%s/", scheme, ln.Addr())
+			if made {
+				base = dashboard.TokenURL(base, serving.Token)
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), base)
 			fmt.Fprintf(cmd.ErrOrStderr(), "serving the dashboard of %s; Ctrl-C to stop\n", cfg.Host)
 			hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
 			go func() {
@@ -132,7 +143,7 @@ for a change.`,
 	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:0", "the address to serve on (port 0: a free one); beyond loopback, TLS and a token are required")
 	cmd.Flags().StringVar(&serving.CertFile, "tls-cert-file", "", "serve over TLS with this certificate (PEM; with --tls-key-file)")
 	cmd.Flags().StringVar(&serving.KeyFile, "tls-key-file", "", "the certificate's private key (PEM)")
-	cmd.Flags().StringVar(&tokenFile, "token-file", "", "ask every visitor for the token in this file (16 characters or more)")
+	cmd.Flags().StringVar(&tokenFile, "token-file", "", "ask every visitor for the token in this file (16 characters or more), not one made for this run")
 	return cmd
 }
 

@@ -24,9 +24,12 @@ import (
 const dashboardURLFile = "dashboard-url"
 
 // serveDashboard serves the dashboard of the instance kubeconfig reaches,
-// on a free loopback port, until ctx ends; it records the URL in dir for
-// `berth up --detach` to print, and returns it. Its watch starts with the
-// first page opened (dashboard.Lazily).
+// on a free loopback port, until ctx ends; it records the URL in dir (for
+// its owner alone) for `berth up --detach` to print, and returns it. The
+// URL carries a token made for this run, which the dashboard asks of every
+// visitor: any user of the machine reaches the port, only those given the
+// URL get in. Its watch starts with the first page opened
+// (dashboard.Lazily).
 func serveDashboard(ctx context.Context, kubeconfig, dir string, logs io.Writer) (string, error) {
 	ctrllog.SetLogger(zap.New(zap.WriteTo(logs))) // the watch's errors
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
@@ -37,11 +40,16 @@ func serveDashboard(ctx context.Context, kubeconfig, dir string, logs io.Writer)
 	if err != nil {
 		return "", err
 	}
+	token, err := dashboard.NewToken()
+	if err != nil {
+		return "", err
+	}
+	srv.RequireToken(token)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", err
 	}
-	url := fmt.Sprintf("http://%s/", ln.Addr())
+	url := dashboard.TokenURL(fmt.Sprintf("http://%s/", ln.Addr()), token)
 	file := filepath.Join(dir, dashboardURLFile)
 	if err := os.WriteFile(file, []byte(url+"\n"), 0o600); err != nil {
 		ln.Close()

@@ -1,12 +1,15 @@
 package dashboard
 
 import (
+	"crypto/rand"
 	"crypto/subtle"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"html"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 )
 
@@ -59,15 +62,38 @@ func isLoopback(host string) bool {
 // tokenCookie carries the token a visitor gave at /login.
 const tokenCookie = "berth-dashboard-token"
 
-// RequireToken makes every request but /login give token, in the cookie
-// /login sets once the visitor has typed it in. Requests may then name any
-// host: the token, not the address, keeps others out. Call it before
-// Handler.
+// tokenParam is the query parameter a URL gives the token in: the URL
+// `berth up` and `berth dashboard` print carries it, as Jupyter's does.
+const tokenParam = "token"
+
+// RequireToken makes every request but /login give token: in the cookie
+// set once the visitor has given it (at /login, or in a URL's ?token=), or
+// in the request's own ?token= (for scripts: curl URL/api/tree?token=...).
+// Requests may then name any host: the token, not the address, keeps others
+// out. Call it before Handler.
 func (s *Server) RequireToken(token string) { s.token = token }
+
+// NewToken is a token for RequireToken that nobody guesses: 32 random
+// bytes, in hex.
+func NewToken() (string, error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(b), nil
+}
+
+// TokenURL is the URL of the dashboard at base (ending in /) that gives
+// token: opened, it lets its visitor in.
+func TokenURL(base, token string) string {
+	return base + "?" + url.Values{tokenParam: {token}}.Encode()
+}
 
 // gate lets through requests that carry the token and serves /login, where
 // a visitor gives it; anything else is sent there (a page) or refused (the
-// API).
+// API). A page asked for with the token in its URL sets the cookie and is
+// asked for again without it, so the token does not stay in the address
+// bar.
 func (s *Server) gate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/login" {
@@ -76,6 +102,18 @@ func (s *Server) gate(next http.Handler) http.Handler {
 		}
 		if c, err := r.Cookie(tokenCookie); err == nil && s.tokenIs(c.Value) {
 			next.ServeHTTP(w, r)
+			return
+		}
+		if q := r.URL.Query(); q.Has(tokenParam) && s.tokenIs(q.Get(tokenParam)) {
+			if strings.HasPrefix(r.URL.Path, "/api/") || r.Method != http.MethodGet {
+				next.ServeHTTP(w, r)
+				return
+			}
+			s.setCookie(w)
+			q.Del(tokenParam)
+			to := *r.URL
+			to.RawQuery = q.Encode()
+			http.Redirect(w, r, to.RequestURI(), http.StatusSeeOther)
 			return
 		}
 		if strings.HasPrefix(r.URL.Path, "/api/") {
@@ -90,15 +128,20 @@ func (s *Server) tokenIs(v string) bool {
 	return subtle.ConstantTimeCompare([]byte(v), []byte(s.token)) == 1
 }
 
+// setCookie gives the visitor the token's cookie. Secure always: beyond
+// loopback the dashboard is served over TLS only, and browsers keep Secure
+// cookies of http://127.0.0.1 and localhost.
+func (s *Server) setCookie(w http.ResponseWriter) {
+	http.SetCookie(w, &http.Cookie{Name: tokenCookie, Value: s.token, Path: "/", HttpOnly: true,
+		Secure: true, SameSite: http.SameSiteStrictMode})
+}
+
 func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	msg := ""
 	if r.Method == http.MethodPost {
 		r.Body = http.MaxBytesReader(w, r.Body, 4096)
 		if s.tokenIs(r.PostFormValue("token")) {
-			// Secure always: beyond loopback it is served over TLS only, and
-			// browsers keep Secure cookies of http://127.0.0.1 and localhost.
-			http.SetCookie(w, &http.Cookie{Name: tokenCookie, Value: s.token, Path: "/", HttpOnly: true,
-				Secure: true, SameSite: http.SameSiteStrictMode})
+			s.setCookie(w)
 			http.Redirect(w, r, "/", http.StatusSeeOther)
 			return
 		}
@@ -111,7 +154,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	fmt.Fprintf(w, `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>berth</title></head>
-<body><h1>berth</h1><p>This dashboard asks for its token (the one in the file given to --token-file).</p>
+<body><h1>berth</h1><p>This dashboard asks for its token: open the URL that berth up or berth dashboard printed (it carries the token), or give the token here (the one in the file given to --token-file).</p>
 <p>%s</p>
 <form method="post" action="/login"><input name="token" type="password" autocomplete="off" autofocus> <button>Open</button></form>
 </body></html>

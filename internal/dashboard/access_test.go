@@ -97,3 +97,42 @@ func TestTokenGatesEverythingButLogin(t *testing.T) {
 		t.Errorf("the API with the cookie: %d", rec.Code)
 	}
 }
+
+// The URL berth up and berth dashboard print carries the token, as
+// Jupyter's does: a page asked for with it sets the cookie and is asked for
+// again without it; the API takes it in the query alone (for scripts); a
+// wrong one is refused as none.
+func TestTokenInTheURL(t *testing.T) {
+	var s dashboard.Server
+	s.RequireToken(token)
+	h := s.Handler()
+	const host = "127.0.0.1:8080"
+	link := dashboard.TokenURL("/", token)
+	if link != "/?token="+token {
+		t.Fatalf("TokenURL = %q", link)
+	}
+	rec := serve(h, http.MethodGet, link, host, "", nil)
+	cookies := rec.Result().Cookies()
+	if rec.Code != http.StatusSeeOther || rec.Header().Get("Location") != "/" || len(cookies) != 1 || cookies[0].Value != token ||
+		!cookies[0].HttpOnly || !cookies[0].Secure || cookies[0].SameSite != http.SameSiteStrictMode {
+		t.Errorf("GET %s: %d to %q, cookies %+v; want 303 to / with the token's cookie", link, rec.Code, rec.Header().Get("Location"), cookies)
+	}
+	// Other parameters stay.
+	if rec := serve(h, http.MethodGet, "/?cq=a&token="+token, host, "", nil); rec.Header().Get("Location") != "/?cq=a" {
+		t.Errorf("a page with more in its query: to %q; want /?cq=a", rec.Header().Get("Location"))
+	}
+	if rec := serve(h, http.MethodGet, "/api/config?token="+token, host, "", nil); rec.Code != http.StatusOK || len(rec.Result().Cookies()) != 0 {
+		t.Errorf("the API with the token in its query: %d, cookies %v; want 200 and none", rec.Code, rec.Result().Cookies())
+	}
+	for _, bad := range []string{"/?token=wrong", "/api/config?token=", "/api/config?token=" + token[:len(token)-1]} {
+		rec := serve(h, http.MethodGet, bad, host, "", nil)
+		if rec.Code == http.StatusOK || len(rec.Result().Cookies()) != 0 {
+			t.Errorf("GET %s: %d, cookies %v; want refused", bad, rec.Code, rec.Result().Cookies())
+		}
+	}
+	if a, err := dashboard.NewToken(); err != nil || len(a) != 64 {
+		t.Errorf("NewToken = %q, %v; want 64 hex characters", a, err)
+	} else if b, _ := dashboard.NewToken(); a == b {
+		t.Error("NewToken made the same token twice")
+	}
+}

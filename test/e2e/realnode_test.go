@@ -463,16 +463,34 @@ func installedFromImage(t *testing.T, tools realnode.Tools, hello, berth string,
 		t.Fatal(err)
 	}
 	dash := portForward(t, inst.bin, kubeconfig, ns, "deploy/berth-dashboard", 8080)
+	// It asks for the token in the URL it printed, read with kubectl logs as
+	// its docs say: the forwarded port is open to every user of this machine.
+	token := ""
+	testenv.Eventually(t, time.Minute, func() error {
+		out, err := exec.Command(inst.bin, "kubectl", "--kubeconfig", kubeconfig, "-n", ns, "logs", "deploy/berth-dashboard").Output()
+		if err != nil {
+			return fmt.Errorf("kubectl logs deploy/berth-dashboard: %w", err)
+		}
+		m := regexp.MustCompile(`\?token=([0-9a-f]+)`).FindSubmatch(out)
+		if m == nil {
+			return fmt.Errorf("no URL with a token in the dashboard's log:\n%s", out)
+		}
+		token = string(m[1])
+		return nil
+	})
+	if err := testenv.GetJSON(dash+"api/tree", &dashboard.Tree{}); err == nil || !strings.Contains(err.Error(), "401") {
+		t.Errorf("the chart's dashboard without its token: %v; want 401 Unauthorized", err)
+	}
 	testenv.Eventually(t, time.Minute, func() error {
 		var tree dashboard.Tree
-		if err := testenv.GetJSON(dash+"api/tree", &tree); err != nil {
+		if err := testenv.GetJSON(dash+"api/tree?token="+token, &tree); err != nil {
 			return err
 		}
 		if !strings.Contains(fmt.Sprintf("%+v", tree), "Name:real") {
 			return fmt.Errorf("the dashboard's tree has no ClusterQueue real: %+v", tree)
 		}
 		var d dashboard.Detail
-		if err := testenv.GetJSON(dash+"api/workload?namespace="+team+"&name="+wl.Name, &d); err != nil {
+		if err := testenv.GetJSON(dash+"api/workload?namespace="+team+"&name="+wl.Name+"&token="+token, &d); err != nil {
 			return err
 		}
 		if len(d.Pods) == 0 || d.Pods[0].Phase != string(corev1.PodSucceeded) {

@@ -428,3 +428,49 @@ func TestDashboardActsWithTheUsersOwnPermissions(t *testing.T) {
 		t.Fatalf("stopPolicy %q after the operator's resume; want None", p)
 	}
 }
+
+// The URL berth up prints carries the dashboard's token: opened in a
+// browser it lets the visitor in (the cookie kept on http://127.0.0.1, the
+// live updates flowing), and the same page opened without it asks for the
+// token and shows nothing of the cluster.
+func TestDashboardTokenURLInABrowser(t *testing.T) {
+	env := testenv.New(t)
+	rf, cq := env.Name("rf"), env.Name("cq")
+	env.Create(t, MakeResourceFlavor(rf).Obj())
+	env.Create(t, MakeClusterQueue(cq).ResourceGroup(MakeFlavorQuotas(rf).Resource("cpu", "2").Obj()).Obj())
+	token, err := dashboard.NewToken()
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := testenv.Dashboard(t, env.Config, func(s *dashboard.Server) { s.RequireToken(token) })
+
+	ctx := testenv.Browser(t)
+	if err := chromedp.Do(ctx, chromedp.Navigate(url)); err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, ctx, "body", "This dashboard asks for its token")
+	html, err := chromedp.Run(ctx, chromedp.OuterHTML("html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(html, cq) {
+		t.Errorf("the page without the token shows ClusterQueue %s", cq)
+	}
+
+	if err := chromedp.Do(ctx, chromedp.Navigate(dashboard.TokenURL(url, token))); err != nil {
+		t.Fatal(err)
+	}
+	node := `[data-node="ClusterQueue/` + cq + `"]`
+	waitText(t, ctx, node+` [data-resource="`+rf+`/cpu"] [data-field="usage"]`, "0 of 2")
+	location, err := chromedp.Run(ctx, chromedp.Location())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(location, token) {
+		t.Errorf("the token stays in the address bar: %s", location)
+	}
+	// A change reaches the open page: its event stream has the cookie too.
+	env.Create(t, MakeLocalQueue("main", env.Namespace, cq).Obj())
+	env.Create(t, MakeJob("first", env.Namespace).Queue("main").Request("cpu", "2").Obj())
+	waitText(t, ctx, node+` [data-resource="`+rf+`/cpu"] [data-field="usage"]`, "2 of 2")
+}
