@@ -167,19 +167,32 @@ func chartFromCode() error {
 	return nil
 }
 
+// jobSetControllers stands, in the policies, for the JobSet controller's
+// user names, which the chart's values give.
+const jobSetControllers = "BERTH-JOBSET-CONTROLLERS"
+
 // guardTemplate writes the admission policies of queued objects (package
-// guard), which let only the controller's ServiceAccount through.
+// guard), which let only the controller's ServiceAccount through (and the
+// JobSet controller start a JobSet's Jobs).
 func guardTemplate(templates string) error {
 	var docs []string
 	for _, o := range guard.Policies(guard.Options{
-		Identity:  "system:serviceaccount:" + releaseNamespace + ":" + manifests.ControllerName,
-		Namespace: releaseNamespace,
+		Identity:    "system:serviceaccount:" + releaseNamespace + ":" + manifests.ControllerName,
+		Namespace:   releaseNamespace,
+		Controllers: map[string][]string{"JobSet": {jobSetControllers}},
 	}, guard.Kinds) {
 		data, err := yaml.Marshal(o)
 		if err != nil {
 			return err
 		}
-		docs = append(docs, strings.Replace(string(data), "  creationTimestamp: null\n", "", 1))
+		text := strings.Replace(string(data), "  creationTimestamp: null\n", "", 1)
+		// Quoted as a CEL string; doubled where YAML quotes the expression.
+		users := func(quote string) string {
+			return `{{ range $i, $u := .Values.controller.jobSetControllers }}{{ if $i }}, {{ end }}` + quote + `{{ squote $u }}` + quote + `{{ end }}`
+		}
+		text = strings.ReplaceAll(text, "''"+jobSetControllers+"''", users("'"))
+		text = strings.ReplaceAll(text, "'"+jobSetControllers+"'", users(""))
+		docs = append(docs, text)
 	}
 	note := "# What the API server refuses of a queued object unless berth's controller asks\n" +
 		"# (internal/guard): edits that would let it run past its queue's quota.\n"

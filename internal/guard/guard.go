@@ -51,6 +51,11 @@ type Child struct {
 	Name, Group, Version, Resource string
 	// Labels are those the controller finds its children by.
 	Labels []string
+	// Suspend and PodsAtOnce, as Kind's, for children held back as their
+	// owner is (a JobSet's Jobs, suspended with it): only the owner's
+	// controller (Options.Controllers) or berth starts them, or makes them
+	// run more pods at once but in a write that holds them back too.
+	Suspend, PodsAtOnce string
 }
 
 // garbageCollectors are the user names kube-controller-manager's garbage
@@ -76,9 +81,12 @@ var Kinds = []Kind{
 		Name: "JobSet", Group: "jobset.x-k8s.io", Version: "v1alpha2", Resource: "jobsets", Suspend: "spec.suspend",
 		Labels: []string{berthv1.PrebuiltWorkloadLabel, berthv1.MultiClusterOriginLabel},
 		// The JobSet controller finds its Jobs by their controller
-		// reference, berth by the JobSet's UID label.
+		// reference, berth by the JobSet's UID label. They carry no queue
+		// label: held with their JobSet, they are started by its
+		// controller alone.
 		Children: []Child{{Name: "Job", Group: "batch", Version: "v1", Resource: "jobs",
-			Labels: []string{"jobset.sigs.k8s.io/jobset-uid", "jobset.sigs.k8s.io/jobset-name", "jobset.sigs.k8s.io/replicatedjob-name", "jobset.sigs.k8s.io/job-index"}}},
+			Labels:  []string{"jobset.sigs.k8s.io/jobset-uid", "jobset.sigs.k8s.io/jobset-name", "jobset.sigs.k8s.io/replicatedjob-name", "jobset.sigs.k8s.io/job-index"},
+			Suspend: "spec.suspend", PodsAtOnce: jobPodsAtOnce}},
 	},
 	{
 		Name: "Pod", Group: "", Version: "v1", Resource: "pods",
@@ -105,6 +113,10 @@ type Options struct {
 	// Namespace is berth's own; like kube-system, it is not guarded (nothing
 	// there is queued).
 	Namespace string
+	// Controllers are, by the Name of a Kind, the user names its own
+	// controller acts as (the JobSet controller's): they start the Kind's
+	// held children (Child.Suspend) when berth starts the Kind.
+	Controllers map[string][]string
 }
 
 // PolicyName is the name of kind's policy, and of its binding.
@@ -157,6 +169,38 @@ func ChildPolicy(o Options, k Kind, c Child) (*admissionregistrationv1.Validatin
 			Expression: value("oldObject", "labels", l) + " == " + value("object", "labels", l),
 			MessageExpression: strings.ReplaceAll(who+" + "+quote("metadata.labels["+l+"]: the "+k.Name+" finds its "+c.Name+
 				"s by it; changed, the "+k.Name+" would make another in its place"), "' + '", ""),
+			Reason: &forbidden,
+		})
+	}
+	ctrls := make([]string, len(o.Controllers[k.Name]))
+	for i, n := range o.Controllers[k.Name] {
+		ctrls[i] = quote(n)
+	}
+	owners := "request.userInfo.username in [" + strings.Join(ctrls, ", ") + "]"
+	if c.Suspend != "" {
+		p.Spec.Variables = append(p.Spec.Variables,
+			admissionregistrationv1.Variable{Name: "oldHeld", Expression: isTrue("oldObject", c.Suspend)},
+			admissionregistrationv1.Variable{Name: "newHeld", Expression: isTrue("object", c.Suspend)})
+		p.Spec.Validations = append(p.Spec.Validations, admissionregistrationv1.Validation{
+			Expression: "!variables.oldHeld || variables.newHeld || " + owners,
+			MessageExpression: strings.ReplaceAll(who+" + "+quote(c.Suspend+": a "+k.Name+"'s "+c.Name+" is started by the "+k.Name+
+				"'s controller, with its "+k.Name+", once berth admits it; nobody else may set "+c.Suspend+" to false"), "' + '", ""),
+			Reason: &forbidden,
+		})
+	}
+	if c.PodsAtOnce != "" {
+		held := "false"
+		if c.Suspend != "" {
+			held = "variables.newHeld"
+		}
+		p.Spec.Variables = append(p.Spec.Variables,
+			admissionregistrationv1.Variable{Name: "oldPods", Expression: of(c.PodsAtOnce, "oldObject")},
+			admissionregistrationv1.Variable{Name: "newPods", Expression: of(c.PodsAtOnce, "object")})
+		p.Spec.Validations = append(p.Spec.Validations, admissionregistrationv1.Validation{
+			Expression: "variables.newPods <= variables.oldPods || " + held + " || " + owners,
+			MessageExpression: strings.ReplaceAll(who+" + "+quote("a "+k.Name+"'s "+c.Name+" may not run more pods at once (from ")+
+				" + string(variables.oldPods) + "+quote(" to ")+" + string(variables.newPods) + "+
+				quote("): berth admitted its "+k.Name+" for what it asked; change the "+k.Name+" instead"), "' + '", ""),
 			Reason: &forbidden,
 		})
 	}

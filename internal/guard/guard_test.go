@@ -20,7 +20,9 @@ import (
 
 const berth = "system:serviceaccount:berth-system:berth-controller"
 
-var opts = guard.Options{Identity: berth, Namespace: "berth-system"}
+const jobSetController = "system:serviceaccount:jobset-system:jobset-controller-manager"
+
+var opts = guard.Options{Identity: berth, Namespace: "berth-system", Controllers: map[string][]string{"JobSet": {jobSetController}}}
 
 // admit runs kind's policy on an update of old to obj by user, as the API
 // server would (match conditions, then variables, then each validation in
@@ -281,6 +283,47 @@ func TestJobsPodsStayFound(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			got := admitChild(t, "Job", c.old.Obj(), c.obj.Obj(), c.user)
+			switch {
+			case c.want == "" && got != "":
+				t.Errorf("refused: %s", got)
+			case c.want != "" && !strings.Contains(got, c.want):
+				t.Errorf("got %q, want a refusal with %q", got, c.want)
+			}
+		})
+	}
+}
+
+// A JobSet's Jobs carry no queue label: they are held with their JobSet,
+// and started by the JobSet's controller once berth starts the JobSet. Their
+// user may not start one, nor make one run more pods at once (the reported
+// gap: a waiting JobSet's Job unsuspended ran unadmitted).
+func TestJobSetsJobsAreStartedByItsControllerAlone(t *testing.T) {
+	yes := true
+	job := func(suspend bool, parallelism int32) *JobWrapper {
+		j := MakeJob("train-workers-0", "team-a").Suspend(suspend).Parallelism(parallelism).
+			Label("jobset.sigs.k8s.io/jobset-uid", "js1").Label("jobset.sigs.k8s.io/jobset-name", "train").
+			Label("jobset.sigs.k8s.io/replicatedjob-name", "workers").Label("jobset.sigs.k8s.io/job-index", "0")
+		j.OwnerReferences = []metav1.OwnerReference{{APIVersion: "jobset.x-k8s.io/v1alpha2", Kind: "JobSet", Name: "train", UID: "js1", Controller: &yes}}
+		return j
+	}
+	for _, c := range []struct {
+		name     string
+		old, obj *JobWrapper
+		user     string
+		want     string
+	}{
+		{"started by its user", job(true, 4), job(false, 4), "alice",
+			"Job train-workers-0: spec.suspend: a JobSet's Job is started by the JobSet's controller, with its JobSet, once berth admits it"},
+		{"started by the JobSet's controller", job(true, 4), job(false, 4), jobSetController, ""},
+		{"grown while it runs", job(false, 4), job(false, 12), "alice",
+			"Job train-workers-0: a JobSet's Job may not run more pods at once (from 4 to 12)"},
+		{"grown while suspended", job(true, 4), job(true, 12), "alice", ""},
+		{"shrunk while it runs", job(false, 4), job(false, 2), "alice", ""},
+		{"suspended by its user", job(false, 4), job(true, 4), "alice", ""},
+		{"a Job of no JobSet, started", MakeJob("free", "team-a").Suspend(true), MakeJob("free", "team-a").Suspend(false), "alice", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := admitChild(t, "JobSet", c.old.Obj(), c.obj.Obj(), c.user)
 			switch {
 			case c.want == "" && got != "":
 				t.Errorf("refused: %s", got)

@@ -272,6 +272,8 @@ func TestValuesRefused(t *testing.T) {
 		{map[string]any{"certManager": map[string]any{"enabled": true, "issuerRef": map[string]any{"name": "ca", "kind": "Vault"}}}, "kind"},
 		{map[string]any{"certManager": map[string]any{"enabled": true, "issuerRef": map[string]any{"kind": "ClusterIssuer"}}}, "name"},
 		{map[string]any{"controller": map[string]any{"integrations": []any{"batch/job", "mpijob"}}}, "integrations"},
+		// Written into a CEL string: no quote may close it.
+		{map[string]any{"controller": map[string]any{"jobSetControllers": []any{"x' || true || '"}}}, "jobSetControllers"},
 		// Read only when enabled: refused rather than ignored.
 		{map[string]any{"controller": map[string]any{"waitForPodsReady": map[string]any{"timeout": "10m"}}}, "timeout"},
 		{map[string]any{"controller": map[string]any{"waitForPodsReady": map[string]any{"blockAdmission": true}}}, "blockAdmission"},
@@ -379,5 +381,26 @@ func TestDashboard(t *testing.T) {
 	}
 	if err := Lint(dir, map[string]any{"dashboard": map[string]any{"enabled": true}}); err != nil {
 		t.Error(err)
+	}
+}
+
+// The JobSet controller's users, from the values, are the ones the policy
+// on a JobSet's Jobs lets start them (and grow them), in both its rules.
+func TestJobSetControllers(t *testing.T) {
+	objs := render(t, "berth-system", map[string]any{"controller": map[string]any{
+		"jobSetControllers": []any{"system:serviceaccount:js:manager", "jobset-admin"}}})
+	p := find(objs, "ValidatingAdmissionPolicy", "jobs-of-jobsets.guard.berth.dev")
+	if p == nil {
+		t.Fatal("no policy jobs-of-jobsets.guard.berth.dev")
+	}
+	validations, _, _ := unstructured.NestedSlice(p.Object, "spec", "validations")
+	n := 0
+	for _, v := range validations {
+		if strings.Contains(v.(map[string]any)["expression"].(string), "request.userInfo.username in ['system:serviceaccount:js:manager', 'jobset-admin']") {
+			n++
+		}
+	}
+	if n != 2 {
+		t.Errorf("%d of the policy's rules let the values' JobSet controllers through; want 2 (start, grow): %v", n, validations)
 	}
 }

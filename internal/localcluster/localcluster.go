@@ -18,6 +18,7 @@ import (
 
 	"github.com/berth-dev/berth/internal/addon"
 	"github.com/berth-dev/berth/internal/controlplane"
+	"github.com/berth-dev/berth/internal/guard"
 	"github.com/berth-dev/berth/internal/manifests"
 	"github.com/berth-dev/berth/internal/realnode"
 )
@@ -111,7 +112,8 @@ func Options(c Config) controlplane.Options {
 			if !c.NoController {
 				// Before any workload can be queued: the API server refuses
 				// edits that would run a queued one past its quota.
-				if err := manifests.Guard(ctx, cfg, ControllerIdentity.User, manifests.ControllerNamespace); err != nil {
+				if err := manifests.Guard(ctx, cfg, guard.Options{Identity: ControllerIdentity.User, Namespace: manifests.ControllerNamespace,
+					Controllers: map[string][]string{"JobSet": {addon.JobSet.Identity.User}}}); err != nil {
 					return fmt.Errorf("installing the admission policies of queued objects: %w", err)
 				}
 				if err := manifests.WebhookConfiguration(ctx, cfg, "berth"); err != nil {

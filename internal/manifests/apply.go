@@ -193,10 +193,11 @@ func WebhookConfiguration(ctx context.Context, cfg *rest.Config, name string) er
 
 // Guard applies the ValidatingAdmissionPolicies (package guard) by which the
 // API server refuses edits of queued objects from anyone but berth's
-// controller, who authenticates as identity, its namespace namespace.
-func Guard(ctx context.Context, cfg *rest.Config, identity, namespace string) error {
+// controller (o.Identity) and, for what they start, the kinds' own
+// controllers (o.Controllers).
+func Guard(ctx context.Context, cfg *rest.Config, o guard.Options) error {
 	var objs []*unstructured.Unstructured
-	for _, o := range guard.Policies(guard.Options{Identity: identity, Namespace: namespace}, guard.Kinds) {
+	for _, o := range guard.Policies(o, guard.Kinds) {
 		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
 		if err != nil {
 			return err

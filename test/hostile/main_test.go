@@ -17,7 +17,7 @@ import (
 	"github.com/berth-dev/berth/internal/testenv"
 )
 
-func TestMain(m *testing.M) { os.Exit(testenv.Main(m)) }
+func TestMain(m *testing.M) { os.Exit(testenv.MainWith(m, "jobset", "leaderworkerset")) }
 
 const wait = 30 * time.Second
 
