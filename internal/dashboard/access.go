@@ -91,9 +91,9 @@ func TokenURL(base, token string) string {
 
 // gate lets through requests that carry the token and serves /login, where
 // a visitor gives it; anything else is sent there (a page) or refused (the
-// API). A page asked for with the token in its URL sets the cookie and is
-// asked for again without it, so the token does not stay in the address
-// bar.
+// API). A page asked for with the token in its URL sets the cookie and
+// sends the browser to the page without it, so the token does not stay in
+// the address bar.
 func (s *Server) gate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/login" {
@@ -109,11 +109,12 @@ func (s *Server) gate(next http.Handler) http.Handler {
 				next.ServeHTTP(w, r)
 				return
 			}
+			// Always to the page itself: a path taken from the request
+			// ("//elsewhere.example") would make this an open redirect. The
+			// page keeps its views in the URL's fragment, which the
+			// browser keeps.
 			s.setCookie(w)
-			q.Del(tokenParam)
-			to := *r.URL
-			to.RawQuery = q.Encode()
-			http.Redirect(w, r, to.RequestURI(), http.StatusSeeOther)
+			http.Redirect(w, r, "/", http.StatusSeeOther)
 			return
 		}
 		if strings.HasPrefix(r.URL.Path, "/api/") {

@@ -69,7 +69,7 @@ func TestUpServesTheDashboard(t *testing.T) {
 	servedOverTLSWithAToken(t, inst)
 
 	inst.down(t)
-	if res, err := http.Get(base); err == nil {
+	if res, err := http.Get(base + "api/tree"); err == nil {
 		res.Body.Close()
 		t.Errorf("the dashboard still answers after berth down: %s", res.Status)
 	}
