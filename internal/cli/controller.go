@@ -37,6 +37,9 @@ throughput long before the API server is busy.`,
 			if _, err := o.Kinds(); err != nil {
 				return err
 			}
+			if _, err := o.Managed(); err != nil {
+				return err
+			}
 			ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 			defaultGC()
 			loading := clientcmd.NewDefaultClientConfigLoadingRules()
@@ -80,7 +83,11 @@ throughput long before the API server is busy.`,
 		"the controller's ServiceAccount in --namespace, in a cluster: it owns the Secret, Lease and Service the controller makes there, so that deleting it (uninstalling berth) removes them")
 	f.StringVar(&o.PodIP, "pod-ip", o.PodIP, "this replica's pod address, in a cluster: the leader serves the visibility API there (without it and without --webhook-url the visibility API is not registered)")
 	f.BoolVar(&o.ManageJobsWithoutQueueName, "manage-jobs-without-queue-name", o.ManageJobsWithoutQueueName,
-		"queue every Job; those without a queue label go to the LocalQueue named \"default\" in their namespace")
+		"queue every object of every kind berth queues (Jobs, Pods, Deployments, StatefulSets, JobSets, LeaderWorkerSets), in the namespaces --managed-jobs-namespace-selector selects but kube-system and --namespace: one created without a queue label goes to the LocalQueue named \"default\" in its namespace (a namespace labelled berth.dev/manage-pods=true is so without this flag)")
+	f.StringVar(&o.ManagedJobsNamespaceSelector, "managed-jobs-namespace-selector", o.ManagedJobsNamespaceSelector,
+		"with --manage-jobs-without-queue-name: a label selector of the namespaces where every object is queued, e.g. 'team in (a,b)' (default every namespace)")
+	f.StringSliceVar(&o.JobSetControllers, "jobset-controllers", []string{"system:serviceaccount:jobset-system:jobset-controller-manager"},
+		"the user names the JobSet controller acts as: only they may make a JobSet's Jobs (a Job naming a JobSet as its controller is otherwise refused)")
 	f.Float32Var(&o.QPS, "kube-api-qps", o.QPS, "requests per second to the API server")
 	f.IntVar(&o.Burst, "kube-api-burst", o.Burst, "burst of requests to the API server")
 	f.IntVar(&o.AdmissionWriters, "admission-writers", o.AdmissionWriters, "admissions written concurrently")

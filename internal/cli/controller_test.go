@@ -22,7 +22,8 @@ func TestPodsReadyFlagsRefused(t *testing.T) {
 		{[]string{"--wait-for-pods-ready", "--pods-ready-requeue-limit=-1"}, "--pods-ready-requeue-limit -1"},
 		{[]string{"--integrations=batch/job,mpijob"}, `"mpijob" is not one berth has`},
 		{[]string{"--integrations=pod", "--wait-for-pods-ready"}, "--integrations must include batch/job"},
-		{[]string{"--integrations=pod", "--manage-jobs-without-queue-name"}, "--integrations must include batch/job"},
+		{[]string{"--managed-jobs-namespace-selector=team=a"}, "--managed-jobs-namespace-selector is read only with --manage-jobs-without-queue-name"},
+		{[]string{"--manage-jobs-without-queue-name", "--managed-jobs-namespace-selector=team in (a"}, `--managed-jobs-namespace-selector "team in (a"`},
 	} {
 		cmd := newControllerCommand()
 		cmd.SetArgs(append(tc.args, "--kubeconfig=/nonexistent"))

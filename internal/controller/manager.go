@@ -18,6 +18,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -124,9 +125,17 @@ type Options struct {
 	// visibility API there. With neither it nor WebhookURL, the visibility
 	// API is not registered.
 	PodIP string
-	// ManageJobsWithoutQueueName queues every Job; those without a queue label
-	// go to the LocalQueue named "default" in their namespace.
-	ManageJobsWithoutQueueName bool
+	// ManageJobsWithoutQueueName queues every object of every kind berth
+	// queues, in the namespaces ManagedJobsNamespaceSelector selects (a
+	// label selector; all when empty) but kube-system and berth's own: one
+	// created without a queue label goes to the LocalQueue named "default"
+	// in its namespace. (Namespaces labelled berth.dev/manage-pods=true are
+	// so without it.)
+	ManageJobsWithoutQueueName   bool
+	ManagedJobsNamespaceSelector string
+	// JobSetControllers are the user names the JobSet controller acts as:
+	// only they make a JobSet's Jobs (integration.Owners).
+	JobSetControllers []string
 	// QPS and Burst of the controller's API client.
 	QPS   float32
 	Burst int
@@ -163,15 +172,49 @@ func (o Options) Kinds() (integration.Set, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !kinds.On(integration.BatchJob) {
-		switch {
-		case o.ManageJobsWithoutQueueName:
-			return nil, fmt.Errorf("--manage-jobs-without-queue-name queues Jobs: --integrations must include %s", integration.BatchJob)
-		case o.WaitForPodsReady:
-			return nil, fmt.Errorf("--wait-for-pods-ready times the pods of Jobs: --integrations must include %s", integration.BatchJob)
-		}
+	if !kinds.On(integration.BatchJob) && o.WaitForPodsReady {
+		return nil, fmt.Errorf("--wait-for-pods-ready times the pods of Jobs: --integrations must include %s", integration.BatchJob)
 	}
 	return kinds, nil
+}
+
+// Managed is the selector of the namespaces where every object is queued
+// (ManagedJobsNamespaceSelector), refused with the flag's name when it does
+// not parse, or when given without ManageJobsWithoutQueueName, which alone
+// reads it.
+func (o Options) Managed() (*metav1.LabelSelector, error) {
+	if o.ManagedJobsNamespaceSelector == "" {
+		return nil, nil
+	}
+	if !o.ManageJobsWithoutQueueName {
+		return nil, errors.New("--managed-jobs-namespace-selector is read only with --manage-jobs-without-queue-name")
+	}
+	sel, err := metav1.ParseToLabelSelector(o.ManagedJobsNamespaceSelector)
+	if err != nil {
+		return nil, fmt.Errorf("--managed-jobs-namespace-selector %q: %w (want a label selector, e.g. team in (a,b) or berth.dev/queued=true)",
+			o.ManagedJobsNamespaceSelector, err)
+	}
+	return sel, nil
+}
+
+// jobControllers are the user names kube-controller-manager's Job
+// controller acts as: its own ServiceAccount's, or the manager's own when it
+// runs without per-controller credentials.
+var jobControllers = []string{"system:serviceaccount:kube-system:job-controller", "system:kube-controller-manager"}
+
+// owners vouch for the owner references of new Pods and Jobs: a Job's, a
+// JobSet's (integration.Owners).
+func (o Options) owners(mgr ctrl.Manager) *integration.Owners {
+	return &integration.Owners{Reader: mgr.GetClient(), Live: mgr.GetAPIReader(), Kinds: map[string]integration.Owner{
+		"Job": {Controllers: jobControllers, New: func() client.Object { return &batchv1.Job{} },
+			Queued: func(obj client.Object) bool {
+				// A JobSet's Job was vouched for when it was made.
+				job := obj.(*batchv1.Job)
+				return jobs.QueueName(job, false) != "" || jobs.MadeByJobSet(job)
+			}},
+		"JobSet": {Controllers: o.JobSetControllers, New: func() client.Object { return &jobsetv1.JobSet{} },
+			Queued: func(obj client.Object) bool { return jobsets.QueueName(obj.(*jobsetv1.JobSet)) != "" }},
+	}}
 }
 
 // crdKinds are the integrations whose kind is a CRD, and that kind.
@@ -305,10 +348,14 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	if err != nil {
 		return err
 	}
+	managed, err := o.Managed()
+	if err != nil {
+		return err
+	}
 	hookOpts := webhook.Options{ //nolint:gosec // G101: SecretName names where the certificate is kept; it is no credential
 		Namespace: o.Namespace, SecretName: "berth-webhook-tls", ConfigName: "berth", CertDir: o.WebhookCertDir,
 		CertProvided: o.WebhookCertProvided, URL: o.WebhookURL, Service: types.NamespacedName{Namespace: o.Namespace, Name: o.WebhookService},
-		ServicePort: 443, ManageAll: o.ManageJobsWithoutQueueName, Integrations: kinds,
+		ServicePort: 443, ManageAll: o.ManageJobsWithoutQueueName, Managed: managed, Integrations: kinds,
 		AlsoServes: []types.NamespacedName{{Namespace: o.Namespace, Name: visctrl.ServiceName}}, Owner: owner,
 	}
 	caBundle, err := webhook.Prepare(ctx, direct, hookOpts, time.Now())
@@ -433,13 +480,18 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	for name, why := range inactive {
 		ctrl.Log.Info("integration off until its CRD is installed: "+why, "integration", name)
 	}
+	owners := o.owners(mgr)
 	if kinds.On(integration.BatchJob) {
-		if err := jobs.Setup(mgr, o.ManageJobsWithoutQueueName, o.WaitForPodsReady); err != nil {
+		// Jobs queued by default carry the default queue's label from their
+		// creation on: the reconciler goes by labels alone.
+		if err := jobs.Setup(mgr, false, o.WaitForPodsReady); err != nil {
 			return err
 		}
+		dispatched := mcctrl.Dispatched(mgr.GetClient())
 		mgr.GetWebhookServer().Register(jobs.WebhookPath,
-			&crwebhook.Admission{Handler: integration.NewHolder(jobs.Kind{ManageAll: o.ManageJobsWithoutQueueName,
-				Dispatched: mcctrl.Dispatched(mgr.GetClient())})})
+			&crwebhook.Admission{Handler: integration.NewHolder(jobs.Kind{Dispatched: dispatched}).Vouching(owners)})
+		mgr.GetWebhookServer().Register(jobs.DefaultWebhookPath,
+			&crwebhook.Admission{Handler: integration.NewHolder(jobs.Kind{Default: true, Dispatched: dispatched}).Vouching(owners)})
 	}
 	if o.WaitForPodsReady {
 		if err := podsreadyctrl.Setup(mgr, o.PodsReady, clock.RealClock{}); err != nil {
@@ -453,15 +505,17 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		if err := podgroups.Setup(ctx, mgr, kinds.On(integration.StatefulSet), o.WaitForPodsReady); err != nil {
 			return err
 		}
-		mgr.GetWebhookServer().Register(pods.WebhookPath, &crwebhook.Admission{Handler: integration.NewHolder(pods.Kind{})})
+		mgr.GetWebhookServer().Register(pods.WebhookPath, &crwebhook.Admission{Handler: integration.NewHolder(pods.Kind{}).Vouching(owners)})
 		mgr.GetWebhookServer().Register(pods.DefaultWebhookPath,
-			&crwebhook.Admission{Handler: integration.NewHolder(pods.Kind{Default: true})})
+			&crwebhook.Admission{Handler: integration.NewHolder(pods.Kind{Default: true}).Vouching(owners)})
 	}
 	if kinds.On(integration.Deployment) {
 		mgr.GetWebhookServer().Register(deployments.WebhookPath, &crwebhook.Admission{Handler: deployments.Webhook})
+		mgr.GetWebhookServer().Register(deployments.DefaultWebhookPath, &crwebhook.Admission{Handler: deployments.DefaultWebhook})
 	}
 	if kinds.On(integration.StatefulSet) {
 		mgr.GetWebhookServer().Register(statefulsets.WebhookPath, &crwebhook.Admission{Handler: statefulsets.Webhook})
+		mgr.GetWebhookServer().Register(statefulsets.DefaultWebhookPath, &crwebhook.Admission{Handler: statefulsets.DefaultWebhook})
 	}
 	// The integrations whose kind is a CRD: set up now when it is served,
 	// else once it is.
@@ -470,13 +524,17 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 			if err := jobsets.Setup(mgr, o.WaitForPodsReady); err != nil {
 				return err
 			}
+			dispatched := mcctrl.Dispatched(mgr.GetClient())
 			mgr.GetWebhookServer().Register(jobsets.WebhookPath,
-				&crwebhook.Admission{Handler: integration.NewHolder(jobsets.Kind{Dispatched: mcctrl.Dispatched(mgr.GetClient())})})
+				&crwebhook.Admission{Handler: integration.NewHolder(jobsets.Kind{Dispatched: dispatched})})
+			mgr.GetWebhookServer().Register(jobsets.DefaultWebhookPath,
+				&crwebhook.Admission{Handler: integration.NewHolder(jobsets.Kind{Dispatched: dispatched, Default: true})})
 			return nil
 		},
 		integration.LeaderWorkerSet: func() error {
-			// Its pods are queued as pod groups: only its webhook is its own.
+			// Its pods are queued as pod groups: only its webhooks are its own.
 			mgr.GetWebhookServer().Register(leaderworkersets.WebhookPath, &crwebhook.Admission{Handler: leaderworkersets.Webhook{}})
+			mgr.GetWebhookServer().Register(leaderworkersets.DefaultWebhookPath, &crwebhook.Admission{Handler: leaderworkersets.Webhook{Default: true}})
 			return nil
 		},
 	}

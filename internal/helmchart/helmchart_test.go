@@ -71,7 +71,8 @@ func TestLint(t *testing.T) {
 func everything() map[string]any {
 	return map[string]any{
 		"replicas": 3,
-		"controller": map[string]any{"fairSharing": true, "manageJobsWithoutQueueName": true, "kubeAPIQPS": 100, "kubeAPIBurst": 200,
+		"controller": map[string]any{"fairSharing": true, "manageJobsWithoutQueueName": true, "managedJobsNamespaceSelector": "team in (a,b)",
+			"jobSetControllers": []any{"system:serviceaccount:js:manager"}, "kubeAPIQPS": 100, "kubeAPIBurst": 200,
 			"origin": "manager-1", "workerLostTimeout": "2m", "dispatchSpreadAfter": "0s", "logLevel": "debug",
 			"integrations": []any{"batch/job", "pod"},
 			"waitForPodsReady": map[string]any{"enabled": true, "timeout": "10m", "backoffBase": "30s", "backoffMax": "2h",
@@ -158,7 +159,8 @@ func TestValues(t *testing.T) {
 	for _, arg := range []string{"--fair-sharing", "--manage-jobs-without-queue-name", "--kube-api-qps=100", "--kube-api-burst=200",
 		"--origin=manager-1", "--worker-lost-timeout=2m", "--dispatch-spread-after=0s", "--zap-log-level=debug", "--leader-elect-lease-duration=30s",
 		"--leader-elect-renew-deadline=20s", "--leader-elect-retry-period=5s", "--wait-for-pods-ready", "--pods-ready-timeout=10m",
-		"--pods-ready-backoff-base=30s", "--pods-ready-backoff-max=2h", "--pods-ready-requeue-limit=4", "--pods-ready-block-admission", "--integrations=batch/job,pod"} {
+		"--pods-ready-backoff-base=30s", "--pods-ready-backoff-max=2h", "--pods-ready-requeue-limit=4", "--pods-ready-block-admission", "--integrations=batch/job,pod",
+		"--managed-jobs-namespace-selector=team in (a,b)", "--jobset-controllers=system:serviceaccount:js:manager"} {
 		if !slices.Contains(d.Spec.Template.Spec.Containers[0].Args, arg) {
 			t.Errorf("args %v lack %s", d.Spec.Template.Spec.Containers[0].Args, arg)
 		}
@@ -272,6 +274,7 @@ func TestValuesRefused(t *testing.T) {
 		{map[string]any{"certManager": map[string]any{"enabled": true, "issuerRef": map[string]any{"name": "ca", "kind": "Vault"}}}, "kind"},
 		{map[string]any{"certManager": map[string]any{"enabled": true, "issuerRef": map[string]any{"kind": "ClusterIssuer"}}}, "name"},
 		{map[string]any{"controller": map[string]any{"integrations": []any{"batch/job", "mpijob"}}}, "integrations"},
+		{map[string]any{"controller": map[string]any{"managedJobsNamespaceSelector": "team=a"}}, "read only with controller.manageJobsWithoutQueueName"},
 		// Written into a CEL string: no quote may close it.
 		{map[string]any{"controller": map[string]any{"jobSetControllers": []any{"x' || true || '"}}}, "jobSetControllers"},
 		// Read only when enabled: refused rather than ignored.

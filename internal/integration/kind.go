@@ -84,10 +84,30 @@ type Field struct {
 // Holder is the mutating webhook of a kind: objects that a queue is asked
 // for are created held back (Kind.Hold), and updates that would make them
 // grow while they run are held back too (Grower).
-type Holder struct{ kind Kind }
+type Holder struct {
+	kind   Kind
+	owners *Owners
+}
 
 // NewHolder returns the webhook handler for kind.
 func NewHolder(kind Kind) *Holder { return &Holder{kind: kind} }
+
+// Vouching makes h refuse a new object of an Owned kind whose controller
+// reference owners do not vouch for (Owners.Vouch).
+func (h *Holder) Vouching(owners *Owners) *Holder { h.owners = owners; return h }
+
+// fields are the kind's HeldFields and the object's labels, which the
+// Holder sets to the queue of an object queued without asking for one (in a
+// namespace where everything is queued).
+func (h *Holder) fields(obj client.Object) []Field {
+	f := h.kind.HeldFields(obj)
+	for _, x := range f {
+		if x.Path == "/metadata/labels" {
+			return f
+		}
+	}
+	return append(f, Field{Path: "/metadata/labels", Value: obj.GetLabels()})
+}
 
 // decode reads an object the API server sent. Its kind is known, so plain
 // JSON does: the scheme's decoder would first read the whole object once
@@ -101,13 +121,13 @@ func decode(raw runtime.RawExtension, into client.Object) error {
 
 // Handle holds back a new object that asks for a queue, or an update that
 // makes a queued one grow.
-func (h *Holder) Handle(_ context.Context, req admission.Request) admission.Response {
+func (h *Holder) Handle(ctx context.Context, req admission.Request) admission.Response {
 	obj := h.kind.New()
 	if err := decode(req.Object, obj); err != nil {
 		return admission.Errored(http.StatusBadRequest, err)
 	}
 	// Taken now: Hold may change maps and slices in place.
-	before, err := Snapshot(h.kind.HeldFields(obj))
+	before, err := Snapshot(h.fields(obj))
 	if err != nil {
 		return admission.Errored(http.StatusInternalServerError, err)
 	}
@@ -123,20 +143,44 @@ func (h *Holder) Handle(_ context.Context, req admission.Request) admission.Resp
 		if !g.HoldGrowth(old, obj) {
 			return admission.Allowed("does not grow")
 		}
-		return FieldPatch(before, h.kind.HeldFields(obj))
+		return FieldPatch(before, h.fields(obj))
 	}
 	if r, ok := h.kind.(Refuser); ok {
 		if why := r.Refuse(obj); why != "" {
 			return admission.Denied(why)
 		}
 	}
-	if h.kind.QueueName(obj) == "" {
+	if o, ok := h.kind.(Owned); ok && h.owners != nil {
+		if ref := o.QueuingOwner(obj); ref != nil {
+			why, err := h.owners.Vouch(ctx, req.Kind.Kind, req.UserInfo.Username, obj, ref)
+			if err != nil {
+				return admission.Errored(http.StatusInternalServerError, err)
+			}
+			if why != "" {
+				return admission.Denied(why)
+			}
+		}
+	}
+	queue := h.kind.QueueName(obj)
+	if queue == "" {
 		return admission.Allowed("not queued by berth")
 	}
-	if !h.kind.Hold(obj) {
+	held := h.kind.Hold(obj)
+	if QueueName(obj.GetLabels()) == "" {
+		// Queued without asking (its namespace queues everything): it says
+		// so, and is guarded as any queued object (package guard).
+		labels := obj.GetLabels()
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		labels[berthv1.QueueNameLabel] = queue
+		obj.SetLabels(labels)
+		held = true
+	}
+	if !held {
 		return admission.Allowed("already held")
 	}
-	return FieldPatch(before, h.kind.HeldFields(obj))
+	return FieldPatch(before, h.fields(obj))
 }
 
 // Snapshot is the fields' values as JSON, to compare with later.

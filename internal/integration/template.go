@@ -13,6 +13,25 @@ import (
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
 )
 
+// DefaultLocalQueue is where an object that asks for no queue goes, in a
+// namespace where every object is queued.
+const DefaultLocalQueue = "default"
+
+// QueueByDefault labels obj, which asks for no queue, with
+// DefaultLocalQueue; it reports whether it changed obj.
+func QueueByDefault(obj client.Object) bool {
+	if QueueName(obj.GetLabels()) != "" {
+		return false
+	}
+	labels := obj.GetLabels()
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[berthv1.QueueNameLabel] = DefaultLocalQueue
+	obj.SetLabels(labels)
+	return true
+}
+
 // TemplateWebhook serves a kind whose Pods berth queues as Pods, made from
 // its pod template (a Deployment, a StatefulSet): the queue asked for on the
 // object goes on its template, when it is created and when it is updated.
@@ -22,6 +41,10 @@ type TemplateWebhook[T any, PT interface {
 }] struct {
 	// Kind names the object's kind in refusals: "Deployment".
 	Kind string
+	// Default queues, in DefaultLocalQueue, an object that asks for no
+	// queue (it is served so only where every object is queued, and only
+	// for creations).
+	Default bool
 	// Template is the object's pod template.
 	Template func(PT) *corev1.PodTemplateSpec
 	// Refuse says why the object (old is nil on create) cannot be queued as
@@ -44,7 +67,15 @@ func (w TemplateWebhook[T, PT]) Handle(_ context.Context, req admission.Request)
 			return admission.Errored(http.StatusBadRequest, err)
 		}
 	}
-	if why := TemplateConflict(w.Kind, obj, "spec.template", w.Template(obj).Labels); why != "" {
+	tmpl := w.Template(obj)
+	fields := []Field{{Path: "/spec/template/metadata", Value: &tmpl.ObjectMeta}, {Path: "/metadata/labels", Value: obj.GetLabels()}}
+	before, err := Snapshot(fields)
+	if err != nil {
+		return admission.Errored(http.StatusInternalServerError, err)
+	}
+	labelled := w.Default && req.Operation == admissionv1.Create && QueueByDefault(obj)
+	fields[1].Value = obj.GetLabels()
+	if why := TemplateConflict(w.Kind, obj, "spec.template", tmpl.Labels); why != "" {
 		return admission.Denied(why)
 	}
 	if w.Refuse != nil {
@@ -52,17 +83,11 @@ func (w TemplateWebhook[T, PT]) Handle(_ context.Context, req admission.Request)
 			return admission.Denied(why)
 		}
 	}
-	tmpl := w.Template(obj)
-	fields := []Field{{Path: "/spec/template/metadata", Value: &tmpl.ObjectMeta}}
-	before, err := Snapshot(fields)
-	if err != nil {
-		return admission.Errored(http.StatusInternalServerError, err)
-	}
 	var extra map[string]string
 	if w.Labels != nil && QueueName(obj.GetLabels()) != "" {
 		extra = w.Labels(obj)
 	}
-	if !PropagateQueue(obj.GetLabels(), tmpl, extra) {
+	if !PropagateQueue(obj.GetLabels(), tmpl, extra) && !labelled {
 		return admission.Allowed("its pod template asks for its queue already")
 	}
 	return FieldPatch(before, fields)

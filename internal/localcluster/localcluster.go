@@ -42,6 +42,9 @@ func ControllerArgs(l controlplane.Layout, health, metrics, webhook int, certDir
 		"--webhook-port=" + strconv.Itoa(webhook),
 		"--webhook-url=https://127.0.0.1:" + strconv.Itoa(webhook),
 		"--webhook-cert-dir=" + filepath.Join(l.Dir, "controller", certDir),
+		// The JobSet controller `--with jobset` runs, which alone makes a
+		// JobSet's Jobs (and starts them: package guard's policies).
+		"--jobset-controllers=" + addon.JobSet.Identity.User,
 	}
 }
 

@@ -17,7 +17,14 @@ import (
 	"github.com/berth-dev/berth/internal/testenv"
 )
 
-func TestMain(m *testing.M) { os.Exit(testenv.MainWith(m, "jobset", "leaderworkerset")) }
+// enforced labels the namespaces where the controller queues everything
+// (--managed-jobs-namespace-selector): a test's own, once it says so.
+const enforced = "hostile.berth.dev/queue-everything"
+
+func TestMain(m *testing.M) {
+	os.Exit(testenv.MainClusters(m, testenv.Cluster{Name: "testenv", With: []string{"jobset", "leaderworkerset"},
+		ControllerArgs: []string{"--manage-jobs-without-queue-name", "--managed-jobs-namespace-selector=" + enforced + "=true"}}))
+}
 
 const wait = 30 * time.Second
 

@@ -66,8 +66,13 @@ type Options struct {
 	// Service is used when URL is empty.
 	Service     types.NamespacedName
 	ServicePort int32
-	// ManageAll adds a webhook for Jobs without a queue label.
+	// ManageAll queues every object of every kind on, in the namespaces
+	// Managed selects (all when nil) but kube-system and berth's own: one
+	// that asks for no queue when it is created goes to LocalQueue
+	// "default". Namespaces labelled berth.dev/manage-pods=true are so
+	// without it.
 	ManageAll bool
+	Managed   *metav1.LabelSelector
 	// Integrations are the kinds queued; nil is all of them.
 	Integrations integration.Set
 	// AlsoServes names other Services the API server reaches the same
@@ -488,19 +493,56 @@ func Configuration(o Options, caBundle []byte) *admissionregistrationv1.Mutating
 			hooks[k].NamespaceSelector = selector(notSystem)
 		}
 	}
-	if on(integration.Pod) {
-		optedIn := hook("opted-in-pods.berth.dev", pods.DefaultWebhookPath, podRules,
-			selector(absent(berthv1.KueueQueueNameLabel), absent(berthv1.QueueNameLabel)))
-		optedIn.NamespaceSelector = &metav1.LabelSelector{
-			MatchLabels:      map[string]string{berthv1.ManagePodsLabel: "true"},
-			MatchExpressions: []metav1.LabelSelectorRequirement{notSystem},
+	// Where every object is queued, one that asks for no queue goes to
+	// LocalQueue "default" when it is created, whatever its kind: in the
+	// namespaces that opt in, and with ManageAll in those Managed selects.
+	// (Later updates find it labelled, and reach the hooks above.)
+	scopes := []struct {
+		prefix     string
+		namespaces *metav1.LabelSelector
+	}{{"opted-in", &metav1.LabelSelector{
+		MatchLabels:      map[string]string{berthv1.ManagePodsLabel: "true"},
+		MatchExpressions: []metav1.LabelSelectorRequirement{notSystem},
+	}}}
+	if o.ManageAll {
+		managed := &metav1.LabelSelector{}
+		if o.Managed != nil {
+			managed = o.Managed.DeepCopy()
 		}
-		hooks = append(hooks, optedIn)
+		managed.MatchExpressions = append(managed.MatchExpressions, notSystem)
+		scopes = append(scopes, struct {
+			prefix     string
+			namespaces *metav1.LabelSelector
+		}{"unlabelled", managed})
 	}
-	if o.ManageAll && on(integration.BatchJob) {
-		all := jobHook("unlabelled-jobs.berth.dev", selector(absent(berthv1.KueueQueueNameLabel), absent(berthv1.QueueNameLabel)))
-		all.NamespaceSelector = selector(notSystem)
-		hooks = append(hooks, all)
+	created := func(group, version, resource string) []admissionregistrationv1.RuleWithOperations {
+		return []admissionregistrationv1.RuleWithOperations{{
+			Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+			Rule:       admissionregistrationv1.Rule{APIGroups: []string{group}, APIVersions: []string{version}, Resources: []string{resource}},
+		}}
+	}
+	unlabelled := selector(absent(berthv1.KueueQueueNameLabel), absent(berthv1.QueueNameLabel))
+	byDefault := []struct {
+		integration, resource, path string
+		rules                       []admissionregistrationv1.RuleWithOperations
+	}{
+		{integration.BatchJob, "jobs", jobs.DefaultWebhookPath, created("batch", "v1", "jobs")},
+		{integration.Pod, "pods", pods.DefaultWebhookPath, podRules},
+		{integration.Deployment, "deployments", deployments.DefaultWebhookPath, created("apps", "v1", "deployments")},
+		{integration.StatefulSet, "statefulsets", statefulsets.DefaultWebhookPath, created("apps", "v1", "statefulsets")},
+		{integration.JobSet, "jobsets", jobsets.DefaultWebhookPath, created(jobsets.GVK.Group, jobsets.GVK.Version, "jobsets")},
+		{integration.LeaderWorkerSet, "leaderworkersets", leaderworkersets.DefaultWebhookPath,
+			created(leaderworkersets.GVK.Group, leaderworkersets.GVK.Version, "leaderworkersets")},
+	}
+	for _, sc := range scopes {
+		for _, k := range byDefault {
+			if !on(k.integration) {
+				continue
+			}
+			h := hook(sc.prefix+"-"+k.resource+".berth.dev", k.path, k.rules, unlabelled)
+			h.NamespaceSelector = sc.namespaces
+			hooks = append(hooks, h)
+		}
 	}
 	return &admissionregistrationv1.MutatingWebhookConfiguration{
 		ObjectMeta: metav1.ObjectMeta{Name: o.ConfigName, Labels: map[string]string{"app.kubernetes.io/managed-by": "berth"}},

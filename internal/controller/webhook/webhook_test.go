@@ -21,11 +21,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	berthv1 "github.com/berth-dev/berth/api/v1beta1"
 	"github.com/berth-dev/berth/internal/integration"
 	"github.com/berth-dev/berth/internal/pki"
 )
@@ -280,20 +282,23 @@ func TestConfigurationHasOnlyTheIntegrationsOn(t *testing.T) {
 	all := names(nil)
 	jobsOnly := names(integration.Set{integration.BatchJob: true})
 	if want := []string{"jobs.berth.dev", "kueue-labelled-jobs.berth.dev", "template-labelled-jobs.berth.dev",
-		"topology-pods.berth.dev", "unlabelled-jobs.berth.dev"}; !slices.Equal(jobsOnly, want) {
+		"topology-pods.berth.dev", "opted-in-jobs.berth.dev", "unlabelled-jobs.berth.dev"}; !slices.Equal(jobsOnly, want) {
 		t.Errorf("batch/job only: %v, want %v", jobsOnly, want)
 	}
 	podsOnly := names(integration.Set{integration.Pod: true})
-	if want := []string{"pods.berth.dev", "kueue-labelled-pods.berth.dev", "topology-pods.berth.dev", "opted-in-pods.berth.dev"}; !slices.Equal(podsOnly, want) {
+	if want := []string{"pods.berth.dev", "kueue-labelled-pods.berth.dev", "topology-pods.berth.dev", "opted-in-pods.berth.dev",
+		"unlabelled-pods.berth.dev"}; !slices.Equal(podsOnly, want) {
 		t.Errorf("pod only: %v, want %v", podsOnly, want)
 	}
-	if len(all) != 17 || !slices.Contains(all, "leaderworkersets.berth.dev") || !slices.Contains(all, "deployments.berth.dev") || !slices.Contains(all, "statefulsets.berth.dev") ||
-		!slices.Contains(all, "jobsets.berth.dev") {
+	// Each kind's three hooks for what asks for a queue, and two for what
+	// does not where everything is queued (opted-in, unlabelled).
+	if len(all) != 27 || !slices.Contains(all, "leaderworkersets.berth.dev") || !slices.Contains(all, "deployments.berth.dev") || !slices.Contains(all, "statefulsets.berth.dev") ||
+		!slices.Contains(all, "jobsets.berth.dev") || !slices.Contains(all, "unlabelled-leaderworkersets.berth.dev") {
 		t.Errorf("all: %v", all)
 	}
 	jobsetsOnly := names(integration.Set{integration.JobSet: true})
 	if want := []string{"topology-pods.berth.dev", "jobsets.berth.dev", "kueue-labelled-jobsets.berth.dev",
-		"template-labelled-jobsets.berth.dev"}; !slices.Equal(jobsetsOnly, want) {
+		"template-labelled-jobsets.berth.dev", "opted-in-jobsets.berth.dev", "unlabelled-jobsets.berth.dev"}; !slices.Equal(jobsetsOnly, want) {
 		t.Errorf("jobset only: %v, want %v", jobsetsOnly, want)
 	}
 }
@@ -309,5 +314,48 @@ func TestIntegrationsReadBackWhatIsOn(t *testing.T) {
 		if !maps.Equal(got, want) {
 			t.Errorf("on %v: read back %v", on, got)
 		}
+	}
+}
+
+// Where everything is queued, every kind's objects that ask for no queue
+// are sent to its default hook when created, in the namespaces selected
+// (those that opt in, and with ManageAll those Managed selects), never in
+// kube-system or berth's own.
+func TestConfigurationQueuesEverythingWhereAsked(t *testing.T) {
+	managed := &metav1.LabelSelector{MatchLabels: map[string]string{"team": "a"}}
+	cfg := Configuration(Options{URL: "https://127.0.0.1:1", Namespace: "berth-system", ManageAll: true, Managed: managed}, nil)
+	seen := 0
+	for _, h := range cfg.Webhooks {
+		scope, kind, ok := strings.Cut(strings.TrimSuffix(h.Name, ".berth.dev"), "-")
+		if !ok || (scope != "unlabelled" && scope != "opted") {
+			continue
+		}
+		seen++
+		if len(h.Rules) != 1 || !slices.Equal(h.Rules[0].Operations, []admissionregistrationv1.OperationType{admissionregistrationv1.Create}) {
+			t.Errorf("%s: rules %+v; want creations only", h.Name, h.Rules)
+		}
+		if h.ClientConfig.URL == nil || !strings.HasSuffix(*h.ClientConfig.URL, "-default") {
+			t.Errorf("%s (%s): served at %v, not a default path", h.Name, kind, h.ClientConfig.URL)
+		}
+		sel, err := metav1.LabelSelectorAsSelector(h.NamespaceSelector)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for ns, want := range map[string]bool{"team-a": scope == "unlabelled", "kube-system": false, "berth-system": false} {
+			l := labels.Set{"kubernetes.io/metadata.name": ns}
+			if ns == "team-a" {
+				l["team"] = "a"
+			}
+			if sel.Matches(l) != want {
+				t.Errorf("%s: namespace %s selected %v, want %v", h.Name, ns, !want, want)
+			}
+		}
+		optedIn := labels.Set{"kubernetes.io/metadata.name": "other", berthv1.ManagePodsLabel: "true"}
+		if sel.Matches(optedIn) != (scope == "opted") {
+			t.Errorf("%s: a namespace that opts in selected %v", h.Name, !(scope == "opted"))
+		}
+	}
+	if seen != 12 {
+		t.Errorf("%d default hooks; want 12 (6 kinds, 2 scopes)", seen)
 	}
 }

@@ -17,3 +17,14 @@ var Webhook = integration.TemplateWebhook[appsv1.Deployment, *appsv1.Deployment]
 	Kind:     "Deployment",
 	Template: func(d *appsv1.Deployment) *corev1.PodTemplateSpec { return &d.Spec.Template },
 }
+
+// DefaultWebhookPath is where DefaultWebhook is served.
+const DefaultWebhookPath = "/mutate-apps-v1-deployment-default"
+
+// DefaultWebhook is Webhook for a Deployment that asks for no queue, created
+// where every object is queued: it is queued in LocalQueue "default".
+var DefaultWebhook = func() integration.TemplateWebhook[appsv1.Deployment, *appsv1.Deployment] {
+	w := Webhook
+	w.Default = true
+	return w
+}()

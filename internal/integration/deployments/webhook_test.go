@@ -104,3 +104,42 @@ func TestRefuse(t *testing.T) {
 		}
 	}
 }
+
+// Where everything is queued, a Deployment created without a queue is
+// queued in LocalQueue "default": itself labelled (so the guard keeps the
+// label on), and its pod template too. One updated without a queue (made
+// before queueing was enforced) is left as it is.
+func TestDefaultWebhookQueuesWhatAsksForNone(t *testing.T) {
+	apply := func(op admissionv1.Operation, d *appsv1.Deployment) *appsv1.Deployment {
+		t.Helper()
+		raw, _ := json.Marshal(d)
+		resp := DefaultWebhook.Handle(context.Background(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+			Operation: op, Object: runtime.RawExtension{Raw: raw}}})
+		if !resp.Allowed {
+			t.Fatalf("refused: %+v", resp.Result)
+		}
+		ops, _ := json.Marshal(resp.Patches)
+		patch, err := jsonpatch.DecodePatch(ops)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := patch.Apply(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got appsv1.Deployment
+		if err := json.Unmarshal(out, &got); err != nil {
+			t.Fatal(err)
+		}
+		return &got
+	}
+	got := apply(admissionv1.Create, deployment(map[string]string{"app": "web"}, map[string]string{"app": "web"}))
+	if got.Labels[berthv1.QueueNameLabel] != integration.DefaultLocalQueue || got.Spec.Template.Labels[berthv1.QueueNameLabel] != integration.DefaultLocalQueue ||
+		got.Labels["app"] != "web" {
+		t.Errorf("created: labels %v, template labels %v; want both in LocalQueue default", got.Labels, got.Spec.Template.Labels)
+	}
+	got = apply(admissionv1.Update, deployment(map[string]string{"app": "web"}, nil))
+	if _, ok := got.Labels[berthv1.QueueNameLabel]; ok {
+		t.Errorf("updated: labels %v; want it left as it was", got.Labels)
+	}
+}

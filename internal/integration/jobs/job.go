@@ -24,9 +24,9 @@ import (
 	"github.com/berth-dev/berth/internal/integration"
 )
 
-// DefaultLocalQueue is where Jobs without a queue label go when berth manages
-// every Job.
-const DefaultLocalQueue = "default"
+// DefaultLocalQueue is where an object asking for no queue goes, in a
+// namespace where every object is queued.
+const DefaultLocalQueue = integration.DefaultLocalQueue
 
 // QueueName is the LocalQueue a Job is submitted to: its labels' (see
 // integration.QueueName), else DefaultLocalQueue when manageAll, else ""
@@ -46,9 +46,16 @@ func QueueName(job *batchv1.Job, manageAll bool) string {
 }
 
 // MadeByJobSet reports whether a JobSet controls the Job.
-func MadeByJobSet(job *batchv1.Job) bool {
-	ref := metav1.GetControllerOf(job)
-	return ref != nil && ref.Kind == "JobSet" && strings.HasPrefix(ref.APIVersion, "jobset.x-k8s.io/")
+func MadeByJobSet(job *batchv1.Job) bool { return JobSetOf(job) != nil }
+
+// JobSetOf is the Job's controller reference when it names a JobSet, else
+// nil.
+func JobSetOf(job *batchv1.Job) *metav1.OwnerReference {
+	ref := metav1.GetControllerOfNoCopy(job)
+	if ref == nil || ref.Kind != "JobSet" || !strings.HasPrefix(ref.APIVersion, "jobset.x-k8s.io/") {
+		return nil
+	}
+	return ref
 }
 
 // WorkloadName is the name of a Job's Workload: stable for the Job, and

@@ -226,7 +226,7 @@ func TestRefuseQueueLabelsOnlyInThePodTemplate(t *testing.T) {
 		{"template only", withTemplate(MakeJob("j", "ns").Obj(), berthv1.QueueNameLabel, "a"), Kind{}, "move the label there"},
 		{"Kueue's, template only", withTemplate(MakeJob("j", "ns").Obj(), berthv1.KueueQueueNameLabel, "a"), Kind{}, "LocalQueue a"},
 		{"another queue", withTemplate(MakeJob("j", "ns").Queue("b").Obj(), berthv1.QueueNameLabel, "a"), Kind{}, "the Job for b"},
-		{"managed, another queue", withTemplate(MakeJob("j", "ns").Obj(), berthv1.QueueNameLabel, "a"), Kind{ManageAll: true}, "the Job for default"},
+		{"managed, another queue", withTemplate(MakeJob("j", "ns").Obj(), berthv1.QueueNameLabel, "a"), Kind{Default: true}, "the Job for default"},
 		{"the same queue", withTemplate(MakeJob("j", "ns").Queue("a").Obj(), berthv1.QueueNameLabel, "a"), Kind{}, ""},
 		{"no queue anywhere", MakeJob("j", "ns").Obj(), Kind{}, ""},
 	} {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	batchv1 "k8s.io/api/batch/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
@@ -13,13 +14,17 @@ import (
 // WebhookPath is where the Job webhook (integration.Holder of Kind) is served.
 const WebhookPath = "/mutate-batch-v1-job"
 
-// Kind is batch/v1 Job as an integration.Kind. ManageAll queues Jobs without
-// a queue label in their namespace's LocalQueue "default". Dispatched, when
-// set, says whether the Jobs of a LocalQueue run on worker clusters; those
-// are created with spec.managedBy ManagedBy, so that this cluster's Job
-// controller leaves them alone.
+// DefaultWebhookPath is where the Holder of Kind{Default: true} is served.
+const DefaultWebhookPath = "/mutate-batch-v1-job-default"
+
+// Kind is batch/v1 Job as an integration.Kind. Default queues Jobs without
+// a queue label in their namespace's LocalQueue "default" (served only
+// where every object is queued). Dispatched, when set, says whether the
+// Jobs of a LocalQueue run on worker clusters; those are created with
+// spec.managedBy ManagedBy, so that this cluster's Job controller leaves
+// them alone.
 type Kind struct {
-	ManageAll  bool
+	Default    bool
 	Dispatched func(namespace, queue string) bool
 }
 
@@ -29,11 +34,17 @@ const ManagedBy = berthv1.MultiClusterControllerName
 var (
 	_ integration.Kind     = Kind{}
 	_ integration.Shrinker = Kind{}
+	_ integration.Owned    = Kind{}
 )
+
+// QueuingOwner is the Job's JobSet, which is queued in its stead.
+func (Kind) QueuingOwner(obj client.Object) *metav1.OwnerReference {
+	return JobSetOf(obj.(*batchv1.Job))
+}
 
 func (Kind) New() client.Object { return &batchv1.Job{} }
 
-func (k Kind) QueueName(obj client.Object) string { return QueueName(obj.(*batchv1.Job), k.ManageAll) }
+func (k Kind) QueueName(obj client.Object) string { return QueueName(obj.(*batchv1.Job), k.Default) }
 
 func (Kind) PodSets(obj client.Object) []berthv1.PodSet { return PodSets(obj.(*batchv1.Job)) }
 

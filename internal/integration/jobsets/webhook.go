@@ -20,7 +20,13 @@ const WebhookPath = "/mutate-jobset-x-k8s-io-v1alpha2-jobset"
 // this cluster's JobSet controller never runs them.
 type Kind struct {
 	Dispatched func(namespace, queue string) bool
+	// Default queues a JobSet that asks for no queue in LocalQueue
+	// "default" (served only where every object is queued).
+	Default bool
 }
+
+// DefaultWebhookPath is where the Holder of Kind{Default: true} is served.
+const DefaultWebhookPath = "/mutate-jobset-x-k8s-io-v1alpha2-jobset-default"
 
 var (
 	_ integration.Kind    = Kind{}
@@ -29,7 +35,12 @@ var (
 
 func (Kind) New() client.Object { return &jobsetv1.JobSet{} }
 
-func (Kind) QueueName(obj client.Object) string { return QueueName(obj.(*jobsetv1.JobSet)) }
+func (k Kind) QueueName(obj client.Object) string {
+	if q := QueueName(obj.(*jobsetv1.JobSet)); q != "" || !k.Default {
+		return q
+	}
+	return integration.DefaultLocalQueue
+}
 
 func (Kind) PodSets(obj client.Object) []berthv1.PodSet { return PodSets(obj.(*jobsetv1.JobSet)) }
 
@@ -42,7 +53,7 @@ func (Kind) PodSets(obj client.Object) []berthv1.PodSet { return PodSets(obj.(*j
 func (k Kind) Hold(obj client.Object) bool {
 	js := obj.(*jobsetv1.JobSet)
 	changed := false
-	queue := QueueName(js)
+	queue := k.QueueName(js)
 	for i := range js.Spec.ReplicatedJobs {
 		t := &js.Spec.ReplicatedJobs[i].Template.Spec.Template
 		if !integration.HasTopologyAnnotations(t.Annotations) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 
+	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -86,11 +87,16 @@ func Refuse(l *lwsv1.LeaderWorkerSet) string {
 
 // Webhook puts a queued LeaderWorkerSet's queue on its pod templates, when
 // it is created and when it is updated, and refuses what could not be
-// queued as asked (Refuse).
-type Webhook struct{}
+// queued as asked (Refuse). With Default (served only where every object
+// is queued, for creations), one that asks for no queue is queued in
+// LocalQueue "default".
+type Webhook struct{ Default bool }
+
+// DefaultWebhookPath is where Webhook{Default: true} is served.
+const DefaultWebhookPath = "/mutate-leaderworkerset-x-k8s-io-v1-leaderworkerset-default"
 
 // Handle answers with the patch of the pod templates' labels, or refuses.
-func (Webhook) Handle(_ context.Context, req admission.Request) admission.Response {
+func (w Webhook) Handle(_ context.Context, req admission.Request) admission.Response {
 	var l lwsv1.LeaderWorkerSet
 	if len(req.Object.Raw) == 0 {
 		return admission.Errored(http.StatusBadRequest, fmt.Errorf("the request has no object"))
@@ -98,10 +104,7 @@ func (Webhook) Handle(_ context.Context, req admission.Request) admission.Respon
 	if err := json.Unmarshal(req.Object.Raw, &l); err != nil {
 		return admission.Errored(http.StatusBadRequest, err)
 	}
-	if why := Refuse(&l); why != "" {
-		return admission.Denied(why)
-	}
-	var fields []integration.Field
+	fields := []integration.Field{{Path: "/metadata/labels", Value: l.Labels}}
 	_, tmpls := templates(&l)
 	for i, tmpl := range tmpls {
 		path := "/spec/leaderWorkerTemplate/workerTemplate/metadata"
@@ -114,7 +117,11 @@ func (Webhook) Handle(_ context.Context, req admission.Request) admission.Respon
 	if err != nil {
 		return admission.Errored(http.StatusInternalServerError, err)
 	}
-	changed := false
+	changed := w.Default && req.Operation == admissionv1.Create && integration.QueueByDefault(&l)
+	fields[0].Value = l.Labels
+	if why := Refuse(&l); why != "" {
+		return admission.Denied(why)
+	}
 	for _, tmpl := range tmpls {
 		changed = integration.PropagateQueue(l.Labels, tmpl, nil) || changed
 	}

@@ -18,16 +18,19 @@ import (
 	"github.com/berth-dev/berth/internal/integration"
 )
 
-// DefaultLocalQueue is where Pods without a queue label go in a namespace
-// labelled berth.dev/manage-pods=true.
-const DefaultLocalQueue = "default"
+// DefaultLocalQueue is where an object asking for no queue goes, in a
+// namespace where every object is queued.
+const DefaultLocalQueue = integration.DefaultLocalQueue
 
 // Kind is the plain Pod as an integration.Kind. With Default, a Pod that
 // carries no queue label is queued in DefaultLocalQueue (the webhook for
 // opted-in namespaces); Hold then labels it so.
 type Kind struct{ Default bool }
 
-var _ integration.Kind = Kind{}
+var (
+	_ integration.Kind  = Kind{}
+	_ integration.Owned = Kind{}
+)
 
 func (Kind) New() client.Object { return &corev1.Pod{} }
 
@@ -158,9 +161,16 @@ func (Kind) Finished(obj client.Object) (finished, failed bool) {
 // ownedByJob reports whether a Job controls the Pod: berth queues the Job,
 // so its pods (which may carry the queue label in their template) are not
 // queued again one by one.
-func ownedByJob(obj client.Object) bool {
-	ref := metav1.GetControllerOf(obj)
-	return ref != nil && ref.Kind == "Job" && strings.HasPrefix(ref.APIVersion, "batch/")
+func ownedByJob(obj client.Object) bool { return Kind{}.QueuingOwner(obj) != nil }
+
+// QueuingOwner is the Pod's controller reference when it names a Job: the
+// Job is queued, not its Pods.
+func (Kind) QueuingOwner(obj client.Object) *metav1.OwnerReference {
+	ref := metav1.GetControllerOfNoCopy(obj)
+	if ref == nil || ref.Kind != "Job" || !strings.HasPrefix(ref.APIVersion, "batch/") {
+		return nil
+	}
+	return ref
 }
 
 // Group is the pod group a Pod belongs to: its name (berth's label, else

@@ -28,6 +28,18 @@ var Webhook = integration.TemplateWebhook[appsv1.StatefulSet, *appsv1.StatefulSe
 	},
 }
 
+// DefaultWebhookPath is where DefaultWebhook is served.
+const DefaultWebhookPath = "/mutate-apps-v1-statefulset-default"
+
+// DefaultWebhook is Webhook for a StatefulSet that asks for no queue,
+// created where every object is queued: it is queued in LocalQueue
+// "default".
+var DefaultWebhook = func() integration.TemplateWebhook[appsv1.StatefulSet, *appsv1.StatefulSet] {
+	w := Webhook
+	w.Default = true
+	return w
+}()
+
 // Refuse says why a queued StatefulSet s (old: before this update, nil when
 // it is created) cannot be queued as asked, or "", naming the field:
 //   - its pod template names another pod group, or a group size: its Pods
