@@ -108,7 +108,10 @@ func addPolicyFlags(f *pflag.FlagSet, p *vcluster.Policy) {
 	f.StringVar(&p.PriorityClass, "priority-class", "", "host WorkloadPriorityClass of every queued tenant Pod; tenants' own priority labels and classes are ignored (needs --queue)")
 	f.StringVar(&p.PodSecurity, "pod-security", "", "Pod Security level tenant Pods must meet, checked by the syncer and enforced on the host namespace: baseline (default) or restricted")
 	f.StringSliceVar(&p.RuntimeClasses, "runtime-class", nil, "runtime classes tenant Pods may name (repeat or comma-separate; default none)")
-	f.BoolVar(&p.AllowHostAccess, "allow-host-access", false, "let tenant Pods do what Pod Security baseline forbids (hostPath, host ports and namespaces, privileged, added capabilities, unconfined seccomp or AppArmor, ...) and name any runtime class")
+	f.BoolVar(&p.AllowHostAccess, "allow-host-access", false, "let tenant Pods do what Pod Security baseline forbids (hostPath, host ports and namespaces, privileged, added capabilities, unconfined seccomp or AppArmor, ...), name any runtime class, and choose their nodes")
+	f.StringSliceVar(&p.NodeLabels, "allow-node-label", nil, "a node label key tenant Pods may select nodes by (nodeSelector, node affinity), which virtual Nodes then show (repeat or comma-separate; default none: the queue's flavor places them)")
+	f.StringSliceVar(&p.Tolerations, "allow-toleration", nil, "a taint key tenant Pods may tolerate (repeat or comma-separate; default none but the not-ready and unreachable taints)")
+	f.StringSliceVar(&p.Schedulers, "allow-scheduler", nil, "a scheduler tenant Pods may name besides the default one (repeat or comma-separate)")
 }
 
 func newVClusterListCommand() *cobra.Command {

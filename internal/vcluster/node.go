@@ -7,23 +7,28 @@ import (
 )
 
 // VirtualNode is the virtual cluster's view of a host node that runs tenant
-// Pods: its name, labels, capacity, conditions, addresses and system info,
-// so `kubectl get nodes` and `kubectl get pods -o wide` make sense inside.
-// Taints are left out: nothing schedules in the virtual cluster.
-func VirtualNode(host *corev1.Node) *corev1.Node {
-	labels := map[string]string{}
-	for k, v := range host.Labels {
-		labels[k] = v
+// Pods: its name, capacity, conditions, OS and architecture, so `kubectl get
+// nodes` and `kubectl get pods -o wide` make sense inside; of its labels
+// only those shown (the keys its tenants may select nodes by,
+// Placement.NodeLabels) and its hostname (its name already). Its addresses,
+// versions and machine identifiers are the host's alone: they would help a
+// tenant map and reach the host. Taints are left out: nothing schedules in
+// the virtual cluster.
+func VirtualNode(host *corev1.Node, shown []string) *corev1.Node {
+	labels := map[string]string{NodeLabel: "true", corev1.LabelHostname: host.Name}
+	for _, k := range shown {
+		if v, ok := host.Labels[k]; ok {
+			labels[k] = v
+		}
 	}
-	labels[NodeLabel] = "true"
 	return &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: host.Name, Labels: labels},
 		Spec:       corev1.NodeSpec{Unschedulable: host.Spec.Unschedulable},
 		Status: corev1.NodeStatus{
 			Capacity: host.Status.Capacity.DeepCopy(), Allocatable: host.Status.Allocatable.DeepCopy(),
 			Conditions: append([]corev1.NodeCondition(nil), host.Status.Conditions...),
-			Addresses:  append([]corev1.NodeAddress(nil), host.Status.Addresses...),
-			NodeInfo:   host.Status.NodeInfo,
+			NodeInfo: corev1.NodeSystemInfo{OperatingSystem: host.Status.NodeInfo.OperatingSystem,
+				Architecture: host.Status.NodeInfo.Architecture},
 		},
 	}
 }

@@ -47,8 +47,11 @@ type Policy struct {
 	// AllowHostAccess lets tenant Pods do all that Pod Security's baseline
 	// level forbids: hostPath volumes, host ports, the host's network, PID
 	// or IPC namespace, privileged containers, added capabilities, and the
-	// rest; and any runtime class.
+	// rest; and any runtime class, and any placement.
 	AllowHostAccess bool `json:"allowHostAccess,omitempty"`
+	// Placement is what tenant Pods may choose of their nodes: none of it
+	// by default.
+	Placement
 }
 
 // Validate refuses a policy that cannot be carried out, naming the flag.
@@ -62,7 +65,7 @@ func (p Policy) Validate() error {
 	if p.AllowHostAccess && p.PodSecurity != "" {
 		return fmt.Errorf("--pod-security %s with --allow-host-access: host access is Pod Security level privileged; give one or the other", p.PodSecurity)
 	}
-	return nil
+	return ValidatePlacement(p.Placement)
 }
 
 // Args are the command-line flags that carry p to `berth vcluster serve`
@@ -71,7 +74,8 @@ func (p Policy) Args() []string {
 	var args []string
 	for _, f := range []struct{ flag, value string }{
 		{"queue", p.Queue}, {"priority-class", p.PriorityClass}, {"pod-security", p.PodSecurity},
-		{"runtime-class", strings.Join(p.RuntimeClasses, ",")},
+		{"runtime-class", strings.Join(p.RuntimeClasses, ",")}, {"allow-node-label", strings.Join(p.NodeLabels, ",")},
+		{"allow-toleration", strings.Join(p.Tolerations, ",")}, {"allow-scheduler", strings.Join(p.Schedulers, ",")},
 	} {
 		if f.value != "" {
 			args = append(args, "--"+f.flag+"="+f.value)
@@ -166,6 +170,7 @@ func HostPod(v *corev1.Pod, o Options, group *Group) (*corev1.Pod, error) {
 	if err := runtimeClass(v, o); err != nil {
 		errs = append(errs, err)
 	}
+	errs = append(errs, placement(v, o)...)
 	spec := field.NewPath("spec")
 	s := &h.Spec
 	if len(v.Spec.SchedulingGates) > 0 {

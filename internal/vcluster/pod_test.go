@@ -1,6 +1,7 @@
 package vcluster
 
 import (
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -302,18 +303,42 @@ func TestOriginIgnoresOtherVirtualClustersAndForgeries(t *testing.T) {
 func TestNodeChangedIgnoresHeartbeats(t *testing.T) {
 	host := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", Labels: map[string]string{"zone": "a"}},
 		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: metav1.Now()}}}}
-	have := VirtualNode(host)
+	have := VirtualNode(host, nil)
 	host.Status.Conditions[0].LastHeartbeatTime = metav1.NewTime(time0)
-	if l, s := NodeChanged(VirtualNode(host), have); l || s {
+	if l, s := NodeChanged(VirtualNode(host, nil), have); l || s {
 		t.Errorf("NodeChanged = %v %v on a heartbeat alone", l, s)
 	}
 	host.Status.Conditions[0].Status = corev1.ConditionFalse
-	if _, s := NodeChanged(VirtualNode(host), have); !s {
+	if _, s := NodeChanged(VirtualNode(host, nil), have); !s {
 		t.Error("NodeChanged missed a node going NotReady")
 	}
 }
 
 var time0 = time.Unix(0, 0)
+
+// A virtual Node shows its tenants what helps them read their Pods (name,
+// capacity, readiness, OS and architecture) and the labels they may select
+// nodes by, and none of the host's addresses, versions, machine identifiers
+// or other labels.
+func TestVirtualNodeShowsOnlyWhatTheHostAllows(t *testing.T) {
+	host := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: map[string]string{
+		"gpu": "a100", "topology.kubernetes.io/zone": "rack-7", "node-role.kubernetes.io/control-plane": ""}},
+		Status: corev1.NodeStatus{
+			Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.0.0.7"}},
+			NodeInfo: corev1.NodeSystemInfo{KubeletVersion: "v1.36.3", KernelVersion: "6.1.0-cloud", OSImage: "Debian 12", MachineID: "abc",
+				SystemUUID: "uuid", BootID: "boot", ContainerRuntimeVersion: "containerd://1.7", OperatingSystem: "linux", Architecture: "amd64"},
+			Capacity: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8")}}}
+	v := VirtualNode(host, []string{"gpu"})
+	if want := map[string]string{"gpu": "a100", corev1.LabelHostname: "n1", NodeLabel: "true"}; !maps.Equal(v.Labels, want) {
+		t.Errorf("labels %v, want %v", v.Labels, want)
+	}
+	if want := (corev1.NodeSystemInfo{OperatingSystem: "linux", Architecture: "amd64"}); v.Status.NodeInfo != want || len(v.Status.Addresses) != 0 {
+		t.Errorf("node info %+v, addresses %v; want the OS and architecture alone", v.Status.NodeInfo, v.Status.Addresses)
+	}
+	if !v.Status.Capacity.Cpu().Equal(resource.MustParse("8")) {
+		t.Errorf("capacity %v", v.Status.Capacity)
+	}
+}
 
 func TestVirtualEventIsAboutTheVirtualPod(t *testing.T) {
 	v := makePod("web", "shop").Obj()

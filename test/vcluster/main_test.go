@@ -42,9 +42,14 @@ const (
 	virtualStartWait = 3 * time.Minute
 )
 
-var specs = []vspec{{name: va, hostNS: nsA}, {name: vb, hostNS: nsB},
-	{name: vq, hostNS: queuedNS, policy: vcluster.Policy{Queue: tenantsQueue, PriorityClass: tenantsPriority}},
-	{name: vr, hostNS: restrictedNS, policy: vcluster.Policy{PodSecurity: vcluster.PodSecurityRestricted, RuntimeClasses: []string{allowedRuntime}}}}
+// Each test's simulated nodes are tainted for its namespace alone: the
+// host's admin lets tenants tolerate that taint, and nothing else of their
+// placement (--allow-toleration).
+var testNodes = vcluster.Placement{Tolerations: []string{testenv.SimNodeTaintKey}}
+
+var specs = []vspec{{name: va, hostNS: nsA, policy: vcluster.Policy{Placement: testNodes}}, {name: vb, hostNS: nsB, policy: vcluster.Policy{Placement: testNodes}},
+	{name: vq, hostNS: queuedNS, policy: vcluster.Policy{Queue: tenantsQueue, PriorityClass: tenantsPriority, Placement: testNodes}},
+	{name: vr, hostNS: restrictedNS, policy: vcluster.Policy{PodSecurity: vcluster.PodSecurityRestricted, RuntimeClasses: []string{allowedRuntime}, Placement: testNodes}}}
 
 type vspec struct {
 	name, hostNS string

@@ -203,3 +203,31 @@ func TestSyncerReadsNoOneElsesSecrets(t *testing.T) {
 		}
 	}
 }
+
+// Tried as a tenant would: nothing of the host's nodes is theirs to pick
+// beyond what the host's admin allowed (here, the test's own taint). A
+// node selector on a host node's name, a toleration of a taint kept for
+// others, another scheduler, and affinity to the Pods of other namespaces
+// are refused on the tenant's side, naming the field; no host Pod is made.
+func TestTenantCannotPickHostNodes(t *testing.T) {
+	env := testenv.New(t)
+	node := env.Name("n1")
+	env.CreateSimNode(t, node, nil)
+	tn := inVirtual(t, va, env.Namespace)
+
+	tn.create(t, MakePod("pinned", "").Toleration(env.Toleration()).NodeSelector(corev1.LabelHostname, node).Obj())
+	tn.create(t, MakePod("squatter", "").Toleration(env.Toleration()).
+		Toleration(corev1.Toleration{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "team-b", Effect: corev1.TaintEffectNoSchedule}).Obj())
+	tn.create(t, MakePod("own-scheduler", "").Toleration(env.Toleration()).SchedulerName("my-scheduler").Obj())
+	neighbour := MakePod("neighbour", "").Toleration(env.Toleration()).Obj()
+	neighbour.Spec.Affinity = &corev1.Affinity{PodAffinity: &corev1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+		TopologyKey: corev1.LabelHostname, NamespaceSelector: &metav1.LabelSelector{}, LabelSelector: &metav1.LabelSelector{}}}}}
+	tn.create(t, neighbour)
+	tn.create(t, MakePod("placed-by-the-host", "").Toleration(env.Toleration()).Obj())
+
+	tn.refused(t, env, "pinned", "spec.nodeSelector[kubernetes.io/hostname]: Forbidden: the host places virtual cluster va's Pods by their queue")
+	tn.refused(t, env, "squatter", "spec.tolerations[1]: Forbidden: taint dedicated: virtual cluster va's Pods may choose taints to tolerate "+testenv.SimNodeTaintKey+" only")
+	tn.refused(t, env, "own-scheduler", "spec.schedulerName: Forbidden")
+	tn.refused(t, env, "neighbour", "spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution[0]: Forbidden: namespaces and namespaceSelector")
+	tn.running(t, "placed-by-the-host")
+}

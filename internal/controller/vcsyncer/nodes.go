@@ -43,7 +43,7 @@ func (s *syncer) node(ctx context.Context, req reconcile.Request) (reconcile.Res
 	case used && v == nil:
 		return reconcile.Result{}, s.ensureNode(ctx, h.Name)
 	case used:
-		want := vcluster.VirtualNode(h)
+		want := vcluster.VirtualNode(h, s.opts.NodeLabels)
 		labels, status := vcluster.NodeChanged(want, v)
 		if labels {
 			u := v.DeepCopy()
@@ -76,7 +76,7 @@ func (s *syncer) ensureNode(ctx context.Context, name string) error {
 	if err := s.host.Get(ctx, client.ObjectKey{Name: name}, &h); err != nil {
 		return err
 	}
-	want := vcluster.VirtualNode(&h)
+	want := vcluster.VirtualNode(&h, s.opts.NodeLabels)
 	created := want.DeepCopy()
 	if err := s.virtual.Create(ctx, created); err != nil {
 		if apierrors.IsAlreadyExists(err) {
