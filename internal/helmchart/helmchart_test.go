@@ -1,6 +1,7 @@
 package helmchart
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -9,11 +10,14 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
 	"github.com/berth-dev/berth/internal/manifests"
+	"github.com/berth-dev/berth/internal/vcluster"
 )
 
 const dir = "../../" + Dir
@@ -270,6 +274,14 @@ func TestValuesRefused(t *testing.T) {
 		{map[string]any{"replicas": 0}, "replicas"},
 		{map[string]any{"controller": map[string]any{"leaderElection": map[string]any{"leaseDuration": "15"}}}, "leaseDuration"},
 		{map[string]any{"vclusters": []any{map[string]any{"name": "Team_A"}}}, "name"},
+		// What vcluster serve refuses (vcluster.ValidateName) the chart refuses.
+		{map[string]any{"vclusters": []any{map[string]any{"name": "a-x-b"}}}, "name"},
+		{map[string]any{"vclusters": []any{map[string]any{"name": "x-team"}}}, "name"},
+		{map[string]any{"vclusters": []any{map[string]any{"name": "9team"}}}, "name"},
+		{map[string]any{"vclusters": []any{map[string]any{"name": strings.Repeat("a", 33)}}}, "name"},
+		{map[string]any{"vclusters": []any{map[string]any{"name": "team", "priorityClass": "low"}}}, "queue"},
+		{map[string]any{"vclusters": []any{map[string]any{"name": "team", "allowHostAccess": true, "podSecurity": "restricted"}}}, "podSecurity"},
+		{map[string]any{"vclusters": []any{map[string]any{"name": "team", "podSecurity": "privileged"}}}, "podSecurity"},
 		{map[string]any{"image": map[string]any{"pullPolicy": "Sometimes"}}, "pullPolicy"},
 		{map[string]any{"certManager": map[string]any{"enabled": true, "issuerRef": map[string]any{"name": "ca", "kind": "Vault"}}}, "kind"},
 		{map[string]any{"certManager": map[string]any{"enabled": true, "issuerRef": map[string]any{"kind": "ClusterIssuer"}}}, "name"},
@@ -405,5 +417,44 @@ func TestJobSetControllers(t *testing.T) {
 	}
 	if n != 2 {
 		t.Errorf("%d of the policy's rules let the values' JobSet controllers through; want 2 (start, grow): %v", n, validations)
+	}
+}
+
+// A virtual cluster the chart installs is the one berth vcluster create
+// makes with the same settings: vcluster serve gets the same flags
+// (vcluster.Policy.Args), its namespace enforces the same Pod Security
+// level, and the same NetworkPolicy fences its tenants in.
+func TestVClustersAreWhatCreateMakes(t *testing.T) {
+	policy := vcluster.Policy{Queue: "tenants", PriorityClass: "low", PodSecurity: vcluster.PodSecurityRestricted,
+		RuntimeClasses: []string{"kata"}, Placement: vcluster.Placement{NodeLabels: []string{"example.com/gpu"}, Tolerations: []string{"dedicated"}, Schedulers: []string{"gang"}}}
+	objs := render(t, "berth-system", map[string]any{"vclusters": []any{map[string]any{"name": "team-a",
+		"queue": "tenants", "priorityClass": "low", "podSecurity": "restricted", "runtimeClasses": []any{"kata"},
+		"allowNodeLabels": []any{"example.com/gpu"}, "allowTolerations": []any{"dedicated"}, "allowSchedulers": []any{"gang"}}}})
+	d := deployment(t, objs, "berth-vcluster-team-a")
+	args := d.Spec.Template.Spec.Containers[0].Args
+	if want := append([]string{"vcluster", "serve", "team-a", "--data-dir=/data/state", "--port=6443"}, policy.Args()...); !slices.Equal(args, want) {
+		t.Errorf("vcluster serve %v; want %v", args, want)
+	}
+	ns := find(objs, "Namespace", "vcluster-team-a")
+	for k, v := range vcluster.NamespaceLabels(policy) {
+		if got := ns.GetLabels()[k]; got != v {
+			t.Errorf("namespace label %s=%q; want %q", k, got, v)
+		}
+	}
+	u := find(objs, "NetworkPolicy", vcluster.NetworkPolicyName)
+	if u == nil {
+		t.Fatal("no NetworkPolicy for virtual cluster team-a")
+	}
+	var got networkingv1.NetworkPolicy
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &got); err != nil {
+		t.Fatal(err)
+	}
+	want := vcluster.NetworkPolicy("team-a", "vcluster-team-a")
+	if !equality.Semantic.DeepEqual(got.Spec, want.Spec) || got.Namespace != want.Namespace || !maps.Equal(got.Labels, want.Labels) {
+		t.Errorf("the chart's NetworkPolicy:\n%+v\nwant what berth vcluster create makes:\n%+v", got, want)
+	}
+	host := render(t, "berth-system", map[string]any{"vclusters": []any{map[string]any{"name": "open", "allowHostAccess": true}}})
+	if l := find(host, "Namespace", "vcluster-open").GetLabels()["pod-security.kubernetes.io/enforce"]; l != "privileged" {
+		t.Errorf("a virtual cluster with host access: namespace enforces %q, want privileged", l)
 	}
 }

@@ -513,7 +513,7 @@ func TestDeleteLeavesNothingOnTheHost(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		for _, kind := range []string{"1 pods,", "1 configmaps,", " 1 services,", "2 serviceaccounts,"} {
+		for _, kind := range []string{"1 pods,", "1 configmaps,", " 1 services,", "2 serviceaccounts,", "1 networkpolicies,"} {
 			if !strings.Contains(left, kind) {
 				return fmt.Errorf("host has %q of virtual cluster vd, want %s among them", left, kind)
 			}

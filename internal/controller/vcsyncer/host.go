@@ -46,7 +46,8 @@ func (h Host) selector() metav1.ListOptions {
 
 // Prepare makes the host namespace (if missing: createdNamespace), the
 // syncer's ServiceAccount, its Role (this namespace only) and read access to
-// nodes, and returns a kubeconfig with that account's token, for the syncer.
+// nodes, the NetworkPolicy that fences tenant Pods in, and returns a
+// kubeconfig with that account's token, for the syncer.
 func (h Host) Prepare(ctx context.Context) (kubeconfig []byte, createdNamespace bool, err error) {
 	kc, err := kubernetes.NewForConfig(h.Admin)
 	if err != nil {
@@ -110,6 +111,11 @@ func (h Host) Prepare(ctx context.Context) (kubeconfig []byte, createdNamespace 
 		{"ClusterRoleBinding " + nodes.Name, func() error {
 			_, err := kc.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: nodes, Subjects: subject,
 				RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: nodes.Name}}, metav1.CreateOptions{})
+			return err
+		}},
+		{"NetworkPolicy " + vcluster.NetworkPolicyName, func() error {
+			// Tenant Pods reach their own namespace and DNS alone.
+			_, err := kc.NetworkingV1().NetworkPolicies(h.Namespace).Create(ctx, vcluster.NetworkPolicy(h.VCluster, h.Namespace), metav1.CreateOptions{})
 			return err
 		}},
 		{"Secret " + tokenName, func() error {
@@ -189,7 +195,8 @@ func (h Host) adopt(ctx context.Context, kc kubernetes.Interface, nsLabels map[s
 // Clean deletes every host object of the virtual cluster and waits until
 // they are gone: the synced Pods (and with them what the host's berth made
 // for them), ConfigMaps, Secrets and ServiceAccounts, the syncer's account
-// and RBAC, and the namespace if deleteNamespace (Prepare made it).
+// and RBAC, the NetworkPolicy, and the namespace if deleteNamespace
+// (Prepare made it).
 func (h Host) Clean(ctx context.Context, deleteNamespace bool, progress io.Writer) error {
 	kc, err := kubernetes.NewForConfig(h.Admin)
 	if err != nil {
@@ -206,6 +213,7 @@ func (h Host) Clean(ctx context.Context, deleteNamespace bool, progress io.Write
 		core.Secrets(ns).DeleteCollection(ctx, del, sel),
 		core.ServiceAccounts(ns).DeleteCollection(ctx, del, sel),
 		deleteServices(ctx, kc, ns, sel),
+		kc.NetworkingV1().NetworkPolicies(ns).DeleteCollection(ctx, del, sel),
 		rbac.RoleBindings(ns).Delete(ctx, name, del),
 		rbac.Roles(ns).Delete(ctx, name, del),
 		rbac.ClusterRoleBindings().Delete(ctx, h.nodesRBACName(), del),
@@ -287,6 +295,10 @@ func (h Host) Left(ctx context.Context, withNamespace bool) (string, error) {
 	}
 	svcs, err := core.Services(ns).List(ctx, sel)
 	if err := count("services", len(svcs.Items), err); err != nil {
+		return "", err
+	}
+	nps, err := kc.NetworkingV1().NetworkPolicies(ns).List(ctx, sel)
+	if err := count("networkpolicies", len(nps.Items), err); err != nil {
 		return "", err
 	}
 	roles, err := rbac.Roles(ns).List(ctx, sel)
