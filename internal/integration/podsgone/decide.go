@@ -36,10 +36,16 @@ type Decision struct {
 	Action          Action
 	RecheckAfter    time.Duration
 	Reason, Message string
+	// Delete names the pods to delete while it waits: those its going
+	// owner left running (the garbage collector would delete them, but
+	// late: it backs off while the Workload still stands, and the
+	// Workload stands for them).
+	Delete []string
 }
 
 // Pod is what Decide needs of a pod that matches a Workload's selector.
 type Pod struct {
+	Name string
 	// Ended: Succeeded or Failed; its containers no longer run.
 	Ended bool
 	// StopsBy is its deletion timestamp: the end of its grace period, by
@@ -49,7 +55,7 @@ type Pod struct {
 
 // PodOf is what Decide needs of p.
 func PodOf(p *corev1.Pod) Pod {
-	out := Pod{Ended: p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed}
+	out := Pod{Name: p.Name, Ended: p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed}
 	if p.DeletionTimestamp != nil {
 		out.StopsBy = p.DeletionTimestamp.Time
 	}
@@ -114,13 +120,25 @@ func Count(wl *berthv1.Workload) bool {
 //   - not being deleted but without its owner, it is finished (Finish)
 //     once its pods are gone (at once when it holds no quota: it would
 //     only wait for an admission nothing would use).
-func Decide(wl *berthv1.Workload, pods []Pod, now time.Time) Decision {
+//
+// ownerGoing says the object it was made for is gone or being deleted: the
+// pods of a deleted Workload that such an owner left running are deleted
+// (Decision.Delete), as the garbage collector would have them.
+func Decide(wl *berthv1.Workload, pods []Pod, ownerGoing bool, now time.Time) Decision {
 	if d, settled := settle(wl); settled {
 		return d
 	}
 	if left := running(pods); left > 0 {
-		return Decision{Action: Wait, RecheckAfter: recheck(wl, pods, now),
+		d := Decision{Action: Wait, RecheckAfter: recheck(wl, pods, now),
 			Message: fmt.Sprintf("%d of its pods are still there", left)}
+		if wl.DeletionTimestamp != nil && ownerGoing {
+			for _, p := range pods {
+				if !p.Ended && p.StopsBy.IsZero() {
+					d.Delete = append(d.Delete, p.Name)
+				}
+			}
+		}
+		return d
 	}
 	if wl.DeletionTimestamp != nil {
 		return Decision{Action: LetGo}

@@ -1,6 +1,7 @@
 package podsgone_test
 
 import (
+	"reflect"
 	"testing"
 	"time"
 
@@ -23,11 +24,12 @@ func TestDecide(t *testing.T) {
 	stopping := func(in time.Duration) podsgone.Pod { return podsgone.Pod{StopsBy: now.Add(in)} }
 	ended := podsgone.Pod{Ended: true}
 	cases := []struct {
-		name  string
-		wl    *berthv1.Workload
-		pods  []podsgone.Pod
-		count bool
-		want  podsgone.Decision
+		name       string
+		wl         *berthv1.Workload
+		pods       []podsgone.Pod
+		ownerGoing bool
+		count      bool
+		want       podsgone.Decision
 	}{
 		{name: "running, owned: none of its business",
 			wl: job().Reserved("cq").Obj(), want: podsgone.Decision{}},
@@ -52,6 +54,20 @@ func TestDecide(t *testing.T) {
 		{name: "deleted, its pods not deleted yet by the garbage collector: waits",
 			wl: job().Reserved("cq").Deleting(now.Add(-time.Second)).Obj(), pods: []podsgone.Pod{running},
 			count: true, want: podsgone.Decision{Action: podsgone.Wait, RecheckAfter: 500 * time.Millisecond, Message: "1 of its pods are still there"}},
+		// Its owner going, the garbage collector would delete what it left
+		// running; late, while the Workload stands (the pods a Job made as
+		// it was being deleted, say): berth does so at once.
+		{name: "deleted with its owner, a pod left running: it is deleted",
+			wl: job().Reserved("cq").Deleting(now).Obj(), ownerGoing: true,
+			pods:  []podsgone.Pod{{Name: "left"}, {Name: "stopping", StopsBy: now.Add(time.Second)}, {Name: "done", Ended: true}},
+			count: true, want: podsgone.Decision{Action: podsgone.Wait, RecheckAfter: podsgone.MinRecheck, Message: "2 of its pods are still there",
+				Delete: []string{"left"}}},
+		{name: "deleted while its owner lives: its pods are the owner's to stop",
+			wl: job().Reserved("cq").Deleting(now).Obj(), pods: []podsgone.Pod{{Name: "running"}},
+			count: true, want: podsgone.Decision{Action: podsgone.Wait, RecheckAfter: podsgone.MinRecheck, Message: "1 of its pods are still there"}},
+		{name: "orphaned, its owner gone: its pods run on",
+			wl: job().Reserved("cq").Orphaned().Obj(), ownerGoing: true, pods: []podsgone.Pod{{Name: "running"}},
+			count: true, want: podsgone.Decision{Action: podsgone.Wait, RecheckAfter: podsgone.MaxRecheck, Message: "1 of its pods are still there"}},
 		{name: "deleted, its pods gone or ended: goes",
 			wl: job().Reserved("cq").Deleting(now).Obj(), pods: []podsgone.Pod{ended},
 			count: true, want: podsgone.Decision{Action: podsgone.LetGo}},
@@ -82,7 +98,7 @@ func TestDecide(t *testing.T) {
 			if got := podsgone.Count(c.wl); got != c.count {
 				t.Errorf("Count = %v, want %v", got, c.count)
 			}
-			if got := podsgone.Decide(c.wl, c.pods, now); got != c.want {
+			if got := podsgone.Decide(c.wl, c.pods, c.ownerGoing, now); !reflect.DeepEqual(got, c.want) {
 				t.Errorf("Decide = %+v, want %+v", got, c.want)
 			}
 		})

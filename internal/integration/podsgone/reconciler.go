@@ -5,6 +5,10 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -20,7 +24,7 @@ import (
 
 // +kubebuilder:rbac:groups=berth.dev,resources=workloads,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=berth.dev,resources=workloads/status,verbs=get;patch
-// +kubebuilder:rbac:groups="",resources=pods,verbs=list
+// +kubebuilder:rbac:groups="",resources=pods,verbs=list;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconciler carries out Decide for the Workloads it concerns: those being
@@ -71,7 +75,20 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			}
 		}
 	}
-	d := Decide(&wl, pods, r.clock.Now())
+	going := false
+	if len(pods) > 0 && wl.DeletionTimestamp != nil {
+		var err error
+		if going, err = r.ownerGoing(ctx, &wl); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	d := Decide(&wl, pods, going, r.clock.Now())
+	for _, name := range d.Delete {
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: wl.Namespace, Name: name}}
+		if err := r.client.Delete(ctx, pod); client.IgnoreNotFound(err) != nil {
+			return reconcile.Result{}, fmt.Errorf("deleting pod %s/%s of Workload %s, whose owner is going: %w", wl.Namespace, name, wl.Name, err)
+		}
+	}
 	switch d.Action {
 	case Wait:
 		return reconcile.Result{RequeueAfter: d.RecheckAfter}, nil
@@ -84,4 +101,22 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		r.rec.Eventf(&wl, nil, corev1.EventTypeNormal, d.Reason, "PodsGone", "%s: its quota is given back", d.Message)
 	}
 	return reconcile.Result{}, nil
+}
+
+// ownerGoing reports whether the object wl was made for is gone, or being
+// deleted, as the API server says now (read as metadata: any kind).
+func (r *Reconciler) ownerGoing(ctx context.Context, wl *berthv1.Workload) (bool, error) {
+	ref := metav1.GetControllerOfNoCopy(wl)
+	if ref == nil {
+		return true, nil
+	}
+	owner := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: ref.APIVersion, Kind: ref.Kind}}
+	err := r.live.Get(ctx, types.NamespacedName{Namespace: wl.Namespace, Name: ref.Name}, owner)
+	switch {
+	case apierrors.IsNotFound(err) || meta.IsNoMatchError(err):
+		return true, nil
+	case err != nil:
+		return false, fmt.Errorf("reading %s %s/%s, the owner of Workload %s: %w", ref.Kind, wl.Namespace, ref.Name, wl.Name, err)
+	}
+	return owner.UID != ref.UID || owner.DeletionTimestamp != nil, nil
 }
