@@ -122,6 +122,9 @@ func Options(c Config) controlplane.Options {
 				if err := manifests.WebhookConfiguration(ctx, cfg, "berth"); err != nil {
 					return fmt.Errorf("installing berth's webhook configuration: %w", err)
 				}
+				if err := manifests.VisibilityAPIService(ctx, cfg, manifests.ControllerNamespace); err != nil {
+					return fmt.Errorf("installing berth's visibility APIService: %w", err)
+				}
 			}
 			fmt.Fprintf(progress, "%s installed after %.1fs\n", what, time.Since(began).Seconds())
 			for _, a := range c.With {

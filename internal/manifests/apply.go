@@ -25,6 +25,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 
+	visibilityv1 "github.com/berth-dev/berth/api/visibility/v1beta1"
 	"github.com/berth-dev/berth/config"
 	"github.com/berth-dev/berth/internal/guard"
 )
@@ -187,6 +188,24 @@ func WebhookConfiguration(ctx context.Context, cfg *rest.Config, name string) er
 	u := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
 		"metadata": map[string]any{"name": name, "labels": map[string]any{"app.kubernetes.io/managed-by": "berth"}},
+	}}
+	return Apply(ctx, cfg, u)
+}
+
+// VisibilityAPIService makes the APIService of berth's visibility API, as
+// berth's chart does in a cluster, naming the Service in namespace that
+// the controller points at itself: the controller fills in its port and CA,
+// and may change that one APIService but make none (one that could make any
+// could serve any API group of the cluster). Applied without the port and
+// CA, so applying it again takes nothing back from the controller.
+func VisibilityAPIService(ctx context.Context, cfg *rest.Config, namespace string) error {
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+		"metadata": map[string]any{"name": visibilityv1.Version + "." + visibilityv1.GroupName,
+			"labels": map[string]any{"app.kubernetes.io/managed-by": "berth"}},
+		"spec": map[string]any{"group": visibilityv1.GroupName, "version": visibilityv1.Version,
+			"groupPriorityMinimum": int64(100), "versionPriority": int64(100),
+			"service": map[string]any{"namespace": namespace, "name": "berth-visibility"}},
 	}}
 	return Apply(ctx, cfg, u)
 }

@@ -27,7 +27,8 @@ import (
 	"github.com/berth-dev/berth/internal/visibility"
 )
 
-// +kubebuilder:rbac:groups=apiregistration.k8s.io,resources=apiservices,verbs=create
+// Only its own APIService, which its install makes (the chart; berth up):
+// one that could make any could serve any API group of the cluster.
 // +kubebuilder:rbac:groups=apiregistration.k8s.io,resources=apiservices,resourceNames=v1beta1.visibility.berth.dev,verbs=get;update
 // +kubebuilder:rbac:groups="",namespace=berth-system,resources=services,verbs=get;create;update
 // +kubebuilder:rbac:groups=discovery.k8s.io,namespace=berth-system,resources=endpointslices,verbs=get;create;update
@@ -215,13 +216,11 @@ func register(ctx context.Context, c client.Client, r client.Reader, o Options) 
 	}); err != nil {
 		return err
 	}
-	if o.URL == "" {
-		// In a cluster berth's chart installs the APIService, and
-		// uninstalling removes it: a replica still stopping then must not
-		// make it again.
-		if err := r.Get(ctx, client.ObjectKeyFromObject(api), &apiregistrationv1.APIService{}); err != nil {
-			return fmt.Errorf("APIService %s (installed with berth: its chart, or config/deploy): %w", api.Name, err)
-		}
+	// berth's install makes the APIService (its chart, config/deploy, berth
+	// up), and uninstalling removes it: a replica still stopping then must
+	// not make it again, and the controller may make none.
+	if err := r.Get(ctx, client.ObjectKeyFromObject(api), &apiregistrationv1.APIService{}); err != nil {
+		return fmt.Errorf("APIService %s (installed with berth: its chart, config/deploy, or berth up): %w", api.Name, err)
 	}
 	if err := upsert.Object(ctx, c, r, api, func(have *apiregistrationv1.APIService) error {
 		ca := have.Spec.CABundle

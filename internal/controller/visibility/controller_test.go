@@ -155,11 +155,12 @@ func TestTrustCA(t *testing.T) {
 	}
 }
 
-// In a cluster the APIService is the install's: the leader that finds none
-// (berth uninstalled while it stops) says so and makes none, since an
-// APIService no server answers stalls every namespace deletion. On a local
-// control plane it makes it.
-func TestRegisterMakesTheAPIServiceOnlyLocally(t *testing.T) {
+// The APIService is the install's (the chart's, berth up's): the leader
+// that finds none (berth uninstalled while it stops) says so and makes
+// none, since an APIService no server answers stalls every namespace
+// deletion, and since berth may make no APIService at all (one that could
+// make any could serve any API group). One the install made it fills in.
+func TestRegisterMakesNoAPIService(t *testing.T) {
 	ctx := context.Background()
 	scheme := registerScheme(t)
 	for _, o := range []Options{
@@ -170,11 +171,19 @@ func TestRegisterMakesTheAPIServiceOnlyLocally(t *testing.T) {
 		c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(crd).Build()
 		err := register(ctx, c, c, o)
 		getErr := c.Get(ctx, client.ObjectKey{Name: APIServiceName}, &apiregistrationv1.APIService{})
-		if o.URL == "" && (err == nil || !strings.Contains(err.Error(), APIServiceName) || getErr == nil) {
-			t.Errorf("in a cluster without the APIService: register %v, APIService %v; want an error naming it and none made", err, getErr)
+		if err == nil || !strings.Contains(err.Error(), APIServiceName) || getErr == nil {
+			t.Errorf("%+v, without the APIService: register %v, APIService %v; want an error naming it and none made", o, err, getErr)
 		}
-		if o.URL != "" && (err != nil || getErr != nil) {
-			t.Errorf("locally: register %v, APIService %v; want it made", err, getErr)
+		installed := &apiregistrationv1.APIService{ObjectMeta: metav1.ObjectMeta{Name: APIServiceName}}
+		if err := c.Create(ctx, installed); err != nil {
+			t.Fatal(err)
+		}
+		if err := register(ctx, c, c, o); err != nil {
+			t.Fatalf("%+v, with the APIService installed: %v", o, err)
+		}
+		var have apiregistrationv1.APIService
+		if err := c.Get(ctx, client.ObjectKey{Name: APIServiceName}, &have); err != nil || string(have.Spec.CABundle) != "ca" || have.Spec.Service == nil {
+			t.Errorf("%+v: the installed APIService after register: %+v, %v; want it filled in", o, have.Spec, err)
 		}
 	}
 }
