@@ -75,6 +75,29 @@ func Forget(ctx context.Context, c client.Client, wl *berthv1.Workload) error {
 	return client.IgnoreNotFound(c.Patch(ctx, wl, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})))
 }
 
+// Unqueued lets go of workload (by name) of obj (a kind's), which lost its
+// queue label while it was held (package guard refuses it otherwise): the
+// Workload is deleted, and keeps its quota until obj's pods are gone
+// (package podsgone); if obj already runs again (held false), unqueued, its
+// pods are none of berth's business and the Workload goes at once. One that
+// is finished, going, or not obj's own (a manager's prebuilt copy) stays.
+func Unqueued(ctx context.Context, c client.Client, rec events.EventRecorder, obj client.Object, kind, workloadName string, held bool) error {
+	var wl berthv1.Workload
+	if err := c.Get(ctx, types.NamespacedName{Namespace: obj.GetNamespace(), Name: workloadName}, &wl); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if wl.DeletionTimestamp != nil || workload.IsFinished(&wl) || !metav1.IsControlledBy(&wl, obj) {
+		return nil
+	}
+	if !held {
+		if err := Forget(ctx, c, &wl); err != nil {
+			return err
+		}
+	}
+	rec.Eventf(obj, &wl, corev1.EventTypeNormal, "NotQueued", "Admission", "its Workload %s is deleted: the %s has no queue label", wl.Name, kind)
+	return client.IgnoreNotFound(c.Delete(ctx, &wl))
+}
+
 // Adopt makes a prebuilt Workload (one made before its object, as a
 // manager's copy on a worker cluster is) the own of owner, of kind gvk, so
 // that it goes when the owner goes. It reports whether it changed wl.

@@ -8,7 +8,6 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
@@ -83,7 +82,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	queue := QueueName(&job, r.manageAll)
 	if queue == "" {
-		return r.unqueued(ctx, &job)
+		// Let go (integration.Unqueued), unless its Workload is a
+		// manager's copy, not this Job's own.
+		if _, prebuilt := Prebuilt(&job); prebuilt {
+			return reconcile.Result{}, nil
+		}
+		return reconcile.Result{}, integration.Unqueued(ctx, r.client, r.rec, &job, "Job", WorkloadName(&job), Suspended(&job))
 	}
 	var wl berthv1.Workload
 	err := r.client.Get(ctx, types.NamespacedName{Namespace: job.Namespace, Name: WorkloadName(&job)}, &wl)
@@ -241,31 +245,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 	}
 	return reconcile.Result{}, nil
-}
-
-// unqueued lets go of the Workload of a Job that lost its queue label
-// (while it was suspended: package guard refuses it otherwise): it is
-// deleted, and keeps its quota until the Job's pods are gone (package
-// podsgone). If the Job already runs again, unqueued, its pods are none of
-// berth's business: the Workload goes at once.
-func (r *Reconciler) unqueued(ctx context.Context, job *batchv1.Job) (reconcile.Result, error) {
-	if _, prebuilt := Prebuilt(job); prebuilt {
-		return reconcile.Result{}, nil // its Workload is a manager's copy, not this Job's own
-	}
-	var wl berthv1.Workload
-	if err := r.client.Get(ctx, types.NamespacedName{Namespace: job.Namespace, Name: WorkloadName(job)}, &wl); err != nil {
-		return reconcile.Result{}, client.IgnoreNotFound(err)
-	}
-	if wl.DeletionTimestamp != nil || workload.IsFinished(&wl) || !metav1.IsControlledBy(&wl, job) {
-		return reconcile.Result{}, nil
-	}
-	if !Suspended(job) {
-		if err := integration.Forget(ctx, r.client, &wl); err != nil {
-			return reconcile.Result{}, err
-		}
-	}
-	r.rec.Eventf(job, &wl, corev1.EventTypeNormal, "NotQueued", "Admission", "its Workload %s is deleted: the Job has no queue label", wl.Name)
-	return reconcile.Result{}, client.IgnoreNotFound(r.client.Delete(ctx, &wl))
 }
 
 // evictResized re-makes the Workload of a Job changed while it ran: its pod

@@ -8,7 +8,6 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
@@ -80,7 +79,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	queue := QueueName(&js)
 	if queue == "" {
-		return r.unqueued(ctx, &js)
+		// Let go (integration.Unqueued), unless its Workload is a
+		// manager's copy, not this JobSet's own.
+		if _, prebuilt := Prebuilt(&js); prebuilt {
+			return reconcile.Result{}, nil
+		}
+		return reconcile.Result{}, integration.Unqueued(ctx, r.client, r.rec, &js, "JobSet", WorkloadName(&js), Suspended(&js))
 	}
 	var wl berthv1.Workload
 	err := r.client.Get(ctx, types.NamespacedName{Namespace: js.Namespace, Name: WorkloadName(&js)}, &wl)
@@ -237,31 +241,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 	}
 	return reconcile.Result{}, nil
-}
-
-// unqueued lets go of the Workload of a JobSet that lost its queue label
-// (while it was suspended: package guard refuses it otherwise): it is
-// deleted, and keeps its quota until the JobSet's pods are gone (package
-// podsgone). If the JobSet already runs again, unqueued, its pods are none of
-// berth's business: the Workload goes at once.
-func (r *Reconciler) unqueued(ctx context.Context, js *jobsetv1.JobSet) (reconcile.Result, error) {
-	if _, prebuilt := Prebuilt(js); prebuilt {
-		return reconcile.Result{}, nil // its Workload is a manager's copy, not this JobSet's own
-	}
-	var wl berthv1.Workload
-	if err := r.client.Get(ctx, types.NamespacedName{Namespace: js.Namespace, Name: WorkloadName(js)}, &wl); err != nil {
-		return reconcile.Result{}, client.IgnoreNotFound(err)
-	}
-	if wl.DeletionTimestamp != nil || workload.IsFinished(&wl) || !metav1.IsControlledBy(&wl, js) {
-		return reconcile.Result{}, nil
-	}
-	if !Suspended(js) {
-		if err := integration.Forget(ctx, r.client, &wl); err != nil {
-			return reconcile.Result{}, err
-		}
-	}
-	r.rec.Eventf(js, &wl, corev1.EventTypeNormal, "NotQueued", "Admission", "its Workload %s is deleted: the JobSet has no queue label", wl.Name)
-	return reconcile.Result{}, client.IgnoreNotFound(r.client.Delete(ctx, &wl))
 }
 
 // suspend stops the JobSet (its controller suspends its Jobs) and restores
