@@ -482,9 +482,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	}
 	owners := o.owners(mgr)
 	if kinds.On(integration.BatchJob) {
-		// Jobs queued by default carry the default queue's label from their
-		// creation on: the reconciler goes by labels alone.
-		if err := jobs.Setup(mgr, false, o.WaitForPodsReady); err != nil {
+		if err := jobs.Setup(mgr, o.WaitForPodsReady); err != nil {
 			return err
 		}
 		dispatched := mcctrl.Dispatched(mgr.GetClient())

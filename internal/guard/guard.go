@@ -54,7 +54,8 @@ type Child struct {
 	// Suspend and PodsAtOnce, as Kind's, for children held back as their
 	// owner is (a JobSet's Jobs, suspended with it): only the owner's
 	// controller (Options.Controllers) or berth starts them, or makes them
-	// run more pods at once but in a write that holds them back too.
+	// run more pods at once, even while held: the owner's controller starts
+	// them as they are, and berth admitted the owner's own shape.
 	Suspend, PodsAtOnce string
 }
 
@@ -189,15 +190,11 @@ func ChildPolicy(o Options, k Kind, c Child) (*admissionregistrationv1.Validatin
 		})
 	}
 	if c.PodsAtOnce != "" {
-		held := "false"
-		if c.Suspend != "" {
-			held = "variables.newHeld"
-		}
 		p.Spec.Variables = append(p.Spec.Variables,
 			admissionregistrationv1.Variable{Name: "oldPods", Expression: of(c.PodsAtOnce, "oldObject")},
 			admissionregistrationv1.Variable{Name: "newPods", Expression: of(c.PodsAtOnce, "object")})
 		p.Spec.Validations = append(p.Spec.Validations, admissionregistrationv1.Validation{
-			Expression: "variables.newPods <= variables.oldPods || " + held + " || " + owners,
+			Expression: "variables.newPods <= variables.oldPods || " + owners,
 			MessageExpression: strings.ReplaceAll(who+" + "+quote("a "+k.Name+"'s "+c.Name+" may not run more pods at once (from ")+
 				" + string(variables.oldPods) + "+quote(" to ")+" + string(variables.newPods) + "+
 				quote("): berth admitted its "+k.Name+" for what it asked; change the "+k.Name+" instead"), "' + '", ""),

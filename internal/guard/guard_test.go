@@ -317,7 +317,10 @@ func TestJobSetsJobsAreStartedByItsControllerAlone(t *testing.T) {
 		{"started by the JobSet's controller", job(true, 4), job(false, 4), jobSetController, ""},
 		{"grown while it runs", job(false, 4), job(false, 12), "alice",
 			"Job train-workers-0: a JobSet's Job may not run more pods at once (from 4 to 12)"},
-		{"grown while suspended", job(true, 4), job(true, 12), "alice", ""},
+		// Its JobSet's controller would start it grown, past what berth
+		// admitted for the JobSet.
+		{"grown while suspended", job(true, 4), job(true, 12), "alice", "a JobSet's Job may not run more pods at once (from 4 to 12)"},
+		{"grown by the JobSet's controller", job(true, 4), job(true, 12), jobSetController, ""},
 		{"shrunk while it runs", job(false, 4), job(false, 2), "alice", ""},
 		{"suspended by its user", job(false, 4), job(true, 4), "alice", ""},
 		{"a Job of no JobSet, started", MakeJob("free", "team-a").Suspend(true), MakeJob("free", "team-a").Suspend(false), "alice", ""},

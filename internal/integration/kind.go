@@ -120,7 +120,9 @@ func decode(raw runtime.RawExtension, into client.Object) error {
 }
 
 // Handle holds back a new object that asks for a queue, or an update that
-// makes a queued one grow.
+// makes a queued one grow. Where everything is queued (a Kind queueing what
+// asks for none), an update that takes the queue label off finds the
+// default queue's put back.
 func (h *Holder) Handle(ctx context.Context, req admission.Request) admission.Response {
 	obj := h.kind.New()
 	if err := decode(req.Object, obj); err != nil {
@@ -132,16 +134,20 @@ func (h *Holder) Handle(ctx context.Context, req admission.Request) admission.Re
 		return admission.Errored(http.StatusInternalServerError, err)
 	}
 	if req.Operation == admissionv1.Update {
-		g, ok := h.kind.(Grower)
-		if !ok || h.kind.QueueName(obj) == "" {
+		queue := h.kind.QueueName(obj)
+		if queue == "" {
 			return admission.Allowed("updates of this object are not held back")
 		}
-		old := h.kind.New()
-		if err := decode(req.OldObject, old); err != nil {
-			return admission.Errored(http.StatusBadRequest, err)
+		changed := labelQueue(obj, queue)
+		if g, ok := h.kind.(Grower); ok {
+			old := h.kind.New()
+			if err := decode(req.OldObject, old); err != nil {
+				return admission.Errored(http.StatusBadRequest, err)
+			}
+			changed = g.HoldGrowth(old, obj) || changed
 		}
-		if !g.HoldGrowth(old, obj) {
-			return admission.Allowed("does not grow")
+		if !changed {
+			return admission.Allowed("neither grows nor leaves its queue")
 		}
 		return FieldPatch(before, h.fields(obj))
 	}
@@ -166,21 +172,30 @@ func (h *Holder) Handle(ctx context.Context, req admission.Request) admission.Re
 		return admission.Allowed("not queued by berth")
 	}
 	held := h.kind.Hold(obj)
-	if QueueName(obj.GetLabels()) == "" {
-		// Queued without asking (its namespace queues everything): it says
-		// so, and is guarded as any queued object (package guard).
-		labels := obj.GetLabels()
-		if labels == nil {
-			labels = map[string]string{}
-		}
-		labels[berthv1.QueueNameLabel] = queue
-		obj.SetLabels(labels)
+	if labelQueue(obj, queue) {
 		held = true
 	}
 	if !held {
 		return admission.Allowed("already held")
 	}
 	return FieldPatch(before, h.fields(obj))
+}
+
+// labelQueue gives obj, queued in queue without asking for it (its
+// namespace queues everything), the label that says so, which package
+// guard then keeps on as on any queued object. It reports whether it
+// changed obj.
+func labelQueue(obj client.Object, queue string) bool {
+	if QueueName(obj.GetLabels()) != "" {
+		return false
+	}
+	labels := obj.GetLabels()
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[berthv1.QueueNameLabel] = queue
+	obj.SetLabels(labels)
+	return true
 }
 
 // Snapshot is the fields' values as JSON, to compare with later.

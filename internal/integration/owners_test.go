@@ -145,3 +145,25 @@ func TestHolderLabelsWhatItQueuesByDefault(t *testing.T) {
 		}
 	}
 }
+
+// Where everything is queued, a held Job whose user takes its queue label
+// off (to move it, which the guard allows while it is held) gets the
+// default queue's back in the same write: it is never left unqueued.
+func TestHolderKeepsADefaultQueuedJobQueued(t *testing.T) {
+	old := MakeJob("j", "ns").Queue("other").Suspend(true).Obj()
+	obj := MakeJob("j", "ns").Suspend(true).Obj()
+	delete(obj.Labels, berthv1.QueueNameLabel)
+	raw, _ := json.Marshal(obj)
+	oldRaw, _ := json.Marshal(old)
+	resp := integration.NewHolder(jobs.Kind{Default: true}).Handle(context.Background(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+		Operation: admissionv1.Update, Object: runtime.RawExtension{Raw: raw}, OldObject: runtime.RawExtension{Raw: oldRaw}}})
+	var labels map[string]string
+	for _, op := range resp.Patches {
+		if op.Path == "/metadata/labels" {
+			_ = json.Unmarshal(mustJSON(t, op.Value), &labels)
+		}
+	}
+	if !resp.Allowed || labels[berthv1.QueueNameLabel] != integration.DefaultLocalQueue {
+		t.Errorf("allowed %v, labels patched to %v; want LocalQueue default's label back", resp.Allowed, labels)
+	}
+}

@@ -19,18 +19,7 @@ const DefaultLocalQueue = "default"
 
 // QueueByDefault labels obj, which asks for no queue, with
 // DefaultLocalQueue; it reports whether it changed obj.
-func QueueByDefault(obj client.Object) bool {
-	if QueueName(obj.GetLabels()) != "" {
-		return false
-	}
-	labels := obj.GetLabels()
-	if labels == nil {
-		labels = map[string]string{}
-	}
-	labels[berthv1.QueueNameLabel] = DefaultLocalQueue
-	obj.SetLabels(labels)
-	return true
-}
+func QueueByDefault(obj client.Object) bool { return labelQueue(obj, DefaultLocalQueue) }
 
 // TemplateWebhook serves a kind whose Pods berth queues as Pods, made from
 // its pod template (a Deployment, a StatefulSet): the queue asked for on the

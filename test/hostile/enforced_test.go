@@ -181,3 +181,36 @@ func TestForgedOwnersAreRefused(t *testing.T) {
 	refused(t, "a labelled Pod naming the user's own Job", c.Create(ctx, pod), "only the Job controller makes the Pods of a Job")
 	holds(t, env, cqs[0], flavor, 1, "1")
 }
+
+// Where queueing is enforced, a Job cannot be taken out of its queue: a
+// user who suspends it and takes its queue label off (which the guard lets
+// them do to a held Job, to move it) finds it queued in LocalQueue
+// "default" again, in the same write, so starting it again waits for an
+// admission. (Before, the Job then ran unqueued.)
+func TestEnforcedNamespaceKeepsJobsQueued(t *testing.T) {
+	env := testenv.New(t)
+	c := env.AsEditor(t, mallory)
+	queues(t, env, "default", "other")
+	enforce(t, env)
+	j := MakeJob("train", env.Namespace).Queue("other").Parallelism(2).Request("cpu", "1").PodAnnotation("berth.dev/sim-duration", "1h").Obj()
+	if err := c.Create(ctx, j); err != nil {
+		t.Fatal(err)
+	}
+	running(t, env, j, 2)
+	if err := edit(c, j, func(j *batchv1.Job) { j.Spec.Suspend = ptr.To(true) }); err != nil {
+		t.Fatalf("suspending a running Job: %v", err)
+	}
+	if err := edit(c, j, func(j *batchv1.Job) { delete(j.Labels, berthv1.QueueNameLabel) }); err != nil {
+		t.Fatalf("taking the queue label off a suspended Job: %v", err)
+	}
+	if why := held(j); why != "" {
+		t.Fatalf("after its label was taken off: %s", why)
+	}
+	// Its user starts it: refused, it is queued again.
+	refused(t, "the Job started by its user", edit(c, j, func(j *batchv1.Job) { j.Spec.Suspend = ptr.To(false) }), "spec.suspend")
+	// berth starts it, in the default queue.
+	wl := running(t, env, j, 2)
+	if wl.Spec.QueueName != "default" {
+		t.Errorf("Workload in LocalQueue %s, want default", wl.Spec.QueueName)
+	}
+}

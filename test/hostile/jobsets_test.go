@@ -74,5 +74,12 @@ func TestJobSetsJobsStartWithTheirJobSet(t *testing.T) {
 	}
 	refused(t, "a waiting JobSet's Job started", edit(c, &held[0], func(j *batchv1.Job) { f := false; j.Spec.Suspend = &f }),
 		"Job "+held[0].Name+": spec.suspend: a JobSet's Job is started by the JobSet's controller")
+	// Grown while it waits, it would run grown once its JobSet is admitted:
+	// the JobSet's controller starts it, and berth admitted the JobSet's
+	// own shape.
+	refused(t, "a waiting JobSet's Job grown", edit(c, &held[0], func(j *batchv1.Job) {
+		n := int32(8)
+		j.Spec.Parallelism, j.Spec.Completions = &n, &n
+	}), "Job "+held[0].Name+": a JobSet's Job may not run more pods at once (from 2 to 8)")
 	holds(t, env, cqs[0], env.Name("rf"), 1, "2")
 }

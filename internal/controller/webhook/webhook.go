@@ -95,6 +95,12 @@ const jobGrows = `request.operation == 'CREATE' ||
   (has(object.spec.parallelism) && (!has(oldObject.spec.parallelism) || object.spec.parallelism > oldObject.spec.parallelism)) ||
   (has(object.spec.completions) && has(oldObject.spec.completions) && object.spec.completions > oldObject.spec.completions)`
 
+// unlabelledNow is true of a creation, and of an update that takes the
+// queue label off (the object had one: objectSelector lets through an
+// update when either side matches).
+const unlabelledNow = `request.operation == 'CREATE' || (has(oldObject.metadata.labels) &&
+  ('` + berthv1.QueueNameLabel + `' in oldObject.metadata.labels || '` + berthv1.KueueQueueNameLabel + `' in oldObject.metadata.labels))`
+
 // templateQueued selects the Jobs whose pod template carries a queue label.
 const templateQueued = `has(object.spec.template.metadata) && has(object.spec.template.metadata.labels) &&
   ('` + berthv1.QueueNameLabel + `' in object.spec.template.metadata.labels || '` + berthv1.KueueQueueNameLabel + `' in object.spec.template.metadata.labels)`
@@ -496,11 +502,16 @@ func Configuration(o Options, caBundle []byte) *admissionregistrationv1.Mutating
 	// Where every object is queued, one that asks for no queue goes to
 	// LocalQueue "default" when it is created, whatever its kind: in the
 	// namespaces that opt in, and with ManageAll in those Managed selects.
-	// (Later updates find it labelled, and reach the hooks above.)
-	scopes := []struct {
+	// Later updates find it labelled, and reach the hooks above; but a Job
+	// or JobSet may lose its label while it is held (package guard lets it,
+	// to move it), and then gets the default queue's back in the same
+	// write, or it could be started unqueued. (The others' labels are for
+	// life.)
+	type scope struct {
 		prefix     string
 		namespaces *metav1.LabelSelector
-	}{{"opted-in", &metav1.LabelSelector{
+	}
+	scopes := []scope{{"opted-in", &metav1.LabelSelector{
 		MatchLabels:      map[string]string{berthv1.ManagePodsLabel: "true"},
 		MatchExpressions: []metav1.LabelSelectorRequirement{notSystem},
 	}}}
@@ -510,29 +521,27 @@ func Configuration(o Options, caBundle []byte) *admissionregistrationv1.Mutating
 			managed = o.Managed.DeepCopy()
 		}
 		managed.MatchExpressions = append(managed.MatchExpressions, notSystem)
-		scopes = append(scopes, struct {
-			prefix     string
-			namespaces *metav1.LabelSelector
-		}{"unlabelled", managed})
+		scopes = append(scopes, scope{"unlabelled", managed})
 	}
-	created := func(group, version, resource string) []admissionregistrationv1.RuleWithOperations {
+	ruleOf := func(group, version, resource string, ops ...admissionregistrationv1.OperationType) []admissionregistrationv1.RuleWithOperations {
 		return []admissionregistrationv1.RuleWithOperations{{
-			Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+			Operations: ops,
 			Rule:       admissionregistrationv1.Rule{APIGroups: []string{group}, APIVersions: []string{version}, Resources: []string{resource}},
 		}}
 	}
+	create, update := admissionregistrationv1.Create, admissionregistrationv1.Update
 	unlabelled := selector(absent(berthv1.KueueQueueNameLabel), absent(berthv1.QueueNameLabel))
 	byDefault := []struct {
 		integration, resource, path string
 		rules                       []admissionregistrationv1.RuleWithOperations
 	}{
-		{integration.BatchJob, "jobs", jobs.DefaultWebhookPath, created("batch", "v1", "jobs")},
+		{integration.BatchJob, "jobs", jobs.DefaultWebhookPath, ruleOf("batch", "v1", "jobs", create, update)},
 		{integration.Pod, "pods", pods.DefaultWebhookPath, podRules},
-		{integration.Deployment, "deployments", deployments.DefaultWebhookPath, created("apps", "v1", "deployments")},
-		{integration.StatefulSet, "statefulsets", statefulsets.DefaultWebhookPath, created("apps", "v1", "statefulsets")},
-		{integration.JobSet, "jobsets", jobsets.DefaultWebhookPath, created(jobsets.GVK.Group, jobsets.GVK.Version, "jobsets")},
+		{integration.Deployment, "deployments", deployments.DefaultWebhookPath, ruleOf("apps", "v1", "deployments", create)},
+		{integration.StatefulSet, "statefulsets", statefulsets.DefaultWebhookPath, ruleOf("apps", "v1", "statefulsets", create)},
+		{integration.JobSet, "jobsets", jobsets.DefaultWebhookPath, ruleOf(jobsets.GVK.Group, jobsets.GVK.Version, "jobsets", create, update)},
 		{integration.LeaderWorkerSet, "leaderworkersets", leaderworkersets.DefaultWebhookPath,
-			created(leaderworkersets.GVK.Group, leaderworkersets.GVK.Version, "leaderworkersets")},
+			ruleOf(leaderworkersets.GVK.Group, leaderworkersets.GVK.Version, "leaderworkersets", create)},
 	}
 	for _, sc := range scopes {
 		for _, k := range byDefault {
@@ -541,6 +550,9 @@ func Configuration(o Options, caBundle []byte) *admissionregistrationv1.Mutating
 			}
 			h := hook(sc.prefix+"-"+k.resource+".berth.dev", k.path, k.rules, unlabelled)
 			h.NamespaceSelector = sc.namespaces
+			if slices.Contains(k.rules[0].Operations, update) {
+				h.MatchConditions = []admissionregistrationv1.MatchCondition{{Name: "created-or-unlabelled", Expression: unlabelledNow}}
+			}
 			hooks = append(hooks, h)
 		}
 	}

@@ -331,8 +331,17 @@ func TestConfigurationQueuesEverythingWhereAsked(t *testing.T) {
 			continue
 		}
 		seen++
-		if len(h.Rules) != 1 || !slices.Equal(h.Rules[0].Operations, []admissionregistrationv1.OperationType{admissionregistrationv1.Create}) {
-			t.Errorf("%s: rules %+v; want creations only", h.Name, h.Rules)
+		// Creations; and for the kinds that may lose their label while held
+		// (Jobs, JobSets), the updates that take it off.
+		want := []admissionregistrationv1.OperationType{admissionregistrationv1.Create}
+		if kind == "jobs" || strings.HasSuffix(kind, "-jobs") || strings.HasSuffix(kind, "jobsets") {
+			want = append(want, admissionregistrationv1.Update)
+			if len(h.MatchConditions) != 1 || h.MatchConditions[0].Expression != unlabelledNow {
+				t.Errorf("%s: match conditions %+v; want creations and updates that take the label off", h.Name, h.MatchConditions)
+			}
+		}
+		if len(h.Rules) != 1 || !slices.Equal(h.Rules[0].Operations, want) {
+			t.Errorf("%s: rules %+v; want %v", h.Name, h.Rules, want)
 		}
 		if h.ClientConfig.URL == nil || !strings.HasSuffix(*h.ClientConfig.URL, "-default") {
 			t.Errorf("%s (%s): served at %v, not a default path", h.Name, kind, h.ClientConfig.URL)

@@ -35,10 +35,9 @@ import (
 type Reconciler struct {
 	client client.Client
 	// live reads from the API server, not the cache.
-	live      client.Reader
-	rec       events.EventRecorder
-	clock     clock.Clock
-	manageAll bool
+	live  client.Reader
+	rec   events.EventRecorder
+	clock clock.Clock
 	// podsReady records when an admitted Job's pods are all Ready
 	// (--wait-for-pods-ready).
 	podsReady bool
@@ -47,16 +46,17 @@ type Reconciler struct {
 	written *written.Versions
 }
 
-// Setup registers the Job reconciler with mgr; manageAll queues Jobs without a
-// queue label in their namespace's LocalQueue "default"; podsReady records
-// when an admitted Job's pods are all Ready (the PodsReady condition).
-func Setup(mgr ctrl.Manager, manageAll, podsReady bool) error {
+// Setup registers the Job reconciler with mgr; podsReady records when an
+// admitted Job's pods are all Ready (the PodsReady condition). It queues the
+// Jobs whose labels ask for a queue: where everything is queued, the webhook
+// labels those that ask for none.
+func Setup(mgr ctrl.Manager, podsReady bool) error {
 	w := written.New(time.Now)
 	r := &Reconciler{client: w.Client(mgr.GetClient()), live: mgr.GetAPIReader(), rec: mgr.GetEventRecorder("berth-jobs"),
-		clock: clock.RealClock{}, manageAll: manageAll, podsReady: podsReady, written: w}
+		clock: clock.RealClock{}, podsReady: podsReady, written: w}
 	queued := integration.QueuedBefore(func(o client.Object) bool {
 		job, ok := o.(*batchv1.Job)
-		return ok && QueueName(job, manageAll) != ""
+		return ok && QueueName(job, false) != ""
 	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("job").
@@ -80,7 +80,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		// Going away: the garbage collector takes the Workload.
 		return reconcile.Result{}, nil
 	}
-	queue := QueueName(&job, r.manageAll)
+	queue := QueueName(&job, false)
 	if queue == "" {
 		// Let go (integration.Unqueued), unless its Workload is a
 		// manager's copy, not this Job's own.
