@@ -311,8 +311,12 @@ func Validations(k Kind) []admissionregistrationv1.Validation {
 					" + "+quote("); delete the "+k.Name+" and create it again to queue it elsewhere")))
 			return
 		}
-		out = append(out, rule("variables."+oldVar+" == variables."+newVar+" || (variables.oldHeld && variables.newHeld)",
-			quote("metadata.labels["+label+"]: the "+what+" of a queued "+k.Name+" may change only while it is suspended ("+k.Suspend+": true) before and after (from ")+
+		// Suspended by the update that moves it, or before: berth's
+		// Workload then gives its quota back once the pods are gone. One
+		// write is what a user can rely on, since berth starts a Job
+		// suspended while admitted again.
+		out = append(out, rule("variables."+oldVar+" == variables."+newVar+" || variables.newHeld",
+			quote("metadata.labels["+label+"]: the "+what+" of a queued "+k.Name+" may change only in an update that leaves it suspended ("+k.Suspend+": true) (from ")+
 				" + "+was+" + "+quote(" to ")+" + "+now+" + "+quote(")")))
 	}
 	labelRule(berthv1.QueueNameLabel, "oldQueue", "newQueue", "queue")

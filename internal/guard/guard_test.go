@@ -126,7 +126,7 @@ func TestJobEditsAfterQueueing(t *testing.T) {
 		want     string // in the refusal; "" lets it through
 	}{
 		{"queue label removed from a running Job", running(), running().Label(berthv1.QueueNameLabel, ""), "alice",
-			`metadata.labels[berth.dev/queue-name]: the queue of a queued Job may change only while it is suspended (spec.suspend: true) before and after (from "team-a" to "")`},
+			`metadata.labels[berth.dev/queue-name]: the queue of a queued Job may change only in an update that leaves it suspended (spec.suspend: true) (from "team-a" to "")`},
 		{"and parallelism raised with it", running(), func() *JobWrapper {
 			w := running()
 			delete(w.Labels, berthv1.QueueNameLabel)
@@ -135,11 +135,12 @@ func TestJobEditsAfterQueueing(t *testing.T) {
 			return w
 		}(), "alice", "metadata.labels[berth.dev/queue-name]"},
 		{"Kueue's label removed from a running Job", running().Label(berthv1.KueueQueueNameLabel, "team-a").Label(berthv1.QueueNameLabel, ""),
-			running().Label(berthv1.QueueNameLabel, ""), "alice", "may change only while it is suspended"},
+			running().Label(berthv1.QueueNameLabel, ""), "alice", "may change only in an update that leaves it suspended"},
 		{"queue changed while suspended", waiting(), waiting().Queue("team-b"), "alice", ""},
-		{"queue changed while being suspended", running(), waiting().Queue("team-b"), "alice", "may change only while it is suspended"},
+		{"queue changed in the write that suspends it", running(), waiting().Queue("team-b"), "alice", ""},
+		{"queue changed in the write that starts it", waiting(), running().Queue("team-b"), "alice", "may change only in an update that leaves it suspended"},
 		{"priority class changed while running", running(), running().Label(berthv1.PriorityClassLabel, "high"), "alice",
-			`metadata.labels[berth.dev/priority-class]: the priority class of a queued Job may change only while it is suspended`},
+			`metadata.labels[berth.dev/priority-class]: the priority class of a queued Job may change only in an update that leaves it suspended`},
 		{"unsuspended by its user", waiting(), running(), "alice",
 			"Job train: spec.suspend: a queued Job is started by berth once its Workload is admitted; nobody else may set spec.suspend to false"},
 		{"suspend dropped by its user", waiting(), func() *JobWrapper { w := job(); w.Spec.Suspend = nil; return w }(), "alice", "spec.suspend"},
@@ -154,7 +155,7 @@ func TestJobEditsAfterQueueing(t *testing.T) {
 		{"prebuilt Workload named", waiting(), waiting().Label(berthv1.PrebuiltWorkloadLabel, "someone-elses"), "alice",
 			"metadata.labels[berth.dev/prebuilt-workload-name]: may not change on a queued Job"},
 		{"another label changed", running(), running().Label("app", "x"), "alice", ""},
-		{"queue label added to a running Job", MakeJob("train", "team-a").Suspend(false), running(), "alice", "may change only while it is suspended"},
+		{"queue label added to a running Job", MakeJob("train", "team-a").Suspend(false), running(), "alice", "may change only in an update that leaves it suspended"},
 		{"unqueued Job", MakeJob("train", "team-a").Suspend(true), MakeJob("train", "team-a").Suspend(false).Parallelism(50), "alice", ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {

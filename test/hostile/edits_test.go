@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
@@ -92,7 +93,7 @@ func TestRunningJobCannotLeaveItsQueue(t *testing.T) {
 		j.Spec.Parallelism = &n
 	})
 	refused(t, "label taken off and parallelism raised", err,
-		`Job train: metadata.labels[berth.dev/queue-name]: the queue of a queued Job may change only while it is suspended`)
+		`Job train: metadata.labels[berth.dev/queue-name]: the queue of a queued Job may change only in an update that leaves it suspended`)
 	refused(t, "label taken off", edit(c, j, func(j *batchv1.Job) { delete(j.Labels, berthv1.QueueNameLabel) }),
 		"metadata.labels[berth.dev/queue-name]")
 	refused(t, "moved to another queue while running", edit(c, j, func(j *batchv1.Job) { j.Labels[berthv1.QueueNameLabel] = "other" }),
@@ -168,10 +169,11 @@ func TestQueuedPodStaysGated(t *testing.T) {
 	}
 }
 
-// What its user may do: suspend a running Job and, while it is suspended,
-// move it to another queue. Its Workload then gives the first queue's quota
-// back once its pods are gone and is admitted in the second, and berth
-// starts it there.
+// What its user may do: move a running Job to another queue by suspending
+// it in the same update. (In two updates berth may start it again in
+// between, its Workload being still admitted.) Its Workload then gives the
+// first queue's quota back once its pods are gone and is admitted in the
+// second, and berth starts it there.
 func TestSuspendedJobMovesToAnotherQueue(t *testing.T) {
 	env := testenv.New(t)
 	c := env.AsEditor(t, mallory)
@@ -180,11 +182,11 @@ func TestSuspendedJobMovesToAnotherQueue(t *testing.T) {
 	running(t, env, j, 2)
 	holds(t, env, cqs[0], flavor, 1, "2")
 
-	if err := edit(c, j, func(j *batchv1.Job) { t := true; j.Spec.Suspend = &t }); err != nil {
-		t.Fatalf("suspending a running Job: %v", err)
-	}
-	if err := edit(c, j, func(j *batchv1.Job) { j.Labels[berthv1.QueueNameLabel] = "second" }); err != nil {
-		t.Fatalf("moving a suspended Job to another queue: %v", err)
+	if err := edit(c, j, func(j *batchv1.Job) {
+		j.Spec.Suspend = ptr.To(true)
+		j.Labels[berthv1.QueueNameLabel] = "second"
+	}); err != nil {
+		t.Fatalf("suspending a running Job and moving it to another queue: %v", err)
 	}
 	wl := running(t, env, j, 2)
 	if wl.Spec.QueueName != "second" || wl.Status.Admission.ClusterQueue != cqs[1] {
@@ -194,20 +196,21 @@ func TestSuspendedJobMovesToAnotherQueue(t *testing.T) {
 	holds(t, env, cqs[1], flavor, 1, "2")
 }
 
-// A Job whose user suspends it and takes its queue label off is none of
-// berth's business any more: its Workload goes, and with it the quota, once
-// its pods are gone; nothing stays held for work that is gone.
+// A Job whose user suspends it and takes its queue label off (in one
+// update) is none of berth's business any more: its Workload goes, and with
+// it the quota, once its pods are gone; nothing stays held for work that is
+// gone.
 func TestUnqueuedJobGivesItsQuotaBack(t *testing.T) {
 	env := testenv.New(t)
 	c := env.AsEditor(t, mallory)
 	flavor, cqs := queues(t, env, "main")
 	j := job(t, c, env, "train", "main", 2)
 	wl := running(t, env, j, 2)
-	if err := edit(c, j, func(j *batchv1.Job) { t := true; j.Spec.Suspend = &t }); err != nil {
-		t.Fatalf("suspending a running Job: %v", err)
-	}
-	if err := edit(c, j, func(j *batchv1.Job) { delete(j.Labels, berthv1.QueueNameLabel) }); err != nil {
-		t.Fatalf("taking the queue label off a suspended Job: %v", err)
+	if err := edit(c, j, func(j *batchv1.Job) {
+		j.Spec.Suspend = ptr.To(true)
+		delete(j.Labels, berthv1.QueueNameLabel)
+	}); err != nil {
+		t.Fatalf("suspending a running Job and taking its queue label off: %v", err)
 	}
 	testenv.Eventually(t, wait, func() error {
 		err := env.Client.Get(ctx, client.ObjectKeyFromObject(wl), &berthv1.Workload{})

@@ -184,7 +184,7 @@ func TestForgedOwnersAreRefused(t *testing.T) {
 
 // Where queueing is enforced, a Job cannot be taken out of its queue: a
 // user who suspends it and takes its queue label off (which the guard lets
-// them do to a held Job, to move it) finds it queued in LocalQueue
+// them do in an update that suspends it, to move it) finds it queued in LocalQueue
 // "default" again, in the same write, so starting it again waits for an
 // admission. (Before, the Job then ran unqueued.)
 func TestEnforcedNamespaceKeepsJobsQueued(t *testing.T) {
@@ -197,11 +197,11 @@ func TestEnforcedNamespaceKeepsJobsQueued(t *testing.T) {
 		t.Fatal(err)
 	}
 	running(t, env, j, 2)
-	if err := edit(c, j, func(j *batchv1.Job) { j.Spec.Suspend = ptr.To(true) }); err != nil {
-		t.Fatalf("suspending a running Job: %v", err)
-	}
-	if err := edit(c, j, func(j *batchv1.Job) { delete(j.Labels, berthv1.QueueNameLabel) }); err != nil {
-		t.Fatalf("taking the queue label off a suspended Job: %v", err)
+	if err := edit(c, j, func(j *batchv1.Job) {
+		j.Spec.Suspend = ptr.To(true)
+		delete(j.Labels, berthv1.QueueNameLabel)
+	}); err != nil {
+		t.Fatalf("suspending a running Job and taking its queue label off: %v", err)
 	}
 	if why := held(j); why != "" {
 		t.Fatalf("after its label was taken off: %s", why)
