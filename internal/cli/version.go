@@ -15,8 +15,10 @@ func newVersionCommand() *cobra.Command {
 		Short: "Print berth's version, the commit it was built from and that commit's date",
 		Long: `Print berth's version (a release tag, or the pseudo-version Go stamps from the
 commit), the commit it was built from (with "+" when the work tree had
-changes) and that commit's date. A running controller logs the same on its
-first line and exports it as the berth_build_info metric.`,
+changes) and that commit's date. A build that stamped no commit (go run, or
+go build where GOFLAGS holds -buildvcs=false) reads them from git in the
+checkout it was compiled from, and says so. A running controller logs the
+same on its first line and exports it as the berth_build_info metric.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			v := version.Get()

@@ -5,9 +5,12 @@
 package version
 
 import (
+	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -30,16 +33,68 @@ type Info struct {
 	// Modified says the work tree had uncommitted changes.
 	Modified  bool   `json:"modified,omitempty"`
 	GoVersion string `json:"goVersion"`
+	// Checkout is the work tree the rest was read from with git when the
+	// binary ran, because its build stamped no commit (`go run`, or `go
+	// build` where GOFLAGS holds -buildvcs=false); "" when the build said.
+	Checkout string `json:"checkout,omitempty"`
 }
 
-// Get is this binary's Info.
+var (
+	once sync.Once
+	self Info
+)
+
+// Get is this binary's Info. A build that stamped no commit is read from
+// git in the checkout it was compiled from, when that is still on disk.
 func Get() Info {
-	info, _ := debug.ReadBuildInfo()
-	i := from(info, version, commit, date)
-	if modified == "true" {
-		i.Modified = true
+	once.Do(func() {
+		info, _ := debug.ReadBuildInfo()
+		self = from(info, version, commit, date)
+		if modified == "true" {
+			self.Modified = true
+		}
+		if self.Commit == "" {
+			self = orCheckout(self, checkout())
+		}
+	})
+	return self
+}
+
+// checkout is the root of the berth module this file was compiled in, ""
+// when the build trimmed its paths (a release, the image) or the tree has
+// gone.
+func checkout() string {
+	_, file, _, ok := runtime.Caller(0)
+	if !ok || !filepath.IsAbs(file) {
+		return ""
 	}
-	return i
+	root := filepath.Dir(filepath.Dir(filepath.Dir(file)))
+	mod, err := os.ReadFile(filepath.Join(root, "go.mod"))
+	if err != nil {
+		return ""
+	}
+	first, _, _ := strings.Cut(string(mod), "\n")
+	if strings.TrimSpace(first) != "module "+modulePath {
+		return ""
+	}
+	return root
+}
+
+const modulePath = "github.com/berth-dev/berth"
+
+// orCheckout is i as git tells it in dir, when dir is a git work tree;
+// else i unchanged.
+func orCheckout(i Info, dir string) Info {
+	if dir == "" {
+		return i
+	}
+	g, ok, err := FromGit(dir)
+	if !ok || err != nil {
+		return i
+	}
+	g.GoVersion = i.GoVersion
+	g.Checkout = dir
+	return g
 }
 
 // from works Info out of the build's own record, the link-time values
@@ -99,7 +154,11 @@ func (i Info) String() string {
 	if i.Date != "" {
 		s += " of " + i.Date
 	}
-	return s + ", " + i.GoVersion
+	s += ", " + i.GoVersion
+	if i.Checkout != "" {
+		s += " (read from git in " + i.Checkout + " at run time: the build stamped no commit)"
+	}
+	return s
 }
 
 // Pseudo is the version Go gives a commit without a tag:

@@ -1,7 +1,11 @@
 package version
 
 import (
+	"os"
+	"os/exec"
+	"path/filepath"
 	"runtime/debug"
+	"strings"
 	"testing"
 	"time"
 )
@@ -56,5 +60,64 @@ func TestPseudoAndLDFlags(t *testing.T) {
 		" -X github.com/berth-dev/berth/internal/version.date=2026-12-01T00:00:00Z -X github.com/berth-dev/berth/internal/version.modified=true"
 	if got := LDFlags(i); got != want {
 		t.Errorf("LDFlags = %q\nwant %q", got, want)
+	}
+}
+
+// A build that stamped no commit (go run, -buildvcs=false) says what git
+// says of the checkout it was compiled from, and that it read it at run
+// time; outside a git work tree it stays "devel".
+func TestUnstampedBuildReadsItsCheckout(t *testing.T) {
+	dir := t.TempDir()
+	git := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=a", "GIT_AUTHOR_EMAIL=a@example.com",
+			"GIT_COMMITTER_NAME=a", "GIT_COMMITTER_EMAIL=a@example.com",
+			"GIT_AUTHOR_DATE=2026-11-26T01:15:00Z", "GIT_COMMITTER_DATE=2026-11-26T01:15:00Z")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	unstamped := Info{Version: "devel", GoVersion: "go1.26.8"}
+	if got := orCheckout(unstamped, dir); got != unstamped {
+		t.Errorf("outside a git work tree: %+v, want it unchanged", got)
+	}
+	git("init", "-q")
+	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module "+modulePath+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	git("add", "go.mod")
+	git("commit", "-q", "-m", "first")
+	head := git("rev-parse", "HEAD")
+
+	got := orCheckout(unstamped, dir)
+	want := Info{Version: "v0.0.0-20261126011500-" + head[:12], Commit: head, Date: "2026-11-26T01:15:00Z", GoVersion: "go1.26.8", Checkout: dir}
+	if got != want {
+		t.Errorf("in a checkout: %+v\nwant %+v", got, want)
+	}
+	line := "berth " + want.Version + ", commit " + head[:7] + " of 2026-11-26T01:15:00Z, go1.26.8 (read from git in " + dir + " at run time: the build stamped no commit)"
+	if got.String() != line {
+		t.Errorf("String() = %q\nwant %q", got.String(), line)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module "+modulePath+"\n\ngo 1.26\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := orCheckout(unstamped, dir); !got.Modified || !strings.HasSuffix(got.Version, "+dirty") {
+		t.Errorf("with a changed work tree: %+v, want it marked modified", got)
+	}
+}
+
+// The test binary is built from this checkout without -trimpath, as go run
+// builds berth: checkout finds the module's root.
+func TestCheckoutIsWhereThisWasCompiled(t *testing.T) {
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := checkout(); got != root && !strings.Contains(os.Getenv("GOFLAGS"), "-trimpath") {
+		t.Errorf("checkout() = %q, want %q", got, root)
 	}
 }
