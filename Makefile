@@ -20,7 +20,8 @@ image: ## berth's OCI image for linux/amd64 and linux/arm64 as bin/berth-image.t
 chart: ## berth's Helm chart as bin/berth-<version>.tgz, its appVersion (and default image tag) the version make image labels
 	$(GO) run ./hack/chart
 
-test: ## the full test suite: unit, integration and e2e against a real control plane
+test: ## the full test suite (unit, integration and e2e against a real control plane), after installing what it needs as root (berth doctor --for tests --fix)
+	$(GO) run ./hack/doctor --for tests --fix
 	$(GO) test -timeout 30m ./...
 
 generate: ## deepcopy, CRDs and RBAC from the markers in api/ and internal/

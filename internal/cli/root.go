@@ -61,6 +61,6 @@ measures it.`,
 	}
 	root.AddCommand(newCreateCommand(), newUpCommand(), newDownCommand(), newStatusCommand(), newKubeconfigCommand(), newKubectlCommand(),
 		newControllerCommand(), newSimCommand(), newBenchCommand(), newStopCommand(), newResumeCommand(), newTopCommand(), newDashboardCommand(), newWhyCommand(), newPendingCommand(), newImportCommand(), newClusterCommand(),
-		newVClusterCommand(), newVersionCommand(), newImageCommand())
+		newVClusterCommand(), newVersionCommand(), newImageCommand(), newDoctorCommand())
 	return root
 }

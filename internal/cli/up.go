@@ -263,6 +263,10 @@ func upForeground(cmd *cobra.Command, o *upOptions, dir string) error {
 		ControllerArgs: o.controllerFlags, RealNode: o.realNode, NoController: o.noController, With: with,
 	}))
 	if err != nil {
+		if ce := (*controlplane.ComponentError)(nil); errors.As(err, &ce) {
+			// A component that would not start is most often the machine's doing.
+			err = fmt.Errorf("%w\n'berth doctor%s' says what this machine lacks, if anything", err, doctorFor(o))
+		}
 		progress.finish(notice{Error: err.Error()})
 		return err
 	}
@@ -528,4 +532,12 @@ func showDemo(ctx context.Context, cmd *cobra.Command, o *upOptions, dir, kubeco
 	fmt.Fprintf(stdout, "  berth kubectl %s get clusterqueues,localqueues,workloads -A\n", o.selector(dir))
 	fmt.Fprintf(stdout, "  berth kubectl %s get jobs,pods -n team-a\n", o.selector(dir))
 	return nil
+}
+
+// doctorFor is the --for of the berth doctor that checks what this up needs.
+func doctorFor(o *upOptions) string {
+	if o.realNode {
+		return " --for up,real-node"
+	}
+	return ""
 }
