@@ -114,7 +114,7 @@ func Fix(w io.Writer, p Plan) error {
 		}
 	}
 	if p.Inotify > 0 {
-		if err := os.WriteFile("/proc/sys/fs/inotify/max_user_instances", []byte(strconv.Itoa(p.Inotify)), 0o644); err != nil {
+		if err := os.WriteFile("/proc/sys/fs/inotify/max_user_instances", []byte(strconv.Itoa(p.Inotify)), 0o600); err != nil {
 			return fmt.Errorf("raising fs.inotify.max_user_instances to %d: %w", p.Inotify, err)
 		}
 		fmt.Fprintf(w, "fs.inotify.max_user_instances raised to %d\n", p.Inotify)
