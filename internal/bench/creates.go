@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
-	"github.com/berth-dev/berth/internal/chart"
+	"github.com/berth-dev/berth/internal/bench/plot"
 )
 
 // Creates measures how fast the API server creates Jobs with berth's Job
@@ -94,9 +94,9 @@ func RunCreates(ctx context.Context, cfg *rest.Config, cr Creates, scale float64
 	}
 	res := &CreateResults{Scenario: "creates", Scale: scale, Date: time.Now().UTC(), Version: version(), Writers: cr.Writers}
 	m := startMeter(ctx, cfg, o)
-	var ch chart.Chart
+	var ch plot.Chart
 	ch.Title, ch.XLabel = fmt.Sprintf("berth bench creates: %d Jobs a round, %d writers", cr.Jobs, cr.Writers), "seconds since the round began"
-	panel := chart.Panel{Title: "Jobs created"}
+	panel := plot.Panel{Title: "Jobs created"}
 	for _, round := range []CreateRound{
 		{Name: "dry run, no queue label", DryRun: true},
 		{Name: "dry run, queued (webhook)", DryRun: true, Queued: true},
@@ -110,12 +110,12 @@ func RunCreates(ctx context.Context, cfg *rest.Config, cr Creates, scale float64
 			return res, fmt.Errorf("round %q: %w", round.Name, err)
 		}
 		res.Rounds = append(res.Rounds, round)
-		panel.Series = append(panel.Series, chart.Series{Name: round.Name, Points: points})
+		panel.Series = append(panel.Series, plot.Series{Name: round.Name, Points: points})
 		fmt.Fprintf(o.Progress, "  %.0f a second (%d in %.1f s), %.0f webhook calls of %.1f ms on average\n",
 			round.PerSecond, round.Jobs, round.Seconds, round.WebhookCalls, round.WebhookMeanSeconds*1000)
 	}
 	res.Cost = m.end(createsClassOf)
-	ch.Panels = []chart.Panel{panel}
+	ch.Panels = []plot.Panel{panel}
 	res.DryRunRatio = ratio(res.Rounds[1].PerSecond, res.Rounds[0].PerSecond)
 	res.StoredRatio = ratio(res.Rounds[3].PerSecond, res.Rounds[2].PerSecond)
 	return res, writeFiles(o.Output, res, CreatesMarkdown(*res), ch)
@@ -151,7 +151,7 @@ func setUpCreates(ctx context.Context, c client.Client) error {
 
 // createRound creates cr.Jobs Jobs as round says, fills in its figures, and
 // returns when each was created.
-func createRound(ctx context.Context, api *apiClients, cr Creates, round *CreateRound, o Options) ([]chart.Point, error) {
+func createRound(ctx context.Context, api *apiClients, cr Creates, round *CreateRound, o Options) ([]plot.Point, error) {
 	hooksBefore, err := webhookTotals(ctx, api.kube)
 	if err != nil {
 		return nil, err
@@ -170,7 +170,7 @@ func createRound(ctx context.Context, api *apiClients, cr Creates, round *Create
 	var (
 		created  atomic.Int64
 		mu       sync.Mutex
-		points   []chart.Point
+		points   []plot.Point
 		firstErr error
 		wg       sync.WaitGroup
 	)
@@ -206,7 +206,7 @@ func createRound(ctx context.Context, api *apiClients, cr Creates, round *Create
 				}
 				n := created.Add(1)
 				mu.Lock()
-				points = append(points, chart.Point{X: time.Since(began).Seconds(), Y: float64(n)})
+				points = append(points, plot.Point{X: time.Since(began).Seconds(), Y: float64(n)})
 				mu.Unlock()
 			}
 		}()

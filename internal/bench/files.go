@@ -5,12 +5,12 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/berth-dev/berth/internal/chart"
+	"github.com/berth-dev/berth/internal/bench/plot"
 	berthversion "github.com/berth-dev/berth/internal/version"
 )
 
 // writeFiles writes results.json, summary.md, chart.png and chart.csv.
-func writeFiles(dir string, results any, summary string, ch chart.Chart) error {
+func writeFiles(dir string, results any, summary string, ch plot.Chart) error {
 	data, err := json.MarshalIndent(results, "", "  ")
 	if err != nil {
 		return err
@@ -21,7 +21,7 @@ func writeFiles(dir string, results any, summary string, ch chart.Chart) error {
 	if err := os.WriteFile(filepath.Join(dir, "summary.md"), []byte(summary), 0o644); err != nil {
 		return err
 	}
-	return chart.WriteFiles(filepath.Join(dir, "chart"), ch)
+	return plot.WriteFiles(filepath.Join(dir, "chart"), ch)
 }
 
 // version is the commit berth was built from, when the build knows it.

@@ -23,7 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
-	"github.com/berth-dev/berth/internal/chart"
+	"github.com/berth-dev/berth/internal/bench/plot"
 	"github.com/berth-dev/berth/internal/controller"
 	mcctrl "github.com/berth-dev/berth/internal/controller/multicluster"
 	"github.com/berth-dev/berth/internal/integration/jobs"
@@ -470,19 +470,19 @@ func watchWorkloads(ctx context.Context, c client.WithWatch, observe func(*berth
 }
 
 // mcChart is Jobs created and dispatched over time.
-func mcChart(began time.Time, created, seen map[string]time.Time) chart.Chart {
-	series := func(name string, at map[string]time.Time) chart.Series {
+func mcChart(began time.Time, created, seen map[string]time.Time) plot.Chart {
+	series := func(name string, at map[string]time.Time) plot.Series {
 		var xs []float64
 		for _, t := range at {
 			xs = append(xs, t.Sub(began).Seconds())
 		}
 		slices.Sort(xs)
-		s := chart.Series{Name: name, Points: []chart.Point{{X: 0, Y: 0}}}
+		s := plot.Series{Name: name, Points: []plot.Point{{X: 0, Y: 0}}}
 		for i, x := range xs {
-			s.Points = append(s.Points, chart.Point{X: x, Y: float64(i + 1)})
+			s.Points = append(s.Points, plot.Point{X: x, Y: float64(i + 1)})
 		}
 		return s
 	}
-	return chart.Chart{Title: "berth bench multicluster", XLabel: "seconds",
-		Panels: []chart.Panel{{Title: "Jobs", Series: []chart.Series{series("created", created), series("admitted on a worker", seen)}}}}
+	return plot.Chart{Title: "berth bench multicluster", XLabel: "seconds",
+		Panels: []plot.Panel{{Title: "Jobs", Series: []plot.Series{series("created", created), series("admitted on a worker", seen)}}}}
 }

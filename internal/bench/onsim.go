@@ -16,7 +16,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/berth-dev/berth/internal/chart"
+	"github.com/berth-dev/berth/internal/bench/plot"
 )
 
 // A unit is what a scenario on the simulator creates and times: a Job, a
@@ -53,7 +53,7 @@ type simRunStats struct {
 	Writes map[string]float64
 	Audit  *AuditResult
 	Cost   Cost
-	chart  chart.Chart
+	chart  plot.Chart
 }
 
 // runOnSim runs r with a `berth sim` (binary bin) of its own for the nodes,

@@ -23,8 +23,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
+	"github.com/berth-dev/berth/internal/bench/plot"
 	"github.com/berth-dev/berth/internal/chaos"
-	"github.com/berth-dev/berth/internal/chart"
 	"github.com/berth-dev/berth/internal/controller"
 	"github.com/berth-dev/berth/internal/workload"
 )
@@ -238,7 +238,7 @@ func Run(ctx context.Context, cfg *rest.Config, s Scenario, o Options) (*Results
 	for _, c := range s.Classes {
 		classes = append(classes, c.Name)
 	}
-	panels := append(layout(classes, chartSeries...), chart.Panel{Title: "quota in use", Series: []chart.Series{{Name: "% of all nominal cpu"}}})
+	panels := append(layout(classes, chartSeries...), plot.Panel{Title: "quota in use", Series: []plot.Series{{Name: "% of all nominal cpu"}}})
 	tl := startTimeline(ctx, t.start, panels, func() []float64 { return withQuotaInUse(&s, t.counts(classes)) })
 	var faults []chaos.Result
 	chaosDone := make(chan struct{})

@@ -22,7 +22,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/berth-dev/berth/internal/chart"
+	"github.com/berth-dev/berth/internal/bench/plot"
 	"github.com/berth-dev/berth/internal/procstat"
 )
 
@@ -111,8 +111,8 @@ func RunSimScale(ctx context.Context, cfg *rest.Config, kubeconfig, bin string, 
 	if err != nil {
 		return nil, err
 	}
-	tl := startTimeline(ctx, began, []chart.Panel{{Title: "the bench's nodes", Series: []chart.Series{{Name: "Ready"}}},
-		{Title: "the bench's pods", Series: []chart.Series{{Name: "Running"}}}},
+	tl := startTimeline(ctx, began, []plot.Panel{{Title: "the bench's nodes", Series: []plot.Series{{Name: "Ready"}}},
+		{Title: "the bench's pods", Series: []plot.Series{{Name: "Running"}}}},
 		func() []float64 { return []float64{float64(nodes.Load()), float64(pods.Load())} })
 	defer func() {
 		sim.stop()

@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/berth-dev/berth/internal/chart"
+	"github.com/berth-dev/berth/internal/bench/plot"
 )
 
 // sampleEvery is how often a run's counts are sampled for its chart: fine
@@ -19,14 +19,14 @@ type timeline struct {
 	start  time.Time
 	read   func() []float64
 	mu     sync.Mutex
-	panels []chart.Panel
+	panels []plot.Panel
 	stopc  chan struct{}
 	done   chan struct{}
 	once   sync.Once
 }
 
 // startTimeline samples read from now until stop, or until ctx ends.
-func startTimeline(ctx context.Context, start time.Time, layout []chart.Panel, read func() []float64) *timeline {
+func startTimeline(ctx context.Context, start time.Time, layout []plot.Panel, read func() []float64) *timeline {
 	tl := &timeline{start: start, read: read, panels: layout, stopc: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(tl.done)
@@ -56,7 +56,7 @@ func (tl *timeline) add(at time.Duration, values []float64) {
 		for s := range tl.panels[p].Series {
 			if i < len(values) {
 				series := &tl.panels[p].Series[s]
-				series.Points = append(series.Points, chart.Point{X: at.Seconds(), Y: values[i]})
+				series.Points = append(series.Points, plot.Point{X: at.Seconds(), Y: values[i]})
 			}
 			i++
 		}
@@ -64,7 +64,7 @@ func (tl *timeline) add(at time.Duration, values []float64) {
 }
 
 // stop takes a last sample and gives the chart.
-func (tl *timeline) stop(title string) chart.Chart {
+func (tl *timeline) stop(title string) plot.Chart {
 	tl.once.Do(func() {
 		close(tl.stopc)
 		<-tl.done
@@ -72,16 +72,16 @@ func (tl *timeline) stop(title string) chart.Chart {
 	})
 	tl.mu.Lock()
 	defer tl.mu.Unlock()
-	return chart.Chart{Title: title, XLabel: "seconds since the run began", Panels: tl.panels}
+	return plot.Chart{Title: title, XLabel: "seconds since the run began", Panels: tl.panels}
 }
 
 // layout names panels and their series, the same series in each.
-func layout(panels []string, series ...string) []chart.Panel {
-	out := make([]chart.Panel, len(panels))
+func layout(panels []string, series ...string) []plot.Panel {
+	out := make([]plot.Panel, len(panels))
 	for i, p := range panels {
 		out[i].Title = p
 		for _, s := range series {
-			out[i].Series = append(out[i].Series, chart.Series{Name: s})
+			out[i].Series = append(out[i].Series, plot.Series{Name: s})
 		}
 	}
 	return out

@@ -1,4 +1,4 @@
-package chart
+package plot
 
 import (
 	"encoding/csv"
