@@ -24,8 +24,8 @@ import (
 
 	"github.com/berth-dev/berth/internal/bench"
 	"github.com/berth-dev/berth/internal/controlplane"
-	"github.com/berth-dev/berth/internal/localcluster"
-	"github.com/berth-dev/berth/internal/vclusters"
+	"github.com/berth-dev/berth/internal/vcluster/serve"
+	"github.com/berth-dev/berth/internal/vcluster/supervisor"
 )
 
 // The scenarios with runners of their own, beside bench.Scenarios.
@@ -357,13 +357,13 @@ func reachable(cfg *rest.Config, instanceDir string) (func(context.Context) erro
 // benchVCluster makes virtual cluster "bench" on the instance in dir, runs
 // berth bench vcluster in it, and deletes it.
 func benchVCluster(ctx context.Context, progress io.Writer, dir string, host *rest.Config, o bench.Options) (*bench.VClusterResults, error) {
-	s := &vclusters.Settings{Name: "bench"}
-	kubeconfig, err := vclusters.Create(ctx, progress, dir, s, startDetached)
+	s := &supervisor.Settings{Name: "bench"}
+	kubeconfig, err := supervisor.Create(ctx, progress, dir, s, startDetached)
 	if err != nil {
 		return nil, err
 	}
 	defer func() {
-		if _, err := vclusters.Delete(context.Background(), progress, dir, s.Name, 5*time.Minute); err != nil {
+		if _, err := supervisor.Delete(context.Background(), progress, dir, s.Name, 5*time.Minute); err != nil {
 			fmt.Fprintf(progress, "warning: deleting virtual cluster %s: %v\n", s.Name, err)
 		}
 	}()
@@ -372,12 +372,12 @@ func benchVCluster(ctx context.Context, progress io.Writer, dir string, host *re
 		return nil, err
 	}
 	t := bench.VClusterTarget{Virtual: virtual, Host: host}
-	st, err := controlplane.ReadState(controlplane.Layout{Dir: filepath.Join(vclusters.Dir(dir), s.Name)})
+	st, err := controlplane.ReadState(controlplane.Layout{Dir: filepath.Join(supervisor.Dir(dir), s.Name)})
 	if err != nil || st == nil {
 		return nil, fmt.Errorf("virtual cluster %s: no state (%v)", s.Name, err)
 	}
 	for _, c := range st.Components {
-		if c.Name == localcluster.SyncerComponent {
+		if c.Name == serve.SyncerComponent {
 			t.SyncerPID, t.SyncerMetrics = c.Process.PID, fmt.Sprintf("http://127.0.0.1:%d/metrics", c.Port)
 		}
 	}

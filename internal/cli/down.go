@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/berth-dev/berth/internal/controlplane"
-	"github.com/berth-dev/berth/internal/vclusters"
+	"github.com/berth-dev/berth/internal/vcluster/supervisor"
 )
 
 func newDownCommand() *cobra.Command {
@@ -28,7 +28,7 @@ is killed. Data stays in the data directory for the next 'berth up'.`,
 				return err
 			}
 			// Virtual clusters first: their syncers work against this instance.
-			if err := vclusters.StopAll(dir, cmd.OutOrStdout()); err != nil {
+			if err := supervisor.StopAll(dir, cmd.OutOrStdout()); err != nil {
 				return err
 			}
 			ran, err := controlplane.Down(context.Background(), dir, timeout)

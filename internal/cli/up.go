@@ -28,7 +28,7 @@ import (
 	"github.com/berth-dev/berth/internal/localcluster"
 	"github.com/berth-dev/berth/internal/realnode"
 	"github.com/berth-dev/berth/internal/sim/nodepool"
-	"github.com/berth-dev/berth/internal/vclusters"
+	"github.com/berth-dev/berth/internal/vcluster/supervisor"
 )
 
 type upOptions struct {
@@ -294,7 +294,7 @@ func upForeground(cmd *cobra.Command, o *upOptions, dir string) error {
 			fmt.Fprintf(stdout, "  watch it: %s    (the dashboard: the queues, live)\n", url)
 		}
 	}
-	vclusters.StartAll(dir, progress, startDetached)
+	supervisor.StartAll(dir, progress, startDetached)
 	fmt.Fprintln(stdout, inst.Kubeconfig())
 	progress.finish(notice{Ready: inst.Kubeconfig()})
 
@@ -443,7 +443,7 @@ func upDetached(cmd *cobra.Command, o *upOptions, dir string) error {
 	return nil
 }
 
-// startDetached is detach for a virtual cluster: vclusters.Starter.
+// startDetached is detach for a virtual cluster: supervisor.Starter.
 func startDetached(progress io.Writer, vdir string, args []string) (string, error) {
 	kubeconfig, _, err := detach(progress, vdir, args)
 	return kubeconfig, err

@@ -16,11 +16,11 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/berth-dev/berth/internal/controller/vcsyncer"
 	"github.com/berth-dev/berth/internal/controlplane"
-	"github.com/berth-dev/berth/internal/localcluster"
-	"github.com/berth-dev/berth/internal/vcluster"
-	"github.com/berth-dev/berth/internal/vclusters"
+	"github.com/berth-dev/berth/internal/vcluster/serve"
+	"github.com/berth-dev/berth/internal/vcluster/supervisor"
+	"github.com/berth-dev/berth/internal/vcluster/syncer"
+	"github.com/berth-dev/berth/internal/vcluster/translate"
 )
 
 func newVClusterCommand() *cobra.Command {
@@ -41,7 +41,7 @@ See docs/vcluster.md.`,
 
 func newVClusterCreateCommand() *cobra.Command {
 	var f instanceFlags
-	s := vclusters.Settings{}
+	s := supervisor.Settings{}
 	cmd := &cobra.Command{
 		Use:   "create NAME",
 		Short: "Create and start a virtual cluster; prints its kubeconfig path last",
@@ -71,7 +71,7 @@ The virtual cluster stops with 'berth down' and starts again with 'berth up'.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			s.Name = args[0]
-			if err := vcluster.ValidateName(s.Name); err != nil {
+			if err := translate.ValidateName(s.Name); err != nil {
 				return err
 			}
 			if err := s.Policy.Validate(); err != nil {
@@ -81,7 +81,7 @@ The virtual cluster stops with 'berth down' and starts again with 'berth up'.`,
 			if err != nil {
 				return err
 			}
-			kubeconfig, err := vclusters.Create(cmd.Context(), cmd.ErrOrStderr(), dir, &s, startDetached)
+			kubeconfig, err := supervisor.Create(cmd.Context(), cmd.ErrOrStderr(), dir, &s, startDetached)
 			if err != nil {
 				return err
 			}
@@ -103,7 +103,7 @@ The virtual cluster stops with 'berth down' and starts again with 'berth up'.`,
 
 // addPolicyFlags adds the flags of a virtual cluster's Policy: the same for
 // create, serve and the syncer, which pass them on (Policy.Args).
-func addPolicyFlags(f *pflag.FlagSet, p *vcluster.Policy) {
+func addPolicyFlags(f *pflag.FlagSet, p *translate.Policy) {
 	f.StringVar(&p.Queue, "queue", "", "host LocalQueue (in the host namespace) every tenant Pod is queued in; tenants' own queue labels are ignored; without it tenant Pods are queued only if the host namespace opts in (berth.dev/manage-pods)")
 	f.StringVar(&p.PriorityClass, "priority-class", "", "host WorkloadPriorityClass of every queued tenant Pod; tenants' own priority labels and classes are ignored (needs --queue)")
 	f.StringVar(&p.PodSecurity, "pod-security", "", "Pod Security level tenant Pods must meet, checked by the syncer and enforced on the host namespace: baseline (default) or restricted")
@@ -125,7 +125,7 @@ func newVClusterListCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			dirs, err := vclusters.List(dir)
+			dirs, err := supervisor.List(dir)
 			if err != nil {
 				return err
 			}
@@ -139,7 +139,7 @@ func newVClusterListCommand() *cobra.Command {
 			fmt.Fprintln(tw, "NAME\tHOST NAMESPACE\tREADY\tPODS SYNCED")
 			for _, name := range slices.Sorted(maps.Keys(dirs)) {
 				vdir := dirs[name]
-				s, err := vclusters.Read(vdir)
+				s, err := supervisor.Read(vdir)
 				if err != nil {
 					fmt.Fprintf(tw, "%s\t?\t%v\t-\n", name, err)
 					continue
@@ -174,8 +174,8 @@ func newVClusterKubeconfigCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			vdir := filepath.Join(vclusters.Dir(dir), args[0])
-			if _, err := vclusters.Read(vdir); err != nil {
+			vdir := filepath.Join(supervisor.Dir(dir), args[0])
+			if _, err := supervisor.Read(vdir); err != nil {
 				return fmt.Errorf("no virtual cluster %s in %s (berth vcluster list shows them)", args[0], dir)
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), controlplane.Layout{Dir: vdir}.Kubeconfig())
@@ -198,7 +198,7 @@ func newVClusterDeleteCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			s, err := vclusters.Delete(cmd.Context(), cmd.ErrOrStderr(), dir, args[0], timeout)
+			s, err := supervisor.Delete(cmd.Context(), cmd.ErrOrStderr(), dir, args[0], timeout)
 			if err != nil {
 				return err
 			}
@@ -212,7 +212,7 @@ func newVClusterDeleteCommand() *cobra.Command {
 }
 
 func newVClusterServeCommand() *cobra.Command {
-	c := localcluster.VirtualConfig{}
+	c := serve.Config{}
 	var noFsync bool
 	var notifyFD int
 	cmd := &cobra.Command{
@@ -230,7 +230,7 @@ exist in --host-namespace: it owns every host object the syncer makes.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c.Name = args[0]
-			if err := vcluster.ValidateName(c.Name); err != nil {
+			if err := translate.ValidateName(c.Name); err != nil {
 				return err
 			}
 			if c.DataDir == "" {
@@ -259,7 +259,7 @@ exist in --host-namespace: it owns every host object the syncer makes.`,
 	return cmd
 }
 
-func serveVCluster(cmd *cobra.Command, c localcluster.VirtualConfig, notifyFD int) error {
+func serveVCluster(cmd *cobra.Command, c serve.Config, notifyFD int) error {
 	progress := &reporter{out: cmd.ErrOrStderr()}
 	if notifyFD > 0 {
 		progress.notify = os.NewFile(uintptr(notifyFD), "notify")
@@ -267,7 +267,7 @@ func serveVCluster(cmd *cobra.Command, c localcluster.VirtualConfig, notifyFD in
 	c.Progress = progress
 	ctx, sigs, release := interrupts()
 	defer release()
-	inst, err := controlplane.Start(ctx, localcluster.VirtualOptions(c))
+	inst, err := controlplane.Start(ctx, serve.Options(c))
 	if err != nil {
 		progress.finish(notice{Error: err.Error()})
 		return err
@@ -280,7 +280,7 @@ func serveVCluster(cmd *cobra.Command, c localcluster.VirtualConfig, notifyFD in
 }
 
 func newVClusterSyncerCommand() *cobra.Command {
-	o := vcsyncer.Options{}
+	o := syncer.Options{}
 	var virtualKC, hostKC string
 	cmd := &cobra.Command{
 		Use:    "syncer NAME",
@@ -311,7 +311,7 @@ func newVClusterSyncerCommand() *cobra.Command {
 					return err
 				}
 			}
-			return vcsyncer.Run(ctx, o)
+			return syncer.Run(ctx, o)
 		},
 	}
 	f := cmd.Flags()

@@ -32,7 +32,7 @@ import (
 	"github.com/berth-dev/berth/internal/core"
 	"github.com/berth-dev/berth/internal/stop"
 	"github.com/berth-dev/berth/internal/top"
-	"github.com/berth-dev/berth/internal/vcluster"
+	"github.com/berth-dev/berth/internal/vcluster/translate"
 	"github.com/berth-dev/berth/internal/why"
 	"github.com/berth-dev/berth/internal/workload"
 )
@@ -898,7 +898,7 @@ func (s *Server) readTenants(ctx context.Context) tenantsRead {
 		lqs     berthv1.LocalQueueList
 		wls     []berthv1.Workload
 	)
-	synced := client.HasLabels{vcluster.Label}
+	synced := client.HasLabels{translate.Label}
 	read.err = s.api.List(ctx, &syncers, synced)
 	if read.err == nil && len(syncers.Items) > 0 {
 		read.err = s.api.List(ctx, &pods, synced)

@@ -7,7 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
-	"github.com/berth-dev/berth/internal/vcluster"
+	"github.com/berth-dev/berth/internal/vcluster/translate"
 	"github.com/berth-dev/berth/internal/workload"
 )
 
@@ -37,7 +37,7 @@ func VirtualClusters(syncers []corev1.ServiceAccount, lqs []berthv1.LocalQueue, 
 	byKey := map[key]*VirtualCluster{}
 	byNS := map[string][]*VirtualCluster{}
 	for _, sa := range syncers {
-		name := sa.Labels[vcluster.Label]
+		name := sa.Labels[translate.Label]
 		k := key{name, sa.Namespace}
 		if name == "" || byKey[k] != nil {
 			continue
@@ -52,7 +52,7 @@ func VirtualClusters(syncers []corev1.ServiceAccount, lqs []berthv1.LocalQueue, 
 		}
 	}
 	for _, p := range pods {
-		if vc := byKey[key{p.Labels[vcluster.Label], p.Namespace}]; vc != nil {
+		if vc := byKey[key{p.Labels[translate.Label], p.Namespace}]; vc != nil {
 			vc.Pods[string(p.Status.Phase)]++
 		}
 	}

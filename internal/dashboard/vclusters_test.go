@@ -11,18 +11,18 @@ import (
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
 	"github.com/berth-dev/berth/internal/dashboard"
-	"github.com/berth-dev/berth/internal/vcluster"
+	"github.com/berth-dev/berth/internal/vcluster/translate"
 	"github.com/berth-dev/berth/internal/workload"
 	. "github.com/berth-dev/berth/test/fixtures"
 )
 
 func syncer(vc, ns string) corev1.ServiceAccount {
 	return corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "berth-vcluster-" + vc, Namespace: ns,
-		Labels: map[string]string{vcluster.Label: vc}}}
+		Labels: map[string]string{translate.Label: vc}}}
 }
 
 func hostPod(name, vc, ns string, phase corev1.PodPhase) corev1.Pod {
-	p := *MakePod(name, ns).Label(vcluster.Label, vc).Obj()
+	p := *MakePod(name, ns).Label(translate.Label, vc).Obj()
 	p.Status.Phase = phase
 	return p
 }

@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/berth-dev/berth/internal/manifests"
-	"github.com/berth-dev/berth/internal/vcluster"
+	"github.com/berth-dev/berth/internal/vcluster/translate"
 )
 
 const dir = "../../" + Dir
@@ -422,11 +422,11 @@ func TestJobSetControllers(t *testing.T) {
 
 // A virtual cluster the chart installs is the one berth vcluster create
 // makes with the same settings: vcluster serve gets the same flags
-// (vcluster.Policy.Args), its namespace enforces the same Pod Security
+// (translate.Policy.Args), its namespace enforces the same Pod Security
 // level, and the same NetworkPolicy fences its tenants in.
 func TestVClustersAreWhatCreateMakes(t *testing.T) {
-	policy := vcluster.Policy{Queue: "tenants", PriorityClass: "low", PodSecurity: vcluster.PodSecurityRestricted,
-		RuntimeClasses: []string{"kata"}, Placement: vcluster.Placement{NodeLabels: []string{"example.com/gpu"}, Tolerations: []string{"dedicated"}, Schedulers: []string{"gang"}}}
+	policy := translate.Policy{Queue: "tenants", PriorityClass: "low", PodSecurity: translate.PodSecurityRestricted,
+		RuntimeClasses: []string{"kata"}, Placement: translate.Placement{NodeLabels: []string{"example.com/gpu"}, Tolerations: []string{"dedicated"}, Schedulers: []string{"gang"}}}
 	objs := render(t, "berth-system", map[string]any{"vclusters": []any{map[string]any{"name": "team-a",
 		"queue": "tenants", "priorityClass": "low", "podSecurity": "restricted", "runtimeClasses": []any{"kata"},
 		"allowNodeLabels": []any{"example.com/gpu"}, "allowTolerations": []any{"dedicated"}, "allowSchedulers": []any{"gang"}}}})
@@ -436,12 +436,12 @@ func TestVClustersAreWhatCreateMakes(t *testing.T) {
 		t.Errorf("vcluster serve %v; want %v", args, want)
 	}
 	ns := find(objs, "Namespace", "vcluster-team-a")
-	for k, v := range vcluster.NamespaceLabels(policy) {
+	for k, v := range translate.NamespaceLabels(policy) {
 		if got := ns.GetLabels()[k]; got != v {
 			t.Errorf("namespace label %s=%q; want %q", k, got, v)
 		}
 	}
-	u := find(objs, "NetworkPolicy", vcluster.NetworkPolicyName)
+	u := find(objs, "NetworkPolicy", translate.NetworkPolicyName)
 	if u == nil {
 		t.Fatal("no NetworkPolicy for virtual cluster team-a")
 	}
@@ -449,7 +449,7 @@ func TestVClustersAreWhatCreateMakes(t *testing.T) {
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &got); err != nil {
 		t.Fatal(err)
 	}
-	want := vcluster.NetworkPolicy("team-a", "vcluster-team-a")
+	want := translate.NetworkPolicy("team-a", "vcluster-team-a")
 	if !equality.Semantic.DeepEqual(got.Spec, want.Spec) || got.Namespace != want.Namespace || !maps.Equal(got.Labels, want.Labels) {
 		t.Errorf("the chart's NetworkPolicy:\n%+v\nwant what berth vcluster create makes:\n%+v", got, want)
 	}

@@ -1,11 +1,12 @@
-// Package vcluster decides how a virtual cluster's objects appear in the
-// host namespace that runs them, and how the host's answers appear back
-// inside: host names that never collide (HostName), the host Pod made from a
-// virtual one with every reference rewritten and anything that reaches beyond
-// the namespace refused (HostPod), the parts of it that may change later
-// (HostUpdate), the pod status copied back field by field (PodStatus), and the
-// virtual Node that stands for a host node (VirtualNode).
+// Package vcluster gathers berth's virtual clusters: API servers of their
+// own whose Pods run, queued, in a host namespace. Its parts:
 //
-// Everything here is pure; the syncer in internal/controller/vcsyncer reads
-// both clusters, calls these, and writes what they return.
+//   - translate: how a tenant's objects appear on the host and the host's
+//     answers back inside (pure decisions; what is refused, and why)
+//   - syncer: the controller that carries them out between the two
+//   - serve: a virtual cluster's control plane and syncer, as `berth
+//     vcluster serve` runs them
+//   - supervisor: the virtual clusters of a local instance, created,
+//     started, stopped and deleted by `berth vcluster`, `berth up` and
+//     `berth down`
 package vcluster

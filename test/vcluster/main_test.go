@@ -16,11 +16,11 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/berth-dev/berth/internal/controller/vcsyncer"
 	"github.com/berth-dev/berth/internal/controlplane"
-	"github.com/berth-dev/berth/internal/localcluster"
 	"github.com/berth-dev/berth/internal/testenv"
-	"github.com/berth-dev/berth/internal/vcluster"
+	"github.com/berth-dev/berth/internal/vcluster/serve"
+	"github.com/berth-dev/berth/internal/vcluster/syncer"
+	"github.com/berth-dev/berth/internal/vcluster/translate"
 )
 
 var ctx = context.Background()
@@ -45,15 +45,15 @@ const (
 // Each test's simulated nodes are tainted for its namespace alone: the
 // host's admin lets tenants tolerate that taint, and nothing else of their
 // placement (--allow-toleration).
-var testNodes = vcluster.Placement{Tolerations: []string{testenv.SimNodeTaintKey}}
+var testNodes = translate.Placement{Tolerations: []string{testenv.SimNodeTaintKey}}
 
-var specs = []vspec{{name: va, hostNS: nsA, policy: vcluster.Policy{Placement: testNodes}}, {name: vb, hostNS: nsB, policy: vcluster.Policy{Placement: testNodes}},
-	{name: vq, hostNS: queuedNS, policy: vcluster.Policy{Queue: tenantsQueue, PriorityClass: tenantsPriority, Placement: testNodes}},
-	{name: vr, hostNS: restrictedNS, policy: vcluster.Policy{PodSecurity: vcluster.PodSecurityRestricted, RuntimeClasses: []string{allowedRuntime}, Placement: testNodes}}}
+var specs = []vspec{{name: va, hostNS: nsA, policy: translate.Policy{Placement: testNodes}}, {name: vb, hostNS: nsB, policy: translate.Policy{Placement: testNodes}},
+	{name: vq, hostNS: queuedNS, policy: translate.Policy{Queue: tenantsQueue, PriorityClass: tenantsPriority, Placement: testNodes}},
+	{name: vr, hostNS: restrictedNS, policy: translate.Policy{PodSecurity: translate.PodSecurityRestricted, RuntimeClasses: []string{allowedRuntime}, Placement: testNodes}}}
 
 type vspec struct {
 	name, hostNS string
-	policy       vcluster.Policy
+	policy       translate.Policy
 }
 
 // running virtual clusters, by name.
@@ -65,7 +65,7 @@ type virtual struct {
 	config   *rest.Config
 	kube     kubernetes.Interface
 	hostKC   []byte // the syncer's host kubeconfig
-	host     vcsyncer.Host
+	host     syncer.Host
 	createdN bool
 }
 
@@ -116,7 +116,7 @@ func startVirtual(s vspec, dir string) (*virtual, error) {
 	}
 	c, cancel := context.WithTimeout(ctx, virtualStartWait)
 	defer cancel()
-	v := &virtual{spec: s, host: vcsyncer.Host{Admin: admin, VCluster: s.name, Namespace: s.hostNS, Policy: s.policy}}
+	v := &virtual{spec: s, host: syncer.Host{Admin: admin, VCluster: s.name, Namespace: s.hostNS, Policy: s.policy}}
 	if v.hostKC, v.createdN, err = v.host.Prepare(c); err != nil {
 		return nil, fmt.Errorf("%s: %w", s.name, err)
 	}
@@ -133,7 +133,7 @@ func startVirtual(s vspec, dir string) (*virtual, error) {
 	}
 	plan := controlplane.DefaultPlanOptions()
 	plan.EtcdUnsafeNoFsync = true
-	v.inst, err = controlplane.Start(c, localcluster.VirtualOptions(localcluster.VirtualConfig{
+	v.inst, err = controlplane.Start(c, serve.Options(serve.Config{
 		Name: s.name, DataDir: filepath.Join(dir, "data"), Binary: bin, Plan: plan,
 		HostKubeconfig: hostKC, HostNamespace: s.hostNS, Policy: s.policy,
 	}))

@@ -14,9 +14,9 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
-	"github.com/berth-dev/berth/internal/controller/vcsyncer"
 	"github.com/berth-dev/berth/internal/testenv"
-	"github.com/berth-dev/berth/internal/vcluster"
+	"github.com/berth-dev/berth/internal/vcluster/syncer"
+	"github.com/berth-dev/berth/internal/vcluster/translate"
 	. "github.com/berth-dev/berth/test/fixtures"
 )
 
@@ -46,7 +46,7 @@ func (tn *tenant) refused(t *testing.T, env *testenv.Env, name, want string) {
 				cond = &p.Status.Conditions[i]
 			}
 		}
-		if cond == nil || cond.Reason != vcluster.RefusedReason || !strings.Contains(cond.Message, want) {
+		if cond == nil || cond.Reason != translate.RefusedReason || !strings.Contains(cond.Message, want) {
 			return fmt.Errorf("virtual pod %s: condition %+v, want %s refused", name, cond, want)
 		}
 		for _, e := range tn.syncErrors(t) {
@@ -151,15 +151,15 @@ func TestSyncerReadsNoOneElsesSecrets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	syncer := kubernetes.NewForConfigOrDie(cfg)
-	if _, err := syncer.CoreV1().Secrets(nsA).List(ctx, metav1.ListOptions{}); err != nil {
+	asSyncer := kubernetes.NewForConfigOrDie(cfg)
+	if _, err := asSyncer.CoreV1().Secrets(nsA).List(ctx, metav1.ListOptions{}); err != nil {
 		t.Fatalf("the syncer of %s cannot list the Secrets of its own host namespace: %v", va, err)
 	}
-	for _, ns := range []string{nsB, vcluster.BerthNamespace, "kube-system"} {
-		if _, err := syncer.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
+	for _, ns := range []string{nsB, translate.BerthNamespace, "kube-system"} {
+		if _, err := asSyncer.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
 			t.Errorf("the syncer of %s listed the Secrets of %s: %v", va, ns, err)
 		}
-		if _, err := syncer.CoreV1().Secrets(ns).Get(ctx, "any", metav1.GetOptions{}); !apierrors.IsForbidden(err) {
+		if _, err := asSyncer.CoreV1().Secrets(ns).Get(ctx, "any", metav1.GetOptions{}); !apierrors.IsForbidden(err) {
 			t.Errorf("the syncer of %s read a Secret in %s: %v", va, ns, err)
 		}
 	}
@@ -177,14 +177,14 @@ func TestSyncerReadsNoOneElsesSecrets(t *testing.T) {
 		t.Fatal(err)
 	}
 	for ns, want := range map[string]string{
-		nsA:                     "virtual cluster va runs there",
-		busy:                    "1 Secrets",
-		vcluster.BerthNamespace: "may not be default",
-		"kube-system":           "may not be default",
-		"default":               "may not be default",
-		env.Name("fresh-vx-ns"): "",
+		nsA:                      "virtual cluster va runs there",
+		busy:                     "1 Secrets",
+		translate.BerthNamespace: "may not be default",
+		"kube-system":            "may not be default",
+		"default":                "may not be default",
+		env.Name("fresh-vx-ns"):  "",
 	} {
-		h := vcsyncer.Host{Admin: admin, VCluster: "vx", Namespace: ns}
+		h := syncer.Host{Admin: admin, VCluster: "vx", Namespace: ns}
 		_, created, err := h.Prepare(ctx)
 		if want == "" {
 			if err != nil || !created {
@@ -198,7 +198,7 @@ func TestSyncerReadsNoOneElsesSecrets(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("virtual cluster vx in host namespace %s: %v, want refused: %s", ns, err, want)
 		}
-		if _, err := env.Kube.CoreV1().ServiceAccounts(ns).Get(ctx, vcsyncer.ServiceAccountName("vx"), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		if _, err := env.Kube.CoreV1().ServiceAccounts(ns).Get(ctx, syncer.ServiceAccountName("vx"), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			t.Errorf("refused in %s, yet its syncer account is there: %v", ns, err)
 		}
 	}

@@ -19,14 +19,14 @@ import (
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
 	"github.com/berth-dev/berth/internal/testenv"
-	"github.com/berth-dev/berth/internal/vcluster"
+	"github.com/berth-dev/berth/internal/vcluster/translate"
 	. "github.com/berth-dev/berth/test/fixtures"
 )
 
 // hostPod is the host Pod of a tenant's Pod, nil while there is none.
 func (tn *tenant) hostPod(t *testing.T, env *testenv.Env, name string) *corev1.Pod {
 	t.Helper()
-	p, err := env.Kube.CoreV1().Pods(tn.spec.hostNS).Get(ctx, vcluster.HostName(name, tn.ns, tn.spec.name), metav1.GetOptions{})
+	p, err := env.Kube.CoreV1().Pods(tn.spec.hostNS).Get(ctx, translate.HostName(name, tn.ns, tn.spec.name), metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
@@ -150,7 +150,7 @@ func TestDeploymentAndJobRunOnHostNodes(t *testing.T) {
 	}
 	// The host Service selects the host Pods of this virtual namespace: the
 	// host's endpoint controller finds both.
-	hostSvc := vcluster.HostName("web", tn.ns, va)
+	hostSvc := translate.HostName("web", tn.ns, va)
 	testenv.Eventually(t, wait, func() error {
 		slices, err := env.Kube.DiscoveryV1().EndpointSlices(nsA).List(ctx, metav1.ListOptions{LabelSelector: "kubernetes.io/service-name=" + hostSvc})
 		if err != nil {
@@ -242,7 +242,7 @@ func TestDeletingOnEitherSideDeletesOnTheOther(t *testing.T) {
 	})
 	tn.gone(t, "a")
 
-	if err := env.Kube.CoreV1().Pods(nsA).Delete(ctx, vcluster.HostName("b", tn.ns, va), metav1.DeleteOptions{}); err != nil {
+	if err := env.Kube.CoreV1().Pods(nsA).Delete(ctx, translate.HostName("b", tn.ns, va), metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	tn.gone(t, "b")
@@ -260,13 +260,13 @@ func TestTenantsCannotReachBeyondTheirNamespace(t *testing.T) {
 
 	// Labels and annotations that mimic berth's own are not carried.
 	tn.create(t, MakePod("mimic", "").Toleration(env.Toleration()).
-		Label(vcluster.Label, vb).Label(berthv1.PrebuiltWorkloadLabel, "someone-elses").
+		Label(translate.Label, vb).Label(berthv1.PrebuiltWorkloadLabel, "someone-elses").
 		Label(berthv1.MultiClusterOriginLabel, "manager").
-		Annotation(vcluster.UIDAnnotation, "victim").Annotation(vcluster.NamespaceAnnotation, "kube-system").Obj())
+		Annotation(translate.UIDAnnotation, "victim").Annotation(translate.NamespaceAnnotation, "kube-system").Obj())
 	tn.running(t, "mimic")
 	h := tn.hostPod(t, env, "mimic")
-	if h.Labels[vcluster.Label] != va || h.Labels[berthv1.PrebuiltWorkloadLabel] != "" || h.Labels[berthv1.MultiClusterOriginLabel] != "" ||
-		h.Annotations[vcluster.NamespaceAnnotation] != tn.ns || h.Annotations[vcluster.UIDAnnotation] == "victim" {
+	if h.Labels[translate.Label] != va || h.Labels[berthv1.PrebuiltWorkloadLabel] != "" || h.Labels[berthv1.MultiClusterOriginLabel] != "" ||
+		h.Annotations[translate.NamespaceAnnotation] != tn.ns || h.Annotations[translate.UIDAnnotation] == "victim" {
 		t.Errorf("host pod carries what the tenant forged: labels %v annotations %v", h.Labels, h.Annotations)
 	}
 	if ref := metav1.GetControllerOf(h); ref == nil || ref.Kind != "ServiceAccount" || ref.Name != "berth-vcluster-"+va {
@@ -287,7 +287,7 @@ func TestTenantsCannotReachBeyondTheirNamespace(t *testing.T) {
 	}{{tn, "a-x-b"}, {other, "a"}, {tn, long + "1"}, {tn, long + "2"}} {
 		v := p.tn.running(t, p.name)
 		h := p.tn.hostPod(t, env, p.name)
-		if h == nil || h.Annotations[vcluster.UIDAnnotation] != string(v.UID) {
+		if h == nil || h.Annotations[translate.UIDAnnotation] != string(v.UID) {
 			t.Fatalf("host pod of %s/%s is not its own: %v", p.tn.ns, p.name, h)
 		}
 		if prev, dup := uids[h.Name]; dup {
@@ -324,7 +324,7 @@ func TestTenantsCannotReachBeyondTheirNamespace(t *testing.T) {
 	if _, err := tn.kube.CoreV1().Pods(tn.ns).Get(ctx, "placed", metav1.GetOptions{}); err != nil {
 		t.Errorf("the pod placed by hand: %v; want it kept, and refused", err)
 	}
-	_, err := env.Kube.CoreV1().Secrets(nsA).Get(ctx, vcluster.HostName("steal", tn.ns, va), metav1.GetOptions{})
+	_, err := env.Kube.CoreV1().Secrets(nsA).Get(ctx, translate.HostName("steal", tn.ns, va), metav1.GetOptions{})
 	if !apierrors.IsNotFound(err) {
 		t.Errorf("token secret synced to the host: %v", err)
 	}
@@ -409,7 +409,7 @@ func TestTenantJobIsAdmittedWholeAgainstHostQuota(t *testing.T) {
 	// admitted in part), and at some point one runs while the other waits.
 	sawOneWait := false
 	testenv.Eventually(t, 2*wait, func() error {
-		pods, err := env.Kube.CoreV1().Pods(queuedNS).List(ctx, metav1.ListOptions{LabelSelector: vcluster.NamespaceLabel + "=" + tn.ns})
+		pods, err := env.Kube.CoreV1().Pods(queuedNS).List(ctx, metav1.ListOptions{LabelSelector: translate.NamespaceLabel + "=" + tn.ns})
 		if err != nil {
 			return err
 		}
@@ -481,7 +481,7 @@ func TestTenantJobIsAdmittedWholeAgainstHostQuota(t *testing.T) {
 func TestDeleteLeavesNothingOnTheHost(t *testing.T) {
 	env := testenv.New(t)
 	env.CreateSimNode(t, env.Name("n1"), nil)
-	v, err := startVirtual(vspec{name: "vd", hostNS: env.Name("vd"), policy: vcluster.Policy{Placement: testNodes}}, t.TempDir())
+	v, err := startVirtual(vspec{name: "vd", hostNS: env.Name("vd"), policy: translate.Policy{Placement: testNodes}}, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -551,7 +551,7 @@ func TestRunningPodChangesReachTheHost(t *testing.T) {
 		if h == nil || h.Labels["tier"] != "front" || h.Labels["app"] != "web" || h.Spec.Containers[0].Image != "busybox:2" {
 			return fmt.Errorf("host pod %v: want the new label and image", h)
 		}
-		if h.Labels[vcluster.Label] != va {
+		if h.Labels[translate.Label] != va {
 			return fmt.Errorf("host pod lost the syncer's label: %v", h.Labels)
 		}
 		return nil
@@ -575,7 +575,7 @@ func TestPreemptedTenantJobComesBackWhole(t *testing.T) {
 		t.Fatal(err)
 	}
 	running := func() (int, error) {
-		pods, err := env.Kube.CoreV1().Pods(queuedNS).List(ctx, metav1.ListOptions{LabelSelector: vcluster.NamespaceLabel + "=" + tn.ns})
+		pods, err := env.Kube.CoreV1().Pods(queuedNS).List(ctx, metav1.ListOptions{LabelSelector: translate.NamespaceLabel + "=" + tn.ns})
 		if err != nil {
 			return 0, err
 		}
