@@ -3,7 +3,10 @@
 // served to a browser on loopback and kept live with server-sent events
 // fed from one watch of the cluster, whatever the number of browsers.
 //
-// The views (view.go) are pure and tested without a cluster; Server
-// (server.go) holds the watch and the HTTP handlers; the page itself is in
-// web/, embedded in the binary.
+// Each view is pure and tested without a cluster, in a file named for it
+// (view.go: the tree and a queue's workloads; detail.go, action.go,
+// topology.go, workers.go, vclusters.go, history.go); its handler is beside
+// it in server_<view>.go. Server (server.go) holds the watch, the live
+// events and the routes; the page itself is in web/, embedded in the
+// binary.
 package dashboard
