@@ -55,6 +55,12 @@ const (
 	JobMinParallelismAnnotation = "berth.dev/job-min-parallelism"
 	// KueueJobMinParallelismAnnotation is honoured too.
 	KueueJobMinParallelismAnnotation = "kueue.x-k8s.io/job-min-parallelism"
+	// MaxExecTimeLabel on a queued object limits how long its Workload may
+	// run, in whole seconds, counted over all its admissions: past it, it is
+	// stopped and deactivated (reason MaximumExecutionTimeExceeded).
+	MaxExecTimeLabel = "berth.dev/max-exec-time-seconds"
+	// KueueMaxExecTimeLabel is honoured too.
+	KueueMaxExecTimeLabel = "kueue.x-k8s.io/max-exec-time-seconds"
 )
 
 // ResourceInUseFinalizer is on every ClusterQueue, LocalQueue and

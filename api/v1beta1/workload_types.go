@@ -117,6 +117,15 @@ type WorkloadSpec struct {
 	// until Active is true or unset again. Unset is true.
 	// +optional
 	Active *bool `json:"active,omitempty"`
+
+	// MaximumExecutionTimeSeconds is how long the workload may run, counted
+	// over all its admissions (from Admitted to its quota's release): past
+	// it, it is stopped and deactivated (reason
+	// MaximumExecutionTimeExceeded). From its object's
+	// berth.dev/max-exec-time-seconds label. Unset: no limit.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	MaximumExecutionTimeSeconds *int32 `json:"maximumExecutionTimeSeconds,omitempty"`
 }
 
 // PodSetAssignment is what one pod set was given.
@@ -235,6 +244,12 @@ type WorkloadStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
 	ClusterName string `json:"clusterName,omitempty"`
+
+	// AccumulatedPastExecutionTimeSeconds is how long the workload ran in
+	// its admissions before the current one: from Admitted to the quota's
+	// release, each time.
+	// +optional
+	AccumulatedPastExecutionTimeSeconds *int32 `json:"accumulatedPastExecutionTimeSeconds,omitempty"`
 }
 
 // CheckState is how an admission check has decided on a workload.

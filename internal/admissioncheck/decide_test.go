@@ -111,11 +111,11 @@ func TestReservationResetsStates(t *testing.T) {
 // while it waits.
 func TestDeactivationNamesTheRejectingCheck(t *testing.T) {
 	w := MakeWorkload("w", "ns").Reserved("cq", "budget").Check("budget", berthv1.CheckRejected, "over budget").Inactive().Obj()
-	reason, msg := workload.Deactivation(w)
+	reason, msg := workload.Deactivation(w, time.Now())
 	if reason != "AdmissionCheckRejected" || msg != "admission check budget rejected the workload: over budget; it is deactivated (spec.active is false)" {
 		t.Errorf("%s: %s", reason, msg)
 	}
-	if reason, _ := workload.Deactivation(MakeWorkload("w", "ns").Inactive().Obj()); reason != "Deactivated" {
+	if reason, _ := workload.Deactivation(MakeWorkload("w", "ns").Inactive().Obj(), time.Now()); reason != "Deactivated" {
 		t.Errorf("deactivated by a user: %s", reason)
 	}
 }

@@ -56,6 +56,7 @@ import (
 	mcctrl "github.com/berth-dev/berth/internal/controller/multicluster"
 	podsreadyctrl "github.com/berth-dev/berth/internal/controller/podsready"
 	"github.com/berth-dev/berth/internal/controller/queues"
+	runtimelimitctrl "github.com/berth-dev/berth/internal/controller/runtimelimit"
 	topoctrl "github.com/berth-dev/berth/internal/controller/topology"
 	visctrl "github.com/berth-dev/berth/internal/controller/visibility"
 	"github.com/berth-dev/berth/internal/controller/webhook"
@@ -495,6 +496,9 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		if err := podsreadyctrl.Setup(mgr, o.PodsReady, clock.RealClock{}); err != nil {
 			return err
 		}
+	}
+	if err := runtimelimitctrl.Setup(mgr, clock.RealClock{}); err != nil {
+		return err
 	}
 	if kinds.On(integration.Pod) {
 		if err := pods.Setup(mgr); err != nil {

@@ -68,7 +68,7 @@ var garbageCollectors = []string{"system:serviceaccount:kube-system:generic-garb
 var Kinds = []Kind{
 	{
 		Name: "Job", Group: "batch", Version: "v1", Resource: "jobs", Suspend: "spec.suspend",
-		Labels:     []string{berthv1.PrebuiltWorkloadLabel, berthv1.MultiClusterOriginLabel},
+		Labels:     append([]string{berthv1.PrebuiltWorkloadLabel, berthv1.MultiClusterOriginLabel}, maxExecTime...),
 		PodsAtOnce: jobPodsAtOnce,
 		// The Job controller finds its Pods by these (its selector), and
 		// adopts those without a controller that match them; berth finds a
@@ -80,7 +80,7 @@ var Kinds = []Kind{
 	},
 	{
 		Name: "JobSet", Group: "jobset.x-k8s.io", Version: "v1alpha2", Resource: "jobsets", Suspend: "spec.suspend",
-		Labels: []string{berthv1.PrebuiltWorkloadLabel, berthv1.MultiClusterOriginLabel},
+		Labels: append([]string{berthv1.PrebuiltWorkloadLabel, berthv1.MultiClusterOriginLabel}, maxExecTime...),
 		// The JobSet controller finds its Jobs by their controller
 		// reference, berth by the JobSet's UID label. They carry no queue
 		// label: held with their JobSet, they are started by its
@@ -92,7 +92,7 @@ var Kinds = []Kind{
 	{
 		Name: "Pod", Group: "", Version: "v1", Resource: "pods",
 		Gates:       []string{berthv1.AdmissionGate, berthv1.TopologyGate},
-		Labels:      []string{berthv1.PodGroupNameLabel, berthv1.KueuePodGroupNameLabel, berthv1.PrebuiltWorkloadLabel},
+		Labels:      append([]string{berthv1.PodGroupNameLabel, berthv1.KueuePodGroupNameLabel, berthv1.PrebuiltWorkloadLabel}, maxExecTime...),
 		Annotations: []string{berthv1.PodGroupTotalCountAnnotation, berthv1.KueuePodGroupTotalCountAnnotation},
 		Resize:      true,
 	},
@@ -100,6 +100,10 @@ var Kinds = []Kind{
 	{Name: "StatefulSet", Group: "apps", Version: "v1", Resource: "statefulsets"},
 	{Name: "LeaderWorkerSet", Group: "leaderworkerset.x-k8s.io", Version: "v1", Resource: "leaderworkersets"},
 }
+
+// maxExecTime are the labels whose run-time limit a Workload takes when it
+// is made: changed later, they would say what berth does not do.
+var maxExecTime = []string{berthv1.MaxExecTimeLabel, berthv1.KueueMaxExecTimeLabel}
 
 // jobPodsAtOnce is how many pods a Job runs at once: its parallelism (1
 // when unset), or its completions when fewer.

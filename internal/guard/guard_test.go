@@ -155,6 +155,10 @@ func TestJobEditsAfterQueueing(t *testing.T) {
 		{"prebuilt Workload named", waiting(), waiting().Label(berthv1.PrebuiltWorkloadLabel, "someone-elses"), "alice",
 			"metadata.labels[berth.dev/prebuilt-workload-name]: may not change on a queued Job"},
 		{"another label changed", running(), running().Label("app", "x"), "alice", ""},
+		{"run-time limit raised", running().Label(berthv1.MaxExecTimeLabel, "60"), running().Label(berthv1.MaxExecTimeLabel, "6000"), "alice",
+			"Job train: metadata.labels[berth.dev/max-exec-time-seconds]: may not change on a queued Job"},
+		{"run-time limit added while waiting", waiting(), waiting().Label(berthv1.KueueMaxExecTimeLabel, "60"), "alice",
+			"metadata.labels[kueue.x-k8s.io/max-exec-time-seconds]: may not change"},
 		{"queue label added to a running Job", MakeJob("train", "team-a").Suspend(false), running(), "alice", "may change only in an update that leaves it suspended"},
 		{"unqueued Job", MakeJob("train", "team-a").Suspend(true), MakeJob("train", "team-a").Suspend(false).Parallelism(50), "alice", ""},
 	} {

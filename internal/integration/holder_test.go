@@ -3,6 +3,7 @@ package integration_test
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
@@ -10,6 +11,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -123,4 +125,54 @@ func mustJSON(t *testing.T, v any) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// A queued object's run-time limit is refused at creation when it is not a
+// whole number of seconds, with the object and the label named; an object
+// berth does not queue is not its business.
+func TestHolderRefusesABadRunTimeLimit(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		obj  client.Object
+		want string // in the refusal; "" allowed
+	}{
+		{"seconds", MakeJob("j", "ns").Queue("q").Label(berthv1.MaxExecTimeLabel, "3600").Obj(), ""},
+		{"a duration", MakeJob("j", "ns").Queue("q").Label(berthv1.MaxExecTimeLabel, "1h").Obj(),
+			`Job j: metadata.labels[berth.dev/max-exec-time-seconds]: "1h" is not a whole number of seconds from 1 to 2147483647`},
+		{"zero, Kueue's label", MakeJob("j", "ns").Queue("q").Label(berthv1.KueueMaxExecTimeLabel, "0").Obj(),
+			`metadata.labels[kueue.x-k8s.io/max-exec-time-seconds]: "0"`},
+		{"past int32", MakeJob("j", "ns").Queue("q").Label(berthv1.MaxExecTimeLabel, "9999999999").Obj(), "9999999999"},
+		{"not queued", MakeJob("j", "ns").Label(berthv1.MaxExecTimeLabel, "soon").Obj(), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req := admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{Operation: admissionv1.Create,
+				Kind: metav1.GroupVersionKind{Group: "batch", Version: "v1", Kind: "Job"}, Object: runtime.RawExtension{Raw: withUnknownField(t, tc.obj)}}}
+			resp := integration.NewHolder(jobs.Kind{}).Handle(context.Background(), req)
+			if tc.want == "" {
+				if !resp.Allowed {
+					t.Errorf("refused: %s", resp.Result.Message)
+				}
+				return
+			}
+			if resp.Allowed || !strings.Contains(resp.Result.Message, tc.want) {
+				t.Errorf("allowed %v, message %q; want it refused with %q", resp.Allowed, resp.Result.Message, tc.want)
+			}
+		})
+	}
+}
+
+// The Workload takes its object's limit when it is made, for every kind.
+func TestNewWorkloadTakesTheRunTimeLimit(t *testing.T) {
+	job := MakeJob("j", "ns").Queue("q").Label(berthv1.KueueMaxExecTimeLabel, "90").Obj()
+	wl := jobs.NewWorkload(job, "q", nil, "")
+	if got := wl.Spec.MaximumExecutionTimeSeconds; got == nil || *got != 90 {
+		t.Errorf("Job's Workload: maximumExecutionTimeSeconds %v, want 90", got)
+	}
+	pod := MakePod("p", "ns").Label(berthv1.QueueNameLabel, "q").Label(berthv1.MaxExecTimeLabel, "5").Obj()
+	if got := pods.NewWorkload(pod, "q", nil, "").Spec.MaximumExecutionTimeSeconds; got == nil || *got != 5 {
+		t.Errorf("Pod's Workload: maximumExecutionTimeSeconds %v, want 5", got)
+	}
+	if got := jobs.NewWorkload(MakeJob("j", "ns").Queue("q").Obj(), "q", nil, "").Spec.MaximumExecutionTimeSeconds; got != nil {
+		t.Errorf("without the label: %d, want no limit", *got)
+	}
 }

@@ -171,6 +171,9 @@ func (h *Holder) Handle(ctx context.Context, req admission.Request) admission.Re
 	if queue == "" {
 		return admission.Allowed("not queued by berth")
 	}
+	if _, err := MaxExecTime(obj.GetLabels()); err != nil {
+		return admission.Denied(fmt.Sprintf("%s %s: %v", req.Kind.Kind, obj.GetName(), err))
+	}
 	held := h.kind.Hold(obj)
 	if labelQueue(obj, queue) {
 		held = true

@@ -2,6 +2,9 @@ package integration
 
 import (
 	"context"
+	"fmt"
+	"math"
+	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
@@ -26,6 +29,26 @@ func QueueName(labels map[string]string) string {
 		return q
 	}
 	return labels[berthv1.KueueQueueNameLabel]
+}
+
+// MaxExecTime is the maximum run time an object's labels ask for
+// (berth.dev/max-exec-time-seconds, else Kueue's), nil when they ask none;
+// the error names the label and says what is wrong with its value.
+func MaxExecTime(labels map[string]string) (*int32, error) {
+	label := berthv1.MaxExecTimeLabel
+	v, ok := labels[label]
+	if !ok {
+		label = berthv1.KueueMaxExecTimeLabel
+		if v, ok = labels[label]; !ok {
+			return nil, nil
+		}
+	}
+	n, err := strconv.ParseInt(v, 10, 32)
+	if err != nil || n < 1 {
+		return nil, fmt.Errorf("metadata.labels[%s]: %q is not a whole number of seconds from 1 to %d", label, v, math.MaxInt32)
+	}
+	secs := int32(n)
+	return &secs, nil
 }
 
 // PriorityClassLabel is the label that names an object's

@@ -35,6 +35,10 @@ func WorkloadName(prefix, name string, uid types.UID) string {
 // and controlled by it so that it goes when the owner goes.
 func NewWorkload(owner client.Object, gvk schema.GroupVersionKind, name string, labels map[string]string, spec berthv1.WorkloadSpec) *berthv1.Workload {
 	yes := true
+	if spec.MaximumExecutionTimeSeconds == nil {
+		// A bad value was refused when the object was made (Holder).
+		spec.MaximumExecutionTimeSeconds, _ = MaxExecTime(owner.GetLabels())
+	}
 	return &berthv1.Workload{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: name, Namespace: owner.GetNamespace(), Labels: labels,

@@ -162,7 +162,7 @@ func TestDeactivatedAtTheLimitThenResumed(t *testing.T) {
 			workload.SetAdmitted(w, &berthv1.Admission{ClusterQueue: "cq"}, nil, now)
 		}
 	}
-	reason, msg := workload.Deactivation(w)
+	reason, msg := workload.Deactivation(w, time.Now())
 	if reason != workload.RequeuingLimitExceeded || !strings.Contains(msg, "3 times") || !strings.Contains(msg, "berth resume") {
 		t.Fatalf("deactivation says %s: %q", reason, msg)
 	}

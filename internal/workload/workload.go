@@ -6,6 +6,7 @@ package workload
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -19,6 +20,7 @@ import (
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
 	"github.com/berth-dev/berth/internal/core"
+	"github.com/berth-dev/berth/internal/runtimelimit"
 	"github.com/berth-dev/berth/internal/topology"
 )
 
@@ -256,8 +258,9 @@ func RejectedBy(w *berthv1.Workload) (berthv1.AdmissionCheckState, bool) {
 }
 
 // Deactivation says why a workload with spec.active false was taken out of
-// its queue: an admission check's rejection, or a user's choice.
-func Deactivation(w *berthv1.Workload) (reason, message string) {
+// its queue: an admission check's rejection, its run time spent, or a
+// user's choice.
+func Deactivation(w *berthv1.Workload, now time.Time) (reason, message string) {
 	if c, ok := RejectedBy(w); ok {
 		msg := fmt.Sprintf("admission check %s rejected the workload", c.Name)
 		if c.Message != "" {
@@ -268,6 +271,10 @@ func Deactivation(w *berthv1.Workload) (reason, message string) {
 	if c := meta.FindStatusCondition(w.Status.Conditions, berthv1.WorkloadPodsReady); c != nil &&
 		c.Status == metav1.ConditionFalse && c.Reason == RequeuingLimitExceeded {
 		return RequeuingLimitExceeded, c.Message
+	}
+	if out, _, _ := runtimelimit.OutOfRunTime(w, now); out {
+		return runtimelimit.Exceeded, fmt.Sprintf("it ran %s of its maximum %ds (spec.maximumExecutionTimeSeconds); it is deactivated (spec.active is false)",
+			runtimelimit.RunTime(w, now).Truncate(time.Second), *w.Spec.MaximumExecutionTimeSeconds)
 	}
 	return "Deactivated", "the workload was deactivated (spec.active is false)"
 }
@@ -288,6 +295,10 @@ func SetPending(w *berthv1.Workload, reason, message string, now time.Time) bool
 // backoff, the workload may not be admitted again before BackoffFor(count)
 // has passed, count being how often it was requeued.
 func SetEvicted(w *berthv1.Workload, reason, message string, now time.Time, backoff bool) {
+	if ran := runtimelimit.RunTime(w, now); ran > 0 {
+		secs := int32(min(ran/time.Second, math.MaxInt32))
+		w.Status.AccumulatedPastExecutionTimeSeconds = &secs
+	}
 	w.Status.Admission = nil
 	w.Status.ClusterName = ""
 	setCondition(w, berthv1.WorkloadEvicted, metav1.ConditionTrue, reason, message, now)

@@ -237,7 +237,7 @@ func (c *Controller) onWorkload(obj any) {
 	case workload.HasQuota(wl):
 		c.sched.WorkloadAdmitted(workload.AdmittedOf(wl), workload.LocalQueueKey(wl))
 		if !workload.IsActive(wl) && !workload.IsStopping(wl) {
-			reason, message := workload.Deactivation(wl)
+			reason, message := workload.Deactivation(wl, c.clock.Now())
 			c.Evict([]string{key}, reason, message)
 		}
 	case !workload.IsActive(wl):
@@ -520,7 +520,7 @@ func (c *Controller) writeDeactivated(ctx context.Context, key string) bool {
 		return false
 	}
 	orig := wl.DeepCopy()
-	_, why := workload.Deactivation(wl)
+	_, why := workload.Deactivation(wl, c.clock.Now())
 	if !workload.SetPending(wl, DeactivatedReason, why+"; it waits out of its queue until it is active again", c.clock.Now()) {
 		return false
 	}

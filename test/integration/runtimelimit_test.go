@@ -1,0 +1,88 @@
+package integration
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	berthv1 "github.com/berth-dev/berth/api/v1beta1"
+	"github.com/berth-dev/berth/internal/runtimelimit"
+	"github.com/berth-dev/berth/internal/testenv"
+	"github.com/berth-dev/berth/internal/workload"
+	. "github.com/berth-dev/berth/test/fixtures"
+)
+
+// A Job labelled with a maximum run time runs that long and no longer: its
+// Workload is then stopped and deactivated (reason
+// MaximumExecutionTimeExceeded, with an event), the Job suspended, its
+// quota given back once its pods are gone, and it is not queued again; the
+// Workload keeps what it ran. A Job waiting behind it then runs.
+func TestJobStopsAtItsMaximumRunTime(t *testing.T) {
+	env := testenv.New(t)
+	pool := env.Name("pool")
+	env.CreateSimNode(t, env.Name("node"), map[string]string{"example.com/pool": pool})
+	rf, cq := env.Name("rf"), env.Name("cq")
+	env.Create(t, MakeResourceFlavor(rf).NodeLabel("example.com/pool", pool).Toleration(env.Toleration()).Obj())
+	env.Create(t, MakeClusterQueue(cq).ResourceGroup(MakeFlavorQuotas(rf).Resource("cpu", "2").Obj()).Obj())
+	env.Create(t, MakeLocalQueue("main", env.Namespace, cq).Obj())
+	job := func(name string, limit string) *berthv1.Workload {
+		j := MakeJob(name, env.Namespace).Queue("main").Parallelism(2).Request("cpu", "1").
+			Toleration(env.Toleration()).PodAnnotation("berth.dev/sim-duration", "1h").Obj()
+		if limit != "" {
+			j.Labels[berthv1.MaxExecTimeLabel] = limit
+		}
+		env.Create(t, j)
+		return jobWorkload(t, env, j)
+	}
+	first := job("first", "3")
+	if got := first.Spec.MaximumExecutionTimeSeconds; got == nil || *got != 3 {
+		t.Fatalf("Workload maximumExecutionTimeSeconds %v, want 3 from the Job's label", got)
+	}
+	waitAdmitted(t, env, env.Namespace, first.Name)
+	second := job("second", "") // waits: the first holds the whole quota
+	waitPending(t, env, env.Namespace, second.Name, "")
+
+	testenv.Eventually(t, wait, func() error {
+		wl, err := getWorkload(env, env.Namespace, first.Name)
+		if err != nil {
+			return err
+		}
+		ev := meta.FindStatusCondition(wl.Status.Conditions, berthv1.WorkloadEvicted)
+		if workload.IsActive(wl) || workload.HasQuota(wl) || ev == nil || ev.Reason != runtimelimit.Exceeded {
+			return fmt.Errorf("first: active %v, holds quota %v, evicted %+v; want it deactivated and released for %s",
+				workload.IsActive(wl), workload.HasQuota(wl), ev, runtimelimit.Exceeded)
+		}
+		if ran := wl.Status.AccumulatedPastExecutionTimeSeconds; ran == nil || *ran < 3 {
+			return fmt.Errorf("first: ran %v s, want at least 3", ran)
+		}
+		if j, err := getJob(env, env.Namespace, "first"); err != nil || j.Spec.Suspend == nil || !*j.Spec.Suspend {
+			return fmt.Errorf("Job first not suspended (%v)", err)
+		}
+		return nil
+	})
+	var events corev1.EventList
+	testenv.Eventually(t, wait, func() error {
+		if err := env.Client.List(ctx, &events, client.InNamespace(env.Namespace)); err != nil {
+			return err
+		}
+		for _, e := range events.Items {
+			if e.Reason == runtimelimit.Exceeded && e.InvolvedObject.Name == first.Name && strings.Contains(e.Message, "maximum 3s") {
+				return nil
+			}
+		}
+		return fmt.Errorf("no %s event on Workload %s", runtimelimit.Exceeded, first.Name)
+	})
+	// Its quota is the second's now; the first stays out of the queue.
+	waitAdmitted(t, env, env.Namespace, second.Name)
+	wl, err := getWorkload(env, env.Namespace, first.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := meta.FindStatusCondition(wl.Status.Conditions, berthv1.WorkloadQuotaReserved); c == nil || !strings.Contains(c.Message, "maximumExecutionTimeSeconds") {
+		t.Errorf("first, pending: %+v; want its message to say its run time is spent", c)
+	}
+}
