@@ -57,6 +57,13 @@ var (
 		Help: "Workloads preempted, by the preemptor's ClusterQueue and the rule that chose them.",
 	}, []string{"cluster_queue", "reason"})
 
+	// RunTimeExceeded counts workloads stopped for running past their
+	// maximum run time, by the ClusterQueue they ran in.
+	RunTimeExceeded = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "berth_run_time_exceeded_workloads_total",
+		Help: "Workloads stopped and deactivated for running past spec.maximumExecutionTimeSeconds, by ClusterQueue.",
+	}, []string{"cluster_queue"})
+
 	// QuotaUsage and NominalQuota by ClusterQueue, flavor and resource, in the
 	// resource's units (cores, bytes, ...).
 	QuotaUsage = prometheus.NewGaugeVec(prometheus.GaugeOpts{
@@ -82,7 +89,7 @@ var once sync.Once
 func Register(r prometheus.Registerer) {
 	once.Do(func() {
 		r.MustRegister(PendingWorkloads, ReservingWorkloads, AdmissionAttempts, AdmissionCycleDuration,
-			AdmittedWorkloads, AdmissionWaitTime, QuotaUsage, NominalQuota, PreemptedWorkloads, BuildInfo)
+			AdmittedWorkloads, AdmissionWaitTime, QuotaUsage, NominalQuota, PreemptedWorkloads, RunTimeExceeded, BuildInfo)
 		v := version.Get()
 		BuildInfo.WithLabelValues(v.Version, v.Commit, v.Date, v.GoVersion).Set(1)
 	})
@@ -97,5 +104,6 @@ func ForgetClusterQueue(cq string) {
 	NominalQuota.DeletePartialMatch(l)
 	AdmittedWorkloads.DeletePartialMatch(l)
 	PreemptedWorkloads.DeletePartialMatch(l)
+	RunTimeExceeded.DeletePartialMatch(l)
 	AdmissionWaitTime.DeletePartialMatch(l)
 }

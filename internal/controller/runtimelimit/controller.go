@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
+	"github.com/berth-dev/berth/internal/metrics"
 	"github.com/berth-dev/berth/internal/runtimelimit"
 	"github.com/berth-dev/berth/internal/workload"
 )
@@ -73,6 +74,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	if err := r.client.Patch(ctx, &wl, client.RawPatch(types.MergePatchType, patch)); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if wl.Status.Admission != nil {
+		metrics.RunTimeExceeded.WithLabelValues(wl.Status.Admission.ClusterQueue).Inc()
 	}
 	_, msg := workload.Deactivation(&wl, now)
 	r.rec.Eventf(&wl, nil, corev1.EventTypeWarning, runtimelimit.Exceeded, "Deactivation", "%s", msg)
