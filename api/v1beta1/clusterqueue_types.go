@@ -228,6 +228,25 @@ type ClusterQueueSpec struct {
 	// +kubebuilder:validation:MaxItems=8
 	// +kubebuilder:validation:items:MaxLength=253
 	AdmissionChecks []string `json:"admissionChecks,omitempty"`
+
+	// RunTime bounds how long the workloads admitted here may run, counted
+	// as a workload's own limit is (over all its admissions; see the
+	// Workload's spec.maximumExecutionTimeSeconds). Unset: only their own.
+	// +optional
+	RunTime *RunTimePolicy `json:"runTime,omitempty"`
+}
+
+// RunTimePolicy is a ClusterQueue's default and maximum run time.
+// +kubebuilder:validation:XValidation:rule="!has(self.defaultSeconds) || !has(self.maximumSeconds) || self.defaultSeconds <= self.maximumSeconds",message="defaultSeconds may not exceed maximumSeconds"
+type RunTimePolicy struct {
+	// DefaultSeconds is the limit of a workload that sets none of its own.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	DefaultSeconds *int32 `json:"defaultSeconds,omitempty"`
+	// MaximumSeconds caps every workload's limit, its own or the default.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	MaximumSeconds *int32 `json:"maximumSeconds,omitempty"`
 }
 
 // ResourceUsage is the use of one resource in one flavor.

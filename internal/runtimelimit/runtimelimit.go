@@ -27,10 +27,27 @@ func RunTime(w *berthv1.Workload, now time.Time) time.Duration {
 // run time passes spec.maximumExecutionTimeSeconds.
 const Exceeded = "MaximumExecutionTimeExceeded"
 
-// OutOfRunTime says whether w has run, by now, as long as its maximum
-// allows, and if not how long it has left; limited is false without one.
-func OutOfRunTime(w *berthv1.Workload, now time.Time) (out bool, left time.Duration, limited bool) {
-	limit := w.Spec.MaximumExecutionTimeSeconds
+// Limit is the run time, in seconds, a workload that asks for own may use
+// in a ClusterQueue with policy p: its own, else p's default, and no more
+// than p's maximum; nil for no limit.
+func Limit(own *int32, p *berthv1.RunTimePolicy) *int32 {
+	limit := own
+	if p == nil {
+		return limit
+	}
+	if limit == nil {
+		limit = p.DefaultSeconds
+	}
+	if p.MaximumSeconds != nil && (limit == nil || *limit > *p.MaximumSeconds) {
+		limit = p.MaximumSeconds
+	}
+	return limit
+}
+
+// OutOfRunTime says whether w has run, by now, as long as limit (seconds;
+// Limit's) allows, and if not how long it has left; limited is false
+// without a limit.
+func OutOfRunTime(w *berthv1.Workload, limit *int32, now time.Time) (out bool, left time.Duration, limited bool) {
 	if limit == nil {
 		return false, 0, false
 	}

@@ -272,7 +272,9 @@ func Deactivation(w *berthv1.Workload, now time.Time) (reason, message string) {
 		c.Status == metav1.ConditionFalse && c.Reason == RequeuingLimitExceeded {
 		return RequeuingLimitExceeded, c.Message
 	}
-	if out, _, _ := runtimelimit.OutOfRunTime(w, now); out {
+	// The limit it was held to is its own by then (the controller that
+	// deactivates it writes its ClusterQueue's there).
+	if out, _, _ := runtimelimit.OutOfRunTime(w, w.Spec.MaximumExecutionTimeSeconds, now); out {
 		return runtimelimit.Exceeded, fmt.Sprintf("it ran %s of its maximum %ds (spec.maximumExecutionTimeSeconds); it is deactivated (spec.active is false)",
 			runtimelimit.RunTime(w, now).Truncate(time.Second), *w.Spec.MaximumExecutionTimeSeconds)
 	}

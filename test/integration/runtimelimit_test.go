@@ -109,3 +109,84 @@ func TestJobStopsAtItsMaximumRunTime(t *testing.T) {
 		})
 	}
 }
+
+// A ClusterQueue's run-time policy: a Job that asks for no limit runs its
+// default, one that asks for more than its maximum runs the maximum; each
+// is then stopped and deactivated, its Workload saying the limit it was
+// held to.
+func TestClusterQueueBoundsRunTime(t *testing.T) {
+	env := testenv.New(t)
+	pool := env.Name("pool")
+	env.CreateSimNode(t, env.Name("node"), map[string]string{"example.com/pool": pool})
+	rf, cq := env.Name("rf"), env.Name("cq")
+	env.Create(t, MakeResourceFlavor(rf).NodeLabel("example.com/pool", pool).Toleration(env.Toleration()).Obj())
+	q := MakeClusterQueue(cq).ResourceGroup(MakeFlavorQuotas(rf).Resource("cpu", "2").Obj()).Obj()
+	q.Spec.RunTime = &berthv1.RunTimePolicy{DefaultSeconds: ptr(int32(2)), MaximumSeconds: ptr(int32(4))}
+	env.Create(t, q)
+	env.Create(t, MakeLocalQueue("main", env.Namespace, cq).Obj())
+	job := func(name string, labels ...string) *berthv1.Workload {
+		j := MakeJob(name, env.Namespace).Queue("main").Request("cpu", "1").
+			Toleration(env.Toleration()).PodAnnotation("berth.dev/sim-duration", "1h").Obj()
+		for i := 0; i+1 < len(labels); i += 2 {
+			j.Labels[labels[i]] = labels[i+1]
+		}
+		env.Create(t, j)
+		return jobWorkload(t, env, j)
+	}
+	unbounded := job("unbounded", berthv1.MaxExecTimeLabel, "3600")
+	for _, tc := range []struct {
+		wl   *berthv1.Workload
+		want int32
+	}{
+		{job("by-default"), 2},
+		{unbounded, 4},
+	} {
+		testenv.Eventually(t, wait, func() error {
+			wl, err := getWorkload(env, env.Namespace, tc.wl.Name)
+			if err != nil {
+				return err
+			}
+			ev := meta.FindStatusCondition(wl.Status.Conditions, berthv1.WorkloadEvicted)
+			if workload.IsActive(wl) || workload.HasQuota(wl) || ev == nil || ev.Reason != runtimelimit.Exceeded {
+				return fmt.Errorf("%s: active %v, holds quota %v, evicted %+v; want it deactivated and released for %s",
+					wl.Name, workload.IsActive(wl), workload.HasQuota(wl), ev, runtimelimit.Exceeded)
+			}
+			if got := wl.Spec.MaximumExecutionTimeSeconds; got == nil || *got != tc.want {
+				return fmt.Errorf("%s: maximumExecutionTimeSeconds %v, want %d (the ClusterQueue's)", wl.Name, got, tc.want)
+			}
+			if ran := wl.Status.AccumulatedPastExecutionTimeSeconds; ran == nil || *ran < tc.want {
+				return fmt.Errorf("%s: ran %v s, want at least %d", wl.Name, ran, tc.want)
+			}
+			return nil
+		})
+	}
+
+	// A maximum set while a workload runs reaches it: it runs what is left,
+	// here nothing. (Without a policy first, so that it runs unbounded.)
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(q), q); err != nil {
+		t.Fatal(err)
+	}
+	q.Spec.RunTime = nil
+	if err := env.Client.Update(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	late := job("late")
+	waitAdmitted(t, env, env.Namespace, late.Name)
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(q), q); err != nil {
+		t.Fatal(err)
+	}
+	q.Spec.RunTime = &berthv1.RunTimePolicy{MaximumSeconds: ptr(int32(1))}
+	if err := env.Client.Update(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, wait, func() error {
+		wl, err := getWorkload(env, env.Namespace, late.Name)
+		if err != nil {
+			return err
+		}
+		if workload.IsActive(wl) || wl.Spec.MaximumExecutionTimeSeconds == nil || *wl.Spec.MaximumExecutionTimeSeconds != 1 {
+			return fmt.Errorf("%s: active %v, limit %v; want it deactivated at the new maximum of 1 s", wl.Name, workload.IsActive(wl), wl.Spec.MaximumExecutionTimeSeconds)
+		}
+		return nil
+	})
+}

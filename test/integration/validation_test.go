@@ -76,6 +76,16 @@ func TestClusterQueueValidation(t *testing.T) {
 			[]string{"spec.resourceGroups", "must have at most 16 items"}},
 		{"more than 64 flavors", manyFlavors.Obj(),
 			[]string{"a ClusterQueue may list at most 64 flavors across its resource groups"}},
+		{"a default run time past the maximum", func() *berthv1.ClusterQueue {
+			cq := MakeClusterQueue("").ResourceGroup(fq("a").Resource("cpu", "1").Obj()).Obj()
+			cq.Spec.RunTime = &berthv1.RunTimePolicy{DefaultSeconds: ptr(int32(600)), MaximumSeconds: ptr(int32(60))}
+			return cq
+		}(), []string{"spec.runTime", "defaultSeconds may not exceed maximumSeconds"}},
+		{"a run time of zero", func() *berthv1.ClusterQueue {
+			cq := MakeClusterQueue("").ResourceGroup(fq("a").Resource("cpu", "1").Obj()).Obj()
+			cq.Spec.RunTime = &berthv1.RunTimePolicy{MaximumSeconds: ptr(int32(0))}
+			return cq
+		}(), []string{"spec.runTime.maximumSeconds", "should be greater than or equal to 1"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.cq.Name = env.Name(strings.ReplaceAll(tc.name, " ", "-"))
