@@ -13,6 +13,7 @@ import (
 	"github.com/berth-dev/berth/internal/controller/queues"
 	"github.com/berth-dev/berth/internal/core"
 	"github.com/berth-dev/berth/internal/queue"
+	"github.com/berth-dev/berth/internal/runtimelimit"
 	"github.com/berth-dev/berth/internal/workload"
 )
 
@@ -56,8 +57,11 @@ type Report struct {
 	// Pods is its PodsReady condition in words (berth controller
 	// --wait-for-pods-ready): its pods all Ready, or why their readiness
 	// cost it its admission.
-	Pods  string   `json:"pods,omitempty"`
-	Notes []string `json:"notes,omitempty"`
+	Pods string `json:"pods,omitempty"`
+	// RunTime is how much of its maximum run time it has used, for a
+	// workload that has one (its own or its ClusterQueue's).
+	RunTime string   `json:"runTime,omitempty"`
+	Notes   []string `json:"notes,omitempty"`
 }
 
 // Need is one pod set's request.
@@ -153,6 +157,13 @@ func Explain(in Input) Report {
 				r.Notes = append(r.Notes, fmt.Sprintf("pod set %s was admitted with %d of its %d pods (partial admission)",
 					psa.Name, psa.Count, w.Spec.PodSets[i].Count))
 			}
+		}
+	}
+	if limit := runtimelimit.Limit(w.Spec.MaximumExecutionTimeSeconds, in.ClusterQueues[cqi].Spec.RunTime); limit != nil {
+		most := time.Duration(*limit) * time.Second
+		r.RunTime = fmt.Sprintf("ran %s of its maximum %s", runtimelimit.RunTime(w, in.Now).Truncate(time.Second), most)
+		if _, left, _ := runtimelimit.OutOfRunTime(w, limit, in.Now); r.State == "Admitted" && left > 0 {
+			r.RunTime += fmt.Sprintf("; stopped in %s unless it ends first", left.Truncate(time.Second))
 		}
 	}
 	c, cq := simulated(in, r.ClusterQueue)
@@ -327,6 +338,9 @@ func Render(r Report) string {
 	}
 	if r.RunsOn != "" {
 		fmt.Fprintf(&b, "  runs on:   worker cluster %s\n", r.RunsOn)
+	}
+	if r.RunTime != "" {
+		fmt.Fprintf(&b, "  run time:  %s\n", r.RunTime)
 	}
 	if r.Pods != "" {
 		fmt.Fprintf(&b, "  pods:      %s\n", r.Pods)

@@ -203,3 +203,28 @@ func TestWhyAndTheQueueAgreeOnPositions(t *testing.T) {
 		}
 	}
 }
+
+// A workload with a run-time limit says how much it used, and while it
+// runs when it will be stopped; its ClusterQueue's maximum caps its own.
+func TestExplainRunTime(t *testing.T) {
+	in := input(false, 5)
+	in.ClusterQueues[0].Spec.RunTime = &berthv1.RunTimePolicy{MaximumSeconds: ptrTo(int32(3600))}
+	w := MakeWorkload("me", "ns").Queue("main").Request("cpu", "2").MaxRunTime(7200).Obj()
+	using(w, "cq", "2") // admitted at now
+	in.Workload = w
+	in.Now = now.Add(20 * time.Minute)
+	r := why.Explain(in)
+	if want := "run time:  ran 20m0s of its maximum 1h0m0s; stopped in 40m0s unless it ends first"; !strings.Contains(why.Render(r), want) {
+		t.Errorf("want %q in:\n%s", want, why.Render(r))
+	}
+	in.Workload = MakeWorkload("me", "ns").Queue("main").Request("cpu", "2").Obj()
+	if r := why.Explain(in); r.RunTime != "ran 0s of its maximum 1h0m0s" {
+		t.Errorf("waiting, the ClusterQueue's maximum its own: %q", r.RunTime)
+	}
+	in.ClusterQueues[0].Spec.RunTime = nil
+	if r := why.Explain(in); r.RunTime != "" {
+		t.Errorf("without a limit: %q, want nothing said", r.RunTime)
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }
