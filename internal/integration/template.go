@@ -72,6 +72,12 @@ func (w TemplateWebhook[T, PT]) Handle(_ context.Context, req admission.Request)
 			return admission.Denied(why)
 		}
 	}
+	if QueueName(obj.GetLabels()) != "" || QueueName(tmpl.Labels) != "" {
+		// Its pods would each be refused (Holder), long after it was made.
+		if _, err := MaxExecTime(tmpl.Labels); err != nil {
+			return admission.Denied(fmt.Sprintf("%s %s: spec.template.%v", w.Kind, obj.GetName(), err))
+		}
+	}
 	var extra map[string]string
 	if w.Labels != nil && QueueName(obj.GetLabels()) != "" {
 		extra = w.Labels(obj)

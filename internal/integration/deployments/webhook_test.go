@@ -143,3 +143,19 @@ func TestDefaultWebhookQueuesWhatAsksForNone(t *testing.T) {
 		t.Errorf("updated: labels %v; want it left as it was", got.Labels)
 	}
 }
+
+// A queued Deployment whose pods would each be refused for a bad run-time
+// limit is refused itself, naming the field.
+func TestWebhookRefusesABadRunTimeLimit(t *testing.T) {
+	d := deployment(map[string]string{berthv1.QueueNameLabel: "serving"}, map[string]string{berthv1.MaxExecTimeLabel: "1d"})
+	raw, err := json.Marshal(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp := Webhook.Handle(context.Background(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+		Operation: admissionv1.Create, Object: runtime.RawExtension{Raw: raw}}})
+	want := `Deployment web: spec.template.metadata.labels[berth.dev/max-exec-time-seconds]: "1d" is not a whole number of seconds`
+	if resp.Allowed || !strings.Contains(resp.Result.Message, want) {
+		t.Errorf("allowed %v, %q; want it refused with %q", resp.Allowed, resp.Result.Message, want)
+	}
+}
