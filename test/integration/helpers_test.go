@@ -3,7 +3,10 @@ package integration
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -150,4 +153,39 @@ func preemptLowerPriority(t *testing.T, env *testenv.Env, cqName string) string 
 	high := env.Name("high")
 	env.Create(t, &berthv1.WorkloadPriorityClass{ObjectMeta: metav1.ObjectMeta{Name: high}, Value: 100})
 	return high
+}
+
+// waitForMetrics waits until the /metrics of the controller `berth up`
+// runs (testenv's instance) has every line of want; ok is false when this
+// run targets an existing cluster, whose controller it cannot reach.
+func waitForMetrics(t *testing.T, want ...string) (ok bool) {
+	t.Helper()
+	inst := testenv.Instance()
+	if inst == nil {
+		return false
+	}
+	var port int
+	for _, c := range inst.State().Components {
+		if c.Name == "berth-controller" {
+			port = c.Port
+		}
+	}
+	testenv.Eventually(t, wait, func() error {
+		resp, err := http.Get("http://127.0.0.1:" + strconv.Itoa(port) + "/metrics")
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		if err != nil {
+			return err
+		}
+		for _, w := range want {
+			if !strings.Contains(string(body), w) {
+				return fmt.Errorf("metrics lack %s", w)
+			}
+		}
+		return nil
+	})
+	return true
 }

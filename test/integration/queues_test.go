@@ -3,11 +3,8 @@ package integration
 import (
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"os/exec"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -330,15 +327,8 @@ func TestQueueStatusAndMetrics(t *testing.T) {
 		return nil
 	})
 
-	inst := testenv.Instance()
-	if inst == nil {
+	if testenv.Instance() == nil {
 		t.Skip("metrics are read from the controller berth up runs; this run targets an existing cluster")
-	}
-	var port int
-	for _, c := range inst.State().Components {
-		if c.Name == "berth-controller" {
-			port = c.Port
-		}
 	}
 	// The controller says which build it is, as `berth version` does.
 	bin, err := testenv.Binary()
@@ -354,28 +344,15 @@ func TestQueueStatusAndMetrics(t *testing.T) {
 		t.Fatalf("berth version -o json: %v\n%s", err, out)
 	}
 	buildInfo := fmt.Sprintf(`berth_build_info{commit=%q,date=%q,go_version=%q,version=%q} 1`, v.Commit, v.Date, v.GoVersion, v.Version)
-	testenv.Eventually(t, wait, func() error {
-		resp, err := http.Get("http://127.0.0.1:" + strconv.Itoa(port) + "/metrics")
-		if err != nil {
-			return err
-		}
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(resp.Body)
-		for _, want := range []string{
-			`berth_pending_workloads{cluster_queue="` + cq + `",status="inadmissible"} 1`,
-			`berth_reserving_workloads{cluster_queue="` + cq + `"} 1`,
-			`berth_cluster_queue_resource_usage{cluster_queue="` + cq + `",flavor="` + rf + `",resource="cpu"} 2`,
-			`berth_cluster_queue_nominal_quota{cluster_queue="` + cq + `",flavor="` + rf + `",resource="cpu"} 2`,
-			`berth_admitted_workloads_total{cluster_queue="` + cq + `"} 1`,
-			`berth_admission_wait_time_seconds_count{cluster_queue="` + cq + `"} 1`,
-			`berth_admission_attempts_total{result="admitted"}`,
-			`berth_admission_cycle_duration_seconds_count`,
-			buildInfo,
-		} {
-			if !strings.Contains(string(body), want) {
-				return fmt.Errorf("metrics lack %s", want)
-			}
-		}
-		return nil
-	})
+	waitForMetrics(t,
+		`berth_pending_workloads{cluster_queue="`+cq+`",status="inadmissible"} 1`,
+		`berth_reserving_workloads{cluster_queue="`+cq+`"} 1`,
+		`berth_cluster_queue_resource_usage{cluster_queue="`+cq+`",flavor="`+rf+`",resource="cpu"} 2`,
+		`berth_cluster_queue_nominal_quota{cluster_queue="`+cq+`",flavor="`+rf+`",resource="cpu"} 2`,
+		`berth_admitted_workloads_total{cluster_queue="`+cq+`"} 1`,
+		`berth_admission_wait_time_seconds_count{cluster_queue="`+cq+`"} 1`,
+		`berth_admission_attempts_total{result="admitted"}`,
+		`berth_admission_cycle_duration_seconds_count`,
+		buildInfo,
+	)
 }

@@ -2,9 +2,6 @@ package integration
 
 import (
 	"fmt"
-	"io"
-	"net/http"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -88,26 +85,7 @@ func TestJobStopsAtItsMaximumRunTime(t *testing.T) {
 	if c := meta.FindStatusCondition(wl.Status.Conditions, berthv1.WorkloadQuotaReserved); c == nil || !strings.Contains(c.Message, "maximumExecutionTimeSeconds") {
 		t.Errorf("first, pending: %+v; want its message to say its run time is spent", c)
 	}
-	if inst := testenv.Instance(); inst != nil { // the controller berth up runs: its metrics
-		var port int
-		for _, c := range inst.State().Components {
-			if c.Name == "berth-controller" {
-				port = c.Port
-			}
-		}
-		want := `berth_run_time_exceeded_workloads_total{cluster_queue="` + cq + `"} 1`
-		testenv.Eventually(t, wait, func() error {
-			resp, err := http.Get("http://127.0.0.1:" + strconv.Itoa(port) + "/metrics")
-			if err != nil {
-				return err
-			}
-			defer resp.Body.Close()
-			if body, _ := io.ReadAll(resp.Body); !strings.Contains(string(body), want) {
-				return fmt.Errorf("metrics lack %s", want)
-			}
-			return nil
-		})
-	}
+	waitForMetrics(t, `berth_run_time_exceeded_workloads_total{cluster_queue="`+cq+`"} 1`)
 }
 
 // A ClusterQueue's run-time policy: a Job that asks for no limit runs its
