@@ -308,8 +308,8 @@ func TestPortInUse(t *testing.T) {
 	inst.assertNothingRuns(t)
 }
 
-// Corrupt etcd data: etcd exits during start-up, the error names it and quotes
-// its log, and nothing is left running.
+// Corrupt etcd data: etcd exits during start-up, the error names it, quotes
+// its log and points to berth doctor, and nothing is left running.
 func TestCorruptEtcdData(t *testing.T) {
 	inst := newInstance(t, "corrupt")
 	inst.up(t)
@@ -322,7 +322,7 @@ func TestCorruptEtcdData(t *testing.T) {
 	if code == 0 {
 		t.Fatalf("up on corrupt etcd data succeeded:\n%s", out)
 	}
-	for _, want := range []string{"etcd exited during start-up", "last lines of", "etcd.log"} {
+	for _, want := range []string{"etcd exited during start-up", "last lines of", "etcd.log", "'berth doctor' says what this machine lacks"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("error lacks %q:\n%s", want, out)
 		}
