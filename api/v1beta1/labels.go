@@ -61,6 +61,14 @@ const (
 	MaxExecTimeLabel = "berth.dev/max-exec-time-seconds"
 	// KueueMaxExecTimeLabel is honoured too.
 	KueueMaxExecTimeLabel = "kueue.x-k8s.io/max-exec-time-seconds"
+	// OwnerUIDLabel goes on the pod templates of an object of a kind
+	// queued from configuration (berth controller --configured-kinds) when
+	// berth starts it: the object's UID, by which berth finds its pods.
+	OwnerUIDLabel = "berth.dev/owner-uid"
+	// ConfiguredKindLabel ("true") is on the Workload of an object of a
+	// kind queued from configuration: evicted, it keeps its quota until the
+	// object's pods are gone, and its reconciler then gives it back.
+	ConfiguredKindLabel = "berth.dev/configured-kind"
 )
 
 // ResourceInUseFinalizer is on every ClusterQueue, LocalQueue and

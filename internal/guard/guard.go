@@ -31,6 +31,14 @@ type Kind struct {
 	// pods it runs at once, for a kind whose updates may raise it (a Job's
 	// parallelism); "" for none.
 	PodsAtOnce string
+	// Fixed are paths of fields that say what pods the kind runs (a pod
+	// template, a count), for a kind whose API lets them change at any time:
+	// they change only in an update that leaves the object held back, since
+	// its pods would otherwise start as they now ask, past what was admitted.
+	Fixed []string
+	// Qualified names the kind's policies by group too: a kind queued from
+	// configuration.
+	Qualified bool
 	// Resize says the kind has the resize subresource (a Pod's requests
 	// changed in place), which a queued object may not use.
 	Resize bool
@@ -125,7 +133,17 @@ type Options struct {
 }
 
 // PolicyName is the name of kind's policy, and of its binding.
-func PolicyName(k Kind) string { return k.Resource + ".guard.berth.dev" }
+func PolicyName(k Kind) string { return k.id() + ".guard.berth.dev" }
+
+// id names kind in its policies' names: its resource, and its group for a
+// kind queued from configuration (Qualified), whose resource could be a
+// built-in one's.
+func (k Kind) id() string {
+	if k.Qualified {
+		return k.Resource + "." + k.Group
+	}
+	return k.Resource
+}
 
 // Policies are the ValidatingAdmissionPolicies of kinds and of their
 // children, each followed by the binding that makes it refuse.
@@ -144,7 +162,7 @@ func Policies(o Options, kinds []Kind) []client.Object {
 
 // ChildPolicyName is the name of the policy that guards kind's children.
 func ChildPolicyName(k Kind, c Child) string {
-	return c.Resource + "-of-" + k.Resource + ".guard.berth.dev"
+	return c.Resource + "-of-" + k.id() + ".guard.berth.dev"
 }
 
 // ChildPolicy is the policy that keeps kind's children (c) found by its
@@ -350,6 +368,10 @@ func Validations(k Kind) []admissionregistrationv1.Validation {
 			quote("a queued "+k.Name+" may not run more pods at once (from ")+" + string(variables.oldPods) + "+quote(" to ")+
 				" + string(variables.newPods) + "+quote(") unless it is suspended in the same update, to queue again with its new size")))
 	}
+	for _, path := range k.Fixed {
+		out = append(out, rule(unchanged(path)+" || variables.newHeld",
+			quote(path+": may change on a queued "+k.Name+" only in an update that leaves it suspended ("+k.Suspend+": true), to queue again with its new pods")))
+	}
 	if k.Resize {
 		// subResource is absent from the request, not "", for the object itself.
 		out = append(out, rule("!has(request.subResource) || request.subResource != 'resize'",
@@ -379,13 +401,25 @@ func either(o, first, second string) string {
 // isTrue is true when the boolean at path of o is there and true; each
 // step of the path may be missing.
 func isTrue(o, path string) string {
+	return present(o, path) + " && " + o + "." + path + " == true"
+}
+
+// unchanged is true when the field at path is the same in the old object
+// and the new, or absent from both; each step of the path may be missing.
+func unchanged(path string) string {
+	return fmt.Sprintf("(%s) == (%s) && (!(%s) || oldObject.%s == object.%s)",
+		present("oldObject", path), present("object", path), present("object", path), path, path)
+}
+
+// present is true when every step of path is there in o.
+func present(o, path string) string {
 	var conds []string
 	at := o
 	for _, part := range strings.Split(path, ".") {
 		at += "." + part
 		conds = append(conds, "has("+at+")")
 	}
-	return strings.Join(conds, " && ") + " && " + at + " == true"
+	return strings.Join(conds, " && ")
 }
 
 // gated is true when o has the scheduling gate g.

@@ -1,6 +1,7 @@
 package guard_test
 
 import (
+	"os"
 	"strings"
 	"testing"
 
@@ -8,6 +9,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	uns "k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -15,6 +17,7 @@ import (
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
 	"github.com/berth-dev/berth/internal/guard"
+	"github.com/berth-dev/berth/internal/integration/configured"
 	. "github.com/berth-dev/berth/test/fixtures"
 )
 
@@ -32,7 +35,16 @@ func admit(t *testing.T, name string, old, obj client.Object, user, subResource 
 	t.Helper()
 	return evaluate(t, func(k guard.Kind) (*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding) {
 		return guard.Policy(opts, k)
-	}, name, old, obj, user, subResource)
+	}, kindNamed(name), old, obj, user, subResource)
+}
+
+func kindNamed(name string) guard.Kind {
+	for _, k := range guard.Kinds {
+		if k.Name == name {
+			return k
+		}
+	}
+	return guard.Kind{}
 }
 
 // admitChild is admit for the policy that guards the children of kind name.
@@ -40,18 +52,12 @@ func admitChild(t *testing.T, name string, old, obj client.Object, user string) 
 	t.Helper()
 	return evaluate(t, func(k guard.Kind) (*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding) {
 		return guard.ChildPolicy(opts, k, k.Children[0])
-	}, name, old, obj, user, "")
+	}, kindNamed(name), old, obj, user, "")
 }
 
 func evaluate(t *testing.T, policyOf func(guard.Kind) (*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding),
-	name string, old, obj client.Object, user, subResource string) string {
+	kind guard.Kind, old, obj client.Object, user, subResource string) string {
 	t.Helper()
-	var kind guard.Kind
-	for _, k := range guard.Kinds {
-		if k.Name == name {
-			kind = k
-		}
-	}
 	policy, binding := policyOf(kind)
 	if binding.Spec.PolicyName != policy.Name || len(binding.Spec.ValidationActions) != 1 ||
 		binding.Spec.ValidationActions[0] != admissionregistrationv1.Deny {
@@ -332,6 +338,61 @@ func TestJobSetsJobsAreStartedByItsControllerAlone(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			got := admitChild(t, "JobSet", c.old.Obj(), c.obj.Obj(), c.user)
+			switch {
+			case c.want == "" && got != "":
+				t.Errorf("refused: %s", got)
+			case c.want != "" && !strings.Contains(got, c.want):
+				t.Errorf("got %q, want a refusal with %q", got, c.want)
+			}
+		})
+	}
+}
+
+// A kind queued from configuration (an MPIJob here) is guarded from its
+// description: its pod templates and counts may change only in an update
+// that leaves it suspended, berth alone unsuspends it, and its pods keep the
+// label berth finds them by.
+func TestConfiguredKindsKeepTheirShapeWhileTheyRun(t *testing.T) {
+	data, err := os.ReadFile("../../examples/configured/kinds.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds, err := configured.Parse(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kind := kinds[0].Guard()
+	mpiJob := func(suspend bool, workers int64, image string) client.Object {
+		u := &uns.Unstructured{Object: map[string]any{"apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob",
+			"metadata": map[string]any{"name": "pi", "namespace": "team-a", "labels": map[string]any{berthv1.QueueNameLabel: "jobs"}},
+			"spec": map[string]any{"runPolicy": map[string]any{"suspend": suspend}, "mpiReplicaSpecs": map[string]any{
+				"Worker": map[string]any{"replicas": workers, "template": map[string]any{"spec": map[string]any{
+					"containers": []any{map[string]any{"name": "w", "image": image}}}}}}}}}
+		return u
+	}
+	check := func(old, obj client.Object, user string) string {
+		return evaluate(t, func(k guard.Kind) (*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding) {
+			return guard.Policy(opts, k)
+		}, kind, old, obj, user, "")
+	}
+	for _, c := range []struct {
+		name     string
+		old, obj client.Object
+		user     string
+		want     string
+	}{
+		{"more workers while it runs", mpiJob(false, 2, "a"), mpiJob(false, 8, "a"), "alice",
+			"MPIJob pi: spec.mpiReplicaSpecs.Worker.replicas: may change on a queued MPIJob only in an update that leaves it suspended"},
+		{"another template while it runs", mpiJob(false, 2, "a"), mpiJob(false, 2, "b"), "alice",
+			"MPIJob pi: spec.mpiReplicaSpecs.Worker.template: may change"},
+		{"more workers, suspending it", mpiJob(false, 2, "a"), mpiJob(true, 8, "a"), "alice", ""},
+		{"more workers while held", mpiJob(true, 2, "a"), mpiJob(true, 8, "a"), "alice", ""},
+		{"started by its user", mpiJob(true, 2, "a"), mpiJob(false, 2, "a"), "alice",
+			"spec.runPolicy.suspend: a queued MPIJob is started by berth once its Workload is admitted"},
+		{"started by berth", mpiJob(true, 2, "a"), mpiJob(false, 2, "a"), berth, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := check(c.old, c.obj, c.user)
 			switch {
 			case c.want == "" && got != "":
 				t.Errorf("refused: %s", got)

@@ -346,11 +346,16 @@ func DelayRequeue(w *berthv1.Workload, until time.Time) {
 // quota until its pods have stopped: a plain Pod's or a pod group's (owned
 // by its Pods, which can only be deleted), a batch/v1 Job's (suspended,
 // its pods then deleted by the Job controller) or a JobSet's (suspended,
-// its Jobs then suspended by the JobSet controller). Its integration gives the
+// its Jobs then suspended by the JobSet controller), or a configured kind's
+// (suspended, its pods then stopped by its controller; labelled
+// berthv1.ConfiguredKindLabel). Its integration gives the
 // quota back (ReleaseStopped) once they are gone, so the quota is never
 // admitted to another workload while these pods still run, however long
 // stopping them takes (an API server down, say).
 func KeepsQuotaWhileStopping(w *berthv1.Workload) bool {
+	if w.Labels[berthv1.ConfiguredKindLabel] == "true" {
+		return true
+	}
 	return slices.ContainsFunc(w.OwnerReferences, func(r metav1.OwnerReference) bool {
 		return (r.Kind == "Pod" && r.APIVersion == "v1") || (r.Kind == "Job" && r.APIVersion == "batch/v1") ||
 			(r.Kind == "JobSet" && strings.HasPrefix(r.APIVersion, "jobset.x-k8s.io/"))

@@ -117,6 +117,7 @@ func TestStoppingKeepsQuotaUntilReleased(t *testing.T) {
 	}{
 		{owned("batch/v1", "Job"), true}, {owned("v1", "Pod"), true}, {owned("jobset.x-k8s.io/v1alpha2", "JobSet"), true},
 		{owned("example.com/v1", "Job"), false}, {&berthv1.Workload{}, false},
+		{&berthv1.Workload{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{berthv1.ConfiguredKindLabel: "true"}}}, true},
 	} {
 		if got := KeepsQuotaWhileStopping(tc.w); got != tc.keep {
 			t.Errorf("%v: keeps quota while stopping %v, want %v", tc.w.OwnerReferences, got, tc.keep)

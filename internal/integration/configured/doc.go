@@ -1,0 +1,17 @@
+// Package configured queues kinds berth has no code for, from configuration
+// alone (berth controller --configured-kinds): a platform team names a kind
+// that can be suspended, the path of its suspend field, the paths of its
+// pod sets (pod template and pod count) and the conditions that say it has
+// ended; berth then queues it as it queues a JobSet. Its webhook creates a
+// queued object suspended; a reconciler keeps one Workload per object, with
+// a pod set per configured path, starts the object once the Workload is
+// admitted (each template given its flavors' node labels and tolerations,
+// and berth.dev/owner-uid, by which berth finds its pods), suspends it again
+// (templates restored) when the Workload loses its quota, gives the quota
+// back once its pods are gone, and finishes the Workload when a configured
+// condition is True.
+//
+// Spec, Parse and CheckSchema are the configuration and its checks against
+// the kind's CRD; Kind is the kind as an integration.Kind over unstructured
+// objects; all pure. The Reconciler beside them does the I/O.
+package configured

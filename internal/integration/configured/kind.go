@@ -1,0 +1,406 @@
+package configured
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	berthv1 "github.com/berth-dev/berth/api/v1beta1"
+	"github.com/berth-dev/berth/internal/integration"
+)
+
+// Kind is a configured kind as an integration.Kind, over unstructured
+// objects. Default queues an object that asks for no queue in LocalQueue
+// "default" (served only where every object is queued).
+type Kind struct {
+	C       *Compiled
+	Default bool
+}
+
+var (
+	_ integration.Kind    = Kind{}
+	_ integration.Refuser = Kind{}
+)
+
+// New is an empty object of the kind.
+func (k Kind) New() client.Object {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(k.C.GVK)
+	return u
+}
+
+func (k Kind) QueueName(obj client.Object) string {
+	if q := integration.QueueName(obj.GetLabels()); q != "" || !k.Default {
+		return q
+	}
+	return integration.DefaultLocalQueue
+}
+
+// Suspended reports whether the suspend field is true.
+func (c *Compiled) Suspended(u *unstructured.Unstructured) bool {
+	v, found, err := unstructured.NestedBool(u.Object, c.Suspend...)
+	return found && err == nil && v
+}
+
+// template reads a pod set's template, found false when u has none.
+func template(u *unstructured.Unstructured, ps CompiledPodSet) (t corev1.PodTemplateSpec, found bool, err error) {
+	m, found, err := unstructured.NestedMap(u.Object, ps.Template...)
+	if err != nil || !found {
+		return t, found, err
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, &t); err != nil {
+		return t, true, err
+	}
+	return t, true, nil
+}
+
+// count reads a pod set's number of pods: one when it has no path, or u
+// does not set it.
+func count(u *unstructured.Unstructured, ps CompiledPodSet) (int32, error) {
+	if ps.Count == nil {
+		return 1, nil
+	}
+	v, found, err := unstructured.NestedFieldNoCopy(u.Object, ps.Count...)
+	if err != nil || !found {
+		return 1, err
+	}
+	var n int64
+	switch x := v.(type) {
+	case int64:
+		n = x
+	case float64:
+		if x != math.Trunc(x) {
+			return 0, fmt.Errorf("%s: %v is not a whole number", ps.Count, x)
+		}
+		n = int64(x)
+	default:
+		return 0, fmt.Errorf("%s: %v is not a number", ps.Count, v)
+	}
+	if n < 0 || n > math.MaxInt32 {
+		return 0, fmt.Errorf("%s: %d pods is out of range", ps.Count, n)
+	}
+	return int32(n), nil
+}
+
+// ReadPodSets describes u's pods for its Workload: one pod set per
+// configured pod set whose template u has, of the pods its count says,
+// or an error naming the path that cannot be read.
+func (c *Compiled) ReadPodSets(u *unstructured.Unstructured) ([]berthv1.PodSet, error) {
+	var out []berthv1.PodSet
+	for _, ps := range c.PodSets {
+		t, found, err := template(u, ps)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", ps.Template, err)
+		}
+		if !found {
+			continue
+		}
+		n, err := count(u, ps)
+		if err != nil {
+			return nil, err
+		}
+		if n == 0 {
+			continue
+		}
+		out = append(out, integration.PodSetOf(ps.Name, n, &t.Spec))
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("it has no pods: none of %s is set with a count above zero", c.templatePaths())
+	}
+	return out, nil
+}
+
+func (c *Compiled) templatePaths() string {
+	var s []string
+	for _, ps := range c.PodSets {
+		s = append(s, ps.Template.String())
+	}
+	return strings.Join(s, ", ")
+}
+
+// PodSets are u's pod sets; nil when they cannot be read (Refuse says why).
+func (k Kind) PodSets(obj client.Object) []berthv1.PodSet {
+	ps, _ := k.C.ReadPodSets(obj.(*unstructured.Unstructured))
+	return ps
+}
+
+// Refuse says why u cannot be queued as it is, naming the field, or "".
+// What berth does not do for configured kinds yet is refused rather than
+// ignored: topology-aware placement, partial admission, prebuilt
+// Workloads. A queue label on a pod template would queue its pods one by
+// one, beside the object: the object is queued whole, by its own label.
+func (k Kind) Refuse(obj client.Object) string {
+	u := obj.(*unstructured.Unstructured)
+	who := fmt.Sprintf("%s %s", k.C.Kind, u.GetName())
+	for _, ps := range k.C.PodSets {
+		t, found, err := template(u, ps)
+		if err != nil {
+			return fmt.Sprintf("%s: %s: %v", who, ps.Template, err)
+		}
+		if !found {
+			continue
+		}
+		if q := integration.QueueName(t.Labels); q != "" {
+			return fmt.Sprintf("%s: %s.metadata.labels asks for LocalQueue %s; a %s is queued whole by the queue label on itself (metadata.labels): move the label there",
+				who, ps.Template, q, k.C.Kind)
+		}
+		if k.QueueName(u) == "" {
+			continue
+		}
+		if integration.HasTopologyAnnotations(t.Annotations) {
+			return fmt.Sprintf("%s: %s.metadata.annotations: topology-aware placement of a kind queued from configuration is not supported yet", who, ps.Template)
+		}
+		if _, set := t.Labels[berthv1.OwnerUIDLabel]; set {
+			return fmt.Sprintf("%s: %s.metadata.labels[%s]: berth sets this label itself when it starts the %s", who, ps.Template, berthv1.OwnerUIDLabel, k.C.Kind)
+		}
+	}
+	if k.QueueName(u) == "" {
+		return ""
+	}
+	if _, ok := u.GetLabels()[berthv1.PrebuiltWorkloadLabel]; ok {
+		return fmt.Sprintf("%s: metadata.labels[%s]: prebuilt Workloads (dispatch to worker clusters) of a kind queued from configuration are not supported yet",
+			who, berthv1.PrebuiltWorkloadLabel)
+	}
+	for _, key := range []string{berthv1.JobMinParallelismAnnotation, berthv1.KueueJobMinParallelismAnnotation} {
+		if _, ok := u.GetAnnotations()[key]; ok {
+			return fmt.Sprintf("%s: metadata.annotations[%s]: partial admission of a kind queued from configuration is not supported yet", who, key)
+		}
+	}
+	if _, err := k.C.ReadPodSets(u); err != nil {
+		return fmt.Sprintf("%s: %v", who, err)
+	}
+	return ""
+}
+
+// Hold creates a queued object suspended.
+func (k Kind) Hold(obj client.Object) bool {
+	u := obj.(*unstructured.Unstructured)
+	if k.C.Suspended(u) {
+		return false
+	}
+	_ = unstructured.SetNestedField(u.Object, true, k.C.Suspend...) // on a map under spec: cannot fail
+	return true
+}
+
+// HeldFields is the top of the suspend path (spec): the webhook may have to
+// make the fields on the way to it. An unstructured object loses nothing
+// it was sent, so patching all of it takes nothing away.
+func (k Kind) HeldFields(obj client.Object) []integration.Field {
+	u := obj.(*unstructured.Unstructured)
+	return []integration.Field{{Path: "/" + k.C.Suspend[0], Value: u.Object[k.C.Suspend[0]]}}
+}
+
+// Finished reports whether a configured condition is True, and whether it
+// is one that says the object failed.
+func (k Kind) Finished(obj client.Object) (finished, failed bool) {
+	u := obj.(*unstructured.Unstructured)
+	raw, found, err := unstructured.NestedSlice(u.Object, "status", "conditions")
+	if err != nil || !found {
+		return false, false
+	}
+	var conds []metav1.Condition
+	for _, r := range raw {
+		m, ok := r.(map[string]any)
+		if !ok {
+			continue
+		}
+		t, _ := m["type"].(string)
+		s, _ := m["status"].(string)
+		conds = append(conds, metav1.Condition{Type: t, Status: metav1.ConditionStatus(s)})
+	}
+	for _, t := range k.C.Spec.Finished.Failed {
+		if meta.IsStatusConditionTrue(conds, t) {
+			return true, true
+		}
+	}
+	for _, t := range k.C.Spec.Finished.Succeeded {
+		if meta.IsStatusConditionTrue(conds, t) {
+			return true, false
+		}
+	}
+	return false, false
+}
+
+// OriginalSchedulingAnnotation holds, while an object runs with its
+// flavors' node selectors and tolerations, what each pod set's template
+// had before, by pod set; it is put back when the object is suspended again.
+const OriginalSchedulingAnnotation = "berth.dev/original-scheduling"
+
+type scheduling struct {
+	NodeSelector map[string]string   `json:"nodeSelector,omitempty"`
+	Tolerations  []corev1.Toleration `json:"tolerations,omitempty"`
+}
+
+// Injected reports whether u's templates carry flavors' settings.
+func Injected(u *unstructured.Unstructured) bool {
+	_, ok := u.GetAnnotations()[OriginalSchedulingAnnotation]
+	return ok
+}
+
+// Start adds to each pod set's template the node labels and tolerations of
+// the flavors it was admitted in (flavors, by pod set) and the label of
+// u's UID, keeping what each had, and unsuspends u.
+func (k Kind) Start(obj client.Object, flavors map[string][]*berthv1.ResourceFlavor) error {
+	u := obj.(*unstructured.Unstructured)
+	orig := map[string]scheduling{}
+	for _, ps := range k.C.PodSets {
+		t, found, err := template(u, ps)
+		if err != nil {
+			return fmt.Errorf("%s %s: %s: %w", k.C.Kind, u.GetName(), ps.Template, err)
+		}
+		if !found {
+			continue
+		}
+		// Cloned: InjectFlavors adds to the map in place.
+		orig[ps.Name] = scheduling{NodeSelector: maps.Clone(t.Spec.NodeSelector), Tolerations: slices.Clone(t.Spec.Tolerations)}
+		integration.InjectFlavors(&t.Spec, flavors[ps.Name])
+		if err := setScheduling(u, ps, scheduling{NodeSelector: t.Spec.NodeSelector, Tolerations: t.Spec.Tolerations}); err != nil {
+			return err
+		}
+		if err := unstructured.SetNestedField(u.Object, string(u.GetUID()), append(append(Path{}, ps.Template...), "metadata", "labels", berthv1.OwnerUIDLabel)...); err != nil {
+			return fmt.Errorf("%s %s: %s.metadata.labels: %w", k.C.Kind, u.GetName(), ps.Template, err)
+		}
+	}
+	if !Injected(u) {
+		data, err := json.Marshal(orig)
+		if err != nil {
+			return err
+		}
+		ann := u.GetAnnotations()
+		if ann == nil {
+			ann = map[string]string{}
+		}
+		ann[OriginalSchedulingAnnotation] = string(data)
+		u.SetAnnotations(ann)
+	}
+	return unstructured.SetNestedField(u.Object, false, k.C.Suspend...)
+}
+
+// setScheduling writes a template's node selector and tolerations, and
+// nothing else of it: fields berth's copy of the pod type does not know
+// stay as they are.
+func setScheduling(u *unstructured.Unstructured, ps CompiledPodSet, s scheduling) error {
+	spec := append(append(Path{}, ps.Template...), "spec")
+	for name, v := range map[string]any{"nodeSelector": s.NodeSelector, "tolerations": s.Tolerations} {
+		at := append(append(Path{}, spec...), name)
+		data, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		var plain any
+		if err := json.Unmarshal(data, &plain); err != nil {
+			return err
+		}
+		if plain == nil {
+			unstructured.RemoveNestedField(u.Object, at...)
+			continue
+		}
+		if err := unstructured.SetNestedField(u.Object, runtime.DeepCopyJSONValue(plain), at...); err != nil {
+			return fmt.Errorf("%s: %w", Path(at), err)
+		}
+	}
+	return nil
+}
+
+// Restore puts back the node selectors and tolerations the templates had
+// before Start. It reports whether it changed u; a damaged annotation is an
+// error naming it, and u is left as it is.
+func (k Kind) Restore(u *unstructured.Unstructured) (bool, error) {
+	data, ok := u.GetAnnotations()[OriginalSchedulingAnnotation]
+	if !ok {
+		return false, nil
+	}
+	var orig map[string]scheduling
+	if err := json.Unmarshal([]byte(data), &orig); err != nil {
+		return false, fmt.Errorf("annotation %s of %s %s/%s is not valid: %w", OriginalSchedulingAnnotation, k.C.Kind, u.GetNamespace(), u.GetName(), err)
+	}
+	for _, ps := range k.C.PodSets {
+		o, ok := orig[ps.Name]
+		if !ok {
+			continue
+		}
+		if _, found, _ := unstructured.NestedMap(u.Object, ps.Template...); !found {
+			continue
+		}
+		if err := setScheduling(u, ps, o); err != nil {
+			return false, err
+		}
+	}
+	ann := u.GetAnnotations()
+	delete(ann, OriginalSchedulingAnnotation)
+	u.SetAnnotations(ann)
+	return true, nil
+}
+
+// Pods selects u's pods: the label Start puts on its templates.
+func Pods(u *unstructured.Unstructured) labels.Set {
+	return labels.Set{berthv1.OwnerUIDLabel: string(u.GetUID())}
+}
+
+// Reshaped reports whether u asks for other pods than its Workload was
+// made for (pods, its pod sets): an admitted object suspended and changed
+// by its user must queue again with its new shape, not start as it is.
+// Flavors' settings berth put on are left out of the comparison.
+func (k Kind) Reshaped(u *unstructured.Unstructured, pods []berthv1.PodSet) bool {
+	own := u.DeepCopy()
+	if _, err := k.Restore(own); err != nil {
+		return true
+	}
+	now, err := k.C.ReadPodSets(own)
+	return err != nil || !equality.Semantic.DeepEqual(now, pods)
+}
+
+// PriorityClass is the pod priority class the Workload falls back on: the
+// first pod set's template's.
+func (k Kind) PriorityClass(u *unstructured.Unstructured) string {
+	for _, ps := range k.C.PodSets {
+		if t, found, err := template(u, ps); found && err == nil {
+			return t.Spec.PriorityClassName
+		}
+	}
+	return ""
+}
+
+// WorkloadName is the name of u's Workload.
+func (k Kind) WorkloadName(u *unstructured.Unstructured) string {
+	return integration.WorkloadName(strings.ToLower(k.C.Kind), u.GetName(), u.GetUID())
+}
+
+// NewWorkload makes u's Workload, owned by u, keeping its quota until
+// u's pods are gone.
+func (k Kind) NewWorkload(u *unstructured.Unstructured, pods []berthv1.PodSet, queue string, priority *int32, priorityClass string) *berthv1.Workload {
+	wl := integration.NewWorkload(u, k.C.GVK, k.WorkloadName(u), map[string]string{berthv1.ConfiguredKindLabel: "true"},
+		berthv1.WorkloadSpec{PodSets: pods, QueueName: queue, Priority: priority, PriorityClassName: priorityClass})
+	integration.FollowPods(wl, Pods(u))
+	return wl
+}
+
+// Stopped reports whether none of an object's pods runs any more: each has
+// ended (a pod being deleted still holds its node until it has).
+func Stopped(pods []corev1.Pod) bool {
+	for i := range pods {
+		if p := pods[i].Status.Phase; p != corev1.PodSucceeded && p != corev1.PodFailed {
+			return false
+		}
+	}
+	return true
+}
+
+// InSync reports whether a pending Workload still describes its object:
+// its pod sets, queue and priority.
+func InSync(wl *berthv1.Workload, pods []berthv1.PodSet, queue string, priority *int32) bool {
+	return wl.Spec.QueueName == queue && equality.Semantic.DeepEqual(wl.Spec.Priority, priority) &&
+		equality.Semantic.DeepEqual(wl.Spec.PodSets, pods)
+}

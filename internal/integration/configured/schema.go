@@ -1,0 +1,87 @@
+package configured
+
+import (
+	"fmt"
+	"strings"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+)
+
+// CheckSchema refuses a configuration whose paths the kind's CRD does not
+// have, or has with another type: a path that is not there would be read as
+// "not suspended" or "no pods", and berth would let objects run unqueued.
+// Where the schema leaves fields open (x-kubernetes-preserve-unknown-fields,
+// additionalProperties: true) the rest of a path is taken on trust.
+func CheckSchema(c Compiled, crd *apiextensionsv1.CustomResourceDefinition) error {
+	var version *apiextensionsv1.CustomResourceDefinitionVersion
+	for i := range crd.Spec.Versions {
+		if crd.Spec.Versions[i].Name == c.Version {
+			version = &crd.Spec.Versions[i]
+		}
+	}
+	what := fmt.Sprintf("%s (CustomResourceDefinition %s)", c.GVK.GroupKind(), crd.Name)
+	switch {
+	case crd.Spec.Group != c.Group || crd.Spec.Names.Kind != c.Kind:
+		return fmt.Errorf("%s: defines %s, not %s", what, crd.Spec.Names.Kind+"."+crd.Spec.Group, c.GVK.GroupKind())
+	case version == nil:
+		return fmt.Errorf("%s: has no version %s", what, c.Version)
+	case !version.Served:
+		return fmt.Errorf("%s: version %s is not served", what, c.Version)
+	case version.Schema == nil || version.Schema.OpenAPIV3Schema == nil:
+		return fmt.Errorf("%s: version %s has no schema to check the paths against", what, c.Version)
+	}
+	root := version.Schema.OpenAPIV3Schema
+	if err := field(root, c.Suspend, "boolean"); err != nil {
+		return fmt.Errorf("%s: suspend: %w", what, err)
+	}
+	for i, ps := range c.PodSets {
+		if err := field(root, ps.Template, "object"); err != nil {
+			return fmt.Errorf("%s: podSets[%d].template: %w", what, i, err)
+		}
+		if ps.Count != nil {
+			if err := field(root, ps.Count, "integer"); err != nil {
+				return fmt.Errorf("%s: podSets[%d].count: %w", what, i, err)
+			}
+		}
+	}
+	if version.Subresources == nil || version.Subresources.Status == nil {
+		// Without it a namespace user could write the conditions that
+		// finish an object's Workload while its pods run on.
+		return fmt.Errorf("%s: version %s has no status subresource; berth reads status.conditions, which only the kind's controller may then write", what, c.Version)
+	}
+	return nil
+}
+
+// field finds path in s, and checks its type is want.
+func field(s *apiextensionsv1.JSONSchemaProps, path Path, want string) error {
+	for i, name := range path {
+		if next, ok := s.Properties[name]; ok {
+			s = &next
+			continue
+		}
+		ap := s.AdditionalProperties
+		switch {
+		case ap != nil && ap.Schema != nil:
+			s = ap.Schema // a map: name is one of its keys
+		case (ap != nil && ap.Allows) || (s.XPreserveUnknownFields != nil && *s.XPreserveUnknownFields):
+			return nil
+		default:
+			return fmt.Errorf("%s: the schema has no field %q at %s", path, name, orRoot(path[:i]))
+		}
+	}
+	if s.Type != want && !(s.Type == "" && s.XPreserveUnknownFields != nil && *s.XPreserveUnknownFields) {
+		got := s.Type
+		if got == "" {
+			got = "untyped"
+		}
+		return fmt.Errorf("%s: is %s in the schema, want %s", path, got, want)
+	}
+	return nil
+}
+
+func orRoot(p Path) string {
+	if len(p) == 0 {
+		return "the top"
+	}
+	return strings.Join(p, ".")
+}
