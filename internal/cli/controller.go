@@ -3,6 +3,7 @@ package cli
 import (
 	goflag "flag"
 	"fmt"
+	"os"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -12,11 +13,12 @@ import (
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
 	"github.com/berth-dev/berth/internal/controller"
+	"github.com/berth-dev/berth/internal/integration/configured"
 )
 
 func newControllerCommand() *cobra.Command {
 	o := controller.DefaultOptions()
-	var kubeconfig string
+	var kubeconfig, configuredKinds string
 	zapOpts := zap.Options{}
 	cmd := &cobra.Command{
 		Use:   "controller",
@@ -39,6 +41,13 @@ throughput long before the API server is busy.`,
 			}
 			if _, err := o.Managed(); err != nil {
 				return err
+			}
+			if configuredKinds != "" {
+				kinds, err := readConfiguredKinds(configuredKinds)
+				if err != nil {
+					return err
+				}
+				o.ConfiguredKinds = kinds
 			}
 			ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 			defaultGC()
@@ -101,6 +110,8 @@ throughput long before the API server is busy.`,
 		"order admission and reclaiming in cohorts by weighted shares of borrowed capacity")
 	f.StringSliceVar(&o.Integrations, "integrations", o.Integrations,
 		"the kinds berth queues: batch/job (Jobs, those of CronJobs too), pod (Pods and pod groups), deployment (its pods, as Pods; needs pod), statefulset (its pods, as one pod group; needs pod), jobset.x-k8s.io/jobset (JobSets, where their CRD is installed), leaderworkerset.x-k8s.io/leaderworkerset (each group of a LeaderWorkerSet, as one pod group, where its CRD is installed; needs pod); the others' objects are left alone, whatever their labels")
+	f.StringVar(&configuredKinds, "configured-kinds", "",
+		"a YAML file of kinds to queue from configuration alone: each names a custom resource's group, version, kind and resource, the path of its suspend field, its pod sets (paths of a pod template and a count) and the conditions that say it ended (docs/integrations.md); each is on once its CRD is served with those paths and berth may read and update its objects")
 	f.BoolVar(&o.WaitForPodsReady, "wait-for-pods-ready", o.WaitForPodsReady,
 		"all-or-nothing start: evict an admitted Job, JobSet or StatefulSet whose pods are not all Ready within --pods-ready-timeout, give its quota back and queue it again after a backoff; each admitted one gets a PodsReady condition (one more write)")
 	f.DurationVar(&o.PodsReady.Timeout, "pods-ready-timeout", o.PodsReady.Timeout,
@@ -133,4 +144,17 @@ func podsReadyFlags(f *pflag.FlagSet, o controller.Options) error {
 		}
 	}
 	return nil
+}
+
+// readConfiguredKinds reads a --configured-kinds file.
+func readConfiguredKinds(path string) ([]configured.Compiled, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("--configured-kinds: %w", err)
+	}
+	kinds, err := configured.Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("--configured-kinds %s: %w", path, err)
+	}
+	return kinds, nil
 }

@@ -55,6 +55,8 @@ type upOptions struct {
 	realNode bool
 	// noController leaves berth's controller out, to install it from its image.
 	noController bool
+	// configuredKinds is a --configured-kinds file for the controller.
+	configuredKinds string
 	// with names other projects' controllers to run too (package addon).
 	with []string
 }
@@ -105,6 +107,17 @@ the control plane keeps running afterwards. It implies --nodes 4 unless
 			if _, err := addon.Parse(o.with); err != nil {
 				return err
 			}
+			if o.configuredKinds != "" {
+				if o.noController {
+					return fmt.Errorf("--configured-kinds with --no-controller: the kinds are queued by berth's controller, which this instance would not run")
+				}
+				if _, err := readConfiguredKinds(o.configuredKinds); err != nil {
+					return err
+				}
+				if o.configuredKinds, err = filepath.Abs(o.configuredKinds); err != nil {
+					return err
+				}
+			}
 			if o.noController && (o.demo || o.workers > 0) {
 				return fmt.Errorf("--no-controller with --demo or --workers: both need berth's controller on this instance")
 			}
@@ -150,6 +163,9 @@ the control plane keeps running afterwards. It implies --nodes 4 unless
 			"Needs Linux and root; 'berth down' removes what it set up on the machine")
 	cmd.Flags().BoolVar(&o.noController, "no-controller", false,
 		"run no berth controller of its own and install nothing of berth's (only the simulator's CRDs and roles): a cluster to install berth in from its image and chart (docs/install.md)")
+	cmd.Flags().StringVar(&o.configuredKinds, "configured-kinds", "",
+		"a YAML file of kinds berth's controller queues from configuration alone (see 'berth controller --help' and docs/integrations.md); "+
+			"the controller is granted what it needs for them: their objects, and the admission policies it applies for them")
 	cmd.Flags().StringSliceVar(&o.with, "with", nil,
 		"also run these controllers as components of the instance, built into berth from their Go modules, their CRDs installed: "+
 			"jobset (sigs.k8s.io/jobset's controller and webhooks), so that JobSets can be queued; "+
@@ -260,7 +276,7 @@ func upForeground(cmd *cobra.Command, o *upOptions, dir string) error {
 	began := time.Now()
 	inst, err := controlplane.Start(ctx, localcluster.Options(localcluster.Config{
 		Name: o.name, DataDir: dir, Port: o.port, Progress: progress, Plan: planOptions(o), SimArgs: o.simArgs,
-		ControllerArgs: o.controllerFlags, RealNode: o.realNode, NoController: o.noController, With: with,
+		ControllerArgs: o.controllerFlags, ConfiguredKinds: o.configuredKinds, RealNode: o.realNode, NoController: o.noController, With: with,
 	}))
 	if err != nil {
 		if ce := (*controlplane.ComponentError)(nil); errors.As(err, &ce) {
@@ -416,6 +432,9 @@ func upDetached(cmd *cobra.Command, o *upOptions, dir string) error {
 	}
 	for _, f := range o.controllerFlags {
 		args = append(args, "--controller-flag="+f)
+	}
+	if o.configuredKinds != "" {
+		args = append(args, "--configured-kinds="+o.configuredKinds)
 	}
 	kubeconfig, pid, err := detach(cmd.ErrOrStderr(), dir, args)
 	if err != nil {

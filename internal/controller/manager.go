@@ -21,6 +21,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -61,6 +62,7 @@ import (
 	visctrl "github.com/berth-dev/berth/internal/controller/visibility"
 	"github.com/berth-dev/berth/internal/controller/webhook"
 	"github.com/berth-dev/berth/internal/integration"
+	"github.com/berth-dev/berth/internal/integration/configured"
 	"github.com/berth-dev/berth/internal/integration/deployments"
 	"github.com/berth-dev/berth/internal/integration/jobs"
 	"github.com/berth-dev/berth/internal/integration/jobsets"
@@ -156,6 +158,9 @@ type Options struct {
 	DispatchSpreadAfter time.Duration
 	// Integrations are the kinds berth queues (integration.All by default).
 	Integrations []string
+	// ConfiguredKinds are kinds queued from configuration alone
+	// (--configured-kinds), each on once the API server serves it.
+	ConfiguredKinds []configured.Compiled
 	// WaitForPodsReady evicts an admitted workload whose pods are not all
 	// Ready within PodsReady.Timeout, and queues it again (package podsready).
 	WaitForPodsReady bool
@@ -293,6 +298,7 @@ func Scheme() *runtime.Scheme {
 	_ = apiregistrationv1.AddToScheme(s)
 	_ = jobsetv1.AddToScheme(s)
 	_ = lwsv1.AddToScheme(s)
+	_ = apiextensionsv1.AddToScheme(s)
 	return s
 }
 
@@ -340,6 +346,20 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	direct, err := client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {
 		return fmt.Errorf("connecting to the API server: %w", err)
+	}
+	if len(o.ConfiguredKinds) > 0 {
+		// A path its CRD lacks stops the controller now, with the path
+		// named, before it writes anything; a kind not served yet is
+		// waited for.
+		d, err := discovery.NewDiscoveryClientForConfig(cfg)
+		if err != nil {
+			return err
+		}
+		for i := range o.ConfiguredKinds {
+			if err := configuredReady(ctx, direct, d, &o.ConfiguredKinds[i]); errors.Is(err, errConfiguration) {
+				return err
+			}
+		}
 	}
 	owner, err := serviceAccountOwner(ctx, direct, o.Namespace, o.ServiceAccount)
 	if err != nil {
@@ -542,6 +562,18 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	}
 	var disc discovery.DiscoveryInterface
 	var turningOn sync.Mutex // one at a time: each adds itself to currentHooks
+	// hooksWith adds an integration to the webhook configuration.
+	hooksWith := func(ctx context.Context, add func(*webhook.Options)) error {
+		opts := *currentHooks.Load()
+		opts.Integrations = maps.Clone(opts.Integrations)
+		opts.Configured = slices.Clone(opts.Configured)
+		add(&opts)
+		if _, err := webhook.Prepare(ctx, direct, opts, time.Now()); err != nil {
+			return err
+		}
+		currentHooks.Store(&opts)
+		return nil
+	}
 	for _, name := range integration.All {
 		setUp, isCRD := crdSetups[name]
 		if !isCRD {
@@ -570,15 +602,31 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 				if err := setUp(); err != nil {
 					return err
 				}
-				opts := *currentHooks.Load()
-				opts.Integrations = maps.Clone(opts.Integrations)
-				opts.Integrations[name] = true
-				if _, err := webhook.Prepare(ctx, direct, opts, time.Now()); err != nil {
+				if err := hooksWith(ctx, func(o *webhook.Options) { o.Integrations[name] = true }); err != nil {
 					return err
 				}
-				currentHooks.Store(&opts)
 				ctrl.Log.Info("integration on: its CRD is installed now", "integration", name)
 				return nil
+			})
+		})); err != nil {
+			return err
+		}
+	}
+	if len(o.ConfiguredKinds) > 0 && disc == nil {
+		if disc, err = discovery.NewDiscoveryClientForConfig(cfg); err != nil {
+			return err
+		}
+	}
+	for i := range o.ConfiguredKinds {
+		k := &o.ConfiguredKinds[i]
+		if err := mgr.Add(everyReplica(func(ctx context.Context) error {
+			return waitForConfigured(ctx, direct, disc, k, func(ctx context.Context) error {
+				turningOn.Lock()
+				defer turningOn.Unlock()
+				if err := turnOnConfigured(ctx, mgr, cfg, direct, o.Namespace, k); err != nil {
+					return err
+				}
+				return hooksWith(ctx, func(o *webhook.Options) { o.Configured = append(o.Configured, k) })
 			})
 		})); err != nil {
 			return err

@@ -13,12 +13,17 @@ import (
 	"strconv"
 	"time"
 
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/berth-dev/berth/internal/addon"
 	"github.com/berth-dev/berth/internal/controlplane"
 	"github.com/berth-dev/berth/internal/guard"
+	"github.com/berth-dev/berth/internal/integration/configured"
 	"github.com/berth-dev/berth/internal/manifests"
 	"github.com/berth-dev/berth/internal/realnode"
 )
@@ -59,6 +64,9 @@ type Config struct {
 	Progress io.Writer
 	// ControllerArgs are extra flags for `berth controller`.
 	ControllerArgs []string
+	// ConfiguredKinds is a --configured-kinds file for the controller,
+	// which is also granted what those kinds need (configured.Rules).
+	ConfiguredKinds string
 	// SimArgs are extra flags for `berth sim` (--nodes and the like).
 	SimArgs []string
 	// RealNode adds a real node (package realnode): containerd, a kubelet
@@ -119,6 +127,9 @@ func Options(c Config) controlplane.Options {
 					Controllers: map[string][]string{"JobSet": {addon.JobSet.Identity.User}}}); err != nil {
 					return fmt.Errorf("installing the admission policies of queued objects: %w", err)
 				}
+				if err := configuredKindsRBAC(ctx, cfg, c.ConfiguredKinds); err != nil {
+					return err
+				}
 				if err := manifests.WebhookConfiguration(ctx, cfg, "berth"); err != nil {
 					return fmt.Errorf("installing berth's webhook configuration: %w", err)
 				}
@@ -170,6 +181,21 @@ func Options(c Config) controlplane.Options {
 			health, metrics, webhook, simHealth := ports[0], ports[1], ports[2], ports[3]
 			args := append(ControllerArgs(l, health, metrics, webhook, "webhook-certs"), "--leader-elect=false")
 			args = append(args, c.ControllerArgs...)
+			if c.ConfiguredKinds != "" {
+				// Its own copy: the file it was given may change or go.
+				data, err := os.ReadFile(c.ConfiguredKinds)
+				if err != nil {
+					return nil, fmt.Errorf("--configured-kinds: %w", err)
+				}
+				own := filepath.Join(l.Dir, "controller", "configured-kinds.yaml")
+				if err := os.MkdirAll(filepath.Dir(own), 0o700); err != nil {
+					return nil, err
+				}
+				if err := os.WriteFile(own, data, 0o600); err != nil { //nolint:gosec // G703: a fixed name in the instance's own data directory
+					return nil, err
+				}
+				args = append(args, "--configured-kinds="+own)
+			}
 			simArgs := append([]string{"sim",
 				"--kubeconfig=" + l.ComponentKubeconfig(SimIdentity.Name),
 				"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(simHealth),
@@ -241,4 +267,39 @@ func realNode(l controlplane.Layout, bin string, tools realnode.Tools, progress 
 	comps[0].AfterReady = func(ctx context.Context) error { return realnode.LoadImage(ctx, nl, tools.Ctr, pause) }
 	comps[0].BeforeStop = func(ctx context.Context) error { return realnode.RemovePods(ctx, nl) }
 	return comps, nil
+}
+
+// configuredKindsRBAC lets the controller read and update the kinds it
+// queues from configuration (file), and apply their admission policies.
+func configuredKindsRBAC(ctx context.Context, cfg *rest.Config, file string) error {
+	if file == "" {
+		return nil
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return fmt.Errorf("--configured-kinds: %w", err)
+	}
+	kinds, err := configured.Parse(data)
+	if err != nil {
+		return fmt.Errorf("--configured-kinds %s: %w", file, err)
+	}
+	const name = "berth-configured-kinds"
+	role := &rbacv1.ClusterRole{TypeMeta: metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"},
+		ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: configured.Rules(kinds)}
+	binding := &rbacv1.ClusterRoleBinding{TypeMeta: metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRoleBinding"},
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: name},
+		Subjects:   []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: ControllerIdentity.User}}}
+	var objs []*unstructured.Unstructured
+	for _, o := range []any{role, binding} {
+		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
+		if err != nil {
+			return err
+		}
+		objs = append(objs, &unstructured.Unstructured{Object: m})
+	}
+	if err := manifests.Apply(ctx, cfg, objs...); err != nil {
+		return fmt.Errorf("granting berth's controller the configured kinds: %w", err)
+	}
+	return nil
 }

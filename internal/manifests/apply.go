@@ -215,8 +215,14 @@ func VisibilityAPIService(ctx context.Context, cfg *rest.Config, namespace strin
 // controller (o.Identity) and, for what they start, the kinds' own
 // controllers (o.Controllers).
 func Guard(ctx context.Context, cfg *rest.Config, o guard.Options) error {
+	return GuardKinds(ctx, cfg, o, guard.Kinds)
+}
+
+// GuardKinds applies the policies of kinds: Guard's, or those of the kinds
+// queued from configuration, which the controller applies itself.
+func GuardKinds(ctx context.Context, cfg *rest.Config, o guard.Options, kinds []guard.Kind) error {
 	var objs []*unstructured.Unstructured
-	for _, o := range guard.Policies(o, guard.Kinds) {
+	for _, o := range guard.Policies(o, kinds) {
 		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
 		if err != nil {
 			return err

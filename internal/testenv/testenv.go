@@ -85,6 +85,9 @@ type Cluster struct {
 	ControllerArgs []string
 	// With are addons to run too (`berth up --with`), by name.
 	With []string
+	// ConfiguredKinds is a --configured-kinds file (`berth up
+	// --configured-kinds`).
+	ConfiguredKinds string
 }
 
 var shared struct {
@@ -199,7 +202,7 @@ func start(spec Cluster, bin string) (*cluster, error) {
 	// Tests recreate their data every run; durability buys nothing here.
 	plan.EtcdUnsafeNoFsync = true
 	c := &cluster{options: localcluster.Options(localcluster.Config{Name: spec.Name, DataDir: dir, Binary: bin, Plan: plan,
-		ControllerArgs: spec.ControllerArgs, With: with})}
+		ControllerArgs: spec.ControllerArgs, ConfiguredKinds: spec.ConfiguredKinds, With: with})}
 	if err := c.start(); err != nil {
 		if !keep() {
 			os.RemoveAll(dir)

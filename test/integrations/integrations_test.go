@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -31,9 +32,28 @@ const wait = 60 * time.Second
 var ctx = context.Background()
 
 func TestMain(m *testing.M) {
-	// JobSets are on, but their CRD is not installed when berth starts.
+	// JobSets are on, but their CRD is not installed when berth starts; nor
+	// is that of MPIJob, a kind queued from configuration.
+	kinds, err := filepath.Abs(configuredKinds)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	os.Exit(testenv.MainClusters(m, testenv.Cluster{Name: "integrations",
-		ControllerArgs: []string{"--integrations=batch/job,jobset.x-k8s.io/jobset"}}))
+		ControllerArgs: []string{"--integrations=batch/job,jobset.x-k8s.io/jobset"}, ConfiguredKinds: kinds}))
+}
+
+// webhookNames are the webhooks of berth's configuration.
+func webhookNames(env *testenv.Env) ([]string, error) {
+	var cfg admissionregistrationv1.MutatingWebhookConfiguration
+	if err := env.Client.Get(ctx, client.ObjectKey{Name: "berth"}, &cfg); err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, h := range cfg.Webhooks {
+		names = append(names, h.Name)
+	}
+	return names, nil
 }
 
 // With only batch/job on, a Job is queued, while a Pod and a Deployment
@@ -114,17 +134,7 @@ func TestOnlyTheIntegrationsOnQueue(t *testing.T) {
 // configuration, and a JobSet created then is held and queued.
 func TestJobSetsTurnOnWhenTheirCRDIsInstalled(t *testing.T) {
 	env := testenv.New(t)
-	hooks := func() ([]string, error) {
-		var cfg admissionregistrationv1.MutatingWebhookConfiguration
-		if err := env.Client.Get(ctx, client.ObjectKey{Name: "berth"}, &cfg); err != nil {
-			return nil, err
-		}
-		var names []string
-		for _, h := range cfg.Webhooks {
-			names = append(names, h.Name)
-		}
-		return names, nil
-	}
+	hooks := func() ([]string, error) { return webhookNames(env) }
 	names, err := hooks()
 	if err != nil {
 		t.Fatal(err)

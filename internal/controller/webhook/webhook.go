@@ -31,6 +31,7 @@ import (
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
 	"github.com/berth-dev/berth/internal/integration"
+	"github.com/berth-dev/berth/internal/integration/configured"
 	"github.com/berth-dev/berth/internal/integration/deployments"
 	"github.com/berth-dev/berth/internal/integration/jobs"
 	"github.com/berth-dev/berth/internal/integration/jobsets"
@@ -75,6 +76,8 @@ type Options struct {
 	Managed   *metav1.LabelSelector
 	// Integrations are the kinds queued; nil is all of them.
 	Integrations integration.Set
+	// Configured are the kinds queued from configuration that are on.
+	Configured []*configured.Compiled
 	// AlsoServes names other Services the API server reaches the same
 	// server through (the visibility API's): the certificate covers them.
 	AlsoServes []types.NamespacedName
@@ -428,6 +431,12 @@ func Configuration(o Options, caBundle []byte) *admissionregistrationv1.Mutating
 		selector(absent(berthv1.KueueQueueNameLabel), absent(berthv1.QueueNameLabel)))
 	templated.MatchConditions = []admissionregistrationv1.MatchCondition{{Name: "template-asks-for-a-queue", Expression: templateQueued}}
 	on := func(name string) bool { return o.Integrations == nil || o.Integrations.On(name) }
+	ruleOf := func(group, version, resource string, ops ...admissionregistrationv1.OperationType) []admissionregistrationv1.RuleWithOperations {
+		return []admissionregistrationv1.RuleWithOperations{{
+			Operations: ops,
+			Rule:       admissionregistrationv1.Rule{APIGroups: []string{group}, APIVersions: []string{version}, Resources: []string{resource}},
+		}}
+	}
 	var hooks []admissionregistrationv1.MutatingWebhook
 	// Jobs asking for a queue; the others are left alone, but for those
 	// whose pod template asks for one.
@@ -494,6 +503,15 @@ func Configuration(o Options, caBundle []byte) *admissionregistrationv1.Mutating
 			hook("kueue-labelled-leaderworkersets.berth.dev", leaderworkersets.WebhookPath, lwsRules,
 				selector(exists(berthv1.KueueQueueNameLabel), absent(berthv1.QueueNameLabel))))
 	}
+	for _, c := range o.Configured {
+		// As JobSets: seen when created, whole; their templates and counts
+		// change while they run only if package guard lets them.
+		rules := ruleOf(c.Group, c.Version, c.Resource, admissionregistrationv1.Create)
+		hooks = append(hooks,
+			hook(c.Resource+"."+c.Group+".berth.dev", c.WebhookPath, rules, selector(exists(berthv1.QueueNameLabel))),
+			hook("kueue-labelled-"+c.Resource+"."+c.Group+".berth.dev", c.WebhookPath, rules,
+				selector(exists(berthv1.KueueQueueNameLabel), absent(berthv1.QueueNameLabel))))
+	}
 	for k := range hooks {
 		if hooks[k].Name != "jobs.berth.dev" && hooks[k].Name != "kueue-labelled-jobs.berth.dev" {
 			hooks[k].NamespaceSelector = selector(notSystem)
@@ -523,12 +541,6 @@ func Configuration(o Options, caBundle []byte) *admissionregistrationv1.Mutating
 		managed.MatchExpressions = append(managed.MatchExpressions, notSystem)
 		scopes = append(scopes, scope{"unlabelled", managed})
 	}
-	ruleOf := func(group, version, resource string, ops ...admissionregistrationv1.OperationType) []admissionregistrationv1.RuleWithOperations {
-		return []admissionregistrationv1.RuleWithOperations{{
-			Operations: ops,
-			Rule:       admissionregistrationv1.Rule{APIGroups: []string{group}, APIVersions: []string{version}, Resources: []string{resource}},
-		}}
-	}
 	create, update := admissionregistrationv1.Create, admissionregistrationv1.Update
 	unlabelled := selector(absent(berthv1.KueueQueueNameLabel), absent(berthv1.QueueNameLabel))
 	byDefault := []struct {
@@ -543,9 +555,15 @@ func Configuration(o Options, caBundle []byte) *admissionregistrationv1.Mutating
 		{integration.LeaderWorkerSet, "leaderworkersets", leaderworkersets.DefaultWebhookPath,
 			ruleOf(leaderworkersets.GVK.Group, leaderworkersets.GVK.Version, "leaderworkersets", create)},
 	}
+	for _, c := range o.Configured {
+		byDefault = append(byDefault, struct {
+			integration, resource, path string
+			rules                       []admissionregistrationv1.RuleWithOperations
+		}{"", c.Resource + "." + c.Group, c.DefaultWebhookPath, ruleOf(c.Group, c.Version, c.Resource, create, update)})
+	}
 	for _, sc := range scopes {
 		for _, k := range byDefault {
-			if !on(k.integration) {
+			if k.integration != "" && !on(k.integration) {
 				continue
 			}
 			h := hook(sc.prefix+"-"+k.resource+".berth.dev", k.path, k.rules, unlabelled)

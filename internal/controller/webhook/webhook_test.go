@@ -29,6 +29,7 @@ import (
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
 	"github.com/berth-dev/berth/internal/integration"
+	"github.com/berth-dev/berth/internal/integration/configured"
 	"github.com/berth-dev/berth/internal/pki"
 )
 
@@ -366,5 +367,57 @@ func TestConfigurationQueuesEverythingWhereAsked(t *testing.T) {
 	}
 	if seen != 12 {
 		t.Errorf("%d default hooks; want 12 (6 kinds, 2 scopes)", seen)
+	}
+}
+
+// A kind queued from configuration that is on gets its hooks, as a JobSet
+// does: those that ask for a queue, when created, outside kube-system and
+// berth's own namespace; and, where everything is queued, its default hook
+// for creations and for updates that take the label off.
+func TestConfiguredKindsGetTheirHooks(t *testing.T) {
+	kinds, err := configured.Parse([]byte(`
+kinds:
+- {group: kubeflow.org, version: v2beta1, kind: MPIJob, resource: mpijobs, suspend: spec.runPolicy.suspend,
+   podSets: [{name: worker, template: spec.mpiReplicaSpecs.Worker.template}], finished: {succeeded: [Succeeded]}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Configuration(Options{URL: "https://127.0.0.1:1", Namespace: "berth-system", ManageAll: true,
+		Integrations: integration.Set{}, Configured: []*configured.Compiled{&kinds[0]}}, nil)
+	byName := map[string]admissionregistrationv1.MutatingWebhook{}
+	for _, h := range cfg.Webhooks {
+		byName[h.Name] = h
+	}
+	for name, ops := range map[string][]admissionregistrationv1.OperationType{
+		"mpijobs.kubeflow.org.berth.dev":                {admissionregistrationv1.Create},
+		"kueue-labelled-mpijobs.kubeflow.org.berth.dev": {admissionregistrationv1.Create},
+		"unlabelled-mpijobs.kubeflow.org.berth.dev":     {admissionregistrationv1.Create, admissionregistrationv1.Update},
+		"opted-in-mpijobs.kubeflow.org.berth.dev":       {admissionregistrationv1.Create, admissionregistrationv1.Update},
+	} {
+		h, ok := byName[name]
+		if !ok {
+			t.Errorf("no hook %s in %v", name, slices.Collect(maps.Keys(byName)))
+			continue
+		}
+		r := h.Rules[0]
+		if !slices.Equal(r.Operations, ops) || !slices.Equal(r.APIGroups, []string{"kubeflow.org"}) || !slices.Equal(r.Resources, []string{"mpijobs"}) ||
+			!slices.Equal(r.APIVersions, []string{"v2beta1"}) {
+			t.Errorf("%s: rule %+v", name, r)
+		}
+		want := kinds[0].WebhookPath
+		if strings.HasPrefix(name, "unlabelled") || strings.HasPrefix(name, "opted") {
+			want = kinds[0].DefaultWebhookPath
+		}
+		if *h.ClientConfig.URL != "https://127.0.0.1:1"+want {
+			t.Errorf("%s: served at %s, want %s", name, *h.ClientConfig.URL, want)
+		}
+		sel, err := metav1.LabelSelectorAsSelector(h.NamespaceSelector)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sel.Matches(labels.Set{"kubernetes.io/metadata.name": "kube-system"}) || sel.Matches(labels.Set{"kubernetes.io/metadata.name": "berth-system"}) {
+			t.Errorf("%s reaches kube-system or berth's own namespace", name)
+		}
 	}
 }

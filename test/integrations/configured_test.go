@@ -1,0 +1,423 @@
+package integrations
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	berthv1 "github.com/berth-dev/berth/api/v1beta1"
+	"github.com/berth-dev/berth/internal/integration/configured"
+	"github.com/berth-dev/berth/internal/manifests"
+	"github.com/berth-dev/berth/internal/testenv"
+	"github.com/berth-dev/berth/internal/workload"
+	. "github.com/berth-dev/berth/test/fixtures"
+)
+
+// configuredKinds is the --configured-kinds file of this package's
+// controller: MPIJob, from the example.
+const configuredKinds = "../../examples/configured/kinds.yaml"
+
+func mpiJobKind(t *testing.T) configured.Kind {
+	t.Helper()
+	data, err := os.ReadFile(configuredKinds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds, err := configured.Parse(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return configured.Kind{C: &kinds[0]}
+}
+
+// mpiJob is an MPIJob of a launcher and workers, each pod asking for cpu
+// and running for run on simulated nodes.
+func mpiJob(name, ns, queue, priorityClass string, workers int64, cpu string, run time.Duration) *unstructured.Unstructured {
+	template := func(container string) map[string]any {
+		return map[string]any{
+			"metadata": map[string]any{"annotations": map[string]any{"berth.dev/sim-duration": run.String()}},
+			"spec": map[string]any{"containers": []any{map[string]any{"name": container, "image": "mpi",
+				"resources": map[string]any{"requests": map[string]any{"cpu": cpu}}}}},
+		}
+	}
+	labels := map[string]any{berthv1.QueueNameLabel: queue}
+	if priorityClass != "" {
+		labels[berthv1.PriorityClassLabel] = priorityClass
+	}
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob",
+		"metadata": map[string]any{"name": name, "namespace": ns, "labels": labels},
+		"spec": map[string]any{"mpiReplicaSpecs": map[string]any{
+			"Launcher": map[string]any{"replicas": int64(1), "template": template("launcher")},
+			"Worker":   map[string]any{"replicas": workers, "template": template("worker")},
+		}},
+	}}
+}
+
+// mpiOperator stands in for the MPI Operator, as little of it as the test
+// needs: while an MPIJob of its namespace is not suspended it makes each
+// replica's pods from the template (owned by the MPIJob); while it is
+// suspended it deletes them, once release says it may; when all its pods
+// have succeeded it sets the MPIJob's Succeeded condition. It looks every
+// 100 ms until the test ends.
+type mpiOperator struct {
+	env *testenv.Env
+	// release lets it delete a suspended MPIJob's pods.
+	release atomic.Bool
+}
+
+func startMPIOperator(t *testing.T, env *testenv.Env) *mpiOperator {
+	op := &mpiOperator{env: env}
+	op.release.Store(true)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	t.Cleanup(func() { cancel(); <-done })
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			if err := op.sync(ctx); err != nil && ctx.Err() == nil {
+				t.Logf("stand-in MPI operator: %v", err)
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return op
+}
+
+func (op *mpiOperator) sync(ctx context.Context) error {
+	c := op.env.Client
+	list := &unstructured.UnstructuredList{}
+	list.SetAPIVersion("kubeflow.org/v2beta1")
+	list.SetKind("MPIJobList")
+	if err := c.List(ctx, list, client.InNamespace(op.env.Namespace)); err != nil {
+		return err
+	}
+	for i := range list.Items {
+		job := &list.Items[i]
+		var pods corev1.PodList
+		if err := c.List(ctx, &pods, client.InNamespace(job.GetNamespace())); err != nil {
+			return err
+		}
+		own := slices.DeleteFunc(pods.Items, func(p corev1.Pod) bool { return !metav1.IsControlledBy(&p, job) })
+		suspended, _, _ := unstructured.NestedBool(job.Object, "spec", "runPolicy", "suspend")
+		if suspended {
+			for j := range own {
+				if op.release.Load() && own[j].DeletionTimestamp == nil {
+					if err := c.Delete(ctx, &own[j], client.GracePeriodSeconds(0)); client.IgnoreNotFound(err) != nil {
+						return err
+					}
+				}
+			}
+			continue
+		}
+		succeeded, want := 0, 0
+		for _, set := range []string{"Launcher", "Worker"} {
+			n, _, _ := unstructured.NestedInt64(job.Object, "spec", "mpiReplicaSpecs", set, "replicas")
+			raw, _, _ := unstructured.NestedMap(job.Object, "spec", "mpiReplicaSpecs", set, "template")
+			var tmpl corev1.PodTemplateSpec
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, &tmpl); err != nil {
+				return err
+			}
+			want += int(n)
+			for k := int64(0); k < n; k++ {
+				name := fmt.Sprintf("%s-%s-%d", job.GetName(), strings.ToLower(set), k)
+				if idx := slices.IndexFunc(own, func(p corev1.Pod) bool { return p.Name == name }); idx >= 0 {
+					if own[idx].Status.Phase == corev1.PodSucceeded {
+						succeeded++
+					}
+					continue
+				}
+				yes := true
+				pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: job.GetNamespace(),
+					Labels: tmpl.Labels, Annotations: tmpl.Annotations,
+					OwnerReferences: []metav1.OwnerReference{{APIVersion: "kubeflow.org/v2beta1", Kind: "MPIJob", Name: job.GetName(),
+						UID: job.GetUID(), Controller: &yes}}}, Spec: tmpl.Spec}
+				pod.Spec.RestartPolicy = corev1.RestartPolicyNever
+				if err := c.Create(ctx, pod); err != nil && !apierrors.IsAlreadyExists(err) {
+					return err
+				}
+			}
+		}
+		if want > 0 && succeeded == want {
+			conds := []any{map[string]any{"type": "Succeeded", "status": "True", "reason": "AllPodsSucceeded", "message": "done",
+				"lastTransitionTime": time.Now().UTC().Format(time.RFC3339)}}
+			if err := unstructured.SetNestedSlice(job.Object, conds, "status", "conditions"); err != nil {
+				return err
+			}
+			if err := c.Status().Update(ctx, job); client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// installMPIJobs installs the MPIJob CRD (and lets namespace editors use
+// MPIJobs, as the operator's install does) once for the package, and waits
+// until berth's controller has turned the configured kind on.
+func installMPIJobs(t *testing.T, env *testenv.Env) {
+	t.Helper()
+	data, err := os.ReadFile("../../examples/configured/mpijob-crd.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := manifests.Decode(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := manifests.ApplyEstablished(ctx, env.Config, objs...); err != nil {
+		t.Fatal(err)
+	}
+	editors := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "mpijobs-edit",
+		Labels: map[string]string{"rbac.authorization.k8s.io/aggregate-to-edit": "true"}},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{"kubeflow.org"}, Resources: []string{"mpijobs"},
+			Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}}}}
+	if err := env.Client.Create(ctx, editors); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, wait, func() error {
+		names, err := webhookNames(env)
+		if err != nil {
+			return err
+		}
+		if !slices.Contains(names, "mpijobs.kubeflow.org.berth.dev") {
+			return fmt.Errorf("webhooks %v: MPIJobs' not there yet", names)
+		}
+		return nil
+	})
+}
+
+// A kind berth has no code for, MPIJob, queued from configuration alone, as
+// a Job is: one that does not fit waits suspended; one that fits is
+// admitted and runs on its flavor's nodes, and its Workload finishes with
+// it; preempted, it is suspended and its quota comes back only once its pods
+// are gone, then it queues again whole; and its user cannot change its
+// shape while it runs.
+func TestAConfiguredKindIsQueuedAsAJobIs(t *testing.T) {
+	env := testenv.New(t)
+	installMPIJobs(t, env)
+	kind := mpiJobKind(t)
+	op := startMPIOperator(t, env)
+
+	pool := env.Name("pool")
+	env.CreateSimNode(t, env.Name("n1"), map[string]string{"pool": pool})
+	rf, cq := env.Name("rf"), env.Name("cq")
+	env.Create(t, MakeResourceFlavor(rf).NodeLabel("pool", pool).Toleration(env.Toleration()).Obj())
+	cqObj := MakeClusterQueue(cq).ResourceGroup(MakeFlavorQuotas(rf).Resource("cpu", "3").Obj()).Obj()
+	cqObj.Spec.Preemption = &berthv1.ClusterQueuePreemption{WithinClusterQueue: berthv1.PreemptionLowerPriority}
+	env.Create(t, cqObj)
+	env.Create(t, MakeLocalQueue("main", env.Namespace, cq).Obj())
+	high := env.Name("high")
+	env.Create(t, &berthv1.WorkloadPriorityClass{ObjectMeta: metav1.ObjectMeta{Name: high}, Value: 100})
+
+	workloadOf := func(u *unstructured.Unstructured) (*berthv1.Workload, error) {
+		var wl berthv1.Workload
+		err := env.Client.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: kind.WorkloadName(u)}, &wl)
+		return &wl, err
+	}
+	get := func(u *unstructured.Unstructured) *unstructured.Unstructured {
+		t.Helper()
+		now := u.DeepCopy()
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(u), now); err != nil {
+			t.Fatal(err)
+		}
+		return now
+	}
+	podsOf := func(u *unstructured.Unstructured) []corev1.Pod {
+		t.Helper()
+		var pods corev1.PodList
+		if err := env.Client.List(ctx, &pods, client.InNamespace(env.Namespace), client.MatchingLabels{berthv1.OwnerUIDLabel: string(u.GetUID())}); err != nil {
+			t.Fatal(err)
+		}
+		return pods.Items
+	}
+
+	// Too big for the queue (5 cpu of 3): it waits, suspended, no pods.
+	big := mpiJob("big", env.Namespace, "main", "", 4, "1", 10*time.Minute)
+	env.Create(t, big)
+	if !kind.C.Suspended(big) {
+		t.Fatal("a queued MPIJob was not created suspended")
+	}
+	testenv.Eventually(t, wait, func() error {
+		wl, err := workloadOf(big)
+		if err != nil {
+			return err
+		}
+		if len(wl.Spec.PodSets) != 2 || wl.Spec.PodSets[0].Name != "launcher" || wl.Spec.PodSets[1].Count != 4 {
+			return fmt.Errorf("pod sets %+v", wl.Spec.PodSets)
+		}
+		if workload.HasQuota(wl) {
+			return fmt.Errorf("a Workload that does not fit holds quota")
+		}
+		return nil
+	})
+	if err := env.Client.Delete(ctx, big); err != nil {
+		t.Fatal(err)
+	}
+
+	// It fits (2 x 1 cpu, 1 launcher of 1 cpu): admitted, started with the
+	// flavor's node label and toleration, its pods run and succeed, and
+	// its Workload finishes.
+	short := mpiJob("short", env.Namespace, "main", "", 2, "1", 2*time.Second)
+	env.Create(t, short)
+	testenv.Eventually(t, wait, func() error {
+		now := get(short)
+		if kind.C.Suspended(now) {
+			return fmt.Errorf("the admitted MPIJob is still suspended")
+		}
+		pods := podsOf(now)
+		if len(pods) != 3 {
+			return fmt.Errorf("%d pods, want 3", len(pods))
+		}
+		for _, p := range pods {
+			if p.Spec.NodeSelector["pool"] != pool || !slices.Contains(p.Spec.Tolerations, env.Toleration()) {
+				return fmt.Errorf("pod %s lacks its flavor's node label or toleration: %v %v", p.Name, p.Spec.NodeSelector, p.Spec.Tolerations)
+			}
+		}
+		wl, err := workloadOf(short)
+		if err != nil {
+			return err
+		}
+		if !workload.IsFinished(wl) {
+			return fmt.Errorf("its Workload is not finished")
+		}
+		return nil
+	})
+
+	// Low priority, running, preempted by a high-priority one: suspended,
+	// but its quota is held until its pods are gone.
+	low := mpiJob("low", env.Namespace, "main", "", 2, "1", 10*time.Minute)
+	env.Create(t, low)
+	testenv.Eventually(t, wait, func() error {
+		for _, p := range podsOf(get(low)) {
+			if p.Status.Phase != corev1.PodRunning {
+				return fmt.Errorf("pod %s is %s", p.Name, p.Status.Phase)
+			}
+		}
+		if n := len(podsOf(get(low))); n != 3 {
+			return fmt.Errorf("%d pods running, want 3", n)
+		}
+		return nil
+	})
+
+	// Its user may not grow it while it runs, nor start it again.
+	alice := env.AsEditor(t, "alice")
+	testenv.Eventually(t, wait, func() error {
+		now := get(low)
+		_ = unstructured.SetNestedField(now.Object, int64(8), "spec", "mpiReplicaSpecs", "Worker", "replicas")
+		err := alice.Update(ctx, now)
+		if err == nil {
+			t.Fatal("a namespace editor grew a running MPIJob")
+		}
+		if !strings.Contains(err.Error(), "spec.mpiReplicaSpecs.Worker.replicas: may change on a queued MPIJob only in an update that leaves it suspended") {
+			return fmt.Errorf("not refused by berth's policy yet (the edit role may not have MPIJobs yet): %v", err)
+		}
+		return nil
+	})
+
+	op.release.Store(false) // its pods linger after it is suspended
+	urgent := mpiJob("urgent", env.Namespace, "main", high, 2, "1", 2*time.Second)
+	env.Create(t, urgent)
+	testenv.Eventually(t, wait, func() error {
+		if !kind.C.Suspended(get(low)) {
+			return fmt.Errorf("the preempted MPIJob is not suspended")
+		}
+		return nil
+	})
+	testenv.Consistently(t, 2*time.Second, func() error {
+		wl, err := workloadOf(low)
+		if err != nil {
+			return err
+		}
+		if !workload.HasQuota(wl) {
+			return fmt.Errorf("the preempted MPIJob's quota was given back while its pods run")
+		}
+		if uwl, err := workloadOf(urgent); err == nil && workload.HasQuota(uwl) {
+			return fmt.Errorf("the urgent MPIJob was admitted into quota still in use")
+		}
+		return nil
+	})
+	op.release.Store(true)
+	testenv.Eventually(t, wait, func() error {
+		uwl, err := workloadOf(urgent)
+		if err != nil {
+			return err
+		}
+		if !workload.IsAdmitted(uwl) {
+			return fmt.Errorf("the urgent MPIJob is not admitted")
+		}
+		wl, err := workloadOf(low)
+		if err != nil {
+			return err
+		}
+		if workload.HasQuota(wl) || workload.IsFinished(wl) {
+			return fmt.Errorf("the preempted MPIJob did not queue again (quota %v, finished %v)", workload.HasQuota(wl), workload.IsFinished(wl))
+		}
+		return nil
+	})
+	// Once the urgent one is done, the preempted one runs again, whole.
+	testenv.Eventually(t, wait, func() error {
+		wl, err := workloadOf(low)
+		if err != nil {
+			return err
+		}
+		if !workload.IsAdmitted(wl) || kind.C.Suspended(get(low)) {
+			return fmt.Errorf("the preempted MPIJob has not started again")
+		}
+		if n := len(podsOf(get(low))); n != 3 {
+			return fmt.Errorf("%d pods, want 3", n)
+		}
+		return nil
+	})
+}
+
+// A configuration whose path the kind's CRD does not have stops `berth
+// controller` before it writes anything, naming the path: read as "not
+// suspended", it would let every object run unqueued.
+func TestAConfiguredPathTheCRDLacksIsRefused(t *testing.T) {
+	env := testenv.New(t)
+	installMPIJobs(t, env)
+	data, err := os.ReadFile(configuredKinds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := filepath.Join(t.TempDir(), "kinds.yaml")
+	if err := os.WriteFile(bad, []byte(strings.Replace(string(data), "suspend: spec.runPolicy.suspend", "suspend: spec.suspend", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	bin, err := testenv.Binary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmdCtx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	out, err := exec.CommandContext(cmdCtx, bin, "controller", "--kubeconfig="+env.Kubeconfig, "--configured-kinds="+bad,
+		"--leader-elect=false", "--metrics-bind-address=0", "--health-probe-bind-address=127.0.0.1:0").CombinedOutput()
+	if err == nil || cmdCtx.Err() != nil {
+		t.Fatalf("berth controller did not refuse the configuration (%v):\n%s", err, out)
+	}
+	if want := `MPIJob.kubeflow.org (CustomResourceDefinition mpijobs.kubeflow.org): suspend: spec.suspend: the schema has no field "suspend" at spec`; !strings.Contains(string(out), want) {
+		t.Fatalf("berth controller said:\n%s\nwant %q", out, want)
+	}
+}
