@@ -244,3 +244,33 @@ func Stop(ctx context.Context, c client.Client, wl *berthv1.Workload, reason, me
 	workload.SetStopping(wl, reason, message, now, false)
 	return client.IgnoreNotFound(c.Status().Patch(ctx, wl, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})))
 }
+
+// Suspend holds obj back again (hold sets its suspend field) and puts back
+// its templates (restore) in the same write, saying why in an event. A
+// damaged record of the templates is said on obj, and obj is held anyway.
+func Suspend(ctx context.Context, c client.Client, rec events.EventRecorder, obj client.Object, hold func(), restore func() (bool, error), why string) error {
+	hold()
+	if _, err := restore(); err != nil {
+		rec.Eventf(obj, nil, corev1.EventTypeWarning, "InvalidAnnotation", "Admission", "%v", err)
+	}
+	if err := c.Update(ctx, obj); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	rec.Eventf(obj, nil, corev1.EventTypeNormal, "Suspended", "Admission", "suspended: %s", why)
+	return nil
+}
+
+// RestoreTemplates writes obj with the templates it had before it was
+// started put back (restore), when that changes it. A damaged record is said
+// on obj and left: berth never loops on stored data it cannot read.
+func RestoreTemplates(ctx context.Context, c client.Client, rec events.EventRecorder, obj client.Object, restore func() (bool, error)) error {
+	changed, err := restore()
+	if err != nil {
+		rec.Eventf(obj, nil, corev1.EventTypeWarning, "InvalidAnnotation", "Admission", "%v", err)
+		return nil
+	}
+	if !changed {
+		return nil
+	}
+	return client.IgnoreNotFound(c.Update(ctx, obj))
+}

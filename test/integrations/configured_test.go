@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
 	"github.com/berth-dev/berth/internal/integration/configured"
@@ -224,7 +225,7 @@ func TestAConfiguredKindIsQueuedAsAJobIs(t *testing.T) {
 	env.CreateSimNode(t, env.Name("n1"), map[string]string{"pool": pool})
 	rf, cq := env.Name("rf"), env.Name("cq")
 	env.Create(t, MakeResourceFlavor(rf).NodeLabel("pool", pool).Toleration(env.Toleration()).Obj())
-	cqObj := MakeClusterQueue(cq).ResourceGroup(MakeFlavorQuotas(rf).Resource("cpu", "3").Obj()).Obj()
+	cqObj := MakeClusterQueue(cq).ResourceGroup(MakeFlavorQuotas(rf).Resource("cpu", "3").Resource("memory", "4Gi").Obj()).Obj()
 	cqObj.Spec.Preemption = &berthv1.ClusterQueuePreemption{WithinClusterQueue: berthv1.PreemptionLowerPriority}
 	env.Create(t, cqObj)
 	env.Create(t, MakeLocalQueue("main", env.Namespace, cq).Obj())
@@ -276,10 +277,20 @@ func TestAConfiguredKindIsQueuedAsAJobIs(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// It fits (2 x 1 cpu, 1 launcher of 1 cpu): admitted, started with the
-	// flavor's node label and toleration, its pods run and succeed, and
-	// its Workload finishes.
-	short := mpiJob("short", env.Namespace, "main", "", 2, "1", 2*time.Second)
+	// The example (2 workers of 1 cpu, a launcher of 500m) fits: admitted,
+	// started with the flavor's node label and toleration, its pods run and
+	// succeed, and its Workload finishes.
+	data, err := os.ReadFile("../../examples/configured/mpijob.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data = []byte(strings.ReplaceAll(string(data), "berth.dev/sim-duration: 20s", "berth.dev/sim-duration: 2s"))
+	short := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal(data, &short.Object); err != nil {
+		t.Fatal(err)
+	}
+	short.SetNamespace(env.Namespace)
+	short.SetLabels(map[string]string{berthv1.QueueNameLabel: "main"})
 	env.Create(t, short)
 	testenv.Eventually(t, wait, func() error {
 		now := get(short)

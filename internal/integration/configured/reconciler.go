@@ -188,28 +188,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 // suspend stops u (its controller stops its pods) and restores its
 // templates in the same write.
 func (r *Reconciler) suspend(ctx context.Context, u *unstructured.Unstructured, why string) error {
-	if err := unstructured.SetNestedField(u.Object, true, r.kind.C.Suspend...); err != nil {
-		return err
-	}
-	if _, err := r.kind.Restore(u); err != nil {
-		r.rec.Eventf(u, nil, corev1.EventTypeWarning, "InvalidAnnotation", "Admission", "%v", err)
-	}
-	if err := r.client.Update(ctx, u); err != nil {
-		return client.IgnoreNotFound(err)
-	}
-	r.rec.Eventf(u, nil, corev1.EventTypeNormal, "Suspended", "Admission", "suspended: %s", why)
-	return nil
+	hold := func() { _ = unstructured.SetNestedField(u.Object, true, r.kind.C.Suspend...) } // a map under spec: cannot fail
+	return integration.Suspend(ctx, r.client, r.rec, u, hold, func() (bool, error) { return r.kind.Restore(u) }, why)
 }
 
 func (r *Reconciler) restore(ctx context.Context, u *unstructured.Unstructured) error {
-	changed, err := r.kind.Restore(u)
-	if err != nil {
-		// Never loop on stored data berth cannot read; say so on the object.
-		r.rec.Eventf(u, nil, corev1.EventTypeWarning, "InvalidAnnotation", "Admission", "%v", err)
-		return nil
-	}
-	if !changed {
-		return nil
-	}
-	return client.IgnoreNotFound(r.client.Update(ctx, u))
+	return integration.RestoreTemplates(ctx, r.client, r.rec, u, func() (bool, error) { return r.kind.Restore(u) })
 }

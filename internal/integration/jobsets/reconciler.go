@@ -247,27 +247,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 // its templates in the same write: the JobSet's webhook lets templates
 // change while it is, or is becoming, suspended.
 func (r *Reconciler) suspend(ctx context.Context, js *jobsetv1.JobSet, why string) error {
-	yes := true
-	js.Spec.Suspend = &yes
-	if _, err := Restore(js); err != nil {
-		r.rec.Eventf(js, nil, corev1.EventTypeWarning, "InvalidAnnotation", "Admission", "%v", err)
-	}
-	if err := r.client.Update(ctx, js); err != nil {
-		return client.IgnoreNotFound(err)
-	}
-	r.rec.Eventf(js, nil, corev1.EventTypeNormal, "Suspended", "Admission", "suspended: %s", why)
-	return nil
+	hold := func() { yes := true; js.Spec.Suspend = &yes }
+	return integration.Suspend(ctx, r.client, r.rec, js, hold, func() (bool, error) { return Restore(js) }, why)
 }
 
 func (r *Reconciler) restore(ctx context.Context, js *jobsetv1.JobSet) error {
-	changed, err := Restore(js)
-	if err != nil {
-		// Never loop on stored data berth cannot read; say so on the JobSet.
-		r.rec.Eventf(js, nil, corev1.EventTypeWarning, "InvalidAnnotation", "Admission", "%v", err)
-		return nil
-	}
-	if !changed {
-		return nil
-	}
-	return client.IgnoreNotFound(r.client.Update(ctx, js))
+	return integration.RestoreTemplates(ctx, r.client, r.rec, js, func() (bool, error) { return Restore(js) })
 }
