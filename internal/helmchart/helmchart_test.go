@@ -11,11 +11,13 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
+	"github.com/berth-dev/berth/internal/integration/configured"
 	"github.com/berth-dev/berth/internal/manifests"
 	"github.com/berth-dev/berth/internal/vcluster/translate"
 )
@@ -79,6 +81,9 @@ func everything() map[string]any {
 			"jobSetControllers": []any{"system:serviceaccount:js:manager"}, "kubeAPIQPS": 100, "kubeAPIBurst": 200,
 			"origin": "manager-1", "workerLostTimeout": "2m", "dispatchSpreadAfter": "0s", "logLevel": "debug",
 			"integrations": []any{"batch/job", "pod"},
+			"configuredKinds": []any{map[string]any{"group": "kubeflow.org", "version": "v2beta1", "kind": "MPIJob", "resource": "mpijobs",
+				"suspend": "spec.runPolicy.suspend", "podSets": []any{map[string]any{"name": "worker", "template": "spec.mpiReplicaSpecs.Worker.template"}},
+				"finished": map[string]any{"succeeded": []any{"Succeeded"}}}},
 			"waitForPodsReady": map[string]any{"enabled": true, "timeout": "10m", "backoffBase": "30s", "backoffMax": "2h",
 				"requeueLimit": 4, "blockAdmission": true},
 			"leaderElection": map[string]any{"leaseDuration": "30s", "renewDeadline": "20s", "retryPeriod": "5s"}},
@@ -286,6 +291,8 @@ func TestValuesRefused(t *testing.T) {
 		{map[string]any{"certManager": map[string]any{"enabled": true, "issuerRef": map[string]any{"name": "ca", "kind": "Vault"}}}, "kind"},
 		{map[string]any{"certManager": map[string]any{"enabled": true, "issuerRef": map[string]any{"kind": "ClusterIssuer"}}}, "name"},
 		{map[string]any{"controller": map[string]any{"integrations": []any{"batch/job", "mpijob"}}}, "integrations"},
+		{map[string]any{"controller": map[string]any{"configuredKinds": []any{map[string]any{"group": "kubeflow.org", "version": "v2beta1",
+			"kind": "MPIJob", "resource": "mpijobs", "suspend": "status.suspend", "podSets": []any{}, "finished": map[string]any{}}}}}, "suspend"},
 		{map[string]any{"controller": map[string]any{"managedJobsNamespaceSelector": "team=a"}}, "read only with controller.manageJobsWithoutQueueName"},
 		// Written into a CEL string: no quote may close it.
 		{map[string]any{"controller": map[string]any{"jobSetControllers": []any{"x' || true || '"}}}, "jobSetControllers"},
@@ -456,5 +463,83 @@ func TestVClustersAreWhatCreateMakes(t *testing.T) {
 	host := render(t, "berth-system", map[string]any{"vclusters": []any{map[string]any{"name": "open", "allowHostAccess": true}}})
 	if l := find(host, "Namespace", "vcluster-open").GetLabels()["pod-security.kubernetes.io/enforce"]; l != "privileged" {
 		t.Errorf("a virtual cluster with host access: namespace enforces %q, want privileged", l)
+	}
+}
+
+// controller.configuredKinds becomes the file the controller reads, mounted
+// and named by --configured-kinds, and the roles configured.Rules says the
+// controller needs for those kinds, bound to its ServiceAccount.
+func TestConfiguredKinds(t *testing.T) {
+	data, err := os.ReadFile("../../examples/configured/kinds.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var file map[string]any
+	if err := yaml.Unmarshal(data, &file); err != nil {
+		t.Fatal(err)
+	}
+	want, err := configured.Parse(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs := render(t, "queues", map[string]any{"controller": map[string]any{"configuredKinds": file["kinds"]}})
+
+	cm := find(objs, "ConfigMap", "berth-configured-kinds")
+	if cm == nil {
+		t.Fatal("no ConfigMap berth-configured-kinds")
+	}
+	content, _, _ := unstructured.NestedString(cm.Object, "data", "kinds.yaml")
+	got, err := configured.Parse([]byte(content))
+	if err != nil {
+		t.Fatalf("the rendered file does not parse: %v\n%s", err, content)
+	}
+	if !equality.Semantic.DeepEqual(got, want) {
+		t.Errorf("the rendered file reads as %+v, want %+v", got, want)
+	}
+
+	d := deployment(t, objs, "berth-controller")
+	c := d.Spec.Template.Spec.Containers[0]
+	if !slices.Contains(c.Args, "--configured-kinds=/etc/berth/configured-kinds/kinds.yaml") {
+		t.Errorf("controller args %v lack --configured-kinds", c.Args)
+	}
+	if !slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool {
+		return m.Name == "configured-kinds" && m.MountPath == "/etc/berth/configured-kinds"
+	}) || !slices.ContainsFunc(d.Spec.Template.Spec.Volumes, func(v corev1.Volume) bool {
+		return v.ConfigMap != nil && v.ConfigMap.Name == "berth-configured-kinds"
+	}) {
+		t.Errorf("the file is not mounted: %+v %+v", c.VolumeMounts, d.Spec.Template.Spec.Volumes)
+	}
+	if d.Spec.Template.Annotations["berth.dev/configured-kinds-sha256"] == "" {
+		t.Error("a change of the kinds would not restart the controller")
+	}
+
+	role := find(objs, "ClusterRole", "berth-configured-kinds")
+	if role == nil {
+		t.Fatal("no ClusterRole berth-configured-kinds")
+	}
+	var cr rbacv1.ClusterRole
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(role.Object, &cr); err != nil {
+		t.Fatal(err)
+	}
+	if !equality.Semantic.DeepEqual(cr.Rules, configured.Rules(want)) {
+		t.Errorf("rules %+v, want configured.Rules' %+v", cr.Rules, configured.Rules(want))
+	}
+	binding := find(objs, "ClusterRoleBinding", "berth-configured-kinds")
+	if binding == nil {
+		t.Fatal("no ClusterRoleBinding berth-configured-kinds")
+	}
+	var crb rbacv1.ClusterRoleBinding
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(binding.Object, &crb); err != nil {
+		t.Fatal(err)
+	}
+	if crb.RoleRef.Name != "berth-configured-kinds" || len(crb.Subjects) != 1 || crb.Subjects[0].Name != "berth-controller" || crb.Subjects[0].Namespace != "queues" {
+		t.Errorf("binding %+v", crb)
+	}
+
+	// Without kinds, nothing of it.
+	for _, o := range render(t, "queues", nil) {
+		if o.GetName() == "berth-configured-kinds" {
+			t.Errorf("%s berth-configured-kinds rendered without configured kinds", o.GetKind())
+		}
 	}
 }
