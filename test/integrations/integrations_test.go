@@ -33,14 +33,17 @@ var ctx = context.Background()
 
 func TestMain(m *testing.M) {
 	// JobSets are on, but their CRD is not installed when berth starts; nor
-	// is that of MPIJob, a kind queued from configuration.
-	kinds, err := filepath.Abs(configuredKinds)
+	// are those of the kinds queued from configuration: MPIJob, and the
+	// training operator's.
+	kinds, err := bothExamples()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	os.Exit(testenv.MainClusters(m, testenv.Cluster{Name: "integrations",
-		ControllerArgs: []string{"--integrations=batch/job,jobset.x-k8s.io/jobset"}, ConfiguredKinds: kinds}))
+	code := testenv.MainClusters(m, testenv.Cluster{Name: "integrations",
+		ControllerArgs: []string{"--integrations=batch/job,jobset.x-k8s.io/jobset"}, ConfiguredKinds: kinds})
+	os.RemoveAll(filepath.Dir(kinds))
+	os.Exit(code)
 }
 
 // webhookNames are the webhooks of berth's configuration.

@@ -105,6 +105,10 @@ type CompiledPodSet struct {
 	Template, Count Path // Count nil: one pod
 }
 
+// TrainingOperator is the module of Kubeflow's training operator whose
+// published CRDs examples/configured/training-operator.yaml describes.
+const TrainingOperator = "github.com/kubeflow/training-operator@v1.8.1"
+
 // MaxPodSets is how many pod sets a Workload may have (its API's limit).
 const MaxPodSets = 8
 
