@@ -72,6 +72,7 @@ func turnOnConfigured(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, d
 	}
 	mgr.GetWebhookServer().Register(k.WebhookPath, &crwebhook.Admission{Handler: integration.NewHolder(configured.Kind{C: k})})
 	mgr.GetWebhookServer().Register(k.DefaultWebhookPath, &crwebhook.Admission{Handler: integration.NewHolder(configured.Kind{C: k, Default: true})})
+	mgr.GetWebhookServer().Register(k.ScalePath(), &crwebhook.Admission{Handler: configured.ScaleGuard{Kind: configured.Kind{C: k}, Live: mgr.GetAPIReader()}})
 	return nil
 }
 

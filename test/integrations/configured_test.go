@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
+	"github.com/berth-dev/berth/internal/gomodule"
 	"github.com/berth-dev/berth/internal/integration/configured"
 	"github.com/berth-dev/berth/internal/manifests"
 	"github.com/berth-dev/berth/internal/testenv"
@@ -29,9 +30,36 @@ import (
 	. "github.com/berth-dev/berth/test/fixtures"
 )
 
-// configuredKinds is the --configured-kinds file of this package's
-// controller: MPIJob, from the example.
+// configuredKinds is the example of MPIJob; the package's controller
+// queues its kinds and the training operator's (bothExamples).
 const configuredKinds = "../../examples/configured/kinds.yaml"
+
+// bothExamples writes a --configured-kinds file of the kinds of both
+// examples, in a directory of its own, and returns its path.
+func bothExamples() (string, error) {
+	var all configured.File
+	for _, name := range []string{configuredKinds, "../../examples/configured/training-operator.yaml"} {
+		data, err := os.ReadFile(name)
+		if err != nil {
+			return "", err
+		}
+		var f configured.File
+		if err := yaml.UnmarshalStrict(data, &f); err != nil {
+			return "", fmt.Errorf("%s: %w", name, err)
+		}
+		all.Kinds = append(all.Kinds, f.Kinds...)
+	}
+	data, err := yaml.Marshal(all)
+	if err != nil {
+		return "", err
+	}
+	dir, err := os.MkdirTemp("", "configured-kinds-")
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, "kinds.yaml")
+	return path, os.WriteFile(path, data, 0o600)
+}
 
 func mpiJobKind(t *testing.T) configured.Kind {
 	t.Helper()
@@ -175,11 +203,19 @@ func (op *mpiOperator) sync(ctx context.Context) error {
 }
 
 // installMPIJobs installs the MPIJob CRD (and lets namespace editors use
-// MPIJobs, as the operator's install does) once for the package, and waits
-// until berth's controller has turned the configured kind on.
+// MPIJobs, as the operator's install does), and waits until berth's
+// controller has turned the configured kind on.
 func installMPIJobs(t *testing.T, env *testenv.Env) {
 	t.Helper()
-	data, err := os.ReadFile("../../examples/configured/mpijob-crd.yaml")
+	installKind(t, env, "../../examples/configured/mpijob-crd.yaml", "mpijobs.kubeflow.org.berth.dev")
+}
+
+// installKind installs the CRD in file (and lets namespace editors use
+// the training operator's kinds and MPIJobs, as their installs do), and
+// waits until berth's webhook configuration has hook.
+func installKind(t *testing.T, env *testenv.Env, file, hook string) {
+	t.Helper()
+	data, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,9 +226,9 @@ func installMPIJobs(t *testing.T, env *testenv.Env) {
 	if err := manifests.ApplyEstablished(ctx, env.Config, objs...); err != nil {
 		t.Fatal(err)
 	}
-	editors := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "mpijobs-edit",
+	editors := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "kubeflow-edit",
 		Labels: map[string]string{"rbac.authorization.k8s.io/aggregate-to-edit": "true"}},
-		Rules: []rbacv1.PolicyRule{{APIGroups: []string{"kubeflow.org"}, Resources: []string{"mpijobs"},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{"kubeflow.org"}, Resources: []string{"mpijobs", "pytorchjobs", "pytorchjobs/scale"},
 			Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}}}}
 	if err := env.Client.Create(ctx, editors); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
@@ -202,8 +238,8 @@ func installMPIJobs(t *testing.T, env *testenv.Env) {
 		if err != nil {
 			return err
 		}
-		if !slices.Contains(names, "mpijobs.kubeflow.org.berth.dev") {
-			return fmt.Errorf("webhooks %v: MPIJobs' not there yet", names)
+		if !slices.Contains(names, hook) {
+			return fmt.Errorf("webhooks %v: %s not there yet", names, hook)
 		}
 		return nil
 	})
@@ -431,4 +467,153 @@ func TestAConfiguredPathTheCRDLacksIsRefused(t *testing.T) {
 	if want := `MPIJob.kubeflow.org (CustomResourceDefinition mpijobs.kubeflow.org): suspend: spec.suspend: the schema has no field "suspend" at spec`; !strings.Contains(string(out), want) {
 		t.Fatalf("berth controller said:\n%s\nwant %q", out, want)
 	}
+}
+
+// The training operator's PyTorchJob, with the CRD it publishes (its pod
+// templates fully typed, unlike the MPIJob stand-in's): created suspended,
+// a pod set per replica type, admitted and started with its flavor's
+// settings on each template. Its user cannot add workers while it runs,
+// through the object or its scale subresource; one
+// who suspends it and adds workers in one update queues it again with its
+// new shape, which no longer fits. No training operator runs here: berth's
+// part ends where the operator's begins.
+func TestTheTrainingOperatorsPyTorchJobIsQueuedWithItsPublishedCRD(t *testing.T) {
+	env := testenv.New(t)
+	dir, err := gomodule.Dir(configured.TrainingOperator)
+	if err != nil {
+		t.Fatal(err)
+	}
+	installKind(t, env, filepath.Join(dir, "manifests", "base", "crds", "kubeflow.org_pytorchjobs.yaml"), "pytorchjobs.kubeflow.org.berth.dev")
+
+	pool := env.Name("pool")
+	rf, cq := env.Name("rf"), env.Name("cq")
+	env.Create(t, MakeResourceFlavor(rf).NodeLabel("pool", pool).Toleration(env.Toleration()).Obj())
+	env.Create(t, MakeClusterQueue(cq).ResourceGroup(MakeFlavorQuotas(rf).Resource("cpu", "3").Resource("memory", "4Gi").Obj()).Obj())
+	env.Create(t, MakeLocalQueue("main", env.Namespace, cq).Obj())
+
+	data, err := os.ReadFile("../../examples/configured/pytorchjob.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal(data, &job.Object); err != nil {
+		t.Fatal(err)
+	}
+	job.SetNamespace(env.Namespace)
+	job.SetLabels(map[string]string{berthv1.QueueNameLabel: "main"})
+	env.Create(t, job)
+	if held, _, _ := unstructured.NestedBool(job.Object, "spec", "runPolicy", "suspend"); !held {
+		t.Fatal("a queued PyTorchJob was not created suspended")
+	}
+	var kind configured.Kind
+	for _, k := range mustParse(t) {
+		if k.Kind == "PyTorchJob" {
+			kind = configured.Kind{C: &k}
+		}
+	}
+	workloadOf := func() (*berthv1.Workload, error) {
+		var wl berthv1.Workload
+		err := env.Client.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: kind.WorkloadName(job)}, &wl)
+		return &wl, err
+	}
+	var now *unstructured.Unstructured
+	testenv.Eventually(t, wait, func() error {
+		wl, err := workloadOf()
+		if err != nil {
+			return err
+		}
+		if len(wl.Spec.PodSets) != 2 || wl.Spec.PodSets[0].Name != "master" || wl.Spec.PodSets[1].Name != "worker" || wl.Spec.PodSets[1].Count != 2 {
+			return fmt.Errorf("pod sets %+v", wl.Spec.PodSets)
+		}
+		now = job.DeepCopy()
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(job), now); err != nil {
+			return err
+		}
+		if kind.C.Suspended(now) {
+			return fmt.Errorf("not started")
+		}
+		for _, set := range []string{"Master", "Worker"} {
+			sel, _, _ := unstructured.NestedStringMap(now.Object, "spec", "pytorchReplicaSpecs", set, "template", "spec", "nodeSelector")
+			uid, _, _ := unstructured.NestedString(now.Object, "spec", "pytorchReplicaSpecs", set, "template", "metadata", "labels", berthv1.OwnerUIDLabel)
+			if sel["pool"] != pool || uid != string(job.GetUID()) {
+				return fmt.Errorf("%s's template: node selector %v, owner label %q", set, sel, uid)
+			}
+		}
+		return nil
+	})
+
+	alice := env.AsEditor(t, "alice")
+	testenv.Eventually(t, wait, func() error {
+		grown := now.DeepCopy()
+		_ = unstructured.SetNestedField(grown.Object, int64(3), "spec", "pytorchReplicaSpecs", "Worker", "replicas")
+		err := alice.Update(ctx, grown)
+		if err == nil {
+			t.Fatal("a namespace editor added workers to a running PyTorchJob")
+		}
+		if !strings.Contains(err.Error(), "spec.pytorchReplicaSpecs.Worker.replicas: may change on a queued PyTorchJob only in an update that leaves it suspended") {
+			return fmt.Errorf("not refused by berth's policy yet (the edit role may not have PyTorchJobs yet): %v", err)
+		}
+		return nil
+	})
+	// Nor through its scale subresource (its workers), which the API
+	// server's policies cannot see the PyTorchJob behind.
+	scale := &unstructured.Unstructured{}
+	scale.SetAPIVersion("autoscaling/v1")
+	scale.SetKind("Scale")
+	if err := alice.SubResource("scale").Get(ctx, now, scale); err != nil {
+		t.Fatal(err)
+	}
+	_ = unstructured.SetNestedField(scale.Object, int64(6), "spec", "replicas")
+	err = alice.SubResource("scale").Update(ctx, now, client.WithSubResourceBody(scale))
+	if err == nil || !strings.Contains(err.Error(), "PyTorchJob mnist: a queued PyTorchJob is scaled up (from 2 to 6) only while it is suspended") {
+		t.Fatalf("scaling a running PyTorchJob up: %v", err)
+	}
+	// Suspended and grown in one update: it queues again, 4 cpu of 3.
+	testenv.Eventually(t, wait, func() error {
+		grown := job.DeepCopy()
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(job), grown); err != nil {
+			return err
+		}
+		_ = unstructured.SetNestedField(grown.Object, true, "spec", "runPolicy", "suspend")
+		_ = unstructured.SetNestedField(grown.Object, int64(3), "spec", "pytorchReplicaSpecs", "Worker", "replicas")
+		return alice.Update(ctx, grown) // a conflict with berth's writes: read and try again
+	})
+	testenv.Eventually(t, wait, func() error {
+		wl, err := workloadOf()
+		if err != nil {
+			return err
+		}
+		if len(wl.Spec.PodSets) != 2 || wl.Spec.PodSets[1].Count != 3 || workload.HasQuota(wl) {
+			return fmt.Errorf("pod sets %+v, quota %v: not queued again with 3 workers", wl.Spec.PodSets, workload.HasQuota(wl))
+		}
+		return nil
+	})
+	testenv.Consistently(t, 2*time.Second, func() error {
+		cur := job.DeepCopy()
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(job), cur); err != nil {
+			return err
+		}
+		if !kind.C.Suspended(cur) {
+			return fmt.Errorf("the grown PyTorchJob runs, past its quota")
+		}
+		return nil
+	})
+}
+
+func mustParse(t *testing.T) []configured.Compiled {
+	t.Helper()
+	path, err := bothExamples()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(filepath.Dir(path))
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds, err := configured.Parse(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kinds
 }

@@ -507,10 +507,15 @@ func Configuration(o Options, caBundle []byte) *admissionregistrationv1.Mutating
 		// As JobSets: seen when created, whole; their templates and counts
 		// change while they run only if package guard lets them.
 		rules := ruleOf(c.Group, c.Version, c.Resource, admissionregistrationv1.Create)
+		// Its scale subresource, where its CRD has one, carries no labels
+		// to select by: every scale is sent, and the ScaleGuard reads the
+		// object.
+		scale := ruleOf(c.Group, c.Version, c.Resource+"/scale", admissionregistrationv1.Update)
 		hooks = append(hooks,
 			hook(c.Resource+"."+c.Group+".berth.dev", c.WebhookPath, rules, selector(exists(berthv1.QueueNameLabel))),
 			hook("kueue-labelled-"+c.Resource+"."+c.Group+".berth.dev", c.WebhookPath, rules,
-				selector(exists(berthv1.KueueQueueNameLabel), absent(berthv1.QueueNameLabel))))
+				selector(exists(berthv1.KueueQueueNameLabel), absent(berthv1.QueueNameLabel))),
+			hook("scale-"+c.Resource+"."+c.Group+".berth.dev", c.ScalePath(), scale, nil))
 	}
 	for k := range hooks {
 		if hooks[k].Name != "jobs.berth.dev" && hooks[k].Name != "kueue-labelled-jobs.berth.dev" {

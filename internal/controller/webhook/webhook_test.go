@@ -394,6 +394,7 @@ kinds:
 		"kueue-labelled-mpijobs.kubeflow.org.berth.dev": {admissionregistrationv1.Create},
 		"unlabelled-mpijobs.kubeflow.org.berth.dev":     {admissionregistrationv1.Create, admissionregistrationv1.Update},
 		"opted-in-mpijobs.kubeflow.org.berth.dev":       {admissionregistrationv1.Create, admissionregistrationv1.Update},
+		"scale-mpijobs.kubeflow.org.berth.dev":          {admissionregistrationv1.Update},
 	} {
 		h, ok := byName[name]
 		if !ok {
@@ -401,13 +402,20 @@ kinds:
 			continue
 		}
 		r := h.Rules[0]
-		if !slices.Equal(r.Operations, ops) || !slices.Equal(r.APIGroups, []string{"kubeflow.org"}) || !slices.Equal(r.Resources, []string{"mpijobs"}) ||
+		resource := "mpijobs"
+		if strings.HasPrefix(name, "scale-") {
+			resource = "mpijobs/scale"
+		}
+		if !slices.Equal(r.Operations, ops) || !slices.Equal(r.APIGroups, []string{"kubeflow.org"}) || !slices.Equal(r.Resources, []string{resource}) ||
 			!slices.Equal(r.APIVersions, []string{"v2beta1"}) {
 			t.Errorf("%s: rule %+v", name, r)
 		}
 		want := kinds[0].WebhookPath
-		if strings.HasPrefix(name, "unlabelled") || strings.HasPrefix(name, "opted") {
+		switch {
+		case strings.HasPrefix(name, "unlabelled") || strings.HasPrefix(name, "opted"):
 			want = kinds[0].DefaultWebhookPath
+		case strings.HasPrefix(name, "scale-"):
+			want = kinds[0].ScalePath()
 		}
 		if *h.ClientConfig.URL != "https://127.0.0.1:1"+want {
 			t.Errorf("%s: served at %s, want %s", name, *h.ClientConfig.URL, want)

@@ -404,3 +404,16 @@ func InSync(wl *berthv1.Workload, pods []berthv1.PodSet, queue string, priority 
 	return wl.Spec.QueueName == queue && equality.Semantic.DeepEqual(wl.Spec.Priority, priority) &&
 		equality.Semantic.DeepEqual(wl.Spec.PodSets, pods)
 }
+
+// ScaleRefusal says why a scale of u (through its scale subresource, from
+// from to to pods) may not be let through, or "": the API server's
+// policies see only the Scale, not the object, so berth's webhook decides.
+// Scaling up a queued object that runs would start pods past its
+// admission; while it is suspended it queues again with its new size.
+func (k Kind) ScaleRefusal(u *unstructured.Unstructured, from, to int32) string {
+	if to <= from || k.QueueName(u) == "" || k.C.Suspended(u) {
+		return ""
+	}
+	return fmt.Sprintf("%s %s: a queued %s is scaled up (from %d to %d) only while it is suspended (%s: true), to queue again with its new size",
+		k.C.Kind, u.GetName(), k.C.Kind, from, to, k.C.Suspend)
+}

@@ -193,3 +193,26 @@ func TestFinishedByTheConfiguredConditions(t *testing.T) {
 		t.Fatal("finished on garbage")
 	}
 }
+
+// A scale up through the scale subresource is refused while a queued
+// object runs; down, while held, or of an object not queued, it is not.
+func TestScaleRefusal(t *testing.T) {
+	c := mpiJob(t)
+	k := Kind{C: &c}
+	u := example(t)
+	if why := k.ScaleRefusal(u, 2, 4); !strings.Contains(why, "MPIJob pi: a queued MPIJob is scaled up (from 2 to 4) only while it is suspended (spec.runPolicy.suspend: true)") {
+		t.Errorf("running: %q", why)
+	}
+	if why := k.ScaleRefusal(u, 4, 2); why != "" {
+		t.Errorf("scaled down: %q", why)
+	}
+	k.Hold(u)
+	if why := k.ScaleRefusal(u, 2, 4); why != "" {
+		t.Errorf("held: %q", why)
+	}
+	free := example(t)
+	free.SetLabels(nil)
+	if why := k.ScaleRefusal(free, 2, 4); why != "" {
+		t.Errorf("not queued: %q", why)
+	}
+}
