@@ -78,6 +78,10 @@ type statusOutput struct {
 type integrationsStatus struct {
 	On  []string          `json:"on"`
 	Off map[string]string `json:"off,omitempty"` // by integration, why
+	// ConfiguredOn are the kinds queued from configuration that are on,
+	// as resource.group; one configured but off says why in the
+	// controller's log.
+	ConfiguredOn []string `json:"configuredOn,omitempty"`
 }
 
 // readIntegrations reads which integrations berth's controller has on from
@@ -97,7 +101,7 @@ func readIntegrations(ctx context.Context, kubeconfig string) (*integrationsStat
 		return nil, err
 	}
 	on, off := webhook.Integrations(&hooks).Split()
-	st := &integrationsStatus{On: on, Off: map[string]string{}}
+	st := &integrationsStatus{On: on, Off: map[string]string{}, ConfiguredOn: webhook.Configured(&hooks)}
 	for _, name := range off {
 		st.Off[name] = "switched off (berth controller --integrations)"
 		if gvk, ok := controller.CRDKind(name); ok {
@@ -117,6 +121,9 @@ func printIntegrations(w io.Writer, st *integrationsStatus) {
 	names := slices.Sorted(maps.Keys(st.Off))
 	for _, name := range names {
 		fmt.Fprintf(w, "integration off: %s: %s\n", name, st.Off[name])
+	}
+	if len(st.ConfiguredOn) > 0 {
+		fmt.Fprintf(w, "configured kinds on: %s\n", strings.Join(st.ConfiguredOn, ", "))
 	}
 }
 

@@ -171,7 +171,7 @@ func setActive(ctx context.Context, c client.Client, q queueRef, active bool) (s
 // findWorkload reads the Workload q names, or the one berth made for the
 // Job, JobSet or StatefulSet q names (the one it owns).
 func findWorkload(ctx context.Context, c client.Client, q queueRef) (*berthv1.Workload, error) {
-	if !ofObject[q.kind] {
+	if q.kind == "Workload" {
 		var wl berthv1.Workload
 		if err := c.Get(ctx, types.NamespacedName{Namespace: q.namespace, Name: q.name}, &wl); err != nil {
 			if apierrors.IsNotFound(err) {
@@ -187,7 +187,8 @@ func findWorkload(ctx context.Context, c client.Client, q queueRef) (*berthv1.Wo
 	}
 	for i := range list.Items {
 		for _, ref := range list.Items[i].OwnerReferences {
-			if ref.Kind == q.kind && ref.Name == q.name {
+			// A configured kind is named as its user types it (mpijob).
+			if (ref.Kind == q.kind || (!ofObject[q.kind] && strings.EqualFold(ref.Kind, q.kind))) && ref.Name == q.name {
 				return &list.Items[i], nil
 			}
 		}

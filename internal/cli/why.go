@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"regexp"
 
 	"github.com/spf13/cobra"
 
@@ -16,7 +17,7 @@ func newWhyCommand() *cobra.Command {
 		output     string
 	)
 	cmd := &cobra.Command{
-		Use:   "why [workload|job|jobset|statefulset] NAME",
+		Use:   "why [workload|job|jobset|statefulset|KIND] NAME",
 		Short: "Say why a workload (or a Job's) waits: its place in line, its needs against its queue's room, and whom it would preempt",
 		Long: `Say, in words, where a workload stands and why: pending, waiting for
 admission checks, admitted or finished; its position in its ClusterQueue's
@@ -26,7 +27,9 @@ pod set needs and what its queue has used, nominally and available now
 now, run on a copy of the queues and admitted workloads: it fits, it waits
 (and for what), or it fits only by preempting, naming whom. A name alone is
 a Workload; with 'job', 'jobset' or 'statefulset' it is the Workload berth
-made for that Job, JobSet or StatefulSet. It works
+made for that Job, JobSet or StatefulSet, and with the kind of a kind
+queued from configuration ('mpijob', 'pytorchjob') the Workload of that
+object. It works
 against a berth instance (--name/--data-dir) or any cluster running berth
 (--kubeconfig). With --fair-sharing on the controller, the preemption
 answer may differ: the copy runs without fair sharing.`,
@@ -38,8 +41,14 @@ answer may differ: the copy runs without fair sharing.`,
 			q := queueRef{kind: "Workload", name: args[0], namespace: namespace}
 			if len(args) == 2 {
 				kind, err := parseQueueKind(args[0])
-				if err != nil || (kind != "Workload" && !ofObject[kind]) {
-					return fmt.Errorf("%q: why takes workload (wl), job, jobset or statefulset (sts)", args[0])
+				switch {
+				case err == nil && (kind == "Workload" || ofObject[kind]):
+				case err != nil && kindWord.MatchString(args[0]):
+					// A kind queued from configuration (mpijob, pytorchjob):
+					// its Workload is the one the object owns.
+					kind = args[0]
+				default:
+					return fmt.Errorf("%q: why takes workload (wl), job, jobset, statefulset (sts) or the kind of a kind queued from configuration (mpijob)", args[0])
 				}
 				q.kind, q.name = kind, args[1]
 			}
@@ -80,3 +89,6 @@ answer may differ: the copy runs without fair sharing.`,
 	comp.flag(cmd, "namespace", "Namespace")
 	return cmd
 }
+
+// kindWord is how a kind is typed: a word of letters and digits.
+var kindWord = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9]*$`)

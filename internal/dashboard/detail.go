@@ -166,10 +166,16 @@ func Describe(wl *berthv1.Workload, pods []corev1.Pod, events []corev1.Event, wh
 	return d
 }
 
-// PodSelector narrows the pods to read for wl's page to its owner's,
-// where a label names the owner (a Job's, a JobSet's); otherwise all of
-// the namespace, which Describe sorts out.
+// PodSelector narrows the pods to read for wl's page to its owner's: the
+// selector berth recorded on wl for them (any kind that follows its pods,
+// a configured kind's too), else where a label names the owner (a Job's, a
+// JobSet's); otherwise all of the namespace, which Describe sorts out.
 func PodSelector(wl *berthv1.Workload) labels.Selector {
+	if s, ok := wl.Annotations[berthv1.PodSelectorAnnotation]; ok {
+		if sel, err := labels.Parse(s); err == nil && !sel.Empty() {
+			return sel
+		}
+	}
 	owner := metav1.GetControllerOf(wl)
 	switch {
 	case owner == nil:

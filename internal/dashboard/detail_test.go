@@ -94,4 +94,9 @@ func TestDescribeAPendingWorkload(t *testing.T) {
 	if !dashboard.PodSelector(wl).Empty() {
 		t.Errorf("pods read with %q; want all of the namespace", dashboard.PodSelector(wl))
 	}
+	// The selector berth recorded for its pods, whatever kind made it.
+	wl.Annotations = map[string]string{berthv1.PodSelectorAnnotation: berthv1.OwnerUIDLabel + "=mpi-uid"}
+	if sel := dashboard.PodSelector(wl).String(); sel != berthv1.OwnerUIDLabel+"=mpi-uid" {
+		t.Errorf("pods read with %q; want the recorded selector", sel)
+	}
 }

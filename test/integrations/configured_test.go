@@ -309,6 +309,22 @@ func TestAConfiguredKindIsQueuedAsAJobIs(t *testing.T) {
 		}
 		return nil
 	})
+	// berth why names it by its kind, as its user types it; berth status
+	// says the kind is on.
+	bin, err := testenv.Binary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(bin, "why", "mpijob", "big", "-n", env.Namespace, "--kubeconfig", env.Kubeconfig).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), kind.WorkloadName(big)) || !strings.Contains(string(out), "Pending") {
+		t.Errorf("berth why mpijob big: %v\n%s", err, out)
+	}
+	if env.Instance != nil {
+		out, err := exec.Command(bin, "status", "--data-dir", env.Instance.Layout().Dir, "--name", "integrations").CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "configured kinds on: mpijobs.kubeflow.org") {
+			t.Errorf("berth status: %v\n%s", err, out)
+		}
+	}
 	if err := env.Client.Delete(ctx, big); err != nil {
 		t.Fatal(err)
 	}

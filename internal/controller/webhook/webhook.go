@@ -17,6 +17,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -603,4 +604,17 @@ func Integrations(cfg *admissionregistrationv1.MutatingWebhookConfiguration) int
 		s[name] = slices.ContainsFunc(cfg.Webhooks, func(h admissionregistrationv1.MutatingWebhook) bool { return h.Name == hookOf[name] })
 	}
 	return s
+}
+
+// Configured reads from a configuration Configuration made the kinds queued
+// from configuration that are on, as resource.group (mpijobs.kubeflow.org):
+// what `berth status` reports.
+func Configured(cfg *admissionregistrationv1.MutatingWebhookConfiguration) []string {
+	var out []string
+	for _, h := range cfg.Webhooks {
+		if kind, ok := strings.CutPrefix(h.Name, "scale-"); ok {
+			out = append(out, strings.TrimSuffix(kind, ".berth.dev"))
+		}
+	}
+	return out
 }

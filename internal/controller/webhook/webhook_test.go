@@ -428,4 +428,10 @@ kinds:
 			t.Errorf("%s reaches kube-system or berth's own namespace", name)
 		}
 	}
+	if on := Configured(cfg); !slices.Equal(on, []string{"mpijobs.kubeflow.org"}) {
+		t.Errorf("read back %v as the configured kinds on", on)
+	}
+	if on := Configured(Configuration(Options{URL: "https://127.0.0.1:1"}, nil)); len(on) != 0 {
+		t.Errorf("read back %v with no configured kinds", on)
+	}
 }

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
@@ -375,7 +376,24 @@ func (k Kind) PriorityClass(u *unstructured.Unstructured) string {
 
 // WorkloadName is the name of u's Workload.
 func (k Kind) WorkloadName(u *unstructured.Unstructured) string {
-	return integration.WorkloadName(strings.ToLower(k.C.Kind), u.GetName(), u.GetUID())
+	return WorkloadNameFor(k.C.Kind, u.GetName(), u.GetUID())
+}
+
+// WorkloadNameFor is the name of the Workload of the object of a
+// configured kind named name, with uid.
+func WorkloadNameFor(kind, name string, uid types.UID) string {
+	return integration.WorkloadName(strings.ToLower(kind), name, uid)
+}
+
+// PodWorkload names the Workload of a configured kind's pod: one that
+// carries berth.dev/owner-uid with the UID of its controller, found false
+// for any other.
+func PodWorkload(pod client.Object) (string, bool) {
+	ref := metav1.GetControllerOf(pod)
+	if ref == nil || ref.UID == "" || pod.GetLabels()[berthv1.OwnerUIDLabel] != string(ref.UID) {
+		return "", false
+	}
+	return WorkloadNameFor(ref.Kind, ref.Name, ref.UID), true
 }
 
 // NewWorkload makes u's Workload, owned by u, keeping its quota until

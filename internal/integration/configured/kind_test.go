@@ -216,3 +216,23 @@ func TestScaleRefusal(t *testing.T) {
 		t.Errorf("not queued: %q", why)
 	}
 }
+
+// A pod berth started for an object of a configured kind names that
+// object's Workload; a pod whose label is not its controller's UID names
+// none.
+func TestPodWorkload(t *testing.T) {
+	c := mpiJob(t)
+	k := Kind{C: &c}
+	u := example(t)
+	yes := true
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "pi-worker-0", Namespace: "team-a",
+		Labels:          map[string]string{berthv1.OwnerUIDLabel: "uid-1"},
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "kubeflow.org/v2beta1", Kind: "MPIJob", Name: "pi", UID: "uid-1", Controller: &yes}}}}
+	if name, ok := PodWorkload(pod); !ok || name != k.WorkloadName(u) {
+		t.Errorf("PodWorkload %q %v, want %s", name, ok, k.WorkloadName(u))
+	}
+	pod.Labels[berthv1.OwnerUIDLabel] = "uid-2"
+	if name, ok := PodWorkload(pod); ok {
+		t.Errorf("a pod labelled with another UID names %s", name)
+	}
+}

@@ -26,6 +26,7 @@ import (
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
 	"github.com/berth-dev/berth/internal/integration"
+	"github.com/berth-dev/berth/internal/integration/configured"
 	"github.com/berth-dev/berth/internal/integration/jobs"
 	"github.com/berth-dev/berth/internal/integration/podgroups"
 	"github.com/berth-dev/berth/internal/integration/pods"
@@ -91,6 +92,13 @@ func PodWorkload(pod client.Object) (types.NamespacedName, bool) {
 		key.Name = integration.WorkloadName("jobset", labels[jobsetv1.JobSetNameKey], types.UID(labels[jobsetv1.JobSetUIDKey]))
 	case ref != nil && ref.Kind == "Job" && strings.HasPrefix(ref.APIVersion, "batch/"):
 		key.Name = jobs.WorkloadNameFor(ref.Name, ref.UID)
+	case labels[berthv1.OwnerUIDLabel] != "":
+		// A configured kind's, labelled by berth with its owner's UID.
+		name, ok := configured.PodWorkload(pod)
+		if !ok {
+			return types.NamespacedName{}, false
+		}
+		key.Name = name
 	case group != "":
 		key.Name = podgroups.WorkloadName(group)
 	default:
