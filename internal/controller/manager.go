@@ -619,12 +619,16 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	}
 	for i := range o.ConfiguredKinds {
 		k := &o.ConfiguredKinds[i]
+		served := false // its reconciler and handlers, which are set up once only
 		if err := mgr.Add(everyReplica(func(ctx context.Context) error {
 			return waitForConfigured(ctx, direct, disc, k, func(ctx context.Context) error {
 				turningOn.Lock()
 				defer turningOn.Unlock()
-				if err := turnOnConfigured(ctx, mgr, cfg, direct, o.Namespace, k); err != nil {
-					return err
+				if !served {
+					if err := turnOnConfigured(ctx, mgr, cfg, direct, o.Namespace, k); err != nil {
+						return err
+					}
+					served = true
 				}
 				return hooksWith(ctx, func(o *webhook.Options) { o.Configured = append(o.Configured, k) })
 			})
