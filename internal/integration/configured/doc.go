@@ -13,5 +13,7 @@
 //
 // Spec, Parse and CheckSchema are the configuration and its checks against
 // the kind's CRD; Kind is the kind as an integration.Kind over unstructured
-// objects; all pure. The Reconciler beside them does the I/O.
+// objects, and Compiled.Guard its description for package guard; all pure.
+// The Reconciler beside them does the I/O, and ScaleGuard, the webhook for
+// a kind's scale subresource, reads the object behind a Scale.
 package configured
