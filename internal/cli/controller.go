@@ -113,7 +113,7 @@ throughput long before the API server is busy.`,
 	f.StringVar(&configuredKinds, "configured-kinds", "",
 		"a YAML file of kinds to queue from configuration alone: each names a custom resource's group, version, kind and resource, the path of its suspend field, its pod sets (paths of a pod template and a count) and the conditions that say it ended (docs/integrations.md); each is on once its CRD is served with those paths and berth may read and update its objects")
 	f.BoolVar(&o.WaitForPodsReady, "wait-for-pods-ready", o.WaitForPodsReady,
-		"all-or-nothing start: evict an admitted Job, JobSet or StatefulSet whose pods are not all Ready within --pods-ready-timeout, give its quota back and queue it again after a backoff; each admitted one gets a PodsReady condition (one more write)")
+		"all-or-nothing start: evict an admitted Job, JobSet, StatefulSet or object of a configured kind whose pods are not all Ready within --pods-ready-timeout, give its quota back and queue it again after a backoff; each admitted one gets a PodsReady condition (one more write)")
 	f.DurationVar(&o.PodsReady.Timeout, "pods-ready-timeout", o.PodsReady.Timeout,
 		"with --wait-for-pods-ready: how long after its admission a workload's pods have to be all Ready")
 	f.DurationVar(&o.PodsReady.BackoffBase, "pods-ready-backoff-base", o.PodsReady.BackoffBase,

@@ -58,7 +58,7 @@ var errConfiguration = errors.New("--configured-kinds")
 // turnOnConfigured applies k's admission policies (package guard) with
 // berth's own identity, then starts its reconciler and serves its webhook
 // handlers; the caller adds it to the webhook configuration.
-func turnOnConfigured(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, direct client.Client, namespace string, k *configured.Compiled) error {
+func turnOnConfigured(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, direct client.Client, namespace string, podsReady bool, k *configured.Compiled) error {
 	var who authenticationv1.SelfSubjectReview
 	if err := direct.Create(ctx, &who); err != nil {
 		return fmt.Errorf("asking the API server who berth's controller is: %w", err)
@@ -67,7 +67,7 @@ func turnOnConfigured(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, d
 	if err := manifests.GuardKinds(ctx, cfg, o, []guard.Kind{k.Guard()}); err != nil {
 		return fmt.Errorf("applying the admission policies of %s (berth's controller needs get, create, update and patch on validatingadmissionpolicies and validatingadmissionpolicybindings): %w", k.Kind, err)
 	}
-	if err := configured.Setup(mgr, k); err != nil {
+	if err := configured.Setup(mgr, k, podsReady); err != nil {
 		return err
 	}
 	mgr.GetWebhookServer().Register(k.WebhookPath, &crwebhook.Admission{Handler: integration.NewHolder(configured.Kind{C: k})})

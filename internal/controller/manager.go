@@ -625,7 +625,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 				turningOn.Lock()
 				defer turningOn.Unlock()
 				if !served {
-					if err := turnOnConfigured(ctx, mgr, cfg, direct, o.Namespace, k); err != nil {
+					if err := turnOnConfigured(ctx, mgr, cfg, direct, o.Namespace, o.WaitForPodsReady, k); err != nil {
 						return err
 					}
 					served = true

@@ -435,8 +435,9 @@ const (
 // PodsReadySubject reports a workload whose pods' readiness berth watches
 // (berth controller --wait-for-pods-ready), running here, not dispatched
 // to a worker cluster (nor a dispatched copy on a worker): a batch/v1 Job's
-// or a JobSet's (their integrations record PodsReady, and one evicted is
-// suspended and queues again), or a StatefulSet's pod group (owned by the
+// or a JobSet's or a configured kind's (their integrations record
+// PodsReady, and one evicted is suspended and queues again), or a
+// StatefulSet's pod group (owned by the
 // StatefulSet: evicted, its pods are deleted, the StatefulSet makes them
 // again and the same Workload queues again). Plain Pods and other pod
 // groups are not: evicting them deletes their pods, and what comes back,
@@ -445,6 +446,9 @@ func PodsReadySubject(w *berthv1.Workload) bool {
 	_, copied := w.Labels[berthv1.MultiClusterOriginLabel]
 	if copied || w.Status.ClusterName != "" {
 		return false
+	}
+	if w.Labels[berthv1.ConfiguredKindLabel] == "true" {
+		return true
 	}
 	if ref := metav1.GetControllerOf(w); ref != nil {
 		return (ref.Kind == "Job" && ref.APIVersion == "batch/v1") || (ref.Kind == "JobSet" && ref.APIVersion == "jobset.x-k8s.io/v1alpha2")

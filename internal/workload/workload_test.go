@@ -186,6 +186,8 @@ func TestPodsReadySubjects(t *testing.T) {
 	dispatched.Status.ClusterName = "east"
 	copied := owned("jobset.x-k8s.io/v1alpha2", "JobSet")
 	copied.Labels = map[string]string{berthv1.MultiClusterOriginLabel: "mgr"}
+	configured := owned("kubeflow.org/v2beta1", "MPIJob")
+	configured.Labels = map[string]string{berthv1.ConfiguredKindLabel: "true"}
 	for _, tc := range []struct {
 		name string
 		w    *berthv1.Workload
@@ -199,6 +201,8 @@ func TestPodsReadySubjects(t *testing.T) {
 		{"no owner", &berthv1.Workload{}, false},
 		{"dispatched Job", dispatched, false},
 		{"copy of a JobSet on a worker", copied, false},
+		{"a configured kind's", configured, true},
+		{"a kind not queued by berth", owned("kubeflow.org/v2beta1", "MPIJob"), false},
 	} {
 		if got := PodsReadySubject(tc.w); got != tc.want {
 			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,7 +16,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -28,6 +26,7 @@ import (
 	"github.com/berth-dev/berth/internal/testenv"
 	"github.com/berth-dev/berth/internal/workload"
 	. "github.com/berth-dev/berth/test/fixtures"
+	"github.com/berth-dev/berth/test/standin"
 )
 
 // configuredKinds is the example of MPIJob; the package's controller
@@ -72,134 +71,6 @@ func mpiJobKind(t *testing.T) configured.Kind {
 		t.Fatal(err)
 	}
 	return configured.Kind{C: &kinds[0]}
-}
-
-// mpiJob is an MPIJob of a launcher and workers, each pod asking for cpu
-// and running for run on simulated nodes.
-func mpiJob(name, ns, queue, priorityClass string, workers int64, cpu string, run time.Duration) *unstructured.Unstructured {
-	template := func(container string) map[string]any {
-		return map[string]any{
-			"metadata": map[string]any{"annotations": map[string]any{"berth.dev/sim-duration": run.String()}},
-			"spec": map[string]any{"containers": []any{map[string]any{"name": container, "image": "mpi",
-				"resources": map[string]any{"requests": map[string]any{"cpu": cpu}}}}},
-		}
-	}
-	labels := map[string]any{berthv1.QueueNameLabel: queue}
-	if priorityClass != "" {
-		labels[berthv1.PriorityClassLabel] = priorityClass
-	}
-	return &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob",
-		"metadata": map[string]any{"name": name, "namespace": ns, "labels": labels},
-		"spec": map[string]any{"mpiReplicaSpecs": map[string]any{
-			"Launcher": map[string]any{"replicas": int64(1), "template": template("launcher")},
-			"Worker":   map[string]any{"replicas": workers, "template": template("worker")},
-		}},
-	}}
-}
-
-// mpiOperator stands in for the MPI Operator, as little of it as the test
-// needs: while an MPIJob of its namespace is not suspended it makes each
-// replica's pods from the template (owned by the MPIJob); while it is
-// suspended it deletes them, once release says it may; when all its pods
-// have succeeded it sets the MPIJob's Succeeded condition. It looks every
-// 100 ms until the test ends.
-type mpiOperator struct {
-	env *testenv.Env
-	// release lets it delete a suspended MPIJob's pods.
-	release atomic.Bool
-}
-
-func startMPIOperator(t *testing.T, env *testenv.Env) *mpiOperator {
-	op := &mpiOperator{env: env}
-	op.release.Store(true)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	t.Cleanup(func() { cancel(); <-done })
-	go func() {
-		defer close(done)
-		tick := time.NewTicker(100 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			if err := op.sync(ctx); err != nil && ctx.Err() == nil {
-				t.Logf("stand-in MPI operator: %v", err)
-			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-			}
-		}
-	}()
-	return op
-}
-
-func (op *mpiOperator) sync(ctx context.Context) error {
-	c := op.env.Client
-	list := &unstructured.UnstructuredList{}
-	list.SetAPIVersion("kubeflow.org/v2beta1")
-	list.SetKind("MPIJobList")
-	if err := c.List(ctx, list, client.InNamespace(op.env.Namespace)); err != nil {
-		return err
-	}
-	for i := range list.Items {
-		job := &list.Items[i]
-		var pods corev1.PodList
-		if err := c.List(ctx, &pods, client.InNamespace(job.GetNamespace())); err != nil {
-			return err
-		}
-		own := slices.DeleteFunc(pods.Items, func(p corev1.Pod) bool { return !metav1.IsControlledBy(&p, job) })
-		suspended, _, _ := unstructured.NestedBool(job.Object, "spec", "runPolicy", "suspend")
-		if suspended {
-			for j := range own {
-				if op.release.Load() && own[j].DeletionTimestamp == nil {
-					if err := c.Delete(ctx, &own[j], client.GracePeriodSeconds(0)); client.IgnoreNotFound(err) != nil {
-						return err
-					}
-				}
-			}
-			continue
-		}
-		succeeded, want := 0, 0
-		for _, set := range []string{"Launcher", "Worker"} {
-			n, _, _ := unstructured.NestedInt64(job.Object, "spec", "mpiReplicaSpecs", set, "replicas")
-			raw, _, _ := unstructured.NestedMap(job.Object, "spec", "mpiReplicaSpecs", set, "template")
-			var tmpl corev1.PodTemplateSpec
-			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, &tmpl); err != nil {
-				return err
-			}
-			want += int(n)
-			for k := int64(0); k < n; k++ {
-				name := fmt.Sprintf("%s-%s-%d", job.GetName(), strings.ToLower(set), k)
-				if idx := slices.IndexFunc(own, func(p corev1.Pod) bool { return p.Name == name }); idx >= 0 {
-					if own[idx].Status.Phase == corev1.PodSucceeded {
-						succeeded++
-					}
-					continue
-				}
-				yes := true
-				pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: job.GetNamespace(),
-					Labels: tmpl.Labels, Annotations: tmpl.Annotations,
-					OwnerReferences: []metav1.OwnerReference{{APIVersion: "kubeflow.org/v2beta1", Kind: "MPIJob", Name: job.GetName(),
-						UID: job.GetUID(), Controller: &yes}}}, Spec: tmpl.Spec}
-				pod.Spec.RestartPolicy = corev1.RestartPolicyNever
-				if err := c.Create(ctx, pod); err != nil && !apierrors.IsAlreadyExists(err) {
-					return err
-				}
-			}
-		}
-		if want > 0 && succeeded == want {
-			conds := []any{map[string]any{"type": "Succeeded", "status": "True", "reason": "AllPodsSucceeded", "message": "done",
-				"lastTransitionTime": time.Now().UTC().Format(time.RFC3339)}}
-			if err := unstructured.SetNestedSlice(job.Object, conds, "status", "conditions"); err != nil {
-				return err
-			}
-			if err := c.Status().Update(ctx, job); client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
-				return err
-			}
-		}
-	}
-	return nil
 }
 
 // installMPIJobs installs the MPIJob CRD (and lets namespace editors use
@@ -255,7 +126,7 @@ func TestAConfiguredKindIsQueuedAsAJobIs(t *testing.T) {
 	env := testenv.New(t)
 	installMPIJobs(t, env)
 	kind := mpiJobKind(t)
-	op := startMPIOperator(t, env)
+	op := standin.StartMPIOperator(t, env)
 
 	pool := env.Name("pool")
 	env.CreateSimNode(t, env.Name("n1"), map[string]string{"pool": pool})
@@ -291,7 +162,7 @@ func TestAConfiguredKindIsQueuedAsAJobIs(t *testing.T) {
 	}
 
 	// Too big for the queue (5 cpu of 3): it waits, suspended, no pods.
-	big := mpiJob("big", env.Namespace, "main", "", 4, "1", 10*time.Minute)
+	big := standin.MPIJob("big", env.Namespace, "main", "", 4, "1", 10*time.Minute)
 	env.Create(t, big)
 	if !kind.C.Suspended(big) {
 		t.Fatal("a queued MPIJob was not created suspended")
@@ -370,7 +241,7 @@ func TestAConfiguredKindIsQueuedAsAJobIs(t *testing.T) {
 
 	// Low priority, running, preempted by a high-priority one: suspended,
 	// but its quota is held until its pods are gone.
-	low := mpiJob("low", env.Namespace, "main", "", 2, "1", 10*time.Minute)
+	low := standin.MPIJob("low", env.Namespace, "main", "", 2, "1", 10*time.Minute)
 	env.Create(t, low)
 	testenv.Eventually(t, wait, func() error {
 		for _, p := range podsOf(get(low)) {
@@ -399,8 +270,8 @@ func TestAConfiguredKindIsQueuedAsAJobIs(t *testing.T) {
 		return nil
 	})
 
-	op.release.Store(false) // its pods linger after it is suspended
-	urgent := mpiJob("urgent", env.Namespace, "main", high, 2, "1", 2*time.Second)
+	op.Release.Store(false) // its pods linger after it is suspended
+	urgent := standin.MPIJob("urgent", env.Namespace, "main", high, 2, "1", 2*time.Second)
 	env.Create(t, urgent)
 	testenv.Eventually(t, wait, func() error {
 		if !kind.C.Suspended(get(low)) {
@@ -421,7 +292,7 @@ func TestAConfiguredKindIsQueuedAsAJobIs(t *testing.T) {
 		}
 		return nil
 	})
-	op.release.Store(true)
+	op.Release.Store(true)
 	testenv.Eventually(t, wait, func() error {
 		uwl, err := workloadOf(urgent)
 		if err != nil {

@@ -5,27 +5,34 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	jobsetv1 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
+	"github.com/berth-dev/berth/internal/integration/configured"
 	"github.com/berth-dev/berth/internal/integration/jobsets"
 	"github.com/berth-dev/berth/internal/integration/podgroups"
 	"github.com/berth-dev/berth/internal/integration/pods"
+	"github.com/berth-dev/berth/internal/manifests"
 	"github.com/berth-dev/berth/internal/testenv"
 	"github.com/berth-dev/berth/internal/workload"
 	. "github.com/berth-dev/berth/test/fixtures"
+	"github.com/berth-dev/berth/test/standin"
 )
 
 // The controller's rules here: short, so a test sees several tries, yet
@@ -40,10 +47,94 @@ const (
 var ctx = context.Background()
 
 func TestMain(m *testing.M) {
+	// MPIJob, queued from configuration (its CRD installed by its test).
+	kinds, err := filepath.Abs("../../examples/configured/kinds.yaml")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	os.Exit(testenv.MainClusters(m, testenv.Cluster{Name: "podsready", ControllerArgs: []string{
 		"--wait-for-pods-ready", "--pods-ready-timeout=" + timeout.String(),
 		"--pods-ready-backoff-base=" + backoffBase.String(), "--pods-ready-backoff-max=" + (2 * backoffBase).String(),
-		fmt.Sprintf("--pods-ready-requeue-limit=%d", limit), "--pods-ready-block-admission"}, With: []string{"jobset"}}))
+		fmt.Sprintf("--pods-ready-requeue-limit=%d", limit), "--pods-ready-block-admission"}, With: []string{"jobset"},
+		ConfiguredKinds: kinds}))
+}
+
+// A kind queued from configuration (MPIJob, with a stand-in for its
+// operator) starts all or nothing too: three workers of 3 cpu on one node
+// of 8, two run and one stays Pending; at the timeout it is evicted,
+// suspended, and its quota given back once its pods are gone; with room on a
+// second node it is admitted again, its pods all Ready, and keeps its quota.
+func TestAConfiguredKindsPodsMustAllBeReady(t *testing.T) {
+	env := testenv.New(t)
+	data, err := os.ReadFile("../../examples/configured/mpijob-crd.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	crd, err := manifests.Decode(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := manifests.ApplyEstablished(ctx, env.Config, crd...); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, wait, func() error {
+		var cfg admissionregistrationv1.MutatingWebhookConfiguration
+		if err := env.Client.Get(ctx, client.ObjectKey{Name: "berth"}, &cfg); err != nil {
+			return err
+		}
+		if !slices.ContainsFunc(cfg.Webhooks, func(h admissionregistrationv1.MutatingWebhook) bool {
+			return h.Name == "mpijobs.kubeflow.org.berth.dev"
+		}) {
+			return fmt.Errorf("MPIJobs are not queued yet")
+		}
+		return nil
+	})
+	queue(t, env, "10")
+	standin.StartMPIOperator(t, env)
+	job := standin.MPIJob("gang", env.Namespace, "main", "", 3, "3", 10*time.Minute, env.Toleration())
+	launcher, _, _ := unstructured.NestedSlice(job.Object, "spec", "mpiReplicaSpecs", "Launcher", "template", "spec", "containers")
+	launcher[0].(map[string]any)["resources"] = map[string]any{"requests": map[string]any{"cpu": "100m"}}
+	_ = unstructured.SetNestedSlice(job.Object, launcher, "spec", "mpiReplicaSpecs", "Launcher", "template", "spec", "containers")
+	env.Create(t, job)
+	key := types.NamespacedName{Namespace: env.Namespace, Name: configured.WorkloadNameFor("MPIJob", job.GetName(), job.GetUID())}
+
+	w := waitFor(t, env, key, "evicted for its pods", func(w *berthv1.Workload) bool {
+		return workload.PodsReadyTimeouts(w) == 1 && !workload.HasQuota(w)
+	})
+	c := meta.FindStatusCondition(w.Status.Conditions, berthv1.WorkloadPodsReady)
+	if c == nil || c.Status != "False" || c.Reason != workload.PodsReadyTimeout {
+		t.Fatalf("PodsReady after the timeout: %+v", c)
+	}
+	now := job.DeepCopy()
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(job), now); err != nil {
+		t.Fatal(err)
+	}
+	if held, _, _ := unstructured.NestedBool(now.Object, "spec", "runPolicy", "suspend"); !held {
+		t.Fatal("the evicted MPIJob is not suspended")
+	}
+
+	env.CreateSimNode(t, env.Name("n2"), nil)
+	waitFor(t, env, key, "all pods Ready", func(w *berthv1.Workload) bool {
+		return workload.IsAdmitted(w) && workload.PodsReady(w)
+	})
+	w, err = get(env, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := meta.FindStatusCondition(w.Status.Conditions, berthv1.WorkloadPodsReady); !strings.Contains(c.Message, "4 of 4 pods Ready") {
+		t.Errorf("PodsReady says %q", c.Message)
+	}
+	testenv.Consistently(t, timeout+time.Second, func() error {
+		w, err := get(env, key)
+		if err != nil {
+			return err
+		}
+		if !workload.IsAdmitted(w) || workload.IsStopping(w) {
+			return fmt.Errorf("an MPIJob with all pods Ready lost its admission: %s", describe(w))
+		}
+		return nil
+	})
 }
 
 // A gang of three pods of 3 cpu on one node of 8 cpu: two run, the third

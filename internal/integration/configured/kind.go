@@ -435,3 +435,25 @@ func (k Kind) ScaleRefusal(u *unstructured.Unstructured, from, to int32) string 
 	return fmt.Sprintf("%s %s: a queued %s is scaled up (from %d to %d) only while it is suspended (%s: true), to queue again with its new size",
 		k.C.Kind, u.GetName(), k.C.Kind, from, to, k.C.Suspend)
 }
+
+// PodsReady reports whether the pods of an admission of want pods are all
+// Ready (or have succeeded) at once, and says how many are.
+func PodsReady(pods []corev1.Pod, want int32) (bool, string) {
+	var ready int32
+	for i := range pods {
+		p := &pods[i]
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		if p.Status.Phase == corev1.PodSucceeded {
+			ready++
+			continue
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+				ready++
+			}
+		}
+	}
+	return ready >= want, fmt.Sprintf("%d of %d pods Ready or succeeded", ready, want)
+}

@@ -236,3 +236,34 @@ func TestPodWorkload(t *testing.T) {
 		t.Errorf("a pod labelled with another UID names %s", name)
 	}
 }
+
+// All of an admission's pods Ready or succeeded at once; a pod being
+// deleted counts for nothing.
+func TestPodsReady(t *testing.T) {
+	pod := func(phase corev1.PodPhase, ready, deleting bool) corev1.Pod {
+		p := corev1.Pod{Status: corev1.PodStatus{Phase: phase}}
+		if ready {
+			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+		}
+		if deleting {
+			now := metav1.Now()
+			p.DeletionTimestamp = &now
+		}
+		return p
+	}
+	for _, tc := range []struct {
+		pods []corev1.Pod
+		want bool
+		msg  string
+	}{
+		{[]corev1.Pod{pod(corev1.PodRunning, true, false), pod(corev1.PodSucceeded, false, false), pod(corev1.PodRunning, true, false)}, true, "3 of 3 pods Ready or succeeded"},
+		{[]corev1.Pod{pod(corev1.PodRunning, true, false), pod(corev1.PodPending, false, false), pod(corev1.PodRunning, true, false)}, false, "2 of 3"},
+		{[]corev1.Pod{pod(corev1.PodRunning, true, false), pod(corev1.PodRunning, true, true), pod(corev1.PodRunning, true, false)}, false, "2 of 3"},
+		{nil, false, "0 of 3"},
+	} {
+		got, msg := PodsReady(tc.pods, 3)
+		if got != tc.want || !strings.Contains(msg, tc.msg) {
+			t.Errorf("%v, %q; want %v, %q", got, msg, tc.want, tc.msg)
+		}
+	}
+}

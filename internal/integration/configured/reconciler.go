@@ -34,17 +34,21 @@ type Reconciler struct {
 	live  client.Reader
 	rec   events.EventRecorder
 	clock clock.Clock
+	// podsReady: record when a running object's pods are all Ready
+	// (--wait-for-pods-ready).
+	podsReady bool
 }
 
 // podsPoll is how often a stopping object's pods are looked for again:
 // they are not watched (the controller caches only the Pods it queues).
 const podsPoll = 500 * time.Millisecond
 
-// Setup registers the reconciler of c with mgr.
-func Setup(mgr ctrl.Manager, c *Compiled) error {
+// Setup registers the reconciler of c with mgr. With podsReady it records
+// the Workload's PodsReady condition.
+func Setup(mgr ctrl.Manager, c *Compiled, podsReady bool) error {
 	k := Kind{C: c}
 	r := &Reconciler{kind: k, client: mgr.GetClient(), live: mgr.GetAPIReader(),
-		rec: mgr.GetEventRecorder("berth-" + strings.ToLower(c.Kind)), clock: clock.RealClock{}}
+		rec: mgr.GetEventRecorder("berth-" + strings.ToLower(c.Kind)), clock: clock.RealClock{}, podsReady: podsReady}
 	queued := integration.QueuedBefore(func(o client.Object) bool { return integration.QueueName(o.GetLabels()) != "" })
 	list := func() client.ObjectList {
 		l := &unstructured.UnstructuredList{}
@@ -156,6 +160,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 
 	if workload.IsAdmitted(&wl) {
 		if !suspended {
+			if r.podsReady && workload.AwaitsPods(&wl) {
+				return r.recordPodsReady(ctx, u, &wl)
+			}
 			return reconcile.Result{}, nil // running
 		}
 		return reconcile.Result{}, integration.Start(ctx, r.client, r.live, r.rec, k, u, &wl)
@@ -183,6 +190,27 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, client.IgnoreNotFound(r.client.Patch(ctx, &wl, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})))
 	}
 	return reconcile.Result{}, nil
+}
+
+// recordPodsReady records on wl that u's pods are all Ready, once they
+// are; until then it looks again (pods are not watched), and package
+// podsready evicts wl if they are not by its timeout.
+func (r *Reconciler) recordPodsReady(ctx context.Context, u *unstructured.Unstructured, wl *berthv1.Workload) (reconcile.Result, error) {
+	var pods corev1.PodList
+	if err := r.live.List(ctx, &pods, client.InNamespace(u.GetNamespace()), client.MatchingLabels(Pods(u))); err != nil {
+		return reconcile.Result{}, err
+	}
+	var want int32
+	for _, a := range wl.Status.Admission.PodSetAssignments {
+		want += a.Count
+	}
+	ready, msg := PodsReady(pods.Items, want)
+	if !ready {
+		return reconcile.Result{RequeueAfter: podsPoll}, nil
+	}
+	orig := wl.DeepCopy()
+	workload.SetPodsReady(wl, msg, r.clock.Now())
+	return reconcile.Result{}, client.IgnoreNotFound(r.client.Status().Patch(ctx, wl, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})))
 }
 
 // suspend stops u (its controller stops its pods) and restores its
