@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -67,6 +68,7 @@ func turnOnConfigured(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, d
 	if err := manifests.GuardKinds(ctx, cfg, o, []guard.Kind{k.Guard()}); err != nil {
 		return fmt.Errorf("applying the admission policies of %s (berth's controller needs get, create, update and patch on validatingadmissionpolicies and validatingadmissionpolicybindings): %w", k.Kind, err)
 	}
+	guardChecked(ctx, direct, guard.Policies(o, []guard.Kind{k.Guard()}))
 	if err := configured.Setup(mgr, k, podsReady); err != nil {
 		return err
 	}
@@ -74,6 +76,41 @@ func turnOnConfigured(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, d
 	mgr.GetWebhookServer().Register(k.DefaultWebhookPath, &crwebhook.Admission{Handler: integration.NewHolder(configured.Kind{C: k, Default: true})})
 	mgr.GetWebhookServer().Register(k.ScalePath(), &crwebhook.Admission{Handler: configured.ScaleGuard{Kind: configured.Kind{C: k}, Live: mgr.GetAPIReader()}})
 	return nil
+}
+
+// guardCheckTimeout bounds guardChecked's wait.
+const guardCheckTimeout = 30 * time.Second
+
+// guardChecked waits until each ValidatingAdmissionPolicy of policies has
+// been type-checked at its current generation (status.observedGeneration,
+// which kube-controller-manager writes): the API server takes up a new
+// policy a moment after it is stored, and a kind turned on before then
+// could have an admitted object edited past its admission. Past
+// guardCheckTimeout (no kube-controller-manager writes the status, say) it
+// says so in the log and goes on.
+func guardChecked(ctx context.Context, c client.Reader, policies []client.Object) {
+	deadline := time.Now().Add(guardCheckTimeout)
+	for _, o := range policies {
+		if _, ok := o.(*admissionregistrationv1.ValidatingAdmissionPolicy); !ok {
+			continue
+		}
+		for {
+			var p admissionregistrationv1.ValidatingAdmissionPolicy
+			err := c.Get(ctx, client.ObjectKeyFromObject(o), &p)
+			if err == nil && p.Status.ObservedGeneration >= p.Generation {
+				break
+			}
+			if time.Now().After(deadline) || ctx.Err() != nil {
+				ctrl.Log.WithName("configured-kinds").Info("the API server has not reported its admission policy checked; going on",
+					"policy", o.GetName(), "after", guardCheckTimeout)
+				return
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	}
 }
 
 // configuredPoll is how often a configured kind that cannot be queued yet

@@ -22,7 +22,6 @@ import (
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
 	"github.com/berth-dev/berth/internal/gomodule"
 	"github.com/berth-dev/berth/internal/integration/configured"
-	"github.com/berth-dev/berth/internal/manifests"
 	"github.com/berth-dev/berth/internal/testenv"
 	"github.com/berth-dev/berth/internal/workload"
 	. "github.com/berth-dev/berth/test/fixtures"
@@ -78,7 +77,7 @@ func mpiJobKind(t *testing.T) configured.Kind {
 // controller has turned the configured kind on.
 func installMPIJobs(t *testing.T, env *testenv.Env) {
 	t.Helper()
-	installKind(t, env, "../../examples/configured/mpijob-crd.yaml", "mpijobs.kubeflow.org.berth.dev")
+	installKind(t, env, standin.MPIJobCRD, standin.MPIJobHook)
 }
 
 // installKind installs the CRD in file (and lets namespace editors use
@@ -86,17 +85,6 @@ func installMPIJobs(t *testing.T, env *testenv.Env) {
 // waits until berth's webhook configuration has hook.
 func installKind(t *testing.T, env *testenv.Env, file, hook string) {
 	t.Helper()
-	data, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	objs, err := manifests.Decode(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := manifests.ApplyEstablished(ctx, env.Config, objs...); err != nil {
-		t.Fatal(err)
-	}
 	editors := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "kubeflow-edit",
 		Labels: map[string]string{"rbac.authorization.k8s.io/aggregate-to-edit": "true"}},
 		Rules: []rbacv1.PolicyRule{{APIGroups: []string{"kubeflow.org"}, Resources: []string{"mpijobs", "pytorchjobs", "pytorchjobs/scale"},
@@ -104,16 +92,7 @@ func installKind(t *testing.T, env *testenv.Env, file, hook string) {
 	if err := env.Client.Create(ctx, editors); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
-	testenv.Eventually(t, wait, func() error {
-		names, err := webhookNames(env)
-		if err != nil {
-			return err
-		}
-		if !slices.Contains(names, hook) {
-			return fmt.Errorf("webhooks %v: %s not there yet", names, hook)
-		}
-		return nil
-	})
+	standin.InstallCRD(t, env, file, hook)
 }
 
 // A kind berth has no code for, MPIJob, queued from configuration alone, as
@@ -257,18 +236,9 @@ func TestAConfiguredKindIsQueuedAsAJobIs(t *testing.T) {
 
 	// Its user may not grow it while it runs, nor start it again.
 	alice := env.AsEditor(t, "alice")
-	testenv.Eventually(t, wait, func() error {
-		now := get(low)
-		_ = unstructured.SetNestedField(now.Object, int64(8), "spec", "mpiReplicaSpecs", "Worker", "replicas")
-		err := alice.Update(ctx, now)
-		if err == nil {
-			t.Fatal("a namespace editor grew a running MPIJob")
-		}
-		if !strings.Contains(err.Error(), "spec.mpiReplicaSpecs.Worker.replicas: may change on a queued MPIJob only in an update that leaves it suspended") {
-			return fmt.Errorf("not refused by berth's policy yet (the edit role may not have MPIJobs yet): %v", err)
-		}
-		return nil
-	})
+	refused(t, alice, get(low), func(u *unstructured.Unstructured) {
+		_ = unstructured.SetNestedField(u.Object, int64(8), "spec", "mpiReplicaSpecs", "Worker", "replicas")
+	}, "spec.mpiReplicaSpecs.Worker.replicas: may change on a queued MPIJob only in an update that leaves it suspended")
 
 	op.Release.Store(false) // its pods linger after it is suspended
 	urgent := standin.MPIJob("urgent", env.Namespace, "main", high, 2, "1", 2*time.Second)
@@ -430,18 +400,9 @@ func TestTheTrainingOperatorsPyTorchJobIsQueuedWithItsPublishedCRD(t *testing.T)
 	})
 
 	alice := env.AsEditor(t, "alice")
-	testenv.Eventually(t, wait, func() error {
-		grown := now.DeepCopy()
-		_ = unstructured.SetNestedField(grown.Object, int64(3), "spec", "pytorchReplicaSpecs", "Worker", "replicas")
-		err := alice.Update(ctx, grown)
-		if err == nil {
-			t.Fatal("a namespace editor added workers to a running PyTorchJob")
-		}
-		if !strings.Contains(err.Error(), "spec.pytorchReplicaSpecs.Worker.replicas: may change on a queued PyTorchJob only in an update that leaves it suspended") {
-			return fmt.Errorf("not refused by berth's policy yet (the edit role may not have PyTorchJobs yet): %v", err)
-		}
-		return nil
-	})
+	refused(t, alice, now, func(u *unstructured.Unstructured) {
+		_ = unstructured.SetNestedField(u.Object, int64(3), "spec", "pytorchReplicaSpecs", "Worker", "replicas")
+	}, "spec.pytorchReplicaSpecs.Worker.replicas: may change on a queued PyTorchJob only in an update that leaves it suspended")
 	// Nor through its scale subresource (its workers), which the API
 	// server's policies cannot see the PyTorchJob behind.
 	scale := &unstructured.Unstructured{}
@@ -503,4 +464,29 @@ func mustParse(t *testing.T) []configured.Compiled {
 		t.Fatal(err)
 	}
 	return kinds
+}
+
+// refused checks that user's update of obj by edit is refused with want:
+// first as a dry run, until the edit role has the kind (its aggregation
+// takes a moment) and the API server has taken up berth's policy (it
+// reloads policies every second), then for real.
+func refused(t *testing.T, user client.Client, obj *unstructured.Unstructured, edit func(*unstructured.Unstructured), want string) {
+	t.Helper()
+	attempt := func(opts ...client.UpdateOption) error {
+		now := obj.DeepCopy()
+		if err := user.Get(ctx, client.ObjectKeyFromObject(obj), now); err != nil {
+			return err
+		}
+		edit(now)
+		return user.Update(ctx, now, opts...)
+	}
+	testenv.Eventually(t, wait, func() error {
+		if err := attempt(client.DryRunAll); err == nil || !strings.Contains(err.Error(), want) {
+			return fmt.Errorf("a dry run of the edit is not refused by berth's policy yet: %v", err)
+		}
+		return nil
+	})
+	if err := attempt(); err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("the edit was not refused with %q: %v", want, err)
+	}
 }

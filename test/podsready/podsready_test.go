@@ -6,12 +6,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -28,7 +26,6 @@ import (
 	"github.com/berth-dev/berth/internal/integration/jobsets"
 	"github.com/berth-dev/berth/internal/integration/podgroups"
 	"github.com/berth-dev/berth/internal/integration/pods"
-	"github.com/berth-dev/berth/internal/manifests"
 	"github.com/berth-dev/berth/internal/testenv"
 	"github.com/berth-dev/berth/internal/workload"
 	. "github.com/berth-dev/berth/test/fixtures"
@@ -67,29 +64,7 @@ func TestMain(m *testing.M) {
 // second node it is admitted again, its pods all Ready, and keeps its quota.
 func TestAConfiguredKindsPodsMustAllBeReady(t *testing.T) {
 	env := testenv.New(t)
-	data, err := os.ReadFile("../../examples/configured/mpijob-crd.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	crd, err := manifests.Decode(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := manifests.ApplyEstablished(ctx, env.Config, crd...); err != nil {
-		t.Fatal(err)
-	}
-	testenv.Eventually(t, wait, func() error {
-		var cfg admissionregistrationv1.MutatingWebhookConfiguration
-		if err := env.Client.Get(ctx, client.ObjectKey{Name: "berth"}, &cfg); err != nil {
-			return err
-		}
-		if !slices.ContainsFunc(cfg.Webhooks, func(h admissionregistrationv1.MutatingWebhook) bool {
-			return h.Name == "mpijobs.kubeflow.org.berth.dev"
-		}) {
-			return fmt.Errorf("MPIJobs are not queued yet")
-		}
-		return nil
-	})
+	standin.InstallCRD(t, env, standin.MPIJobCRD, standin.MPIJobHook)
 	queue(t, env, "10")
 	standin.StartMPIOperator(t, env)
 	job := standin.MPIJob("gang", env.Namespace, "main", "", 3, "3", 10*time.Minute, env.Toleration())
@@ -115,13 +90,9 @@ func TestAConfiguredKindsPodsMustAllBeReady(t *testing.T) {
 	}
 
 	env.CreateSimNode(t, env.Name("n2"), nil)
-	waitFor(t, env, key, "all pods Ready", func(w *berthv1.Workload) bool {
+	w = waitFor(t, env, key, "all pods Ready", func(w *berthv1.Workload) bool {
 		return workload.IsAdmitted(w) && workload.PodsReady(w)
 	})
-	w, err = get(env, key)
-	if err != nil {
-		t.Fatal(err)
-	}
 	if c := meta.FindStatusCondition(w.Status.Conditions, berthv1.WorkloadPodsReady); !strings.Contains(c.Message, "4 of 4 pods Ready") {
 		t.Errorf("PodsReady says %q", c.Message)
 	}
