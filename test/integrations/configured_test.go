@@ -294,6 +294,26 @@ func TestAConfiguredKindIsQueuedAsAJobIs(t *testing.T) {
 		}
 		return nil
 	})
+
+	// Its Workload deleted by hand: it stops, its quota is given back once
+	// its pods are gone, and it queues again with a new Workload, admitted.
+	wl, err := workloadOf(low)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Delete(ctx, wl); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, wait, func() error {
+		now, err := workloadOf(low)
+		if err != nil {
+			return err
+		}
+		if now.UID == wl.UID || !workload.IsAdmitted(now) || kind.C.Suspended(get(low)) {
+			return fmt.Errorf("not queued again and started with a new Workload (same %v, admitted %v)", now.UID == wl.UID, workload.IsAdmitted(now))
+		}
+		return nil
+	})
 }
 
 // A configuration whose path the kind's CRD does not have stops `berth

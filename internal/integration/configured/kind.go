@@ -163,7 +163,8 @@ func (k Kind) Refuse(obj client.Object) string {
 		if integration.HasTopologyAnnotations(t.Annotations) {
 			return fmt.Sprintf("%s: %s.metadata.annotations: topology-aware placement of a kind queued from configuration is not supported yet", who, ps.Template)
 		}
-		if _, set := t.Labels[berthv1.OwnerUIDLabel]; set {
+		// Its own UID, as berth's start left it, is no claim on another's pods.
+		if v, set := t.Labels[berthv1.OwnerUIDLabel]; set && v != string(u.GetUID()) {
 			return fmt.Sprintf("%s: %s.metadata.labels[%s]: berth sets this label itself when it starts the %s", who, ps.Template, berthv1.OwnerUIDLabel, k.C.Kind)
 		}
 	}

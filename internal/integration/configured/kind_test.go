@@ -87,8 +87,15 @@ func TestRefuseNamesTheField(t *testing.T) {
 			t.Errorf("got %q, want %q", why, tc.want)
 		}
 	}
-	// Not queued: only a template's queue label matters.
+	// Started once (its Workload since deleted, say), it carries its own
+	// UID, which is no reason to refuse it when it queues again.
 	u := example(t)
+	_ = unstructured.SetNestedField(u.Object, "uid-1", "spec", "mpiReplicaSpecs", "Worker", "template", "metadata", "labels", berthv1.OwnerUIDLabel)
+	if why := k.Refuse(u); why != "" {
+		t.Errorf("its own UID: refused %q", why)
+	}
+	// Not queued: only a template's queue label matters.
+	u = example(t)
 	u.SetLabels(nil)
 	_ = unstructured.SetNestedField(u.Object, "rack", "spec", "mpiReplicaSpecs", "Worker", "template", "metadata", "annotations", "kueue.x-k8s.io/podset-required-topology")
 	if why := k.Refuse(u); why != "" {
