@@ -36,6 +36,10 @@ type Kind struct {
 	// they change only in an update that leaves the object held back, since
 	// its pods would otherwise start as they now ask, past what was admitted.
 	Fixed []string
+	// Immutable are paths of fields that do not change on a queued object,
+	// held or not: what berth does not follow for the kind, refused when an
+	// object is queued, so that it is not turned on later.
+	Immutable []string
 	// Qualified names the kind's policies by group too: a kind queued from
 	// configuration.
 	Qualified bool
@@ -371,6 +375,10 @@ func Validations(k Kind) []admissionregistrationv1.Validation {
 	for _, path := range k.Fixed {
 		out = append(out, rule(unchanged(path)+" || variables.newHeld",
 			quote(path+": may change on a queued "+k.Name+" only in an update that leaves it suspended ("+k.Suspend+": true), to queue again with its new pods")))
+	}
+	for _, path := range k.Immutable {
+		out = append(out, rule(unchanged(path),
+			quote(path+": may not change on a queued "+k.Name+": berth does not follow it yet")))
 	}
 	if k.Resize {
 		// subResource is absent from the request, not "", for the object itself.

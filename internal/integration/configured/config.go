@@ -36,24 +36,51 @@ type Spec struct {
 	// Finished says which conditions of status.conditions, True, mean an
 	// object has ended.
 	Finished Finished `json:"finished"`
+	// PodLabels are the labels the kind's controller finds its pods by:
+	// changed on a pod, the controller would make another in its place, so
+	// they do not change on pods the kind's objects control.
+	PodLabels []string `json:"podLabels,omitempty"`
+	// Unsupported are paths of fields berth does not follow for this kind
+	// (autoscaling that would change the pods behind berth's back): an
+	// object that sets one to other than its zero value (false, 0, "",
+	// empty) is not queued, and a queued object's may not change.
+	Unsupported []string `json:"unsupported,omitempty"`
 }
 
-// PodSetSpec is one pod set of a kind: where its pod template is, and how
-// many pods of it an object runs at once.
+// PodSetSpec is one pod set of a kind, or a list of them: where its pod
+// template is, and how many pods of it an object runs at once.
 type PodSetSpec struct {
-	Name string `json:"name"`
+	// Name names the pod set; "" for a List, whose entries are named by
+	// NameFrom.
+	Name string `json:"name,omitempty"`
+	// List is the path of an array each entry of which is one pod set (a
+	// RayCluster's worker groups); the other paths are then within an entry.
+	List string `json:"list,omitempty"`
+	// NameFrom is the path, within a List's entry, of the string that names
+	// its pod set.
+	NameFrom string `json:"nameFrom,omitempty"`
 	// Template is the path of a pod template (metadata and spec). An object
 	// without it has no such pod set.
 	Template string `json:"template"`
 	// Count is the path of the integer number of pods; "" or absent from
 	// an object: one.
 	Count string `json:"count,omitempty"`
+	// MinCount and MaxCount are paths of integers the kind's controller
+	// keeps the count within (MaxCount winning when they cross); absent:
+	// no bound.
+	MinCount string `json:"minCount,omitempty"`
+	MaxCount string `json:"maxCount,omitempty"`
+	// PodsPerCount is the path of the integer number of pods each count
+	// runs (a multi-host replica's hosts); absent: one.
+	PodsPerCount string `json:"podsPerCount,omitempty"`
 }
 
-// Finished names condition types.
+// Finished names condition types, or says the kind's objects run until
+// deleted (Never: a RayCluster), holding their quota until then.
 type Finished struct {
 	Succeeded []string `json:"succeeded,omitempty"`
 	Failed    []string `json:"failed,omitempty"`
+	Never     bool     `json:"never,omitempty"`
 }
 
 // Path is a field's path, one name per step.
@@ -75,6 +102,18 @@ var celReserved = []string{"true", "false", "null", "in", "as", "break", "const"
 
 // ParsePath reads a dotted path; field says where it was written, for errors.
 func ParsePath(field, s string) (Path, error) {
+	p, err := parseSteps(field, s)
+	if err != nil {
+		return nil, err
+	}
+	if p[0] != "spec" {
+		return nil, fmt.Errorf("%s: %q: the fields berth reads and sets are under spec", field, s)
+	}
+	return p, nil
+}
+
+// parseSteps reads a dotted path anywhere: within a list's entry too.
+func parseSteps(field, s string) (Path, error) {
 	if s == "" {
 		return nil, fmt.Errorf("%s: is empty; want a dotted path such as spec.runPolicy.suspend", field)
 	}
@@ -84,10 +123,15 @@ func ParsePath(field, s string) (Path, error) {
 			return nil, fmt.Errorf("%s: %q: each step of a path is a field name of letters, digits and _ (not starting with a digit, not a CEL reserved word), got %q", field, s, name)
 		}
 	}
-	if p[0] != "spec" {
-		return nil, fmt.Errorf("%s: %q: the fields berth reads and sets are under spec", field, s)
-	}
 	return p, nil
+}
+
+// optional parses a path that may be absent ("": nil).
+func optional(field, s string, parse func(string, string) (Path, error)) (Path, error) {
+	if s == "" {
+		return nil, nil
+	}
+	return parse(field, s)
 }
 
 // Compiled is a Spec read and checked.
@@ -96,13 +140,17 @@ type Compiled struct {
 	GVK                             schema.GroupVersionKind
 	Suspend                         Path
 	PodSets                         []CompiledPodSet
+	Unsupported                     []Path
 	WebhookPath, DefaultWebhookPath string
 }
 
-// CompiledPodSet is a PodSetSpec read and checked.
+// CompiledPodSet is a PodSetSpec read and checked. For a List, the other
+// paths are within an entry.
 type CompiledPodSet struct {
-	Name            string
-	Template, Count Path // Count nil: one pod
+	Name                             string
+	List, NameFrom                   Path // nil: one pod set, Name
+	Template, Count                  Path // Count nil: one pod
+	MinCount, MaxCount, PodsPerCount Path // nil: unbounded, one
 }
 
 // TrainingOperator is the module of Kubeflow's training operator whose
@@ -139,6 +187,20 @@ func Parse(data []byte) ([]Compiled, error) {
 	return out, nil
 }
 
+// Merge makes one --configured-kinds file of the kinds of files; Parse
+// refuses a kind two of them name.
+func Merge(files ...[]byte) ([]byte, error) {
+	var all File
+	for i, data := range files {
+		var f File
+		if err := yaml.UnmarshalStrict(data, &f); err != nil {
+			return nil, fmt.Errorf("file %d: %w", i+1, err)
+		}
+		all.Kinds = append(all.Kinds, f.Kinds...)
+	}
+	return yaml.Marshal(all)
+}
+
 // Compile checks one Spec and reads its paths.
 func Compile(s Spec) (Compiled, error) {
 	c := Compiled{Spec: s, GVK: schema.GroupVersionKind{Group: s.Group, Version: s.Version, Kind: s.Kind}}
@@ -171,27 +233,36 @@ func Compile(s Spec) (Compiled, error) {
 	}
 	names := map[string]bool{}
 	for i, ps := range s.PodSets {
-		at := fmt.Sprintf("%s: podSets[%d]", name, i)
-		if errs := validation.IsDNS1123Label(ps.Name); len(errs) > 0 {
-			return c, fmt.Errorf("%s.name: %q: %s", at, ps.Name, strings.Join(errs, "; "))
-		}
-		if names[ps.Name] {
-			return c, fmt.Errorf("%s.name: %q is used twice", at, ps.Name)
-		}
-		names[ps.Name] = true
-		cp := CompiledPodSet{Name: ps.Name}
-		if cp.Template, err = ParsePath(at+".template", ps.Template); err != nil {
+		cp, err := compilePodSet(fmt.Sprintf("%s: podSets[%d]", name, i), ps)
+		if err != nil {
 			return c, err
 		}
-		if ps.Count != "" {
-			if cp.Count, err = ParsePath(at+".count", ps.Count); err != nil {
-				return c, err
+		if cp.List == nil {
+			if names[ps.Name] {
+				return c, fmt.Errorf("%s: podSets[%d].name: %q is used twice", name, i, ps.Name)
 			}
+			names[ps.Name] = true
 		}
 		c.PodSets = append(c.PodSets, cp)
 	}
-	if len(s.Finished.Succeeded)+len(s.Finished.Failed) == 0 {
-		return c, fmt.Errorf("%s: finished: names no condition; berth would never know an object ended, and would hold its quota for ever", name)
+	for i, u := range s.Unsupported {
+		p, err := ParsePath(fmt.Sprintf("%s: unsupported[%d]", name, i), u)
+		if err != nil {
+			return c, err
+		}
+		c.Unsupported = append(c.Unsupported, p)
+	}
+	for i, l := range s.PodLabels {
+		if errs := validation.IsQualifiedName(l); len(errs) > 0 {
+			return c, fmt.Errorf("%s: podLabels[%d]: %q: %s", name, i, l, strings.Join(errs, "; "))
+		}
+	}
+	switch conds := len(s.Finished.Succeeded) + len(s.Finished.Failed); {
+	case conds == 0 && !s.Finished.Never:
+		return c, fmt.Errorf("%s: finished: names no condition; berth would never know an object ended, and would hold its quota for ever "+
+			"(say never: true for a kind whose objects run until deleted)", name)
+	case conds > 0 && s.Finished.Never:
+		return c, fmt.Errorf("%s: finished: names conditions and says never; a kind's objects either end or run until deleted", name)
 	}
 	for _, t := range append(slices.Clone(s.Finished.Succeeded), s.Finished.Failed...) {
 		if t == "" {
@@ -203,22 +274,75 @@ func Compile(s Spec) (Compiled, error) {
 	return c, nil
 }
 
+// compilePodSet checks one pod set; at says where it was written.
+func compilePodSet(at string, ps PodSetSpec) (CompiledPodSet, error) {
+	cp := CompiledPodSet{Name: ps.Name}
+	inner := ParsePath
+	var err error
+	if ps.List != "" {
+		if ps.Name != "" {
+			return cp, fmt.Errorf("%s.name: a list's pod sets are named by their entries (nameFrom), not by name", at)
+		}
+		if cp.List, err = ParsePath(at+".list", ps.List); err != nil {
+			return cp, err
+		}
+		if cp.NameFrom, err = parseSteps(at+".nameFrom", ps.NameFrom); err != nil {
+			return cp, err
+		}
+		// Within an entry: any field name starts a path.
+		inner = parseSteps
+	} else {
+		if errs := validation.IsDNS1123Label(ps.Name); len(errs) > 0 {
+			return cp, fmt.Errorf("%s.name: %q: %s", at, ps.Name, strings.Join(errs, "; "))
+		}
+		if ps.NameFrom != "" {
+			return cp, fmt.Errorf("%s.nameFrom: names the entries of a list; this pod set has no list", at)
+		}
+	}
+	if cp.Template, err = inner(at+".template", ps.Template); err != nil {
+		return cp, err
+	}
+	for _, f := range []struct {
+		into  *Path
+		field string
+		s     string
+	}{{&cp.Count, "count", ps.Count}, {&cp.MinCount, "minCount", ps.MinCount}, {&cp.MaxCount, "maxCount", ps.MaxCount}, {&cp.PodsPerCount, "podsPerCount", ps.PodsPerCount}} {
+		if *f.into, err = optional(at+"."+f.field, f.s, inner); err != nil {
+			return cp, err
+		}
+	}
+	if cp.Count == nil && (cp.MinCount != nil || cp.MaxCount != nil) {
+		return cp, fmt.Errorf("%s: minCount and maxCount bound a count; this pod set has none", at)
+	}
+	return cp, nil
+}
+
 // CRDName is the name of the kind's CustomResourceDefinition.
 func (c Compiled) CRDName() string { return c.Resource + "." + c.Group }
 
 // Guard is the kind as package guard describes it: its queue and priority
 // labels change only while it is suspended, berth alone unsuspends it, its
-// pod templates and counts change only while it is suspended, and its pods
-// keep the label berth finds them by.
+// pod templates and counts change only while it is suspended, its
+// unsupported fields not at all, and its pods keep the labels berth and the
+// kind's controller find them by.
 func (c *Compiled) Guard() guard.Kind {
 	k := guard.Kind{Name: c.Kind, Group: c.Group, Version: c.Version, Resource: c.Resource, Suspend: c.Suspend.String(), Qualified: true,
-		Labels:   []string{berthv1.PrebuiltWorkloadLabel, berthv1.MaxExecTimeLabel, berthv1.KueueMaxExecTimeLabel},
-		Children: []guard.Child{{Name: "Pod", Group: "", Version: "v1", Resource: "pods", Labels: []string{berthv1.OwnerUIDLabel}}}}
+		Labels: []string{berthv1.PrebuiltWorkloadLabel, berthv1.MaxExecTimeLabel, berthv1.KueueMaxExecTimeLabel},
+		Children: []guard.Child{{Name: "Pod", Group: "", Version: "v1", Resource: "pods",
+			Labels: append([]string{berthv1.OwnerUIDLabel}, c.PodLabels...)}}}
 	for _, ps := range c.PodSets {
-		k.Fixed = append(k.Fixed, ps.Template.String())
-		if ps.Count != nil {
-			k.Fixed = append(k.Fixed, ps.Count.String())
+		if ps.List != nil {
+			k.Fixed = append(k.Fixed, ps.List.String()) // the entries, all they say
+			continue
 		}
+		for _, p := range []Path{ps.Template, ps.Count, ps.MinCount, ps.MaxCount, ps.PodsPerCount} {
+			if p != nil {
+				k.Fixed = append(k.Fixed, p.String())
+			}
+		}
+	}
+	for _, p := range c.Unsupported {
+		k.Immutable = append(k.Immutable, p.String())
 	}
 	return k
 }

@@ -79,6 +79,14 @@ kinds:
 		{"template: spec.template,", "template: '',", "Thing: podSets[0].template: is empty"},
 		{"finished: {succeeded: [Done]}", "finished: {}", "Thing: finished: names no condition"},
 		{"finished:", "finsihed:", `unknown field "finsihed"`},
+		{"finished: {succeeded: [Done]}", "finished: {succeeded: [Done], never: true}", "Thing: finished: names conditions and says never"},
+		{"{name: main, template: spec.template, count: spec.replicas}", "{name: main, list: spec.groups, nameFrom: name, template: template}",
+			"Thing: podSets[0].name: a list's pod sets are named by their entries"},
+		{"{name: main, template: spec.template, count: spec.replicas}", "{list: spec.groups, template: template}", "Thing: podSets[0].nameFrom: is empty"},
+		{"count: spec.replicas}", "minCount: spec.least}", "Thing: podSets[0]: minCount and maxCount bound a count; this pod set has none"},
+		{"count: spec.replicas}", "count: spec.replicas, nameFrom: name}", "Thing: podSets[0].nameFrom: names the entries of a list"},
+		{"finished:", "unsupported: [status.x]\n  finished:", `Thing: unsupported[0]: "status.x": the fields berth reads and sets are under spec`},
+		{"finished:", "podLabels: ['a b']\n  finished:", `Thing: podLabels[0]: "a b"`},
 	} {
 		_, err := Parse([]byte(strings.Replace(good, tc.from, tc.to, 1)))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
@@ -55,9 +56,84 @@ func (c *Compiled) Suspended(u *unstructured.Unstructured) bool {
 	return found && err == nil && v
 }
 
-// template reads a pod set's template, found false when u has none.
-func template(u *unstructured.Unstructured, ps CompiledPodSet) (t corev1.PodTemplateSpec, found bool, err error) {
-	m, found, err := unstructured.NestedMap(u.Object, ps.Template...)
+// slot is one pod set as an object has it: a configured pod set, or one
+// entry of a configured list, with the map its paths are read in.
+type slot struct {
+	name string
+	ps   *CompiledPodSet
+	// in is the object, or the list's entry; at says where, for errors.
+	in map[string]any
+	at string
+}
+
+// path is p as written in u: within the entry, for a list's.
+func (s slot) path(p Path) string {
+	if s.at == "" {
+		return p.String()
+	}
+	return s.at + "." + p.String()
+}
+
+// slots are u's pod sets in the order configured, a list's in its order,
+// or an error naming the field when a list or an entry's name cannot be
+// read, or names a pod set twice, or there are more than a Workload holds.
+func (c *Compiled) slots(u *unstructured.Unstructured) ([]slot, error) {
+	var out []slot
+	seen := map[string]string{}
+	add := func(s slot, where string) error {
+		if prev, ok := seen[s.name]; ok {
+			return fmt.Errorf("%s: names pod set %q, as %s does", where, s.name, prev)
+		}
+		seen[s.name] = where
+		out = append(out, s)
+		return nil
+	}
+	for i := range c.PodSets {
+		ps := &c.PodSets[i]
+		if ps.List == nil {
+			if err := add(slot{name: ps.Name, ps: ps, in: u.Object}, "podSets["+ps.Name+"]"); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		v, found, err := unstructured.NestedFieldNoCopy(u.Object, ps.List...)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", ps.List, err)
+		}
+		if !found || v == nil {
+			continue
+		}
+		entries, ok := v.([]any)
+		if !ok {
+			return nil, fmt.Errorf("%s: is not a list", ps.List)
+		}
+		for j, e := range entries {
+			at := fmt.Sprintf("%s[%d]", ps.List, j)
+			m, ok := e.(map[string]any)
+			if !ok {
+				return nil, fmt.Errorf("%s: is not an object", at)
+			}
+			name, _, err := unstructured.NestedString(m, ps.NameFrom...)
+			if err != nil {
+				return nil, fmt.Errorf("%s.%s: %w", at, ps.NameFrom, err)
+			}
+			if errs := validation.IsDNS1123Label(name); len(errs) > 0 {
+				return nil, fmt.Errorf("%s.%s: %q names its pod set, which must be a DNS label: %s", at, ps.NameFrom, name, strings.Join(errs, "; "))
+			}
+			if err := add(slot{name: name, ps: ps, in: m, at: at}, at+"."+ps.NameFrom.String()); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if len(out) > MaxPodSets {
+		return nil, fmt.Errorf("it has %d pod sets; berth queues at most %d pod sets of one object", len(out), MaxPodSets)
+	}
+	return out, nil
+}
+
+// template reads a slot's template, found false when it has none.
+func (s slot) template() (t corev1.PodTemplateSpec, found bool, err error) {
+	m, found, err := unstructured.NestedMap(s.in, s.ps.Template...)
 	if err != nil || !found {
 		return t, found, err
 	}
@@ -67,55 +143,97 @@ func template(u *unstructured.Unstructured, ps CompiledPodSet) (t corev1.PodTemp
 	return t, true, nil
 }
 
-// count reads a pod set's number of pods: one when it has no path, or u
-// does not set it.
-func count(u *unstructured.Unstructured, ps CompiledPodSet) (int32, error) {
-	if ps.Count == nil {
-		return 1, nil
+// integer reads the whole number at p, found false when absent.
+func (s slot) integer(p Path) (n int64, found bool, err error) {
+	v, found, err := unstructured.NestedFieldNoCopy(s.in, p...)
+	if err != nil || !found || v == nil {
+		return 0, false, err
 	}
-	v, found, err := unstructured.NestedFieldNoCopy(u.Object, ps.Count...)
-	if err != nil || !found {
-		return 1, err
-	}
-	var n int64
 	switch x := v.(type) {
 	case int64:
 		n = x
 	case float64:
 		if x != math.Trunc(x) {
-			return 0, fmt.Errorf("%s: %v is not a whole number", ps.Count, x)
+			return 0, true, fmt.Errorf("%s: %v is not a whole number", s.path(p), x)
 		}
 		n = int64(x)
 	default:
-		return 0, fmt.Errorf("%s: %v is not a number", ps.Count, v)
+		return 0, true, fmt.Errorf("%s: %v is not a number", s.path(p), v)
 	}
 	if n < 0 || n > math.MaxInt32 {
-		return 0, fmt.Errorf("%s: %d pods is out of range", ps.Count, n)
+		return 0, true, fmt.Errorf("%s: %d is out of range", s.path(p), n)
+	}
+	return n, true, nil
+}
+
+// count is how many pods the kind's controller runs of a slot: its count
+// (one when it has no path, or u does not set it) kept within its bounds,
+// as the controller keeps it, times the pods of each.
+func (s slot) count() (int32, error) {
+	n := int64(1)
+	read := func(p Path) (int64, bool, error) {
+		if p == nil {
+			return 0, false, nil
+		}
+		return s.integer(p)
+	}
+	if v, found, err := read(s.ps.Count); err != nil {
+		return 0, err
+	} else if found {
+		n = v
+	}
+	lo, hasLo, err := read(s.ps.MinCount)
+	if err != nil {
+		return 0, err
+	}
+	hi, hasHi, err := read(s.ps.MaxCount)
+	if err != nil {
+		return 0, err
+	}
+	if hasLo && n < lo {
+		n = lo
+	}
+	if hasHi && n > hi {
+		n = hi
+	}
+	per, found, err := read(s.ps.PodsPerCount)
+	if err != nil {
+		return 0, err
+	}
+	if found {
+		n *= per
+	}
+	if n > math.MaxInt32 {
+		return 0, fmt.Errorf("%s: %d pods is out of range", s.path(s.ps.Template), n)
 	}
 	return int32(n), nil
 }
 
 // ReadPodSets describes u's pods for its Workload: one pod set per
-// configured pod set whose template u has, of the pods its count says,
-// or an error naming the path that cannot be read.
+// configured pod set (or list entry) that has a template and pods, of
+// the pods its count says, or an error naming the path that cannot be read.
 func (c *Compiled) ReadPodSets(u *unstructured.Unstructured) ([]berthv1.PodSet, error) {
+	slots, err := c.slots(u)
+	if err != nil {
+		return nil, err
+	}
 	var out []berthv1.PodSet
-	for _, ps := range c.PodSets {
-		t, found, err := template(u, ps)
+	for _, s := range slots {
+		t, found, err := s.template()
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", ps.Template, err)
+			return nil, fmt.Errorf("%s: %w", s.path(s.ps.Template), err)
 		}
 		if !found {
 			continue
 		}
-		n, err := count(u, ps)
+		n, err := s.count()
 		if err != nil {
 			return nil, err
 		}
 		if n == 0 {
 			continue
 		}
-		out = append(out, integration.PodSetOf(ps.Name, n, &t.Spec))
+		out = append(out, integration.PodSetOf(s.name, n, &t.Spec))
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("it has no pods: none of %s is set with a count above zero", c.templatePaths())
@@ -126,9 +244,52 @@ func (c *Compiled) ReadPodSets(u *unstructured.Unstructured) ([]berthv1.PodSet, 
 func (c *Compiled) templatePaths() string {
 	var s []string
 	for _, ps := range c.PodSets {
+		if ps.List != nil {
+			s = append(s, ps.List.String()+"[*]."+ps.Template.String())
+			continue
+		}
 		s = append(s, ps.Template.String())
 	}
 	return strings.Join(s, ", ")
+}
+
+// Uses says which unsupported field u sets to other than its zero value,
+// or "".
+func (c *Compiled) Uses(u *unstructured.Unstructured) string {
+	for _, p := range c.Unsupported {
+		v, found, _ := unstructured.NestedFieldNoCopy(u.Object, p...)
+		if !found || v == nil {
+			continue
+		}
+		switch x := v.(type) {
+		case bool:
+			if !x {
+				continue
+			}
+		case int64:
+			if x == 0 {
+				continue
+			}
+		case float64:
+			if x == 0 {
+				continue
+			}
+		case string:
+			if x == "" {
+				continue
+			}
+		case []any:
+			if len(x) == 0 {
+				continue
+			}
+		case map[string]any:
+			if len(x) == 0 {
+				continue
+			}
+		}
+		return p.String()
+	}
+	return ""
 }
 
 // PodSets are u's pod sets; nil when they cannot be read (Refuse says why).
@@ -145,31 +306,38 @@ func (k Kind) PodSets(obj client.Object) []berthv1.PodSet {
 func (k Kind) Refuse(obj client.Object) string {
 	u := obj.(*unstructured.Unstructured)
 	who := fmt.Sprintf("%s %s", k.C.Kind, u.GetName())
-	for _, ps := range k.C.PodSets {
-		t, found, err := template(u, ps)
+	slots, err := k.C.slots(u)
+	if err != nil {
+		return fmt.Sprintf("%s: %v", who, err)
+	}
+	for _, s := range slots {
+		t, found, err := s.template()
 		if err != nil {
-			return fmt.Sprintf("%s: %s: %v", who, ps.Template, err)
+			return fmt.Sprintf("%s: %s: %v", who, s.path(s.ps.Template), err)
 		}
 		if !found {
 			continue
 		}
 		if q := integration.QueueName(t.Labels); q != "" {
 			return fmt.Sprintf("%s: %s.metadata.labels asks for LocalQueue %s; a %s is queued whole by the queue label on itself (metadata.labels): move the label there",
-				who, ps.Template, q, k.C.Kind)
+				who, s.path(s.ps.Template), q, k.C.Kind)
 		}
 		if k.QueueName(u) == "" {
 			continue
 		}
 		if integration.HasTopologyAnnotations(t.Annotations) {
-			return fmt.Sprintf("%s: %s.metadata.annotations: topology-aware placement of a kind queued from configuration is not supported yet", who, ps.Template)
+			return fmt.Sprintf("%s: %s.metadata.annotations: topology-aware placement of a kind queued from configuration is not supported yet", who, s.path(s.ps.Template))
 		}
 		// Its own UID, as berth's start left it, is no claim on another's pods.
 		if v, set := t.Labels[berthv1.OwnerUIDLabel]; set && v != string(u.GetUID()) {
-			return fmt.Sprintf("%s: %s.metadata.labels[%s]: berth sets this label itself when it starts the %s", who, ps.Template, berthv1.OwnerUIDLabel, k.C.Kind)
+			return fmt.Sprintf("%s: %s.metadata.labels[%s]: berth sets this label itself when it starts the %s", who, s.path(s.ps.Template), berthv1.OwnerUIDLabel, k.C.Kind)
 		}
 	}
 	if k.QueueName(u) == "" {
 		return ""
+	}
+	if p := k.C.Uses(u); p != "" {
+		return fmt.Sprintf("%s: %s: is set; berth does not follow it for a %s yet, so a queued %s may not set it", who, p, k.C.Kind, k.C.Kind)
 	}
 	if _, ok := u.GetLabels()[berthv1.PrebuiltWorkloadLabel]; ok {
 		return fmt.Sprintf("%s: metadata.labels[%s]: prebuilt Workloads (dispatch to worker clusters) of a kind queued from configuration are not supported yet",
@@ -257,22 +425,26 @@ func Injected(u *unstructured.Unstructured) bool {
 func (k Kind) Start(obj client.Object, flavors map[string][]*berthv1.ResourceFlavor) error {
 	u := obj.(*unstructured.Unstructured)
 	orig := map[string]scheduling{}
-	for _, ps := range k.C.PodSets {
-		t, found, err := template(u, ps)
+	slots, err := k.C.slots(u)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", k.C.Kind, u.GetName(), err)
+	}
+	for _, s := range slots {
+		t, found, err := s.template()
 		if err != nil {
-			return fmt.Errorf("%s %s: %s: %w", k.C.Kind, u.GetName(), ps.Template, err)
+			return fmt.Errorf("%s %s: %s: %w", k.C.Kind, u.GetName(), s.path(s.ps.Template), err)
 		}
 		if !found {
 			continue
 		}
 		// Cloned: InjectFlavors adds to the map in place.
-		orig[ps.Name] = scheduling{NodeSelector: maps.Clone(t.Spec.NodeSelector), Tolerations: slices.Clone(t.Spec.Tolerations)}
-		integration.InjectFlavors(&t.Spec, flavors[ps.Name])
-		if err := setScheduling(u, ps, scheduling{NodeSelector: t.Spec.NodeSelector, Tolerations: t.Spec.Tolerations}); err != nil {
+		orig[s.name] = scheduling{NodeSelector: maps.Clone(t.Spec.NodeSelector), Tolerations: slices.Clone(t.Spec.Tolerations)}
+		integration.InjectFlavors(&t.Spec, flavors[s.name])
+		if err := s.setScheduling(scheduling{NodeSelector: t.Spec.NodeSelector, Tolerations: t.Spec.Tolerations}); err != nil {
 			return err
 		}
-		if err := unstructured.SetNestedField(u.Object, string(u.GetUID()), append(append(Path{}, ps.Template...), "metadata", "labels", berthv1.OwnerUIDLabel)...); err != nil {
-			return fmt.Errorf("%s %s: %s.metadata.labels: %w", k.C.Kind, u.GetName(), ps.Template, err)
+		if err := unstructured.SetNestedField(s.in, string(u.GetUID()), append(append(Path{}, s.ps.Template...), "metadata", "labels", berthv1.OwnerUIDLabel)...); err != nil {
+			return fmt.Errorf("%s %s: %s.metadata.labels: %w", k.C.Kind, u.GetName(), s.path(s.ps.Template), err)
 		}
 	}
 	if !Injected(u) {
@@ -293,9 +465,9 @@ func (k Kind) Start(obj client.Object, flavors map[string][]*berthv1.ResourceFla
 // setScheduling writes a template's node selector and tolerations, and
 // nothing else of it: fields berth's copy of the pod type does not know
 // stay as they are.
-func setScheduling(u *unstructured.Unstructured, ps CompiledPodSet, s scheduling) error {
-	spec := append(append(Path{}, ps.Template...), "spec")
-	for name, v := range map[string]any{"nodeSelector": s.NodeSelector, "tolerations": s.Tolerations} {
+func (s slot) setScheduling(sch scheduling) error {
+	spec := append(append(Path{}, s.ps.Template...), "spec")
+	for name, v := range map[string]any{"nodeSelector": sch.NodeSelector, "tolerations": sch.Tolerations} {
 		at := append(append(Path{}, spec...), name)
 		data, err := json.Marshal(v)
 		if err != nil {
@@ -306,11 +478,11 @@ func setScheduling(u *unstructured.Unstructured, ps CompiledPodSet, s scheduling
 			return err
 		}
 		if plain == nil {
-			unstructured.RemoveNestedField(u.Object, at...)
+			unstructured.RemoveNestedField(s.in, at...)
 			continue
 		}
-		if err := unstructured.SetNestedField(u.Object, runtime.DeepCopyJSONValue(plain), at...); err != nil {
-			return fmt.Errorf("%s: %w", Path(at), err)
+		if err := unstructured.SetNestedField(s.in, runtime.DeepCopyJSONValue(plain), at...); err != nil {
+			return fmt.Errorf("%s: %w", s.path(Path(at)), err)
 		}
 	}
 	return nil
@@ -328,15 +500,19 @@ func (k Kind) Restore(u *unstructured.Unstructured) (bool, error) {
 	if err := json.Unmarshal([]byte(data), &orig); err != nil {
 		return false, fmt.Errorf("annotation %s of %s %s/%s is not valid: %w", OriginalSchedulingAnnotation, k.C.Kind, u.GetNamespace(), u.GetName(), err)
 	}
-	for _, ps := range k.C.PodSets {
-		o, ok := orig[ps.Name]
+	slots, err := k.C.slots(u)
+	if err != nil {
+		return false, fmt.Errorf("%s %s/%s: %w", k.C.Kind, u.GetNamespace(), u.GetName(), err)
+	}
+	for _, s := range slots {
+		o, ok := orig[s.name]
 		if !ok {
 			continue
 		}
-		if _, found, _ := unstructured.NestedMap(u.Object, ps.Template...); !found {
+		if _, found, _ := unstructured.NestedMap(s.in, s.ps.Template...); !found {
 			continue
 		}
-		if err := setScheduling(u, ps, o); err != nil {
+		if err := s.setScheduling(o); err != nil {
 			return false, err
 		}
 	}
@@ -367,8 +543,9 @@ func (k Kind) Reshaped(u *unstructured.Unstructured, pods []berthv1.PodSet) bool
 // PriorityClass is the pod priority class the Workload falls back on: the
 // first pod set's template's.
 func (k Kind) PriorityClass(u *unstructured.Unstructured) string {
-	for _, ps := range k.C.PodSets {
-		if t, found, err := template(u, ps); found && err == nil {
+	slots, _ := k.C.slots(u)
+	for _, s := range slots {
+		if t, found, err := s.template(); found && err == nil {
 			return t.Spec.PriorityClassName
 		}
 	}

@@ -31,17 +31,46 @@ func CheckSchema(c Compiled, crd *apiextensionsv1.CustomResourceDefinition) erro
 		return fmt.Errorf("%s: version %s has no schema to check the paths against", what, c.Version)
 	}
 	root := version.Schema.OpenAPIV3Schema
-	if err := field(root, c.Suspend, "boolean"); err != nil {
+	if _, err := find(root, c.Suspend, "boolean"); err != nil {
 		return fmt.Errorf("%s: suspend: %w", what, err)
 	}
 	for i, ps := range c.PodSets {
-		if err := field(root, ps.Template, "object"); err != nil {
-			return fmt.Errorf("%s: podSets[%d].template: %w", what, i, err)
-		}
-		if ps.Count != nil {
-			if err := field(root, ps.Count, "integer"); err != nil {
-				return fmt.Errorf("%s: podSets[%d].count: %w", what, i, err)
+		at := fmt.Sprintf("%s: podSets[%d]", what, i)
+		in := root
+		if ps.List != nil {
+			list, err := find(root, ps.List, "array")
+			if err != nil {
+				return fmt.Errorf("%s.list: %w", at, err)
 			}
+			if list == nil {
+				continue // open schema: the rest is taken on trust
+			}
+			if list.Items == nil || list.Items.Schema == nil {
+				return fmt.Errorf("%s.list: %s: the schema does not say what its entries are", at, ps.List)
+			}
+			in = list.Items.Schema
+			if _, err := find(in, ps.NameFrom, "string"); err != nil {
+				return fmt.Errorf("%s.nameFrom: %w", at, err)
+			}
+		}
+		if _, err := find(in, ps.Template, "object"); err != nil {
+			return fmt.Errorf("%s.template: %w", at, err)
+		}
+		for _, f := range []struct {
+			name string
+			p    Path
+		}{{"count", ps.Count}, {"minCount", ps.MinCount}, {"maxCount", ps.MaxCount}, {"podsPerCount", ps.PodsPerCount}} {
+			if f.p == nil {
+				continue
+			}
+			if _, err := find(in, f.p, "integer"); err != nil {
+				return fmt.Errorf("%s.%s: %w", at, f.name, err)
+			}
+		}
+	}
+	for i, p := range c.Unsupported {
+		if _, err := find(root, p, ""); err != nil {
+			return fmt.Errorf("%s: unsupported[%d]: %w", what, i, err)
 		}
 	}
 	if version.Subresources == nil || version.Subresources.Status == nil {
@@ -52,8 +81,10 @@ func CheckSchema(c Compiled, crd *apiextensionsv1.CustomResourceDefinition) erro
 	return nil
 }
 
-// field finds path in s, and checks its type is want.
-func field(s *apiextensionsv1.JSONSchemaProps, path Path, want string) error {
+// find finds path in s, and checks its type is want ("": any). It returns
+// the field's schema, or nil where the schema leaves the rest of the path
+// open.
+func find(s *apiextensionsv1.JSONSchemaProps, path Path, want string) (*apiextensionsv1.JSONSchemaProps, error) {
 	for i, name := range path {
 		if next, ok := s.Properties[name]; ok {
 			s = &next
@@ -64,19 +95,19 @@ func field(s *apiextensionsv1.JSONSchemaProps, path Path, want string) error {
 		case ap != nil && ap.Schema != nil:
 			s = ap.Schema // a map: name is one of its keys
 		case (ap != nil && ap.Allows) || (s.XPreserveUnknownFields != nil && *s.XPreserveUnknownFields):
-			return nil
+			return nil, nil
 		default:
-			return fmt.Errorf("%s: the schema has no field %q at %s", path, name, orRoot(path[:i]))
+			return nil, fmt.Errorf("%s: the schema has no field %q at %s", path, name, orRoot(path[:i]))
 		}
 	}
-	if s.Type != want && !(s.Type == "" && s.XPreserveUnknownFields != nil && *s.XPreserveUnknownFields) {
+	if want != "" && s.Type != want && !(s.Type == "" && s.XPreserveUnknownFields != nil && *s.XPreserveUnknownFields) {
 		got := s.Type
 		if got == "" {
 			got = "untyped"
 		}
-		return fmt.Errorf("%s: is %s in the schema, want %s", path, got, want)
+		return nil, fmt.Errorf("%s: is %s in the schema, want %s", path, got, want)
 	}
-	return nil
+	return s, nil
 }
 
 func orRoot(p Path) string {
