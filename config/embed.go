@@ -5,6 +5,7 @@ package config
 
 import (
 	"embed"
+	"errors"
 	"io/fs"
 	"path"
 	"sort"
@@ -13,7 +14,7 @@ import (
 //go:embed crd/bases/*.yaml rbac/role.yaml rbac/users.yaml local/*.yaml sim/crd/*.yaml sim/rbac/role.yaml
 var manifests embed.FS
 
-//go:embed addons/*/crd/*.yaml addons/*/rbac/role.yaml addons/*/local.yaml
+//go:embed addons/*/crd/*.yaml addons/*/rbac/role.yaml addons/*/local.yaml addons/ray/kinds.yaml
 var addons embed.FS
 
 // CRDs returns the CustomResourceDefinition manifests, sorted by file name:
@@ -96,4 +97,14 @@ func Addon(name string) ([][]byte, error) {
 		return nil, err
 	}
 	return append(crds, role, local), nil
+}
+
+// AddonKinds returns the kinds addon name's objects are queued as from
+// configuration (a --configured-kinds file), or nil when it has none.
+func AddonKinds(name string) ([]byte, error) {
+	data, err := fs.ReadFile(addons, path.Join("addons", name, "kinds.yaml"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	return data, err
 }

@@ -30,8 +30,12 @@ var JobSet = Addon{Name: "jobset", Component: "jobset-controller",
 var LeaderWorkerSet = Addon{Name: "leaderworkerset", Component: "leaderworkerset-controller",
 	Identity: controlplane.Identity{Name: "berth-leaderworkerset", User: "berth-leaderworkerset"}}
 
+// Ray runs KubeRay's operator (RayClusters, RayJobs, RayServices).
+var Ray = Addon{Name: "ray", Component: "ray-operator",
+	Identity: controlplane.Identity{Name: "berth-ray", User: "berth-ray"}}
+
 // Known are the addons berth has, by name.
-var Known = map[string]Addon{JobSet.Name: JobSet, LeaderWorkerSet.Name: LeaderWorkerSet}
+var Known = map[string]Addon{JobSet.Name: JobSet, LeaderWorkerSet.Name: LeaderWorkerSet, Ray.Name: Ray}
 
 // Parse reads --with: names separated by commas, each known, each once.
 func Parse(names []string) ([]Addon, error) {
@@ -66,3 +70,7 @@ func knownNames() []string {
 // Manifests are what an addon needs installed before it runs: its CRDs
 // first, then its role and the binding to its Identity.
 func (a Addon) Manifests() ([][]byte, error) { return config.Addon(a.Name) }
+
+// Kinds is the --configured-kinds file of the kinds the addon's objects
+// are queued as (config/addons/<Name>/kinds.yaml), nil when it has none.
+func (a Addon) Kinds() ([]byte, error) { return config.AddonKinds(a.Name) }

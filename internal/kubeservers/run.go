@@ -21,6 +21,7 @@ import (
 	"github.com/berth-dev/berth/internal/addon"
 	"github.com/berth-dev/berth/internal/addon/jobset"
 	"github.com/berth-dev/berth/internal/addon/leaderworkerset"
+	"github.com/berth-dev/berth/internal/addon/ray"
 )
 
 // runners maps a component name to the function that runs it with the given
@@ -37,6 +38,7 @@ var runners = map[string]func(args []string) int{
 	// Addons (berth up --with): other projects' controllers.
 	addon.JobSet.Component:          jobset.Runner.Run,
 	addon.LeaderWorkerSet.Component: leaderworkerset.Runner.Run,
+	addon.Ray.Component:             ray.Runner.Run,
 }
 
 // pause is what holds a pod's sandbox (its namespaces) on a real node: it

@@ -86,6 +86,8 @@ func Options(c Config) controlplane.Options {
 	if progress == nil {
 		progress = io.Discard
 	}
+	// Read once: the file may change or go while the instance runs.
+	kinds, kindsErr := configuredKinds(c)
 	identities := []controlplane.Identity{ControllerIdentity, SimIdentity}
 	if c.RealNode {
 		identities = append(identities, realnode.Identity, realnode.ProxyIdentity)
@@ -127,7 +129,10 @@ func Options(c Config) controlplane.Options {
 					Controllers: map[string][]string{"JobSet": {addon.JobSet.Identity.User}}}); err != nil {
 					return fmt.Errorf("installing the admission policies of queued objects: %w", err)
 				}
-				if err := configuredKindsRBAC(ctx, cfg, c.ConfiguredKinds); err != nil {
+				if kindsErr != nil {
+					return kindsErr
+				}
+				if err := configuredKindsRBAC(ctx, cfg, kinds); err != nil {
 					return err
 				}
 				if err := manifests.WebhookConfiguration(ctx, cfg, "berth"); err != nil {
@@ -181,12 +186,11 @@ func Options(c Config) controlplane.Options {
 			health, metrics, webhook, simHealth := ports[0], ports[1], ports[2], ports[3]
 			args := append(ControllerArgs(l, health, metrics, webhook, "webhook-certs"), "--leader-elect=false")
 			args = append(args, c.ControllerArgs...)
-			if c.ConfiguredKinds != "" {
-				// Its own copy: the file it was given may change or go.
-				data, err := os.ReadFile(c.ConfiguredKinds)
-				if err != nil {
-					return nil, fmt.Errorf("--configured-kinds: %w", err)
-				}
+			if kindsErr != nil {
+				return nil, kindsErr
+			}
+			if kinds != nil {
+				data := kinds
 				own := filepath.Join(l.Dir, "controller", "configured-kinds.yaml")
 				if err := os.MkdirAll(filepath.Dir(own), 0o700); err != nil {
 					return nil, err
@@ -271,17 +275,47 @@ func realNode(l controlplane.Layout, bin string, tools realnode.Tools, progress 
 
 // configuredKindsRBAC lets the controller read and update the kinds it
 // queues from configuration (file), and apply their admission policies.
-func configuredKindsRBAC(ctx context.Context, cfg *rest.Config, file string) error {
-	if file == "" {
-		return nil
+// configuredKinds is the controller's --configured-kinds file: the kinds
+// of c.ConfiguredKinds and those of its addons (--with ray), checked; nil
+// when there are none.
+func configuredKinds(c Config) ([]byte, error) {
+	var files [][]byte
+	if c.ConfiguredKinds != "" {
+		data, err := os.ReadFile(c.ConfiguredKinds)
+		if err != nil {
+			return nil, fmt.Errorf("--configured-kinds: %w", err)
+		}
+		files = append(files, data)
 	}
-	data, err := os.ReadFile(file)
+	for _, a := range c.With {
+		data, err := a.Kinds()
+		if err != nil {
+			return nil, err
+		}
+		if data != nil {
+			files = append(files, data)
+		}
+	}
+	if len(files) == 0 {
+		return nil, nil
+	}
+	data, err := configured.Merge(files...)
+	if err == nil {
+		_, err = configured.Parse(data)
+	}
 	if err != nil {
-		return fmt.Errorf("--configured-kinds: %w", err)
+		return nil, fmt.Errorf("--configured-kinds %s (with the kinds of --with): %w", c.ConfiguredKinds, err)
+	}
+	return data, nil
+}
+
+func configuredKindsRBAC(ctx context.Context, cfg *rest.Config, data []byte) error {
+	if data == nil {
+		return nil
 	}
 	kinds, err := configured.Parse(data)
 	if err != nil {
-		return fmt.Errorf("--configured-kinds %s: %w", file, err)
+		return err
 	}
 	const name = "berth-configured-kinds"
 	role := &rbacv1.ClusterRole{TypeMeta: metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"},

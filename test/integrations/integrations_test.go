@@ -34,14 +34,15 @@ var ctx = context.Background()
 func TestMain(m *testing.M) {
 	// JobSets are on, but their CRD is not installed when berth starts; nor
 	// are those of the kinds queued from configuration: MPIJob, and the
-	// training operator's.
+	// training operator's. KubeRay's operator runs (--with ray), its
+	// RayCluster queued from configuration too.
 	kinds, err := bothExamples()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	code := testenv.MainClusters(m, testenv.Cluster{Name: "integrations",
-		ControllerArgs: []string{"--integrations=batch/job,jobset.x-k8s.io/jobset"}, ConfiguredKinds: kinds})
+		ControllerArgs: []string{"--integrations=batch/job,jobset.x-k8s.io/jobset"}, ConfiguredKinds: kinds, With: []string{"ray"}})
 	os.RemoveAll(filepath.Dir(kinds))
 	os.Exit(code)
 }
