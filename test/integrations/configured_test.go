@@ -360,20 +360,8 @@ func TestTheTrainingOperatorsPyTorchJobIsQueuedWithItsPublishedCRD(t *testing.T)
 	}
 	installKind(t, env, filepath.Join(dir, "manifests", "base", "crds", "kubeflow.org_pytorchjobs.yaml"), "pytorchjobs.kubeflow.org.berth.dev")
 
-	pool := env.Name("pool")
-	rf, cq := env.Name("rf"), env.Name("cq")
-	env.Create(t, MakeResourceFlavor(rf).NodeLabel("pool", pool).Toleration(env.Toleration()).Obj())
-	env.Create(t, MakeClusterQueue(cq).ResourceGroup(MakeFlavorQuotas(rf).Resource("cpu", "3").Resource("memory", "4Gi").Obj()).Obj())
-	env.Create(t, MakeLocalQueue("main", env.Namespace, cq).Obj())
-
-	data, err := os.ReadFile("../../examples/configured/pytorchjob.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	job := &unstructured.Unstructured{}
-	if err := yaml.Unmarshal(data, &job.Object); err != nil {
-		t.Fatal(err)
-	}
+	pool, _ := poolQueue(t, env, "3", "4Gi")
+	job := readExample(t, "../../examples/configured/pytorchjob.yaml")
 	job.SetNamespace(env.Namespace)
 	job.SetLabels(map[string]string{berthv1.QueueNameLabel: "main"})
 	env.Create(t, job)
@@ -464,6 +452,33 @@ func TestTheTrainingOperatorsPyTorchJobIsQueuedWithItsPublishedCRD(t *testing.T)
 		}
 		return nil
 	})
+}
+
+// poolQueue makes LocalQueue "main" in env's namespace, of a ClusterQueue
+// of cpu and memory in a flavor of nodes labelled pool; it returns the
+// pool and the ClusterQueue.
+func poolQueue(t *testing.T, env *testenv.Env, cpu, memory string) (pool, cq string) {
+	t.Helper()
+	pool, cq = env.Name("pool"), env.Name("cq")
+	rf := env.Name("rf")
+	env.Create(t, MakeResourceFlavor(rf).NodeLabel("pool", pool).Toleration(env.Toleration()).Obj())
+	env.Create(t, MakeClusterQueue(cq).ResourceGroup(MakeFlavorQuotas(rf).Resource("cpu", cpu).Resource("memory", memory).Obj()).Obj())
+	env.Create(t, MakeLocalQueue("main", env.Namespace, cq).Obj())
+	return pool, cq
+}
+
+// readExample reads an object from a YAML file.
+func readExample(t *testing.T, file string) *unstructured.Unstructured {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal(data, &u.Object); err != nil {
+		t.Fatal(err)
+	}
+	return u
 }
 
 func mustParse(t *testing.T) []configured.Compiled {

@@ -12,13 +12,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
 	"github.com/berth-dev/berth/internal/integration/configured"
 	"github.com/berth-dev/berth/internal/testenv"
 	"github.com/berth-dev/berth/internal/workload"
-	. "github.com/berth-dev/berth/test/fixtures"
 	"github.com/berth-dev/berth/test/standin"
 )
 
@@ -54,20 +52,8 @@ func TestKubeRaysRayClusterIsQueuedAndItsOperatorMakesThePods(t *testing.T) {
 	// Installed by --with ray already: this waits for berth to turn it on.
 	standin.InstallCRD(t, env, "../../config/addons/ray/crd/ray.io_rayclusters.yaml", "rayclusters.ray.io.berth.dev")
 
-	pool := env.Name("pool")
-	rf, cq := env.Name("rf"), env.Name("cq")
-	env.Create(t, MakeResourceFlavor(rf).NodeLabel("pool", pool).Toleration(env.Toleration()).Obj())
-	env.Create(t, MakeClusterQueue(cq).ResourceGroup(MakeFlavorQuotas(rf).Resource("cpu", "4").Resource("memory", "8Gi").Obj()).Obj())
-	env.Create(t, MakeLocalQueue("main", env.Namespace, cq).Obj())
-
-	data, err := os.ReadFile("../../examples/configured/raycluster.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	rc := &unstructured.Unstructured{}
-	if err := yaml.Unmarshal(data, &rc.Object); err != nil {
-		t.Fatal(err)
-	}
+	pool, cq := poolQueue(t, env, "4", "8Gi")
+	rc := readExample(t, "../../examples/configured/raycluster.yaml")
 	rc.SetNamespace(env.Namespace)
 	// KubeRay runs at least minReplicas: two workers, not one.
 	groups, _, _ := unstructured.NestedSlice(rc.Object, "spec", "workerGroupSpecs")
