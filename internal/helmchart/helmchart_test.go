@@ -470,31 +470,36 @@ func TestVClustersAreWhatCreateMakes(t *testing.T) {
 // and named by --configured-kinds, and the roles configured.Rules says the
 // controller needs for those kinds, bound to its ServiceAccount.
 func TestConfiguredKinds(t *testing.T) {
-	data, err := os.ReadFile("../../examples/configured/kinds.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var file map[string]any
-	if err := yaml.Unmarshal(data, &file); err != nil {
-		t.Fatal(err)
-	}
-	want, err := configured.Parse(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	objs := render(t, "queues", map[string]any{"controller": map[string]any{"configuredKinds": file["kinds"]}})
+	var objs []*unstructured.Unstructured
+	var want []configured.Compiled
+	// The MPIJob example, and the RayCluster as `berth up --with ray`
+	// describes it (the file the docs tell a chart user to pass).
+	for _, name := range []string{"../../config/addons/ray/kinds.yaml", "../../examples/configured/kinds.yaml"} {
+		data, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var file map[string]any
+		if err := yaml.Unmarshal(data, &file); err != nil {
+			t.Fatal(err)
+		}
+		if want, err = configured.Parse(data); err != nil {
+			t.Fatal(err)
+		}
+		objs = render(t, "queues", map[string]any{"controller": map[string]any{"configuredKinds": file["kinds"]}})
 
-	cm := find(objs, "ConfigMap", "berth-configured-kinds")
-	if cm == nil {
-		t.Fatal("no ConfigMap berth-configured-kinds")
-	}
-	content, _, _ := unstructured.NestedString(cm.Object, "data", "kinds.yaml")
-	got, err := configured.Parse([]byte(content))
-	if err != nil {
-		t.Fatalf("the rendered file does not parse: %v\n%s", err, content)
-	}
-	if !equality.Semantic.DeepEqual(got, want) {
-		t.Errorf("the rendered file reads as %+v, want %+v", got, want)
+		cm := find(objs, "ConfigMap", "berth-configured-kinds")
+		if cm == nil {
+			t.Fatalf("%s: no ConfigMap berth-configured-kinds", name)
+		}
+		content, _, _ := unstructured.NestedString(cm.Object, "data", "kinds.yaml")
+		got, err := configured.Parse([]byte(content))
+		if err != nil {
+			t.Fatalf("%s: the rendered file does not parse: %v\n%s", name, err, content)
+		}
+		if !equality.Semantic.DeepEqual(got, want) {
+			t.Errorf("%s: the rendered file reads as %+v, want %+v", name, got, want)
+		}
 	}
 
 	d := deployment(t, objs, "berth-controller")
