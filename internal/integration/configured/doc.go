@@ -1,8 +1,8 @@
 // Package configured queues kinds berth has no code for, from configuration
 // alone (berth controller --configured-kinds): a platform team names a kind
 // that can be suspended, the path of its suspend field, the paths of its
-// pod sets (pod template and pod count) and the conditions that say it has
-// ended; berth then queues it as it queues a JobSet. Its webhook creates a
+// pod sets (pod template and pod count, or an array of them, as a
+// RayCluster's worker groups) and the conditions that say it has ended; berth then queues it as it queues a JobSet. Its webhook creates a
 // queued object suspended; a reconciler keeps one Workload per object, with
 // a pod set per configured path, starts the object once the Workload is
 // admitted (each template given its flavors' node labels and tolerations,
