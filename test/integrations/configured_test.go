@@ -57,9 +57,12 @@ func bothExamples() (string, error) {
 	return path, os.WriteFile(path, data, 0o600)
 }
 
-func mpiJobKind(t *testing.T) configured.Kind {
+func mpiJobKind(t *testing.T) configured.Kind { return firstKind(t, configuredKinds) }
+
+// firstKind is the first kind a --configured-kinds file describes.
+func firstKind(t *testing.T, file string) configured.Kind {
 	t.Helper()
-	data, err := os.ReadFile(configuredKinds)
+	data, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}

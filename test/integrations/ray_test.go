@@ -2,7 +2,6 @@ package integrations
 
 import (
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 
@@ -14,25 +13,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
-	"github.com/berth-dev/berth/internal/integration/configured"
 	"github.com/berth-dev/berth/internal/testenv"
 	"github.com/berth-dev/berth/internal/workload"
 	"github.com/berth-dev/berth/test/standin"
 )
-
-// rayClusterKind is the RayCluster as `berth up --with ray` queues it.
-func rayClusterKind(t *testing.T) configured.Kind {
-	t.Helper()
-	data, err := os.ReadFile("../../config/addons/ray/kinds.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	kinds, err := configured.Parse(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return configured.Kind{C: &kinds[0]}
-}
 
 // A RayCluster, queued by berth with KubeRay's own operator running (berth
 // up --with ray): held until its head and workers fit, counted as KubeRay
@@ -69,7 +53,7 @@ func TestKubeRaysRayClusterIsQueuedAndItsOperatorMakesThePods(t *testing.T) {
 	}
 
 	env.Create(t, rc)
-	kind := rayClusterKind(t)
+	kind := firstKind(t, "../../config/addons/ray/kinds.yaml")
 	if !kind.C.Suspended(rc) {
 		t.Fatal("a queued RayCluster was not created suspended")
 	}

@@ -8,6 +8,7 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
@@ -48,16 +49,12 @@ func group(u *unstructured.Unstructured, i int, fields map[string]any) {
 	groups, _, _ := unstructured.NestedSlice(u.Object, "spec", "workerGroupSpecs")
 	for len(groups) <= i {
 		g := groups[0].(map[string]any)
-		groups = append(groups, runtimeCopy(g))
+		groups = append(groups, runtime.DeepCopyJSON(g))
 	}
 	for k, v := range fields {
 		groups[i].(map[string]any)[k] = v
 	}
 	_ = unstructured.SetNestedSlice(u.Object, groups, "spec", "workerGroupSpecs")
-}
-
-func runtimeCopy(m map[string]any) map[string]any {
-	return (&unstructured.Unstructured{Object: m}).DeepCopy().Object
 }
 
 // The description fits the CRDs `berth up --with ray` installs, generated
