@@ -59,7 +59,8 @@ var errConfiguration = errors.New("--configured-kinds")
 // turnOnConfigured applies k's admission policies (package guard) with
 // berth's own identity, then starts its reconciler and serves its webhook
 // handlers; the caller adds it to the webhook configuration.
-func turnOnConfigured(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, direct client.Client, namespace string, podsReady bool, k *configured.Compiled) error {
+func turnOnConfigured(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, direct client.Client, namespace string, podsReady bool, k *configured.Compiled,
+	owners *integration.Owners) error {
 	var who authenticationv1.SelfSubjectReview
 	if err := direct.Create(ctx, &who); err != nil {
 		return fmt.Errorf("asking the API server who berth's controller is: %w", err)
@@ -72,8 +73,8 @@ func turnOnConfigured(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, d
 	if err := configured.Setup(mgr, k, podsReady); err != nil {
 		return err
 	}
-	mgr.GetWebhookServer().Register(k.WebhookPath, &crwebhook.Admission{Handler: integration.NewHolder(configured.Kind{C: k})})
-	mgr.GetWebhookServer().Register(k.DefaultWebhookPath, &crwebhook.Admission{Handler: integration.NewHolder(configured.Kind{C: k, Default: true})})
+	mgr.GetWebhookServer().Register(k.WebhookPath, &crwebhook.Admission{Handler: integration.NewHolder(configured.Kind{C: k}).Vouching(owners)})
+	mgr.GetWebhookServer().Register(k.DefaultWebhookPath, &crwebhook.Admission{Handler: integration.NewHolder(configured.Kind{C: k, Default: true}).Vouching(owners)})
 	mgr.GetWebhookServer().Register(k.ScalePath(), &crwebhook.Admission{Handler: configured.ScaleGuard{Kind: configured.Kind{C: k}, Live: mgr.GetAPIReader()}})
 	return nil
 }

@@ -211,7 +211,7 @@ var jobControllers = []string{"system:serviceaccount:kube-system:job-controller"
 // owners vouch for the owner references of new Pods and Jobs: a Job's, a
 // JobSet's (integration.Owners).
 func (o Options) owners(mgr ctrl.Manager) *integration.Owners {
-	return &integration.Owners{Reader: mgr.GetClient(), Live: mgr.GetAPIReader(), Kinds: map[string]integration.Owner{
+	owners := &integration.Owners{Reader: mgr.GetClient(), Live: mgr.GetAPIReader(), Kinds: map[string]integration.Owner{
 		"Job": {Controllers: jobControllers, New: func() client.Object { return &batchv1.Job{} },
 			Queued: func(obj client.Object) bool {
 				// A JobSet's Job was vouched for when it was made.
@@ -221,6 +221,16 @@ func (o Options) owners(mgr ctrl.Manager) *integration.Owners {
 		"JobSet": {Controllers: o.JobSetControllers, New: func() client.Object { return &jobsetv1.JobSet{} },
 			Queued: func(obj client.Object) bool { return jobsets.QueueName(obj.(*jobsetv1.JobSet)) != "" }},
 	}}
+	// Configured kinds that own others (a RayJob its RayCluster), by the
+	// controllers they name.
+	for i := range o.ConfiguredKinds {
+		k := configured.Kind{C: &o.ConfiguredKinds[i]}
+		if len(k.C.Controllers) > 0 {
+			owners.Kinds[k.C.Kind] = integration.Owner{Controllers: k.C.Controllers, New: k.New,
+				Queued: func(obj client.Object) bool { return k.QueueName(obj) != "" }}
+		}
+	}
+	return owners
 }
 
 // crdKinds are the integrations whose kind is a CRD, and that kind.
@@ -625,7 +635,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 				turningOn.Lock()
 				defer turningOn.Unlock()
 				if !served {
-					if err := turnOnConfigured(ctx, mgr, cfg, direct, o.Namespace, o.WaitForPodsReady, k); err != nil {
+					if err := turnOnConfigured(ctx, mgr, cfg, direct, o.Namespace, o.WaitForPodsReady, k, owners); err != nil {
 						return err
 					}
 					served = true

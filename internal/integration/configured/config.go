@@ -1,12 +1,15 @@
 package configured
 
 import (
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"slices"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
@@ -45,6 +48,27 @@ type Spec struct {
 	// object that sets one to other than its zero value (false, 0, "",
 	// empty) is not queued, and a queued object's may not change.
 	Unsupported []string `json:"unsupported,omitempty"`
+	// Requires are fields a queued object must set to one of some values
+	// (a RayJob must delete its cluster when it finishes, or KubeRay will
+	// not suspend it): another is refused, and a queued object's do not
+	// change.
+	Requires []Requirement `json:"requires,omitempty"`
+	// OwnedBy are configured kinds (Kind names in the same group) whose
+	// controller makes objects of this kind for them (a RayJob's
+	// RayCluster): such an object is queued with its owner, not on its own,
+	// and only the owner kind's Controllers may make one.
+	OwnedBy []string `json:"ownedBy,omitempty"`
+	// Controllers are the user names the kind's own controller acts as
+	// (KubeRay's operator): only they make the objects of the kinds it
+	// owns (OwnedBy).
+	Controllers []string `json:"controllers,omitempty"`
+}
+
+// Requirement says a field's value is one of Values; absent, it is none of
+// them.
+type Requirement struct {
+	Path   string `json:"path"`
+	Values []any  `json:"values"`
 }
 
 // PodSetSpec is one pod set of a kind, or a list of them: where its pod
@@ -73,11 +97,20 @@ type PodSetSpec struct {
 	// PodsPerCount is the path of the integer number of pods each count
 	// runs (a multi-host replica's hosts); absent: one.
 	PodsPerCount string `json:"podsPerCount,omitempty"`
+	// When, if set, says the pod set exists only while a field has one of
+	// some values (a RayJob's submitter, only in K8sJobMode).
+	When *Requirement `json:"when,omitempty"`
+	// Default is the pod template the kind's controller uses when an
+	// object has none at Template (KubeRay's default submitter): its pods
+	// are counted, but berth cannot send them to their flavor's nodes.
+	Default *corev1.PodTemplateSpec `json:"default,omitempty"`
 }
 
-// Finished names condition types, or says the kind's objects run until
-// deleted (Never: a RayCluster), holding their quota until then.
+// Finished names condition types, or values of a status field (Field:
+// a RayJob's status.jobDeploymentStatus), or says the kind's objects run
+// until deleted (Never: a RayCluster), holding their quota until then.
 type Finished struct {
+	Field     string   `json:"field,omitempty"`
 	Succeeded []string `json:"succeeded,omitempty"`
 	Failed    []string `json:"failed,omitempty"`
 	Never     bool     `json:"never,omitempty"`
@@ -141,7 +174,15 @@ type Compiled struct {
 	Suspend                         Path
 	PodSets                         []CompiledPodSet
 	Unsupported                     []Path
+	Requires                        []CompiledRequirement
+	FinishedField                   Path // nil: conditions
 	WebhookPath, DefaultWebhookPath string
+}
+
+// CompiledRequirement is a Requirement read and checked.
+type CompiledRequirement struct {
+	Path   Path
+	Values []any
 }
 
 // CompiledPodSet is a PodSetSpec read and checked. For a List, the other
@@ -151,6 +192,8 @@ type CompiledPodSet struct {
 	List, NameFrom                   Path // nil: one pod set, Name
 	Template, Count                  Path // Count nil: one pod
 	MinCount, MaxCount, PodsPerCount Path // nil: unbounded, one
+	When                             *CompiledRequirement
+	Default                          *corev1.PodTemplateSpec
 }
 
 // TrainingOperator is the module of Kubeflow's training operator whose
@@ -184,6 +227,19 @@ func Parse(data []byte) ([]Compiled, error) {
 		seen[c.GVK.GroupKind()] = true
 		out = append(out, c)
 	}
+	for i, c := range out {
+		for j, o := range c.OwnedBy {
+			owner := schema.GroupKind{Group: c.Group, Kind: o}
+			k := slices.IndexFunc(out, func(x Compiled) bool { return x.GVK.GroupKind() == owner })
+			switch {
+			case k < 0:
+				return nil, fmt.Errorf("kinds[%d]: %s: ownedBy[%d]: %s is not configured here", i, c.Kind, j, owner)
+			case len(out[k].Controllers) == 0:
+				return nil, fmt.Errorf("kinds[%d]: %s: ownedBy[%d]: %s names no controllers: only its controller may make a %s queued with it",
+					i, c.Kind, j, owner, c.Kind)
+			}
+		}
+	}
 	return out, nil
 }
 
@@ -199,6 +255,22 @@ func Merge(files ...[]byte) ([]byte, error) {
 		all.Kinds = append(all.Kinds, f.Kinds...)
 	}
 	return yaml.Marshal(all)
+}
+
+// WithControllers is a --configured-kinds file with the controllers of
+// each kind that names some set to user alone: the file of an addon that
+// `berth up` runs as user.
+func WithControllers(data []byte, user string) ([]byte, error) {
+	var f File
+	if err := yaml.UnmarshalStrict(data, &f); err != nil {
+		return nil, err
+	}
+	for i := range f.Kinds {
+		if len(f.Kinds[i].Controllers) > 0 {
+			f.Kinds[i].Controllers = []string{user}
+		}
+	}
+	return yaml.Marshal(f)
 }
 
 // Compile checks one Spec and reads its paths.
@@ -252,6 +324,23 @@ func Compile(s Spec) (Compiled, error) {
 		}
 		c.Unsupported = append(c.Unsupported, p)
 	}
+	for i, r := range s.Requires {
+		cr, err := compileRequirement(fmt.Sprintf("%s: requires[%d]", name, i), r)
+		if err != nil {
+			return c, err
+		}
+		c.Requires = append(c.Requires, cr)
+	}
+	for i, o := range s.OwnedBy {
+		if o == "" || o == s.Kind {
+			return c, fmt.Errorf("%s: ownedBy[%d]: %q: want another configured kind of group %s", name, i, o, s.Group)
+		}
+	}
+	for i, u := range s.Controllers {
+		if strings.TrimSpace(u) == "" {
+			return c, fmt.Errorf("%s: controllers[%d]: is empty; want a user name such as system:serviceaccount:ray-system:kuberay-operator", name, i)
+		}
+	}
 	for i, l := range s.PodLabels {
 		if errs := validation.IsQualifiedName(l); len(errs) > 0 {
 			return c, fmt.Errorf("%s: podLabels[%d]: %q: %s", name, i, l, strings.Join(errs, "; "))
@@ -266,7 +355,18 @@ func Compile(s Spec) (Compiled, error) {
 	}
 	for _, t := range append(slices.Clone(s.Finished.Succeeded), s.Finished.Failed...) {
 		if t == "" {
-			return c, fmt.Errorf("%s: finished: a condition type is empty", name)
+			return c, fmt.Errorf("%s: finished: a condition type or value is empty", name)
+		}
+	}
+	if s.Finished.Field != "" {
+		if c.FinishedField, err = parseSteps(name+": finished.field", s.Finished.Field); err != nil {
+			return c, err
+		}
+		if c.FinishedField[0] != "status" || len(c.FinishedField) < 2 {
+			return c, fmt.Errorf("%s: finished.field: %q: berth reads how an object ended from its status (status.phase)", name, s.Finished.Field)
+		}
+		if s.Finished.Never {
+			return c, fmt.Errorf("%s: finished: names a field and says never; a kind's objects either end or run until deleted", name)
 		}
 	}
 	base := "/mutate-configured-" + strings.ReplaceAll(s.Group, ".", "-") + "-" + s.Version + "-" + strings.ToLower(s.Kind)
@@ -314,7 +414,77 @@ func compilePodSet(at string, ps PodSetSpec) (CompiledPodSet, error) {
 	if cp.Count == nil && (cp.MinCount != nil || cp.MaxCount != nil) {
 		return cp, fmt.Errorf("%s: minCount and maxCount bound a count; this pod set has none", at)
 	}
+	if ps.When != nil {
+		if cp.List != nil {
+			return cp, fmt.Errorf("%s.when: a list's pod sets are there or not by its entries", at)
+		}
+		r, err := compileRequirement(at+".when", *ps.When)
+		if err != nil {
+			return cp, err
+		}
+		cp.When = &r
+	}
+	if ps.Default != nil {
+		if cp.List != nil {
+			return cp, fmt.Errorf("%s.default: a list's entries each have their template", at)
+		}
+		if len(ps.Default.Spec.Containers) == 0 {
+			return cp, fmt.Errorf("%s.default.spec.containers: is empty; the default template is what the kind's controller runs, with its requests", at)
+		}
+		cp.Default = ps.Default
+	}
 	return cp, nil
+}
+
+// compileRequirement checks a Requirement: a path under spec and values of
+// a field's kind (strings, booleans, numbers).
+func compileRequirement(at string, r Requirement) (CompiledRequirement, error) {
+	p, err := ParsePath(at+".path", r.Path)
+	if err != nil {
+		return CompiledRequirement{}, err
+	}
+	if len(r.Values) == 0 {
+		return CompiledRequirement{}, fmt.Errorf("%s.values: is empty; name the values the field may have", at)
+	}
+	for j, v := range r.Values {
+		switch v.(type) {
+		case string, bool, float64, int64:
+		default:
+			return CompiledRequirement{}, fmt.Errorf("%s.values[%d]: %v is not a string, boolean or number", at, j, v)
+		}
+	}
+	return CompiledRequirement{Path: p, Values: r.Values}, nil
+}
+
+// Holds reports whether u's field has one of r's values.
+func (r CompiledRequirement) Holds(u map[string]any) bool {
+	v, found, err := unstructured.NestedFieldNoCopy(u, r.Path...)
+	if err != nil || !found || v == nil {
+		return false
+	}
+	got, err := json.Marshal(v)
+	if err != nil {
+		return false
+	}
+	for _, want := range r.Values {
+		if w, err := json.Marshal(want); err == nil && string(w) == string(got) {
+			return true
+		}
+	}
+	return false
+}
+
+// Want says the values a message asks for: true, or one of "A", "B".
+func (r CompiledRequirement) Want() string {
+	vals := make([]string, len(r.Values))
+	for i, v := range r.Values {
+		b, _ := json.Marshal(v)
+		vals[i] = string(b)
+	}
+	if len(vals) == 1 {
+		return vals[0]
+	}
+	return "one of " + strings.Join(vals, ", ")
 }
 
 // CRDName is the name of the kind's CustomResourceDefinition.
@@ -322,9 +492,10 @@ func (c Compiled) CRDName() string { return c.Resource + "." + c.Group }
 
 // Guard is the kind as package guard describes it: its queue and priority
 // labels change only while it is suspended, berth alone unsuspends it, its
-// pod templates and counts change only while it is suspended, its
-// unsupported fields not at all, and its pods keep the labels berth and the
-// kind's controller find them by.
+// pod templates and counts (and the fields a pod set's presence depends
+// on) change only while it is suspended, its unsupported and required
+// fields not at all, and its pods keep the labels berth and the kind's
+// controller find them by.
 func (c *Compiled) Guard() guard.Kind {
 	k := guard.Kind{Name: c.Kind, Group: c.Group, Version: c.Version, Resource: c.Resource, Suspend: c.Suspend.String(), Qualified: true,
 		Labels: []string{berthv1.PrebuiltWorkloadLabel, berthv1.MaxExecTimeLabel, berthv1.KueueMaxExecTimeLabel},
@@ -343,6 +514,15 @@ func (c *Compiled) Guard() guard.Kind {
 	}
 	for _, p := range c.Unsupported {
 		k.Immutable = append(k.Immutable, p.String())
+	}
+	for _, r := range c.Requires {
+		k.Immutable = append(k.Immutable, r.Path.String())
+	}
+	for _, ps := range c.PodSets {
+		// Whether the pod set is there: as much its shape as its template.
+		if ps.When != nil && !slices.Contains(k.Fixed, ps.When.Path.String()) {
+			k.Fixed = append(k.Fixed, ps.When.Path.String())
+		}
 	}
 	return k
 }

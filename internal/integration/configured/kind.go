@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -34,7 +35,21 @@ type Kind struct {
 var (
 	_ integration.Kind    = Kind{}
 	_ integration.Refuser = Kind{}
+	_ integration.Owned   = Kind{}
 )
+
+// QueuingOwner is obj's controller reference when it names a kind of the
+// configuration's OwnedBy (a RayCluster's RayJob), else nil.
+func (k Kind) QueuingOwner(obj client.Object) *metav1.OwnerReference {
+	ref := metav1.GetControllerOf(obj)
+	if ref == nil || !slices.Contains(k.C.OwnedBy, ref.Kind) {
+		return nil
+	}
+	if gv, err := schema.ParseGroupVersion(ref.APIVersion); err != nil || gv.Group != k.C.Group {
+		return nil
+	}
+	return ref
+}
 
 // New is an empty object of the kind.
 func (k Kind) New() client.Object {
@@ -43,7 +58,12 @@ func (k Kind) New() client.Object {
 	return u
 }
 
+// QueueName is "" for an object made for an owner it is queued with
+// (QueuingOwner): its owner's Workload counts its pods.
 func (k Kind) QueueName(obj client.Object) string {
+	if k.QueuingOwner(obj) != nil {
+		return ""
+	}
 	if q := integration.QueueName(obj.GetLabels()); q != "" || !k.Default {
 		return q
 	}
@@ -91,6 +111,9 @@ func (c *Compiled) slots(u *unstructured.Unstructured) ([]slot, error) {
 	for i := range c.PodSets {
 		ps := &c.PodSets[i]
 		if ps.List == nil {
+			if ps.When != nil && !ps.When.Holds(u.Object) {
+				continue
+			}
 			if err := add(slot{name: ps.Name, ps: ps, in: u.Object}, "podSets["+ps.Name+"]"); err != nil {
 				return nil, err
 			}
@@ -131,9 +154,13 @@ func (c *Compiled) slots(u *unstructured.Unstructured) ([]slot, error) {
 	return out, nil
 }
 
-// template reads a slot's template, found false when it has none.
+// template reads a slot's template, or its default where it has none;
+// found false when it has neither.
 func (s slot) template() (t corev1.PodTemplateSpec, found bool, err error) {
 	m, found, err := unstructured.NestedMap(s.in, s.ps.Template...)
+	if err == nil && !found && s.ps.Default != nil {
+		return *s.ps.Default.DeepCopy(), true, nil
+	}
 	if err != nil || !found {
 		return t, found, err
 	}
@@ -141,6 +168,29 @@ func (s slot) template() (t corev1.PodTemplateSpec, found bool, err error) {
 		return t, true, err
 	}
 	return t, true, nil
+}
+
+// defaulted reports whether the slot runs its default template: one berth
+// cannot put flavors' settings on.
+func (s slot) defaulted() bool {
+	if s.ps.Default == nil {
+		return false
+	}
+	_, found, _ := unstructured.NestedFieldNoCopy(s.in, s.ps.Template...)
+	return !found
+}
+
+// Unfollowed are the pod sets of u that run a default template (Default):
+// their pods carry no label of u's, so berth does not find them.
+func (c *Compiled) Unfollowed(u *unstructured.Unstructured) []string {
+	slots, _ := c.slots(u)
+	var out []string
+	for _, s := range slots {
+		if s.defaulted() {
+			out = append(out, s.name)
+		}
+	}
+	return out
 }
 
 // integer reads the whole number at p, found false when absent.
@@ -315,7 +365,7 @@ func (k Kind) Refuse(obj client.Object) string {
 		if err != nil {
 			return fmt.Sprintf("%s: %s: %v", who, s.path(s.ps.Template), err)
 		}
-		if !found {
+		if !found || s.defaulted() {
 			continue
 		}
 		if q := integration.QueueName(t.Labels); q != "" {
@@ -338,6 +388,16 @@ func (k Kind) Refuse(obj client.Object) string {
 	}
 	if p := k.C.Uses(u); p != "" {
 		return fmt.Sprintf("%s: %s: is set; berth does not follow it for a %s yet, so a queued %s may not set it", who, p, k.C.Kind, k.C.Kind)
+	}
+	for _, r := range k.C.Requires {
+		if !r.Holds(u.Object) {
+			got := "not set"
+			if v, found, _ := unstructured.NestedFieldNoCopy(u.Object, r.Path...); found {
+				b, _ := json.Marshal(v)
+				got = string(b)
+			}
+			return fmt.Sprintf("%s: %s: is %s; a queued %s has %s (others are not supported yet)", who, r.Path, got, k.C.Kind, r.Want())
+		}
 	}
 	if _, ok := u.GetLabels()[berthv1.PrebuiltWorkloadLabel]; ok {
 		return fmt.Sprintf("%s: metadata.labels[%s]: prebuilt Workloads (dispatch to worker clusters) of a kind queued from configuration are not supported yet",
@@ -376,6 +436,19 @@ func (k Kind) HeldFields(obj client.Object) []integration.Field {
 // is one that says the object failed.
 func (k Kind) Finished(obj client.Object) (finished, failed bool) {
 	u := obj.(*unstructured.Unstructured)
+	if f := k.C.FinishedField; f != nil {
+		v, _, _ := unstructured.NestedFieldNoCopy(u.Object, f...)
+		s, _ := v.(string)
+		switch {
+		case s == "":
+			return false, false
+		case slices.Contains(k.C.Spec.Finished.Failed, s):
+			return true, true
+		case slices.Contains(k.C.Spec.Finished.Succeeded, s):
+			return true, false
+		}
+		return false, false
+	}
 	raw, found, err := unstructured.NestedSlice(u.Object, "status", "conditions")
 	if err != nil || !found {
 		return false, false
@@ -434,8 +507,8 @@ func (k Kind) Start(obj client.Object, flavors map[string][]*berthv1.ResourceFla
 		if err != nil {
 			return fmt.Errorf("%s %s: %s: %w", k.C.Kind, u.GetName(), s.path(s.ps.Template), err)
 		}
-		if !found {
-			continue
+		if !found || s.defaulted() {
+			continue // nowhere to write: its pods go where the scheduler puts them
 		}
 		// Cloned: InjectFlavors adds to the map in place.
 		orig[s.name] = scheduling{NodeSelector: maps.Clone(t.Spec.NodeSelector), Tolerations: slices.Clone(t.Spec.Tolerations)}

@@ -3,6 +3,7 @@ package configured
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -200,9 +201,13 @@ func (r *Reconciler) recordPodsReady(ctx context.Context, u *unstructured.Unstru
 	if err := r.live.List(ctx, &pods, client.InNamespace(u.GetNamespace()), client.MatchingLabels(Pods(u))); err != nil {
 		return reconcile.Result{}, err
 	}
+	// Pods of a default template carry no label of u's: not looked for.
+	unfollowed := r.kind.C.Unfollowed(u)
 	var want int32
 	for _, a := range wl.Status.Admission.PodSetAssignments {
-		want += a.Count
+		if !slices.Contains(unfollowed, a.Name) {
+			want += a.Count
+		}
 	}
 	ready, msg := PodsReady(pods.Items, want)
 	if !ready {

@@ -73,10 +73,28 @@ func CheckSchema(c Compiled, crd *apiextensionsv1.CustomResourceDefinition) erro
 			return fmt.Errorf("%s: unsupported[%d]: %w", what, i, err)
 		}
 	}
+	for i, r := range c.Requires {
+		if _, err := find(root, r.Path, ""); err != nil {
+			return fmt.Errorf("%s: requires[%d].path: %w", what, i, err)
+		}
+	}
+	for i, ps := range c.PodSets {
+		if ps.When == nil {
+			continue
+		}
+		if _, err := find(root, ps.When.Path, ""); err != nil {
+			return fmt.Errorf("%s: podSets[%d].when.path: %w", what, i, err)
+		}
+	}
+	if c.FinishedField != nil {
+		if _, err := find(root, c.FinishedField, "string"); err != nil {
+			return fmt.Errorf("%s: finished.field: %w", what, err)
+		}
+	}
 	if version.Subresources == nil || version.Subresources.Status == nil {
 		// Without it a namespace user could write the conditions that
 		// finish an object's Workload while its pods run on.
-		return fmt.Errorf("%s: version %s has no status subresource; berth reads status.conditions, which only the kind's controller may then write", what, c.Version)
+		return fmt.Errorf("%s: version %s has no status subresource; berth reads how an object ended from its status, which only the kind's controller may then write", what, c.Version)
 	}
 	return nil
 }
