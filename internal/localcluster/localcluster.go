@@ -293,6 +293,10 @@ func configuredKinds(c Config) ([]byte, error) {
 			return nil, err
 		}
 		if data != nil {
+			// Its kinds' controller is the addon this instance runs.
+			if data, err = configured.WithControllers(data, a.Identity.User); err != nil {
+				return nil, fmt.Errorf("the kinds of --with %s: %w", a.Name, err)
+			}
 			files = append(files, data)
 		}
 	}

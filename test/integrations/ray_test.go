@@ -2,6 +2,7 @@ package integrations
 
 import (
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 
@@ -13,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
+	"github.com/berth-dev/berth/internal/integration/configured"
 	"github.com/berth-dev/berth/internal/testenv"
 	"github.com/berth-dev/berth/internal/workload"
 	"github.com/berth-dev/berth/test/standin"
@@ -26,13 +28,7 @@ import (
 // deleted, it is suspended and KubeRay takes its pods away.
 func TestKubeRaysRayClusterIsQueuedAndItsOperatorMakesThePods(t *testing.T) {
 	env := testenv.New(t)
-	editors := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "ray-edit",
-		Labels: map[string]string{"rbac.authorization.k8s.io/aggregate-to-edit": "true"}},
-		Rules: []rbacv1.PolicyRule{{APIGroups: []string{"ray.io"}, Resources: []string{"rayclusters", "rayjobs", "rayservices"},
-			Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}}}}
-	if err := env.Client.Create(ctx, editors); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
+	rayEditors(t, env)
 	// Installed by --with ray already: this waits for berth to turn it on.
 	standin.InstallCRD(t, env, "../../config/addons/ray/crd/ray.io_rayclusters.yaml", "rayclusters.ray.io.berth.dev")
 
@@ -157,6 +153,203 @@ func TestKubeRaysRayClusterIsQueuedAndItsOperatorMakesThePods(t *testing.T) {
 		}
 		if n := len(pods()); n != 0 {
 			return fmt.Errorf("%d pods left", n)
+		}
+		return nil
+	})
+}
+
+// rayEditors lets the edit role write KubeRay's kinds, as KubeRay's own
+// install does.
+func rayEditors(t *testing.T, env *testenv.Env) {
+	t.Helper()
+	editors := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "ray-edit",
+		Labels: map[string]string{"rbac.authorization.k8s.io/aggregate-to-edit": "true"}},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{"ray.io"}, Resources: []string{"rayclusters", "rayjobs", "rayservices"},
+			Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}}}}
+	if err := env.Client.Create(ctx, editors); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+}
+
+// rayKind is a kind as config/addons/ray/kinds.yaml describes it.
+func rayKind(t *testing.T, name string) configured.Kind {
+	t.Helper()
+	data, err := os.ReadFile("../../config/addons/ray/kinds.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds, err := configured.Parse(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range kinds {
+		if kinds[i].Kind == name {
+			return configured.Kind{C: &kinds[i]}
+		}
+	}
+	t.Fatalf("no %s in kinds.yaml", name)
+	return configured.Kind{}
+}
+
+// A RayJob, queued by berth with KubeRay's operator running: a RayJob
+// KubeRay could not suspend is refused; one that fits is held until its
+// cluster and submitter fit, then KubeRay makes its RayCluster (queued with
+// the RayJob, not on its own) and its pods on the flavor's nodes, and a
+// user cannot make such a cluster themselves; on simulated nodes the Ray
+// job runs its berth.dev/sim-duration, KubeRay deletes the cluster, the
+// Workload finishes and its quota comes back.
+func TestKubeRaysRayJobIsQueuedWholeAndRunsToItsEnd(t *testing.T) {
+	env := testenv.New(t)
+	rayEditors(t, env)
+	standin.InstallCRD(t, env, "../../config/addons/ray/crd/ray.io_rayjobs.yaml", "rayjobs.ray.io.berth.dev")
+	pool, cq := poolQueue(t, env, "4", "8Gi")
+	env.CreateSimNode(t, env.Name("n1"), map[string]string{"pool": pool}) // where its pods run
+	kind := rayKind(t, "RayJob")
+	rj := readExample(t, "../../examples/configured/rayjob.yaml")
+	rj.SetNamespace(env.Namespace)
+
+	alice := env.AsEditor(t, "alice")
+	for _, tc := range []struct {
+		edit func(*unstructured.Unstructured)
+		want string
+	}{
+		{func(u *unstructured.Unstructured) {
+			_ = unstructured.SetNestedField(u.Object, false, "spec", "shutdownAfterJobFinishes")
+		},
+			"spec.shutdownAfterJobFinishes: is false; a queued RayJob has true"},
+		{func(u *unstructured.Unstructured) {
+			_ = unstructured.SetNestedField(u.Object, "SidecarMode", "spec", "submissionMode")
+			unstructured.RemoveNestedField(u.Object, "spec", "submitterPodTemplate")
+		}, `spec.submissionMode: is "SidecarMode"`},
+	} {
+		bad := rj.DeepCopy()
+		bad.SetName("bad")
+		tc.edit(bad)
+		testenv.Eventually(t, wait, func() error {
+			if err := alice.Create(ctx, bad.DeepCopy(), client.DryRunAll); err == nil || !strings.Contains(err.Error(), tc.want) {
+				return fmt.Errorf("not refused with %q: %v", tc.want, err)
+			}
+			return nil
+		})
+	}
+
+	if err := alice.Create(ctx, rj); err != nil {
+		t.Fatal(err)
+	}
+	get := func() *unstructured.Unstructured {
+		t.Helper()
+		now := rj.DeepCopy()
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(rj), now); err != nil {
+			t.Fatal(err)
+		}
+		return now
+	}
+	if !kind.C.Suspended(get()) {
+		t.Fatal("a queued RayJob was not created suspended")
+	}
+	workloadOf := func() (*berthv1.Workload, error) {
+		var wl berthv1.Workload
+		err := env.Client.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: kind.WorkloadName(rj)}, &wl)
+		return &wl, err
+	}
+	testenv.Eventually(t, wait, func() error {
+		wl, err := workloadOf()
+		if err != nil {
+			return err
+		}
+		var got []string
+		for _, ps := range wl.Spec.PodSets {
+			got = append(got, fmt.Sprintf("%s:%d", ps.Name, ps.Count))
+		}
+		if strings.Join(got, ",") != "head:1,workers:2,submitter:1" {
+			return fmt.Errorf("pod sets %v, want the head, two workers and the submitter", got)
+		}
+		if !workload.IsAdmitted(wl) {
+			return fmt.Errorf("not admitted")
+		}
+		return nil
+	})
+
+	// KubeRay makes the cluster from the started RayJob: not held, no
+	// Workload of its own, its pods on the flavor's nodes and counted by
+	// the RayJob's.
+	rcKind := rayKind(t, "RayCluster")
+	var rc *unstructured.Unstructured
+	testenv.Eventually(t, wait, func() error {
+		l := &unstructured.UnstructuredList{}
+		l.SetGroupVersionKind(rcKind.C.GVK.GroupVersion().WithKind("RayClusterList"))
+		if err := env.Client.List(ctx, l, client.InNamespace(env.Namespace)); err != nil {
+			return err
+		}
+		if len(l.Items) != 1 {
+			return fmt.Errorf("%d RayClusters, want the RayJob's", len(l.Items))
+		}
+		rc = &l.Items[0]
+		return nil
+	})
+	if rcKind.C.Suspended(rc) || !metav1.IsControlledBy(rc, rj) {
+		t.Errorf("the RayJob's cluster: suspended %v, owners %v", rcKind.C.Suspended(rc), rc.GetOwnerReferences())
+	}
+	testenv.Eventually(t, wait, func() error {
+		var l corev1.PodList
+		if err := env.Client.List(ctx, &l, client.InNamespace(env.Namespace), client.MatchingLabels{berthv1.OwnerUIDLabel: string(rj.GetUID())}); err != nil {
+			return err
+		}
+		if len(l.Items) < 3 {
+			return fmt.Errorf("%d of the RayJob's pods, want at least its head and two workers", len(l.Items))
+		}
+		for _, p := range l.Items {
+			if p.Spec.NodeSelector["pool"] != pool {
+				return fmt.Errorf("pod %s: node selector %v", p.Name, p.Spec.NodeSelector)
+			}
+		}
+		return nil
+	})
+	var own berthv1.Workload
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: rcKind.WorkloadName(rc)}, &own); !apierrors.IsNotFound(err) {
+		t.Errorf("the RayJob's cluster has a Workload of its own: %v", err)
+	}
+
+	// A cluster that claims the RayJob as its controller is KubeRay's to
+	// make: not its user's, whose pods would run outside the RayJob's quota.
+	forged := readExample(t, "../../examples/configured/raycluster.yaml")
+	forged.SetNamespace(env.Namespace)
+	forged.SetName("forged")
+	yes := true
+	forged.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "ray.io/v1", Kind: "RayJob", Name: rj.GetName(), UID: rj.GetUID(), Controller: &yes}})
+	if err := alice.Create(ctx, forged); err == nil || !strings.Contains(err.Error(), "only the RayJob controller makes the RayClusters of a RayJob") {
+		t.Errorf("a user's RayCluster under the RayJob was not refused: %v", err)
+	}
+
+	// The simulated Ray job and its submitter end after 5s: KubeRay says
+	// Complete and deletes the cluster; the Workload finishes and the
+	// ClusterQueue has its quota back once the pods are gone.
+	testenv.Eventually(t, 2*wait, func() error {
+		now := get()
+		if f, failed := kind.Finished(now); !f || failed {
+			s, _, _ := unstructured.NestedString(now.Object, "status", "jobDeploymentStatus")
+			state, _, _ := unstructured.NestedString(now.Object, "status", "rayClusterStatus", "state")
+			var events corev1.EventList
+			_ = env.Client.List(ctx, &events, client.InNamespace(env.Namespace))
+			var said []string
+			for _, e := range events.Items {
+				said = append(said, e.InvolvedObject.Kind+" "+e.Reason+": "+e.Message)
+			}
+			return fmt.Errorf("jobDeploymentStatus %q (its cluster %q), want Complete; events: %s", s, state, strings.Join(said, "; "))
+		}
+		wl, err := workloadOf()
+		if err != nil {
+			return err
+		}
+		if !workload.IsFinished(wl) {
+			return fmt.Errorf("its Workload is not finished")
+		}
+		var q berthv1.ClusterQueue
+		if err := env.Client.Get(ctx, client.ObjectKey{Name: cq}, &q); err != nil {
+			return err
+		}
+		if q.Status.ReservingWorkloads != 0 {
+			return fmt.Errorf("ClusterQueue %s still reserves quota for %d workloads", cq, q.Status.ReservingWorkloads)
 		}
 		return nil
 	})

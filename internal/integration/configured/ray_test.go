@@ -9,14 +9,15 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/yaml"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
 	"github.com/berth-dev/berth/internal/guard"
 )
 
-// rayCluster is the RayCluster as `berth up --with ray` describes it.
-func rayCluster(t *testing.T) Kind {
+// rayKind is a kind as `berth up --with ray` describes it.
+func rayKind(t *testing.T, kind string) Kind {
 	t.Helper()
 	data, err := os.ReadFile("../../../config/addons/ray/kinds.yaml")
 	if err != nil {
@@ -26,13 +27,27 @@ func rayCluster(t *testing.T) Kind {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return Kind{C: &kinds[0]}
+	for i := range kinds {
+		if kinds[i].Kind == kind {
+			return Kind{C: &kinds[i]}
+		}
+	}
+	t.Fatalf("no %s in config/addons/ray/kinds.yaml", kind)
+	return Kind{}
 }
+
+func rayCluster(t *testing.T) Kind { return rayKind(t, "RayCluster") }
 
 // rayExample is examples/configured/raycluster.yaml, with a UID.
 func rayExample(t *testing.T) *unstructured.Unstructured {
 	t.Helper()
-	data, err := os.ReadFile("../../../examples/configured/raycluster.yaml")
+	return manifest(t, "raycluster.yaml", "uid-ray")
+}
+
+// manifest is a file of examples/configured, with uid.
+func manifest(t *testing.T, file, uid string) *unstructured.Unstructured {
+	t.Helper()
+	data, err := os.ReadFile("../../../examples/configured/" + file)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,8 +55,22 @@ func rayExample(t *testing.T) *unstructured.Unstructured {
 	if err := yaml.Unmarshal(data, &u.Object); err != nil {
 		t.Fatal(err)
 	}
-	u.SetUID("uid-ray")
+	u.SetUID(types.UID(uid))
 	return u
+}
+
+// rayCRD is the CRD of KubeRay's resource that `berth up --with ray` installs.
+func rayCRD(t *testing.T, resource string) *apiextensionsv1.CustomResourceDefinition {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join("../../../config/addons/ray/crd", "ray.io_"+resource+".yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var crd apiextensionsv1.CustomResourceDefinition
+	if err := yaml.Unmarshal(raw, &crd); err != nil {
+		t.Fatal(err)
+	}
+	return &crd
 }
 
 // group sets fields of worker group i.
@@ -61,15 +90,8 @@ func group(u *unstructured.Unstructured, i int, fields map[string]any) {
 // from KubeRay's published types.
 func TestTheRayClusterDescriptionFitsKubeRaysCRD(t *testing.T) {
 	k := rayCluster(t)
-	raw, err := os.ReadFile(filepath.Join("../../../config/addons/ray/crd", "ray.io_rayclusters.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var crd apiextensionsv1.CustomResourceDefinition
-	if err := yaml.Unmarshal(raw, &crd); err != nil {
-		t.Fatal(err)
-	}
-	if err := CheckSchema(*k.C, &crd); err != nil {
+	crd := rayCRD(t, "rayclusters")
+	if err := CheckSchema(*k.C, crd); err != nil {
 		t.Fatal(err)
 	}
 	wrong := k.C.Spec
@@ -79,7 +101,7 @@ func TestTheRayClusterDescriptionFitsKubeRaysCRD(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := CheckSchema(c, &crd); err == nil || !strings.Contains(err.Error(), `podSets[1].nameFrom: name: the schema has no field "name"`) {
+	if err := CheckSchema(c, crd); err == nil || !strings.Contains(err.Error(), `podSets[1].nameFrom: name: the schema has no field "name"`) {
 		t.Errorf("a nameFrom the entries lack: %v", err)
 	}
 }
@@ -193,7 +215,7 @@ func TestUnsupportedFieldsAreRefusedAndGuarded(t *testing.T) {
 		t.Errorf("not queued, yet refused: %q", why)
 	}
 	g := k.C.Guard()
-	want := guard.Kind{Fixed: []string{"spec.headGroupSpec.template", "spec.workerGroupSpecs"}, Immutable: []string{"spec.enableInTreeAutoscaling"}}
+	want := guard.Kind{Fixed: []string{"spec.headGroupSpec.template", "spec.workerGroupSpecs"}, Immutable: []string{"spec.enableInTreeAutoscaling", "spec.managedBy"}}
 	if strings.Join(g.Fixed, ",") != strings.Join(want.Fixed, ",") || strings.Join(g.Immutable, ",") != strings.Join(want.Immutable, ",") {
 		t.Errorf("guard: fixed %v, immutable %v", g.Fixed, g.Immutable)
 	}
