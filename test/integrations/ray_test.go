@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -350,6 +351,85 @@ func TestKubeRaysRayJobIsQueuedWholeAndRunsToItsEnd(t *testing.T) {
 		}
 		if q.Status.ReservingWorkloads != 0 {
 			return fmt.Errorf("ClusterQueue %s still reserves quota for %d workloads", cq, q.Status.ReservingWorkloads)
+		}
+		return nil
+	})
+}
+
+// A RayService has no suspend field: it is not queued itself, but each
+// RayCluster KubeRay makes for it carries its queue label and is queued as
+// any RayCluster, held until it fits, then run on its flavor's nodes.
+func TestARayServicesClusterIsQueuedAsAnyRayCluster(t *testing.T) {
+	env := testenv.New(t)
+	standin.InstallCRD(t, env, "../../config/addons/ray/crd/ray.io_rayclusters.yaml", "rayclusters.ray.io.berth.dev")
+	// Too small for the head and the worker at first.
+	pool, cq := poolQueue(t, env, "1", "8Gi")
+	env.CreateSimNode(t, env.Name("n1"), map[string]string{"pool": pool})
+	svc := readExample(t, "../../examples/configured/rayservice.yaml")
+	svc.SetNamespace(env.Namespace)
+	env.Create(t, svc)
+
+	kind := rayKind(t, "RayCluster")
+	cluster := func() (*unstructured.Unstructured, error) {
+		l := &unstructured.UnstructuredList{}
+		l.SetGroupVersionKind(kind.C.GVK.GroupVersion().WithKind("RayClusterList"))
+		if err := env.Client.List(ctx, l, client.InNamespace(env.Namespace)); err != nil {
+			return nil, err
+		}
+		if len(l.Items) != 1 {
+			return nil, fmt.Errorf("%d RayClusters, want the RayService's", len(l.Items))
+		}
+		return &l.Items[0], nil
+	}
+	workloadOf := func(rc *unstructured.Unstructured) (*berthv1.Workload, error) {
+		var wl berthv1.Workload
+		err := env.Client.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: kind.WorkloadName(rc)}, &wl)
+		return &wl, err
+	}
+	testenv.Eventually(t, wait, func() error {
+		rc, err := cluster()
+		if err != nil {
+			return err
+		}
+		if !metav1.IsControlledBy(rc, svc) || !kind.C.Suspended(rc) {
+			return fmt.Errorf("cluster %s: suspended %v, owners %v", rc.GetName(), kind.C.Suspended(rc), rc.GetOwnerReferences())
+		}
+		wl, err := workloadOf(rc)
+		if err != nil {
+			return err
+		}
+		if workload.IsAdmitted(wl) || len(wl.Spec.PodSets) != 2 {
+			return fmt.Errorf("Workload %s: admitted %v, pod sets %+v; want it waiting for two", wl.Name, workload.IsAdmitted(wl), wl.Spec.PodSets)
+		}
+		return nil
+	})
+
+	// Room for both: admitted, KubeRay makes its pods on the flavor's nodes.
+	var q berthv1.ClusterQueue
+	if err := env.Client.Get(ctx, client.ObjectKey{Name: cq}, &q); err != nil {
+		t.Fatal(err)
+	}
+	orig := q.DeepCopy()
+	q.Spec.ResourceGroups[0].Flavors[0].Resources[0].NominalQuota = resource.MustParse("2")
+	if err := env.Client.Patch(ctx, &q, client.MergeFrom(orig)); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, wait, func() error {
+		rc, err := cluster()
+		if err != nil {
+			return err
+		}
+		var l corev1.PodList
+		if err := env.Client.List(ctx, &l, client.InNamespace(env.Namespace), client.MatchingLabels{"ray.io/cluster": rc.GetName()}); err != nil {
+			return err
+		}
+		if kind.C.Suspended(rc) || len(l.Items) != 2 {
+			return fmt.Errorf("suspended %v, %d pods", kind.C.Suspended(rc), len(l.Items))
+		}
+		for _, p := range l.Items {
+			if p.Spec.NodeSelector["pool"] != pool || p.Labels[berthv1.OwnerUIDLabel] != string(rc.GetUID()) {
+				return fmt.Errorf("pod %s: node selector %v, labels %v", p.Name, p.Spec.NodeSelector, p.Labels)
+			}
 		}
 		return nil
 	})

@@ -66,6 +66,13 @@ func TestTheSimulationAnswersForAHeadOnASimulatedNode(t *testing.T) {
 	}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(node("sim-0", true), node("real-0", false),
 		head("a", "sim-0"), head("b", "real-0"), head("c", "")).Build()
+	// A pod's Serve proxy is asked where the pod runs: nowhere yet is as
+	// good as simulated.
+	for nodeName, want := range map[string]bool{"sim-0": true, "real-0": false, "": true} {
+		if got, err := onSimulatedNode(context.Background(), c, head("p", nodeName)); err != nil || got != want {
+			t.Errorf("a pod on %q: simulated %v (%v), want %v", nodeName, got, err, want)
+		}
+	}
 	for cluster, want := range map[string]bool{"a": true, "b": false, "c": true, "gone": true} {
 		rc := &rayv1.RayCluster{ObjectMeta: metav1.ObjectMeta{Name: cluster, Namespace: "team"}}
 		got, err := headSimulated(context.Background(), c, rc)

@@ -53,10 +53,46 @@ func (p Provider) GetDashboardClient(mgr manager.Manager) func(*rayv1.RayCluster
 	}
 }
 
-// GetHttpProxyClient is Real's: Ray Serve's proxies (RayService) are not
-// simulated.
+// GetHttpProxyClient is the client of a pod's Ray Serve proxy: Real's for
+// a pod on a real node; for one on a simulated node, whose address leads
+// nowhere, one that says the proxy is not simulated.
 func (p Provider) GetHttpProxyClient(mgr manager.Manager) func(string, string, string, int) utils.RayHttpProxyClientInterface {
-	return p.Real.GetHttpProxyClient(mgr)
+	real := p.Real.GetHttpProxyClient(mgr)
+	c := mgr.GetClient()
+	return func(hostIP, namespace, name string, port int) utils.RayHttpProxyClientInterface {
+		ctx, cancel := context.WithTimeout(context.Background(), lookup)
+		defer cancel()
+		var pod corev1.Pod
+		if err := c.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, &pod); err != nil {
+			return proxy{fmt.Errorf("reading pod %s/%s: %w", namespace, name, err)}
+		}
+		sim, err := onSimulatedNode(ctx, c, &pod)
+		switch {
+		case err != nil:
+			return proxy{err}
+		case sim:
+			return proxy{errServe}
+		}
+		return real(hostIP, namespace, name, port)
+	}
+}
+
+// proxy is a Ray Serve proxy that is not there.
+type proxy struct{ err error }
+
+func (p proxy) CheckProxyActorHealth(context.Context) error { return p.err }
+
+// onSimulatedNode reports whether pod runs on a simulated node; not on a
+// node yet, it runs nowhere to be asked.
+func onSimulatedNode(ctx context.Context, c client.Reader, pod *corev1.Pod) (bool, error) {
+	if pod.Spec.NodeName == "" {
+		return true, nil
+	}
+	var node corev1.Node
+	if err := c.Get(ctx, types.NamespacedName{Name: pod.Spec.NodeName}, &node); err != nil {
+		return false, fmt.Errorf("reading node %s of pod %s/%s: %w", pod.Spec.NodeName, pod.Namespace, pod.Name, err)
+	}
+	return node.Labels[nodepool.OwnerLabel] == "true", nil
 }
 
 // headSimulated reports whether rc's head pod runs on a simulated node, or
@@ -67,15 +103,10 @@ func headSimulated(ctx context.Context, c client.Reader, rc *rayv1.RayCluster) (
 		client.MatchingLabels{utils.RayClusterLabelKey: rc.Name, utils.RayNodeTypeLabelKey: string(rayv1.HeadNode)}); err != nil {
 		return false, fmt.Errorf("finding the head pod of RayCluster %s/%s: %w", rc.Namespace, rc.Name, err)
 	}
-	for _, pod := range pods.Items {
-		if pod.Spec.NodeName == "" || pod.DeletionTimestamp != nil {
-			continue
+	for i := range pods.Items {
+		if pod := &pods.Items[i]; pod.Spec.NodeName != "" && pod.DeletionTimestamp == nil {
+			return onSimulatedNode(ctx, c, pod)
 		}
-		var node corev1.Node
-		if err := c.Get(ctx, types.NamespacedName{Name: pod.Spec.NodeName}, &node); err != nil {
-			return false, fmt.Errorf("reading node %s of the head of RayCluster %s/%s: %w", pod.Spec.NodeName, rc.Namespace, rc.Name, err)
-		}
-		return node.Labels[nodepool.OwnerLabel] == "true", nil
 	}
 	// No head runs (the cluster is gone, or not up): there is no Ray to
 	// ask, and a RayJob being deleted must not wait for one to stop its job.
@@ -90,8 +121,8 @@ type Dashboard struct {
 
 var _ dashboardclient.RayDashboardClientInterface = &Dashboard{}
 
-// errServe: Ray Serve's applications are not simulated.
-var errServe = errors.New("simulated by berth: Ray Serve (RayService) is not simulated; its applications never become ready")
+// errServe: Ray Serve's applications and proxies are not simulated.
+var errServe = errors.New("simulated by berth: Ray Serve (RayService) is not simulated; its applications and proxies never become ready")
 
 func (d *Dashboard) InitClient(*http.Client, string) {}
 
