@@ -119,11 +119,6 @@ func TestAConfiguredKindIsQueuedAsAJobIs(t *testing.T) {
 	high := env.Name("high")
 	env.Create(t, &berthv1.WorkloadPriorityClass{ObjectMeta: metav1.ObjectMeta{Name: high}, Value: 100})
 
-	workloadOf := func(u *unstructured.Unstructured) (*berthv1.Workload, error) {
-		var wl berthv1.Workload
-		err := env.Client.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: kind.WorkloadName(u)}, &wl)
-		return &wl, err
-	}
 	get := func(u *unstructured.Unstructured) *unstructured.Unstructured {
 		t.Helper()
 		now := u.DeepCopy()
@@ -148,7 +143,7 @@ func TestAConfiguredKindIsQueuedAsAJobIs(t *testing.T) {
 		t.Fatal("a queued MPIJob was not created suspended")
 	}
 	testenv.Eventually(t, wait, func() error {
-		wl, err := workloadOf(big)
+		wl, err := workloadOf(env, kind, big)
 		if err != nil {
 			return err
 		}
@@ -209,7 +204,7 @@ func TestAConfiguredKindIsQueuedAsAJobIs(t *testing.T) {
 				return fmt.Errorf("pod %s lacks its flavor's node label or toleration: %v %v", p.Name, p.Spec.NodeSelector, p.Spec.Tolerations)
 			}
 		}
-		wl, err := workloadOf(short)
+		wl, err := workloadOf(env, kind, short)
 		if err != nil {
 			return err
 		}
@@ -251,28 +246,28 @@ func TestAConfiguredKindIsQueuedAsAJobIs(t *testing.T) {
 		return nil
 	})
 	testenv.Consistently(t, 2*time.Second, func() error {
-		wl, err := workloadOf(low)
+		wl, err := workloadOf(env, kind, low)
 		if err != nil {
 			return err
 		}
 		if !workload.HasQuota(wl) {
 			return fmt.Errorf("the preempted MPIJob's quota was given back while its pods run")
 		}
-		if uwl, err := workloadOf(urgent); err == nil && workload.HasQuota(uwl) {
+		if uwl, err := workloadOf(env, kind, urgent); err == nil && workload.HasQuota(uwl) {
 			return fmt.Errorf("the urgent MPIJob was admitted into quota still in use")
 		}
 		return nil
 	})
 	op.Release.Store(true)
 	testenv.Eventually(t, wait, func() error {
-		uwl, err := workloadOf(urgent)
+		uwl, err := workloadOf(env, kind, urgent)
 		if err != nil {
 			return err
 		}
 		if !workload.IsAdmitted(uwl) {
 			return fmt.Errorf("the urgent MPIJob is not admitted")
 		}
-		wl, err := workloadOf(low)
+		wl, err := workloadOf(env, kind, low)
 		if err != nil {
 			return err
 		}
@@ -283,7 +278,7 @@ func TestAConfiguredKindIsQueuedAsAJobIs(t *testing.T) {
 	})
 	// Once the urgent one is done, the preempted one runs again, whole.
 	testenv.Eventually(t, wait, func() error {
-		wl, err := workloadOf(low)
+		wl, err := workloadOf(env, kind, low)
 		if err != nil {
 			return err
 		}
@@ -298,7 +293,7 @@ func TestAConfiguredKindIsQueuedAsAJobIs(t *testing.T) {
 
 	// Its Workload deleted by hand: it stops, its quota is given back once
 	// its pods are gone, and it queues again with a new Workload, admitted.
-	wl, err := workloadOf(low)
+	wl, err := workloadOf(env, kind, low)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -306,7 +301,7 @@ func TestAConfiguredKindIsQueuedAsAJobIs(t *testing.T) {
 		t.Fatal(err)
 	}
 	testenv.Eventually(t, wait, func() error {
-		now, err := workloadOf(low)
+		now, err := workloadOf(env, kind, low)
 		if err != nil {
 			return err
 		}
@@ -377,14 +372,9 @@ func TestTheTrainingOperatorsPyTorchJobIsQueuedWithItsPublishedCRD(t *testing.T)
 			kind = configured.Kind{C: &k}
 		}
 	}
-	workloadOf := func() (*berthv1.Workload, error) {
-		var wl berthv1.Workload
-		err := env.Client.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: kind.WorkloadName(job)}, &wl)
-		return &wl, err
-	}
 	var now *unstructured.Unstructured
 	testenv.Eventually(t, wait, func() error {
-		wl, err := workloadOf()
+		wl, err := workloadOf(env, kind, job)
 		if err != nil {
 			return err
 		}
@@ -436,7 +426,7 @@ func TestTheTrainingOperatorsPyTorchJobIsQueuedWithItsPublishedCRD(t *testing.T)
 		return alice.Update(ctx, grown) // a conflict with berth's writes: read and try again
 	})
 	testenv.Eventually(t, wait, func() error {
-		wl, err := workloadOf()
+		wl, err := workloadOf(env, kind, job)
 		if err != nil {
 			return err
 		}
@@ -468,6 +458,13 @@ func poolQueue(t *testing.T, env *testenv.Env, cpu, memory string) (pool, cq str
 	env.Create(t, MakeClusterQueue(cq).ResourceGroup(MakeFlavorQuotas(rf).Resource("cpu", cpu).Resource("memory", memory).Obj()).Obj())
 	env.Create(t, MakeLocalQueue("main", env.Namespace, cq).Obj())
 	return pool, cq
+}
+
+// workloadOf is the Workload of obj, an object of kind.
+func workloadOf(env *testenv.Env, kind configured.Kind, obj *unstructured.Unstructured) (*berthv1.Workload, error) {
+	var wl berthv1.Workload
+	err := env.Client.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: kind.WorkloadName(obj)}, &wl)
+	return &wl, err
 }
 
 // readExample reads an object from a YAML file.

@@ -62,11 +62,6 @@ func TestKubeRaysRayClusterIsQueuedAndItsOperatorMakesThePods(t *testing.T) {
 		}
 		return now
 	}
-	workloadOf := func() (*berthv1.Workload, error) {
-		var wl berthv1.Workload
-		err := env.Client.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: kind.WorkloadName(rc)}, &wl)
-		return &wl, err
-	}
 	pods := func() []corev1.Pod {
 		t.Helper()
 		var l corev1.PodList
@@ -76,7 +71,7 @@ func TestKubeRaysRayClusterIsQueuedAndItsOperatorMakesThePods(t *testing.T) {
 		return l.Items
 	}
 	testenv.Eventually(t, wait, func() error {
-		wl, err := workloadOf()
+		wl, err := workloadOf(env, kind, rc)
 		if err != nil {
 			return err
 		}
@@ -248,13 +243,8 @@ func TestKubeRaysRayJobIsQueuedWholeAndRunsToItsEnd(t *testing.T) {
 	if !kind.C.Suspended(get()) {
 		t.Fatal("a queued RayJob was not created suspended")
 	}
-	workloadOf := func() (*berthv1.Workload, error) {
-		var wl berthv1.Workload
-		err := env.Client.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: kind.WorkloadName(rj)}, &wl)
-		return &wl, err
-	}
 	testenv.Eventually(t, wait, func() error {
-		wl, err := workloadOf()
+		wl, err := workloadOf(env, kind, rj)
 		if err != nil {
 			return err
 		}
@@ -276,17 +266,9 @@ func TestKubeRaysRayJobIsQueuedWholeAndRunsToItsEnd(t *testing.T) {
 	// the RayJob's.
 	rcKind := rayKind(t, "RayCluster")
 	var rc *unstructured.Unstructured
-	testenv.Eventually(t, wait, func() error {
-		l := &unstructured.UnstructuredList{}
-		l.SetGroupVersionKind(rcKind.C.GVK.GroupVersion().WithKind("RayClusterList"))
-		if err := env.Client.List(ctx, l, client.InNamespace(env.Namespace)); err != nil {
-			return err
-		}
-		if len(l.Items) != 1 {
-			return fmt.Errorf("%d RayClusters, want the RayJob's", len(l.Items))
-		}
-		rc = &l.Items[0]
-		return nil
+	testenv.Eventually(t, wait, func() (err error) {
+		rc, err = theRayCluster(env, rcKind)
+		return err
 	})
 	if rcKind.C.Suspended(rc) || !metav1.IsControlledBy(rc, rj) {
 		t.Errorf("the RayJob's cluster: suspended %v, owners %v", rcKind.C.Suspended(rc), rc.GetOwnerReferences())
@@ -338,7 +320,7 @@ func TestKubeRaysRayJobIsQueuedWholeAndRunsToItsEnd(t *testing.T) {
 			}
 			return fmt.Errorf("jobDeploymentStatus %q (its cluster %q), want Complete; events: %s", s, state, strings.Join(said, "; "))
 		}
-		wl, err := workloadOf()
+		wl, err := workloadOf(env, kind, rj)
 		if err != nil {
 			return err
 		}
@@ -370,31 +352,15 @@ func TestARayServicesClusterIsQueuedAsAnyRayCluster(t *testing.T) {
 	env.Create(t, svc)
 
 	kind := rayKind(t, "RayCluster")
-	cluster := func() (*unstructured.Unstructured, error) {
-		l := &unstructured.UnstructuredList{}
-		l.SetGroupVersionKind(kind.C.GVK.GroupVersion().WithKind("RayClusterList"))
-		if err := env.Client.List(ctx, l, client.InNamespace(env.Namespace)); err != nil {
-			return nil, err
-		}
-		if len(l.Items) != 1 {
-			return nil, fmt.Errorf("%d RayClusters, want the RayService's", len(l.Items))
-		}
-		return &l.Items[0], nil
-	}
-	workloadOf := func(rc *unstructured.Unstructured) (*berthv1.Workload, error) {
-		var wl berthv1.Workload
-		err := env.Client.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: kind.WorkloadName(rc)}, &wl)
-		return &wl, err
-	}
 	testenv.Eventually(t, wait, func() error {
-		rc, err := cluster()
+		rc, err := theRayCluster(env, kind)
 		if err != nil {
 			return err
 		}
 		if !metav1.IsControlledBy(rc, svc) || !kind.C.Suspended(rc) {
 			return fmt.Errorf("cluster %s: suspended %v, owners %v", rc.GetName(), kind.C.Suspended(rc), rc.GetOwnerReferences())
 		}
-		wl, err := workloadOf(rc)
+		wl, err := workloadOf(env, kind, rc)
 		if err != nil {
 			return err
 		}
@@ -415,7 +381,7 @@ func TestARayServicesClusterIsQueuedAsAnyRayCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	testenv.Eventually(t, wait, func() error {
-		rc, err := cluster()
+		rc, err := theRayCluster(env, kind)
 		if err != nil {
 			return err
 		}
@@ -433,4 +399,18 @@ func TestARayServicesClusterIsQueuedAsAnyRayCluster(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// theRayCluster is the one RayCluster (kind) of env's namespace, or an
+// error saying how many there are.
+func theRayCluster(env *testenv.Env, kind configured.Kind) (*unstructured.Unstructured, error) {
+	l := &unstructured.UnstructuredList{}
+	l.SetGroupVersionKind(kind.C.GVK.GroupVersion().WithKind(kind.C.Kind + "List"))
+	if err := env.Client.List(ctx, l, client.InNamespace(env.Namespace)); err != nil {
+		return nil, err
+	}
+	if len(l.Items) != 1 {
+		return nil, fmt.Errorf("%d RayClusters, want one", len(l.Items))
+	}
+	return &l.Items[0], nil
 }
