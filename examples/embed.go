@@ -1,5 +1,6 @@
 // Package examples embeds the example manifests that berth itself applies
-// (`berth up --demo`), so the files users read are the ones it runs.
+// (`berth up --demo`) or writes (`berth import`), so the files users read
+// are the ones it uses.
 package examples
 
 import _ "embed"
@@ -13,3 +14,16 @@ var Queues []byte
 //
 //go:embed demo-jobs.yaml
 var DemoJobs []byte
+
+// ConfiguredMPIJob is configured/kinds.yaml: the MPI Operator's MPIJob,
+// described for --configured-kinds (`berth import` of a Kueue
+// Configuration turns kubeflow.org/mpijob into it).
+//
+//go:embed configured/kinds.yaml
+var ConfiguredMPIJob []byte
+
+// ConfiguredTrainingOperator is configured/training-operator.yaml:
+// Kubeflow's training operator's kinds, described for --configured-kinds.
+//
+//go:embed configured/training-operator.yaml
+var ConfiguredTrainingOperator []byte

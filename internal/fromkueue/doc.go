@@ -7,5 +7,6 @@
 // between the two APIs (cohortName is cohort, parentName is parent), berth's
 // schema has it; any other is listed, with why, never dropped silently.
 // Export is the inverse, so a berth object survives berth -> Kueue -> berth
-// whole. Everything here is pure; `berth import` reads and applies.
+// whole. ImportConfiguration makes berth chart values of Kueue's controller
+// Configuration. Everything here is pure; `berth import` reads and applies.
 package fromkueue

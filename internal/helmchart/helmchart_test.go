@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
+	"github.com/berth-dev/berth/internal/fromkueue"
 	"github.com/berth-dev/berth/internal/integration/configured"
 	"github.com/berth-dev/berth/internal/manifests"
 	"github.com/berth-dev/berth/internal/vcluster/translate"
@@ -546,5 +547,58 @@ func TestConfiguredKinds(t *testing.T) {
 		if o.GetName() == "berth-configured-kinds" {
 			t.Errorf("%s berth-configured-kinds rendered without configured kinds", o.GetKind())
 		}
+	}
+}
+
+// What `berth import` makes of a Kueue Configuration is values the chart
+// takes (its schema, then its templates), and says what it said: Kueue's
+// frameworks as berth's integrations and configured kinds, the namespaces
+// queued without a label, all-or-nothing start.
+func TestAKueueConfigurationImportsToValuesTheChartTakes(t *testing.T) {
+	f, err := os.Open("../fromkueue/testdata/configuration-v1beta1.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	docs, err := fromkueue.ReadAll(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := fromkueue.ImportConfiguration(docs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	// As helm reads a values file.
+	data, err := yaml.Marshal(s.Values)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var vals map[string]any
+	if err := yaml.Unmarshal(data, &vals); err != nil {
+		t.Fatal(err)
+	}
+	if err := Lint(dir, vals); err != nil {
+		t.Fatalf("the chart refuses the imported values: %v", err)
+	}
+	objs := render(t, "queues", vals)
+	args := deployment(t, objs, "berth-controller").Spec.Template.Spec.Containers[0].Args
+	for _, want := range []string{"--integrations=batch/job,jobset.x-k8s.io/jobset,pod", "--manage-jobs-without-queue-name",
+		"--managed-jobs-namespace-selector=kubernetes.io/metadata.name notin (kube-system,kueue-system)", "--wait-for-pods-ready",
+		"--configured-kinds=/etc/berth/configured-kinds/kinds.yaml"} {
+		if !slices.Contains(args, want) {
+			t.Errorf("controller args %v lack %s", args, want)
+		}
+	}
+	content, _, _ := unstructured.NestedString(find(objs, "ConfigMap", "berth-configured-kinds").Object, "data", "kinds.yaml")
+	kinds, err := configured.Parse([]byte(content))
+	if err != nil {
+		t.Fatalf("the configured kinds do not parse: %v", err)
+	}
+	var names []string
+	for _, k := range kinds {
+		names = append(names, k.Kind)
+	}
+	if got := strings.Join(names, ","); got != "MPIJob,RayCluster,RayJob,PyTorchJob" {
+		t.Errorf("configured kinds %s", got)
 	}
 }
