@@ -63,6 +63,10 @@ type Child struct {
 	Name, Group, Version, Resource string
 	// Labels are those the controller finds its children by.
 	Labels []string
+	// Kept are labels a child keeps as it was made with them, for another
+	// reason: its owner's queue label on a child queued with its owner (a
+	// RayJob's RayCluster), which keeps it under the child kind's own policy.
+	Kept []string
 	// Suspend and PodsAtOnce, as Kind's, for children held back as their
 	// owner is (a JobSet's Jobs, suspended with it): only the owner's
 	// controller (Options.Controllers) or berth starts them, or makes them
@@ -196,6 +200,14 @@ func ChildPolicy(o Options, k Kind, c Child) (*admissionregistrationv1.Validatin
 			Expression: value("oldObject", "labels", l) + " == " + value("object", "labels", l),
 			MessageExpression: strings.ReplaceAll(who+" + "+quote("metadata.labels["+l+"]: the "+k.Name+" finds its "+c.Name+
 				"s by it; changed, the "+k.Name+" would make another in its place"), "' + '", ""),
+			Reason: &forbidden,
+		})
+	}
+	for _, l := range c.Kept {
+		p.Spec.Validations = append(p.Spec.Validations, admissionregistrationv1.Validation{
+			Expression: value("oldObject", "labels", l) + " == " + value("object", "labels", l),
+			MessageExpression: strings.ReplaceAll(who+" + "+quote("metadata.labels["+l+"]: a "+k.Name+"'s "+c.Name+" keeps the label it was made with: "+
+				"it is queued with its "+k.Name+", and without the label it could grow unqueued"), "' + '", ""),
 			Reason: &forbidden,
 		})
 	}

@@ -402,3 +402,63 @@ func TestConfiguredKindsKeepTheirShapeWhileTheyRun(t *testing.T) {
 		})
 	}
 }
+
+// The RayCluster KubeRay makes for a RayJob keeps the queue label it was
+// made with (it stays under the RayCluster's own policy), whoever edits it,
+// and its controller reference; any other edit is the RayCluster policy's
+// to judge.
+func TestARayJobsClusterKeepsItsQueueLabel(t *testing.T) {
+	data, err := os.ReadFile("../../config/addons/ray/kinds.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds, err := configured.Parse(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rayJob guard.Kind
+	for i := range kinds {
+		if kinds[i].Kind == "RayJob" {
+			rayJob = kinds[i].Guard()
+		}
+	}
+	if len(rayJob.Children) != 2 || rayJob.Children[1].Name != "RayCluster" {
+		t.Fatalf("the RayJob's children: %+v", rayJob.Children)
+	}
+	yes := true
+	cluster := func(labels map[string]any, owner string) client.Object {
+		md := map[string]any{"name": "job-abc", "namespace": "team-a", "labels": labels}
+		if owner != "" {
+			md["ownerReferences"] = []any{map[string]any{"apiVersion": "ray.io/v1", "kind": "RayJob", "name": "job", "uid": owner, "controller": yes}}
+		}
+		return &uns.Unstructured{Object: map[string]any{"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": md,
+			"spec": map[string]any{"suspend": true}}}
+	}
+	queued := map[string]any{berthv1.QueueNameLabel: "jobs"}
+	check := func(old, obj client.Object, user string) string {
+		return evaluate(t, func(k guard.Kind) (*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding) {
+			return guard.ChildPolicy(opts, k, k.Children[1])
+		}, rayJob, old, obj, user, "")
+	}
+	for _, c := range []struct {
+		name     string
+		old, obj client.Object
+		want     string
+	}{
+		{"its queue label taken off", cluster(queued, "u1"), cluster(map[string]any{}, "u1"),
+			"RayCluster job-abc: metadata.labels[berth.dev/queue-name]: a RayJob's RayCluster keeps the label it was made with"},
+		{"moved to another queue", cluster(queued, "u1"), cluster(map[string]any{berthv1.QueueNameLabel: "other"}, "u1"), "keeps the label it was made with"},
+		{"freed from its RayJob", cluster(queued, "u1"), cluster(queued, ""), "the controller of a RayJob's RayCluster may not change"},
+		{"another label", cluster(queued, "u1"), cluster(map[string]any{berthv1.QueueNameLabel: "jobs", "team": "a"}, "u1"), ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := check(c.old, c.obj, "alice")
+			switch {
+			case c.want == "" && got != "":
+				t.Errorf("refused: %s", got)
+			case c.want != "" && !strings.Contains(got, c.want):
+				t.Errorf("got %q, want a refusal with %q", got, c.want)
+			}
+		})
+	}
+}

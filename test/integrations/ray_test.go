@@ -203,6 +203,9 @@ func TestKubeRaysRayJobIsQueuedWholeAndRunsToItsEnd(t *testing.T) {
 	kind := rayKind(t, "RayJob")
 	rj := readExample(t, "../../examples/configured/rayjob.yaml")
 	rj.SetNamespace(env.Namespace)
+	// Long enough a Ray job for its cluster to be edited while it runs.
+	rj.SetAnnotations(map[string]string{"berth.dev/sim-duration": "20s"})
+	_ = unstructured.SetNestedField(rj.Object, "20s", "spec", "submitterPodTemplate", "metadata", "annotations", "berth.dev/sim-duration")
 
 	alice := env.AsEditor(t, "alice")
 	for _, tc := range []struct {
@@ -293,8 +296,19 @@ func TestKubeRaysRayJobIsQueuedWholeAndRunsToItsEnd(t *testing.T) {
 		t.Errorf("the RayJob's cluster has a Workload of its own: %v", err)
 	}
 
-	// A cluster that claims the RayJob as its controller is KubeRay's to
-	// make: not its user's, whose pods would run outside the RayJob's quota.
+	// Its user cannot take the cluster out of its queue (it would then be
+	// an unqueued RayCluster, free to grow), even suspending it, when the
+	// RayCluster's own policy would let the label go ...
+	refused(t, alice, rc, func(u *unstructured.Unstructured) {
+		_ = unstructured.SetNestedField(u.Object, true, "spec", "suspend")
+		labels := u.GetLabels()
+		delete(labels, berthv1.QueueNameLabel)
+		u.SetLabels(labels)
+	}, "metadata.labels[berth.dev/queue-name]: a RayJob's RayCluster keeps the label it was made with")
+
+	// ... nor make one: a cluster that claims the RayJob as its controller
+	// is KubeRay's to make, not its user's, whose pods would run outside the
+	// RayJob's quota.
 	forged := readExample(t, "../../examples/configured/raycluster.yaml")
 	forged.SetNamespace(env.Namespace)
 	forged.SetName("forged")

@@ -177,6 +177,11 @@ type Compiled struct {
 	Requires                        []CompiledRequirement
 	FinishedField                   Path // nil: conditions
 	WebhookPath, DefaultWebhookPath string
+	// Owns are the configured kinds whose objects this kind's controller
+	// makes for its objects (their OwnedBy names it): a RayJob's RayCluster.
+	Owns []schema.GroupVersionResource
+	// OwnsKinds are their Kind names, in the same order.
+	OwnsKinds []string
 }
 
 // CompiledRequirement is a Requirement read and checked.
@@ -238,6 +243,8 @@ func Parse(data []byte) ([]Compiled, error) {
 				return nil, fmt.Errorf("kinds[%d]: %s: ownedBy[%d]: %s names no controllers: only its controller may make a %s queued with it",
 					i, c.Kind, j, owner, c.Kind)
 			}
+			out[k].Owns = append(out[k].Owns, c.GVK.GroupVersion().WithResource(c.Resource))
+			out[k].OwnsKinds = append(out[k].OwnsKinds, c.Kind)
 		}
 	}
 	return out, nil
@@ -501,6 +508,13 @@ func (c *Compiled) Guard() guard.Kind {
 		Labels: []string{berthv1.PrebuiltWorkloadLabel, berthv1.MaxExecTimeLabel, berthv1.KueueMaxExecTimeLabel},
 		Children: []guard.Child{{Name: "Pod", Group: "", Version: "v1", Resource: "pods",
 			Labels: append([]string{berthv1.OwnerUIDLabel}, c.PodLabels...)}}}
+	// An object made for one of c's (a RayJob's RayCluster) keeps the
+	// queue label it was made with: without it, it would be an unqueued
+	// object of its kind, free to grow, though c's Workload counts it.
+	for i, gvr := range c.Owns {
+		k.Children = append(k.Children, guard.Child{Name: c.OwnsKinds[i], Group: gvr.Group, Version: gvr.Version, Resource: gvr.Resource,
+			Kept: []string{berthv1.QueueNameLabel, berthv1.KueueQueueNameLabel}})
+	}
 	for _, ps := range c.PodSets {
 		if ps.List != nil {
 			k.Fixed = append(k.Fixed, ps.List.String()) // the entries, all they say
