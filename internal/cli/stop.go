@@ -8,6 +8,9 @@ import (
 
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -193,7 +196,42 @@ func findWorkload(ctx context.Context, c client.Client, q queueRef) (*berthv1.Wo
 			}
 		}
 	}
+	if owner := queuedWith(ctx, c, q); owner != "" {
+		return nil, fmt.Errorf("%s has no Workload of its own: it is queued with its %s", q, owner)
+	}
 	return nil, fmt.Errorf("%s has no Workload: it is not queued by berth (no queue label), or does not exist", q)
+}
+
+// queuedWith names the controller of the object q names ("RayJob train",
+// for a RayJob's RayCluster; "JobSet big", for a JobSet's Job) when that
+// controller has a Workload, the one that counts the object's pods; ""
+// otherwise, or when the object cannot be read.
+func queuedWith(ctx context.Context, c client.Client, q queueRef) string {
+	gvk, err := c.RESTMapper().KindFor(schema.GroupVersionResource{Resource: strings.ToLower(q.kind)})
+	if err != nil {
+		return ""
+	}
+	obj := &unstructured.Unstructured{}
+	obj.SetGroupVersionKind(gvk)
+	if err := c.Get(ctx, types.NamespacedName{Namespace: q.namespace, Name: q.name}, obj); err != nil {
+		return ""
+	}
+	ref := metav1.GetControllerOf(obj)
+	if ref == nil {
+		return ""
+	}
+	var list berthv1.WorkloadList
+	if err := c.List(ctx, &list, client.InNamespace(q.namespace)); err != nil {
+		return ""
+	}
+	for i := range list.Items {
+		for _, o := range list.Items[i].OwnerReferences {
+			if o.UID == ref.UID {
+				return fmt.Sprintf("%s %s (Workload %s: berth why %s %s -n %s)", ref.Kind, ref.Name, list.Items[i].Name, strings.ToLower(ref.Kind), ref.Name, q.namespace)
+			}
+		}
+	}
+	return ""
 }
 
 // clusterClient connects to --kubeconfig, else (as kubectl-berth) to the

@@ -29,7 +29,8 @@ now, run on a copy of the queues and admitted workloads: it fits, it waits
 a Workload; with 'job', 'jobset' or 'statefulset' it is the Workload berth
 made for that Job, JobSet or StatefulSet, and with the kind of a kind
 queued from configuration ('mpijob', 'pytorchjob') the Workload of that
-object. It works
+object; for an object queued with its owner (a JobSet's Job, a RayJob's
+RayCluster) it names the owner and its Workload. It works
 against a berth instance (--name/--data-dir) or any cluster running berth
 (--kubeconfig). With --fair-sharing on the controller, the preemption
 answer may differ: the copy runs without fair sharing.`,

@@ -3,6 +3,7 @@ package integrations
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 
@@ -294,6 +295,15 @@ func TestKubeRaysRayJobIsQueuedWholeAndRunsToItsEnd(t *testing.T) {
 	var own berthv1.Workload
 	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: rcKind.WorkloadName(rc)}, &own); !apierrors.IsNotFound(err) {
 		t.Errorf("the RayJob's cluster has a Workload of its own: %v", err)
+	}
+	// Asked about the cluster, berth why points at the RayJob.
+	bin, err := testenv.Binary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	why, err := exec.Command(bin, "why", "raycluster", rc.GetName(), "-n", env.Namespace, "--kubeconfig", env.Kubeconfig).CombinedOutput()
+	if err == nil || !strings.Contains(string(why), "has no Workload of its own: it is queued with its RayJob rayjob-small (Workload "+kind.WorkloadName(rj)) {
+		t.Errorf("berth why raycluster %s: %v\n%s", rc.GetName(), err, why)
 	}
 
 	// Its user cannot take the cluster out of its queue (it would then be
