@@ -58,19 +58,7 @@ func TestImportConfigurationGolden(t *testing.T) {
 			for _, n := range s.Notes {
 				fmt.Fprintf(&b, "# check: %s\n", n)
 			}
-			golden := strings.TrimSuffix(file, ".yaml") + ".golden"
-			if *update {
-				if err := os.WriteFile(golden, b.Bytes(), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !bytes.Equal(b.Bytes(), want) {
-				t.Errorf("%s: got\n%s\nwant\n%s", file, b.Bytes(), want)
-			}
+			matchGolden(t, file, b.Bytes())
 		})
 	}
 }

@@ -16,6 +16,25 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files")
 
+// matchGolden checks got against the .golden file beside the testdata file
+// it was made from; -update rewrites it.
+func matchGolden(t *testing.T, file string, got []byte) {
+	t.Helper()
+	golden := strings.TrimSuffix(file, ".yaml") + ".golden"
+	if *update {
+		if err := os.WriteFile(golden, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != string(want) {
+		t.Errorf("%s differs (go test ./internal/fromkueue -update rewrites it):\n%s", golden, got)
+	}
+}
+
 // Each Kueue manifest in testdata imports to the berth objects and the
 // list of what was left behind in its .golden file.
 func TestImportGolden(t *testing.T) {
@@ -49,19 +68,7 @@ func TestImportGolden(t *testing.T) {
 					fmt.Fprintf(&b, "# not carried over: %s: %s\n", d.Field, d.Why)
 				}
 			}
-			golden := strings.TrimSuffix(file, ".yaml") + ".golden"
-			if *update {
-				if err := os.WriteFile(golden, b.Bytes(), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if b.String() != string(want) {
-				t.Errorf("%s differs (go test ./internal/fromkueue -update rewrites it):\n%s", golden, b.String())
-			}
+			matchGolden(t, file, b.Bytes())
 		})
 	}
 }
