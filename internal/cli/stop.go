@@ -196,17 +196,17 @@ func findWorkload(ctx context.Context, c client.Client, q queueRef) (*berthv1.Wo
 			}
 		}
 	}
-	if owner := queuedWith(ctx, c, q); owner != "" {
+	if owner := queuedWith(ctx, c, q, list.Items); owner != "" {
 		return nil, fmt.Errorf("%s has no Workload of its own: it is queued with its %s", q, owner)
 	}
 	return nil, fmt.Errorf("%s has no Workload: it is not queued by berth (no queue label), or does not exist", q)
 }
 
 // queuedWith names the controller of the object q names ("RayJob train",
-// for a RayJob's RayCluster; "JobSet big", for a JobSet's Job) when that
-// controller has a Workload, the one that counts the object's pods; ""
-// otherwise, or when the object cannot be read.
-func queuedWith(ctx context.Context, c client.Client, q queueRef) string {
+// for a RayJob's RayCluster; "JobSet big", for a JobSet's Job) when it has
+// one of workloads (those of q's namespace), the one that counts the
+// object's pods; "" otherwise, or when the object cannot be read.
+func queuedWith(ctx context.Context, c client.Client, q queueRef, workloads []berthv1.Workload) string {
 	gvk, err := c.RESTMapper().KindFor(schema.GroupVersionResource{Resource: strings.ToLower(q.kind)})
 	if err != nil {
 		return ""
@@ -220,14 +220,10 @@ func queuedWith(ctx context.Context, c client.Client, q queueRef) string {
 	if ref == nil {
 		return ""
 	}
-	var list berthv1.WorkloadList
-	if err := c.List(ctx, &list, client.InNamespace(q.namespace)); err != nil {
-		return ""
-	}
-	for i := range list.Items {
-		for _, o := range list.Items[i].OwnerReferences {
+	for i := range workloads {
+		for _, o := range workloads[i].OwnerReferences {
 			if o.UID == ref.UID {
-				return fmt.Sprintf("%s %s (Workload %s: berth why %s %s -n %s)", ref.Kind, ref.Name, list.Items[i].Name, strings.ToLower(ref.Kind), ref.Name, q.namespace)
+				return fmt.Sprintf("%s %s (Workload %s: berth why %s %s -n %s)", ref.Kind, ref.Name, workloads[i].Name, strings.ToLower(ref.Kind), ref.Name, q.namespace)
 			}
 		}
 	}

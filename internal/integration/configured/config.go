@@ -179,9 +179,7 @@ type Compiled struct {
 	WebhookPath, DefaultWebhookPath string
 	// Owns are the configured kinds whose objects this kind's controller
 	// makes for its objects (their OwnedBy names it): a RayJob's RayCluster.
-	Owns []schema.GroupVersionResource
-	// OwnsKinds are their Kind names, in the same order.
-	OwnsKinds []string
+	Owns []Spec
 }
 
 // CompiledRequirement is a Requirement read and checked.
@@ -243,8 +241,7 @@ func Parse(data []byte) ([]Compiled, error) {
 				return nil, fmt.Errorf("kinds[%d]: %s: ownedBy[%d]: %s names no controllers: only its controller may make a %s queued with it",
 					i, c.Kind, j, owner, c.Kind)
 			}
-			out[k].Owns = append(out[k].Owns, c.GVK.GroupVersion().WithResource(c.Resource))
-			out[k].OwnsKinds = append(out[k].OwnsKinds, c.Kind)
+			out[k].Owns = append(out[k].Owns, c.Spec)
 		}
 	}
 	return out, nil
@@ -511,8 +508,8 @@ func (c *Compiled) Guard() guard.Kind {
 	// An object made for one of c's (a RayJob's RayCluster) keeps the
 	// queue label it was made with: without it, it would be an unqueued
 	// object of its kind, free to grow, though c's Workload counts it.
-	for i, gvr := range c.Owns {
-		k.Children = append(k.Children, guard.Child{Name: c.OwnsKinds[i], Group: gvr.Group, Version: gvr.Version, Resource: gvr.Resource,
+	for _, o := range c.Owns {
+		k.Children = append(k.Children, guard.Child{Name: o.Kind, Group: o.Group, Version: o.Version, Resource: o.Resource,
 			Kept: []string{berthv1.QueueNameLabel, berthv1.KueueQueueNameLabel}})
 	}
 	for _, ps := range c.PodSets {
