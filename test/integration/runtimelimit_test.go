@@ -144,8 +144,11 @@ func TestClusterQueueBoundsRunTime(t *testing.T) {
 	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(q), q); err != nil {
 		t.Fatal(err)
 	}
+	// A patch, not an update: the controller writes the ClusterQueue's
+	// status meanwhile, and an update would conflict with it.
+	patch := client.MergeFrom(q.DeepCopy())
 	q.Spec.RunTime = nil
-	if err := env.Client.Update(ctx, q); err != nil {
+	if err := env.Client.Patch(ctx, q, patch); err != nil {
 		t.Fatal(err)
 	}
 	late := job("late")
@@ -153,8 +156,9 @@ func TestClusterQueueBoundsRunTime(t *testing.T) {
 	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(q), q); err != nil {
 		t.Fatal(err)
 	}
+	patch = client.MergeFrom(q.DeepCopy())
 	q.Spec.RunTime = &berthv1.RunTimePolicy{MaximumSeconds: ptr(int32(1))}
-	if err := env.Client.Update(ctx, q); err != nil {
+	if err := env.Client.Patch(ctx, q, patch); err != nil {
 		t.Fatal(err)
 	}
 	testenv.Eventually(t, wait, func() error {

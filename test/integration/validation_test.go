@@ -122,8 +122,11 @@ func TestLocalQueueAndCohortValidation(t *testing.T) {
 	env := testenv.New(t)
 	lq := MakeLocalQueue("main", env.Namespace, "first").Obj()
 	env.Create(t, lq)
+	// A patch: the controller may write the LocalQueue's status between
+	// create and edit, and a stale update would fail for that instead.
+	patch := client.MergeFrom(lq.DeepCopy())
 	lq.Spec.ClusterQueue = "second"
-	err := env.Client.Update(ctx, lq)
+	err := env.Client.Patch(ctx, lq, patch)
 	if err == nil || !strings.Contains(err.Error(), "spec.clusterQueue") || !strings.Contains(err.Error(), "clusterQueue is immutable") {
 		t.Errorf("changing spec.clusterQueue: %v", err)
 	}

@@ -413,8 +413,9 @@ func TestWorkerAddedToTheConfigIsOffered(t *testing.T) {
 	if err := m.Client.Get(ctx, types.NamespacedName{Name: m.Name("mcc")}, &mcc); err != nil {
 		t.Fatal(err)
 	}
+	patch := client.MergeFrom(mcc.DeepCopy())
 	mcc.Spec.Clusters = []string{worker1}
-	if err := m.Client.Update(ctx, &mcc); err != nil {
+	if err := m.Client.Patch(ctx, &mcc, patch); err != nil {
 		t.Fatal(err)
 	}
 	job := submit(t, m, "patient")
