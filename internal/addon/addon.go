@@ -20,6 +20,8 @@ type Addon struct {
 	// Identity is the user it authenticates as; config/addons/<Name>
 	// binds its role to that user.
 	Identity controlplane.Identity
+	// Needs are the addons it cannot run without: --with adds them.
+	Needs []string
 }
 
 // JobSet runs sigs.k8s.io/jobset's controller and webhooks.
@@ -34,8 +36,13 @@ var LeaderWorkerSet = Addon{Name: "leaderworkerset", Component: "leaderworkerset
 var Ray = Addon{Name: "ray", Component: "ray-operator",
 	Identity: controlplane.Identity{Name: "berth-ray", User: "berth-ray"}}
 
+// Trainer runs Kubeflow Trainer's controller manager (TrainJobs and their
+// runtimes); a TrainJob runs as a JobSet.
+var Trainer = Addon{Name: "trainer", Component: "trainer-controller",
+	Identity: controlplane.Identity{Name: "berth-trainer", User: "berth-trainer"}, Needs: []string{JobSet.Name}}
+
 // Known are the addons berth has, by name.
-var Known = map[string]Addon{JobSet.Name: JobSet, LeaderWorkerSet.Name: LeaderWorkerSet, Ray.Name: Ray}
+var Known = map[string]Addon{JobSet.Name: JobSet, LeaderWorkerSet.Name: LeaderWorkerSet, Ray.Name: Ray, Trainer.Name: Trainer}
 
 // Parse reads --with: names separated by commas, each known, each once.
 func Parse(names []string) ([]Addon, error) {
@@ -50,8 +57,12 @@ func Parse(names []string) ([]Addon, error) {
 			if !ok {
 				return nil, fmt.Errorf("--with: %q is not an addon berth has (%s)", n, strings.Join(knownNames(), ", "))
 			}
-			if !slices.ContainsFunc(out, func(b Addon) bool { return b.Name == n }) {
-				out = append(out, a)
+			// What it needs first: its CRDs and controllers are in place
+			// before it starts.
+			for _, need := range append(slices.Clone(a.Needs), n) {
+				if !slices.ContainsFunc(out, func(b Addon) bool { return b.Name == need }) {
+					out = append(out, Known[need])
+				}
 			}
 		}
 	}

@@ -18,8 +18,16 @@ func TestParse(t *testing.T) {
 	if got, err := addon.Parse([]string{"jobset,leaderworkerset"}); err != nil || len(got) != 2 || got[1].Component != "leaderworkerset-controller" {
 		t.Errorf("jobset,leaderworkerset: %+v, %v; want both", got, err)
 	}
-	if _, err := addon.Parse([]string{"jobset,kubeflow"}); err == nil || !strings.Contains(err.Error(), `--with: "kubeflow" is not an addon berth has (jobset, leaderworkerset, ray)`) {
+	if _, err := addon.Parse([]string{"jobset,kubeflow"}); err == nil || !strings.Contains(err.Error(), `--with: "kubeflow" is not an addon berth has (jobset, leaderworkerset, ray, trainer)`) {
 		t.Errorf("an unknown addon: %v", err)
+	}
+	// Trainer runs its TrainJobs as JobSets: JobSet's controller comes too,
+	// and first.
+	if got, err := addon.Parse([]string{"trainer"}); err != nil || len(got) != 2 || got[0].Name != "jobset" || got[1].Name != "trainer" {
+		t.Errorf("trainer: %+v, %v; want jobset, then trainer", got, err)
+	}
+	if got, err := addon.Parse([]string{"trainer,jobset"}); err != nil || len(got) != 2 {
+		t.Errorf("trainer,jobset: %+v, %v; want each once", got, err)
 	}
 }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/berth-dev/berth/internal/addon/jobset"
 	"github.com/berth-dev/berth/internal/addon/leaderworkerset"
 	"github.com/berth-dev/berth/internal/addon/ray"
+	"github.com/berth-dev/berth/internal/addon/trainer"
 )
 
 // runners maps a component name to the function that runs it with the given
@@ -39,6 +40,7 @@ var runners = map[string]func(args []string) int{
 	addon.JobSet.Component:          jobset.Runner.Run,
 	addon.LeaderWorkerSet.Component: leaderworkerset.Runner.Run,
 	addon.Ray.Component:             ray.Runner.Run,
+	addon.Trainer.Component:         trainer.Runner.Run,
 }
 
 // pause is what holds a pod's sandbox (its namespaces) on a real node: it
