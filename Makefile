@@ -37,6 +37,8 @@ generate: ## deepcopy, CRDs and RBAC from the markers in api/ and internal/
 	$(CONTROLLER_GEN) rbac:roleName=berth-leaderworkerset paths="{sigs.k8s.io/lws/pkg/controllers,./internal/addon/leaderworkerset/...}" output:rbac:artifacts:config=config/addons/leaderworkerset/rbac
 	$(CONTROLLER_GEN) crd:maxDescLen=0,generateEmbeddedObjectMeta=true,allowDangerousTypes=true paths=github.com/ray-project/kuberay/ray-operator/apis/ray/v1 output:crd:artifacts:config=config/addons/ray/crd
 	$(CONTROLLER_GEN) rbac:roleName=berth-ray paths="{github.com/ray-project/kuberay/ray-operator/controllers/ray,./internal/addon/ray/...,./internal/sim/raydashboard/...}" output:rbac:artifacts:config=config/addons/ray/rbac
+	$(CONTROLLER_GEN) crd:maxDescLen=0,generateEmbeddedObjectMeta=true paths=github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1 output:crd:artifacts:config=config/addons/trainer/crd
+	$(CONTROLLER_GEN) rbac:roleName=berth-trainer paths="{github.com/kubeflow/trainer/v2/pkg/controller/...,github.com/kubeflow/trainer/v2/pkg/runtime/...,./internal/addon/trainer/...}" output:rbac:artifacts:config=config/addons/trainer/rbac
 	$(GO) run ./hack/manifests
 
 verify-generated: generate ## fail when generated files differ from what is committed

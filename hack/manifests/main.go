@@ -167,31 +167,42 @@ func chartFromCode() error {
 	return nil
 }
 
-// jobSetControllers stands, in the policies, for the JobSet controller's
-// user names, which the chart's values give.
-const jobSetControllers = "BERTH-JOBSET-CONTROLLERS"
+// controllersOf stand, in the policies, for the user names of the
+// controllers that start a queued kind's children (the JobSet controller's,
+// Kubeflow Trainer's), by kind; the chart's values (the value named) give
+// them.
+var controllersOf = map[string]struct{ placeholder, value string }{
+	"JobSet":   {"BERTH-JOBSET-CONTROLLERS", "jobSetControllers"},
+	"TrainJob": {"BERTH-TRAINER-CONTROLLERS", "trainerControllers"},
+}
 
 // guardTemplate writes the admission policies of queued objects (package
 // guard), which let only the controller's ServiceAccount through (and the
 // JobSet controller start a JobSet's Jobs).
 func guardTemplate(templates string) error {
 	var docs []string
+	controllers := map[string][]string{}
+	for kind, c := range controllersOf {
+		controllers[kind] = []string{c.placeholder}
+	}
 	for _, o := range guard.Policies(guard.Options{
 		Identity:    "system:serviceaccount:" + releaseNamespace + ":" + manifests.ControllerName,
 		Namespace:   releaseNamespace,
-		Controllers: map[string][]string{"JobSet": {jobSetControllers}},
+		Controllers: controllers,
 	}, guard.Kinds) {
 		data, err := yaml.Marshal(o)
 		if err != nil {
 			return err
 		}
 		text := strings.Replace(string(data), "  creationTimestamp: null\n", "", 1)
-		// Quoted as a CEL string; doubled where YAML quotes the expression.
-		users := func(quote string) string {
-			return `{{ range $i, $u := .Values.controller.jobSetControllers }}{{ if $i }}, {{ end }}` + quote + `{{ squote $u }}` + quote + `{{ end }}`
+		for _, c := range controllersOf {
+			// Quoted as a CEL string; doubled where YAML quotes the expression.
+			users := func(quote string) string {
+				return `{{ range $i, $u := .Values.controller.` + c.value + ` }}{{ if $i }}, {{ end }}` + quote + `{{ squote $u }}` + quote + `{{ end }}`
+			}
+			text = strings.ReplaceAll(text, "''"+c.placeholder+"''", users("'"))
+			text = strings.ReplaceAll(text, "'"+c.placeholder+"'", users(""))
 		}
-		text = strings.ReplaceAll(text, "''"+jobSetControllers+"''", users("'"))
-		text = strings.ReplaceAll(text, "'"+jobSetControllers+"'", users(""))
 		docs = append(docs, text)
 	}
 	note := "# What the API server refuses of a queued object unless berth's controller asks\n" +

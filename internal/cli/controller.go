@@ -97,6 +97,8 @@ throughput long before the API server is busy.`,
 		"with --manage-jobs-without-queue-name: a label selector of the namespaces where every object is queued, e.g. 'team in (a,b)' (default every namespace)")
 	f.StringSliceVar(&o.JobSetControllers, "jobset-controllers", []string{"system:serviceaccount:jobset-system:jobset-controller-manager"},
 		"the user names the JobSet controller acts as: only they may make a JobSet's Jobs (a Job naming a JobSet as its controller is otherwise refused)")
+	f.StringSliceVar(&o.TrainerControllers, "trainer-controllers", []string{"system:serviceaccount:kubeflow-system:kubeflow-trainer-controller-manager"},
+		"the user names Kubeflow Trainer's controller acts as: only they may make a TrainJob's JobSet")
 	f.Float32Var(&o.QPS, "kube-api-qps", o.QPS, "requests per second to the API server")
 	f.IntVar(&o.Burst, "kube-api-burst", o.Burst, "burst of requests to the API server")
 	f.IntVar(&o.AdmissionWriters, "admission-writers", o.AdmissionWriters, "admissions written concurrently")

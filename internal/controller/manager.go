@@ -48,6 +48,8 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 	jobsetv1 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	trainerv1 "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
@@ -72,6 +74,7 @@ import (
 	"github.com/berth-dev/berth/internal/integration/pods"
 	"github.com/berth-dev/berth/internal/integration/podsgone"
 	"github.com/berth-dev/berth/internal/integration/statefulsets"
+	"github.com/berth-dev/berth/internal/integration/trainjobs"
 	"github.com/berth-dev/berth/internal/metrics"
 	"github.com/berth-dev/berth/internal/multicluster"
 	"github.com/berth-dev/berth/internal/podsready"
@@ -139,6 +142,9 @@ type Options struct {
 	// JobSetControllers are the user names the JobSet controller acts as:
 	// only they make a JobSet's Jobs (integration.Owners).
 	JobSetControllers []string
+	// TrainerControllers are the user names Kubeflow Trainer's controller
+	// acts as: only they make a TrainJob's JobSet.
+	TrainerControllers []string
 	// QPS and Burst of the controller's API client.
 	QPS   float32
 	Burst int
@@ -219,7 +225,13 @@ func (o Options) owners(mgr ctrl.Manager) *integration.Owners {
 				return jobs.QueueName(job, false) != "" || jobs.MadeByJobSet(job)
 			}},
 		"JobSet": {Controllers: o.JobSetControllers, New: func() client.Object { return &jobsetv1.JobSet{} },
-			Queued: func(obj client.Object) bool { return jobsets.QueueName(obj.(*jobsetv1.JobSet)) != "" }},
+			Queued: func(obj client.Object) bool {
+				// A TrainJob's JobSet was vouched for when it was made.
+				js := obj.(*jobsetv1.JobSet)
+				return jobsets.QueueName(js) != "" || jobsets.QueuingOwner(js) != nil
+			}},
+		"TrainJob": {Controllers: o.TrainerControllers, New: func() client.Object { return &trainerv1.TrainJob{} },
+			Queued: func(obj client.Object) bool { return trainjobs.QueueName(obj.(*trainerv1.TrainJob)) != "" }},
 	}}
 	// Configured kinds that own others (a RayJob its RayCluster), by the
 	// controllers they name.
@@ -234,7 +246,8 @@ func (o Options) owners(mgr ctrl.Manager) *integration.Owners {
 }
 
 // crdKinds are the integrations whose kind is a CRD, and that kind.
-var crdKinds = map[string]schema.GroupVersionKind{integration.JobSet: jobsets.GVK, integration.LeaderWorkerSet: leaderworkersets.GVK}
+var crdKinds = map[string]schema.GroupVersionKind{integration.JobSet: jobsets.GVK, integration.LeaderWorkerSet: leaderworkersets.GVK,
+	integration.TrainJob: trainjobs.GVK}
 
 // CRDKind is the kind of an integration whose kind is a CRD.
 func CRDKind(integration string) (schema.GroupVersionKind, bool) {
@@ -308,6 +321,7 @@ func Scheme() *runtime.Scheme {
 	_ = apiregistrationv1.AddToScheme(s)
 	_ = jobsetv1.AddToScheme(s)
 	_ = lwsv1.AddToScheme(s)
+	_ = trainerv1.AddToScheme(s)
 	_ = apiextensionsv1.AddToScheme(s)
 	return s
 }
@@ -558,9 +572,17 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 			}
 			dispatched := mcctrl.Dispatched(mgr.GetClient())
 			mgr.GetWebhookServer().Register(jobsets.WebhookPath,
-				&crwebhook.Admission{Handler: integration.NewHolder(jobsets.Kind{Dispatched: dispatched})})
+				&crwebhook.Admission{Handler: integration.NewHolder(jobsets.Kind{Dispatched: dispatched}).Vouching(owners)})
 			mgr.GetWebhookServer().Register(jobsets.DefaultWebhookPath,
-				&crwebhook.Admission{Handler: integration.NewHolder(jobsets.Kind{Dispatched: dispatched, Default: true})})
+				&crwebhook.Admission{Handler: integration.NewHolder(jobsets.Kind{Dispatched: dispatched, Default: true}).Vouching(owners)})
+			return nil
+		},
+		integration.TrainJob: func() error {
+			if err := trainjobs.Setup(mgr, o.WaitForPodsReady); err != nil {
+				return err
+			}
+			mgr.GetWebhookServer().Register(trainjobs.WebhookPath, &crwebhook.Admission{Handler: integration.NewHolder(trainjobs.Kind{})})
+			mgr.GetWebhookServer().Register(trainjobs.DefaultWebhookPath, &crwebhook.Admission{Handler: integration.NewHolder(trainjobs.Kind{Default: true})})
 			return nil
 		},
 		integration.LeaderWorkerSet: func() error {

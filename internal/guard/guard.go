@@ -112,6 +112,13 @@ var Kinds = []Kind{
 		Annotations: []string{berthv1.PodGroupTotalCountAnnotation, berthv1.KueuePodGroupTotalCountAnnotation},
 		Resize:      true,
 	},
+	{
+		Name: "TrainJob", Group: "trainer.kubeflow.org", Version: "v1alpha1", Resource: "trainjobs", Suspend: "spec.suspend",
+		Labels: maxExecTime,
+		// Trainer makes a TrainJob's JobSet, suspended with it, and finds
+		// it by name and controller reference; only Trainer starts it.
+		Children: []Child{{Name: "JobSet", Group: "jobset.x-k8s.io", Version: "v1alpha2", Resource: "jobsets", Suspend: "spec.suspend"}},
+	},
 	{Name: "Deployment", Group: "apps", Version: "v1", Resource: "deployments"},
 	{Name: "StatefulSet", Group: "apps", Version: "v1", Resource: "statefulsets"},
 	{Name: "LeaderWorkerSet", Group: "leaderworkerset.x-k8s.io", Version: "v1", Resource: "leaderworkersets"},

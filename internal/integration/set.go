@@ -15,11 +15,12 @@ const (
 	StatefulSet     = "statefulset"
 	JobSet          = "jobset.x-k8s.io/jobset"
 	LeaderWorkerSet = "leaderworkerset.x-k8s.io/leaderworkerset"
+	TrainJob        = "trainer.kubeflow.org/trainjob"
 )
 
 // All is every integration, each on unless switched off. One whose kind is
 // a CRD is active only where its CRD is installed.
-var All = []string{BatchJob, Pod, Deployment, StatefulSet, JobSet, LeaderWorkerSet}
+var All = []string{BatchJob, Pod, Deployment, StatefulSet, JobSet, LeaderWorkerSet, TrainJob}
 
 // Set is which integrations are on.
 type Set map[string]bool

@@ -14,7 +14,7 @@ func TestParseSet(t *testing.T) {
 		t.Fatal(err)
 	}
 	on, off := s.Split()
-	if !slices.Equal(on, []string{"batch/job", "pod"}) || !slices.Equal(off, []string{"deployment", "statefulset", "jobset.x-k8s.io/jobset", "leaderworkerset.x-k8s.io/leaderworkerset"}) {
+	if !slices.Equal(on, []string{"batch/job", "pod"}) || !slices.Equal(off, []string{"deployment", "statefulset", "jobset.x-k8s.io/jobset", "leaderworkerset.x-k8s.io/leaderworkerset", "trainer.kubeflow.org/trainjob"}) {
 		t.Errorf("on %v, off %v", on, off)
 	}
 	all, err := integration.ParseSet(integration.All)
@@ -22,7 +22,7 @@ func TestParseSet(t *testing.T) {
 		t.Errorf("all: %v, off %v", err, off)
 	}
 	for names, want := range map[string]string{
-		"batch/job,kubeflow.org/mpijob":            `"kubeflow.org/mpijob" is not one berth has (batch/job, pod, deployment, statefulset, jobset.x-k8s.io/jobset, leaderworkerset.x-k8s.io/leaderworkerset)`,
+		"batch/job,kubeflow.org/mpijob":            `"kubeflow.org/mpijob" is not one berth has (batch/job, pod, deployment, statefulset, jobset.x-k8s.io/jobset, leaderworkerset.x-k8s.io/leaderworkerset, trainer.kubeflow.org/trainjob)`,
 		"deployment":                               "deployment needs pod",
 		"statefulset":                              "statefulset needs pod",
 		"leaderworkerset.x-k8s.io/leaderworkerset": "leaderworkerset.x-k8s.io/leaderworkerset needs pod",

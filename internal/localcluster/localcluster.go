@@ -50,6 +50,8 @@ func ControllerArgs(l controlplane.Layout, health, metrics, webhook int, certDir
 		// The JobSet controller `--with jobset` runs, which alone makes a
 		// JobSet's Jobs (and starts them: package guard's policies).
 		"--jobset-controllers=" + addon.JobSet.Identity.User,
+		// Trainer's, `--with trainer`, which alone makes a TrainJob's JobSet.
+		"--trainer-controllers=" + addon.Trainer.Identity.User,
 	}
 }
 
@@ -126,7 +128,7 @@ func Options(c Config) controlplane.Options {
 				// Before any workload can be queued: the API server refuses
 				// edits that would run a queued one past its quota.
 				if err := manifests.Guard(ctx, cfg, guard.Options{Identity: ControllerIdentity.User, Namespace: manifests.ControllerNamespace,
-					Controllers: map[string][]string{"JobSet": {addon.JobSet.Identity.User}}}); err != nil {
+					Controllers: map[string][]string{"JobSet": {addon.JobSet.Identity.User}, "TrainJob": {addon.Trainer.Identity.User}}}); err != nil {
 					return fmt.Errorf("installing the admission policies of queued objects: %w", err)
 				}
 				if kindsErr != nil {

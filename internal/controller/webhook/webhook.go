@@ -40,6 +40,7 @@ import (
 	"github.com/berth-dev/berth/internal/integration/placement"
 	"github.com/berth-dev/berth/internal/integration/pods"
 	"github.com/berth-dev/berth/internal/integration/statefulsets"
+	"github.com/berth-dev/berth/internal/integration/trainjobs"
 	"github.com/berth-dev/berth/internal/pki"
 )
 
@@ -504,6 +505,15 @@ func Configuration(o Options, caBundle []byte) *admissionregistrationv1.Mutating
 			hook("kueue-labelled-leaderworkersets.berth.dev", leaderworkersets.WebhookPath, lwsRules,
 				selector(exists(berthv1.KueueQueueNameLabel), absent(berthv1.QueueNameLabel))))
 	}
+	if on(integration.TrainJob) {
+		// TrainJobs are seen when created; they grow only while held
+		// (package guard).
+		trainJobRules := ruleOf(trainjobs.GVK.Group, trainjobs.GVK.Version, "trainjobs", admissionregistrationv1.Create)
+		hooks = append(hooks,
+			hook("trainjobs.berth.dev", trainjobs.WebhookPath, trainJobRules, selector(exists(berthv1.QueueNameLabel))),
+			hook("kueue-labelled-trainjobs.berth.dev", trainjobs.WebhookPath, trainJobRules,
+				selector(exists(berthv1.KueueQueueNameLabel), absent(berthv1.QueueNameLabel))))
+	}
 	for _, c := range o.Configured {
 		// As JobSets: seen when created, whole; their templates and counts
 		// change while they run only if package guard lets them.
@@ -560,6 +570,7 @@ func Configuration(o Options, caBundle []byte) *admissionregistrationv1.Mutating
 		{integration.JobSet, "jobsets", jobsets.DefaultWebhookPath, ruleOf(jobsets.GVK.Group, jobsets.GVK.Version, "jobsets", create, update)},
 		{integration.LeaderWorkerSet, "leaderworkersets", leaderworkersets.DefaultWebhookPath,
 			ruleOf(leaderworkersets.GVK.Group, leaderworkersets.GVK.Version, "leaderworkersets", create)},
+		{integration.TrainJob, "trainjobs", trainjobs.DefaultWebhookPath, ruleOf(trainjobs.GVK.Group, trainjobs.GVK.Version, "trainjobs", create, update)},
 	}
 	for _, c := range o.Configured {
 		byDefault = append(byDefault, struct {
@@ -594,6 +605,7 @@ var hookOf = map[string]string{
 	integration.BatchJob: "jobs.berth.dev", integration.Pod: "pods.berth.dev",
 	integration.Deployment: "deployments.berth.dev", integration.StatefulSet: "statefulsets.berth.dev",
 	integration.JobSet: "jobsets.berth.dev", integration.LeaderWorkerSet: "leaderworkersets.berth.dev",
+	integration.TrainJob: "trainjobs.berth.dev",
 }
 
 // Integrations reads from a configuration Configuration made which

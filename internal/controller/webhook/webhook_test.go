@@ -293,7 +293,7 @@ func TestConfigurationHasOnlyTheIntegrationsOn(t *testing.T) {
 	}
 	// Each kind's three hooks for what asks for a queue, and two for what
 	// does not where everything is queued (opted-in, unlabelled).
-	if len(all) != 27 || !slices.Contains(all, "leaderworkersets.berth.dev") || !slices.Contains(all, "deployments.berth.dev") || !slices.Contains(all, "statefulsets.berth.dev") ||
+	if len(all) != 31 || !slices.Contains(all, "leaderworkersets.berth.dev") || !slices.Contains(all, "deployments.berth.dev") || !slices.Contains(all, "statefulsets.berth.dev") ||
 		!slices.Contains(all, "jobsets.berth.dev") || !slices.Contains(all, "unlabelled-leaderworkersets.berth.dev") {
 		t.Errorf("all: %v", all)
 	}
@@ -301,6 +301,11 @@ func TestConfigurationHasOnlyTheIntegrationsOn(t *testing.T) {
 	if want := []string{"topology-pods.berth.dev", "jobsets.berth.dev", "kueue-labelled-jobsets.berth.dev",
 		"template-labelled-jobsets.berth.dev", "opted-in-jobsets.berth.dev", "unlabelled-jobsets.berth.dev"}; !slices.Equal(jobsetsOnly, want) {
 		t.Errorf("jobset only: %v, want %v", jobsetsOnly, want)
+	}
+	trainJobsOnly := names(integration.Set{integration.TrainJob: true})
+	if want := []string{"topology-pods.berth.dev", "trainjobs.berth.dev", "kueue-labelled-trainjobs.berth.dev",
+		"opted-in-trainjobs.berth.dev", "unlabelled-trainjobs.berth.dev"}; !slices.Equal(trainJobsOnly, want) {
+		t.Errorf("trainjob only: %v, want %v", trainJobsOnly, want)
 	}
 }
 
@@ -333,9 +338,9 @@ func TestConfigurationQueuesEverythingWhereAsked(t *testing.T) {
 		}
 		seen++
 		// Creations; and for the kinds that may lose their label while held
-		// (Jobs, JobSets), the updates that take it off.
+		// (Jobs, JobSets, TrainJobs), the updates that take it off.
 		want := []admissionregistrationv1.OperationType{admissionregistrationv1.Create}
-		if kind == "jobs" || strings.HasSuffix(kind, "-jobs") || strings.HasSuffix(kind, "jobsets") {
+		if kind == "jobs" || strings.HasSuffix(kind, "-jobs") || strings.HasSuffix(kind, "jobsets") || strings.HasSuffix(kind, "trainjobs") {
 			want = append(want, admissionregistrationv1.Update)
 			if len(h.MatchConditions) != 1 || h.MatchConditions[0].Expression != unlabelledNow {
 				t.Errorf("%s: match conditions %+v; want creations and updates that take the label off", h.Name, h.MatchConditions)
@@ -365,8 +370,8 @@ func TestConfigurationQueuesEverythingWhereAsked(t *testing.T) {
 			t.Errorf("%s: a namespace that opts in selected %v", h.Name, !(scope == "opted"))
 		}
 	}
-	if seen != 12 {
-		t.Errorf("%d default hooks; want 12 (6 kinds, 2 scopes)", seen)
+	if seen != 14 {
+		t.Errorf("%d default hooks; want 14 (7 kinds, 2 scopes)", seen)
 	}
 }
 

@@ -3,11 +3,13 @@ package jobsets
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	jobsetv1 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
@@ -24,8 +26,25 @@ var GVK = jobsetv1.GroupVersion.WithKind("JobSet")
 const maxPodSets = 8
 
 // QueueName is the LocalQueue a JobSet is submitted to, from its labels
-// (berth's or Kueue's), "" when none.
-func QueueName(js *jobsetv1.JobSet) string { return integration.QueueName(js.Labels) }
+// (berth's or Kueue's), "" when none, or when it is queued with its owner
+// (QueuingOwner).
+func QueueName(js *jobsetv1.JobSet) string {
+	if QueuingOwner(js) != nil {
+		return ""
+	}
+	return integration.QueueName(js.Labels)
+}
+
+// QueuingOwner is js's controller reference when its controller is of a
+// kind queued in its stead, else nil: a Kubeflow TrainJob, whose Workload
+// asks for the pods of the JobSet Trainer makes for it.
+func QueuingOwner(js *jobsetv1.JobSet) *metav1.OwnerReference {
+	ref := metav1.GetControllerOf(js)
+	if ref == nil || ref.Kind != "TrainJob" || !strings.HasPrefix(ref.APIVersion, "trainer.kubeflow.org/") {
+		return nil
+	}
+	return ref
+}
 
 // WorkloadName is the name of a JobSet's Workload: stable for the JobSet,
 // different for a new JobSet of the same name; or the prebuilt Workload

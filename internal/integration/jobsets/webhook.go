@@ -3,6 +3,7 @@ package jobsets
 import (
 	"fmt"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
@@ -31,12 +32,19 @@ const DefaultWebhookPath = "/mutate-jobset-x-k8s-io-v1alpha2-jobset-default"
 var (
 	_ integration.Kind    = Kind{}
 	_ integration.Refuser = Kind{}
+	_ integration.Owned   = Kind{}
 )
+
+// QueuingOwner is the JobSet's TrainJob, which is queued in its stead.
+func (Kind) QueuingOwner(obj client.Object) *metav1.OwnerReference {
+	return QueuingOwner(obj.(*jobsetv1.JobSet))
+}
 
 func (Kind) New() client.Object { return &jobsetv1.JobSet{} }
 
 func (k Kind) QueueName(obj client.Object) string {
-	if q := QueueName(obj.(*jobsetv1.JobSet)); q != "" || !k.Default {
+	js := obj.(*jobsetv1.JobSet)
+	if q := QueueName(js); q != "" || !k.Default || QueuingOwner(js) != nil {
 		return q
 	}
 	return integration.DefaultLocalQueue
