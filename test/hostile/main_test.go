@@ -22,7 +22,7 @@ import (
 const enforced = "hostile.berth.dev/queue-everything"
 
 func TestMain(m *testing.M) {
-	os.Exit(testenv.MainClusters(m, testenv.Cluster{Name: "testenv", With: []string{"jobset", "leaderworkerset"},
+	os.Exit(testenv.MainClusters(m, testenv.Cluster{Name: "testenv", With: []string{"jobset", "leaderworkerset", "trainer"},
 		ControllerArgs: []string{"--manage-jobs-without-queue-name", "--managed-jobs-namespace-selector=" + enforced + "=true"}}))
 }
 

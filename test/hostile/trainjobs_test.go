@@ -1,0 +1,214 @@
+package hostile
+
+import (
+	"fmt"
+	"testing"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	jobsetv1 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	trainerv1 "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+
+	berthv1 "github.com/berth-dev/berth/api/v1beta1"
+	"github.com/berth-dev/berth/internal/integration/trainjobs"
+	"github.com/berth-dev/berth/internal/testenv"
+	"github.com/berth-dev/berth/internal/workload"
+)
+
+// trainerEditors lets the edit role write TrainJobs, as Trainer's own
+// install does for its users.
+func trainerEditors(t *testing.T, env *testenv.Env) {
+	t.Helper()
+	editors := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "trainjob-edit",
+		Labels: map[string]string{"rbac.authorization.k8s.io/aggregate-to-edit": "true"}},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{trainerv1.GroupVersion.Group}, Resources: []string{"trainjobs"},
+			Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}}}}
+	if err := env.Client.Create(ctx, editors); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+}
+
+// jobSetEditors lets the edit role write JobSets too: a user who may would
+// still not start a TrainJob's.
+func jobSetEditors(t *testing.T, env *testenv.Env) {
+	t.Helper()
+	editors := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "jobset-edit",
+		Labels: map[string]string{"rbac.authorization.k8s.io/aggregate-to-edit": "true"}},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{jobsetv1.GroupVersion.Group}, Resources: []string{"jobsets"},
+			Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}}}}
+	if err := env.Client.Create(ctx, editors); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+}
+
+// plainRuntime is a TrainingRuntime of one replicated Job, "node", whose
+// pods the TrainJob's trainer settings size and count.
+func plainRuntime(env *testenv.Env) *trainerv1.TrainingRuntime {
+	return &trainerv1.TrainingRuntime{ObjectMeta: metav1.ObjectMeta{Name: "plain", Namespace: env.Namespace},
+		Spec: trainerv1.TrainingRuntimeSpec{MLPolicy: &trainerv1.MLPolicy{NumNodes: ptr.To[int32](1)},
+			Template: trainerv1.JobSetTemplateSpec{Spec: jobsetv1.JobSetSpec{ReplicatedJobs: []jobsetv1.ReplicatedJob{{
+				Name: "node", Replicas: 1,
+				Template: batchv1.JobTemplateSpec{
+					ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+					Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+						Containers: []corev1.Container{{Name: "node", Image: "busybox"}}}}}},
+			}}}}}}
+}
+
+// trainJob is a TrainJob of the plain runtime in LocalQueue queue: nodes
+// pods of 1 cpu that run for runFor on simulated nodes.
+func trainJob(env *testenv.Env, name, queue string, nodes int32, runFor string) *trainerv1.TrainJob {
+	return &trainerv1.TrainJob{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: env.Namespace, Labels: map[string]string{berthv1.QueueNameLabel: queue}},
+		Spec: trainerv1.TrainJobSpec{
+			RuntimeRef: trainerv1.RuntimeRef{Name: "plain", APIGroup: ptr.To(trainerv1.GroupVersion.Group), Kind: ptr.To(trainerv1.TrainingRuntimeKind)},
+			Trainer: &trainerv1.Trainer{NumNodes: ptr.To(nodes), ResourcesPerNode: &corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}},
+			PodTemplateOverrides: []trainerv1.PodTemplateOverride{{TargetJobs: []trainerv1.PodTemplateOverrideTargetJob{{Name: "node"}},
+				Metadata: &metav1.ObjectMeta{Annotations: map[string]string{"berth.dev/sim-duration": runFor}}}},
+		},
+	}
+}
+
+// trainJobWorkload waits for tj's Workload to satisfy ok, and returns it.
+func trainJobWorkload(t *testing.T, env *testenv.Env, tj *trainerv1.TrainJob, what string, ok func(*berthv1.Workload) bool) *berthv1.Workload {
+	t.Helper()
+	var wl berthv1.Workload
+	testenv.Eventually(t, wait, func() error {
+		var now trainerv1.TrainJob
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(tj), &now); err != nil {
+			return err
+		}
+		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: trainjobs.WorkloadName(&now)}, &wl); err != nil {
+			return err
+		}
+		if !ok(&wl) {
+			return fmt.Errorf("TrainJob %s: its Workload is not %s: %+v", tj.Name, what, wl.Status.Conditions)
+		}
+		return nil
+	})
+	return &wl
+}
+
+// trainJobPods waits until tj's pods are n, all running, on nodes of pool.
+func trainJobPods(t *testing.T, env *testenv.Env, tj *trainerv1.TrainJob, pool string, n int) {
+	t.Helper()
+	testenv.Eventually(t, wait, func() error {
+		var list corev1.PodList
+		if err := env.Client.List(ctx, &list, client.InNamespace(env.Namespace), client.MatchingLabels{jobsetv1.JobSetNameKey: tj.Name}); err != nil {
+			return err
+		}
+		running := 0
+		for _, p := range list.Items {
+			if p.Status.Phase != corev1.PodRunning {
+				continue
+			}
+			var node corev1.Node
+			if err := env.Client.Get(ctx, client.ObjectKey{Name: p.Spec.NodeName}, &node); err != nil {
+				return err
+			}
+			if node.Labels["example.com/pool"] != pool {
+				return fmt.Errorf("pod %s runs on %s, not a node of the flavor's pool %s", p.Name, p.Spec.NodeName, pool)
+			}
+			running++
+		}
+		if running != n {
+			return fmt.Errorf("TrainJob %s: %d of %d pods running", tj.Name, running, n)
+		}
+		return nil
+	})
+}
+
+// A TrainJob, queued by berth with Kubeflow Trainer running (berth up
+// --with trainer), is one Workload of the pods its runtime and its trainer
+// settings make: held until they fit, then run on its flavor's nodes (its
+// pods reach them only through the flavor's toleration). A namespace user
+// cannot start a waiting one, nor its JobSet, nor make a JobSet in a
+// TrainJob's name. Preempted, a running one is suspended and gives its
+// quota back once its pods are gone, waits whole, and runs again once the
+// one that took its place has run to its end.
+func TestTrainJobIsQueuedWholeAndRunsOnItsFlavor(t *testing.T) {
+	env := testenv.New(t)
+	trainerEditors(t, env)
+	jobSetEditors(t, env)
+	c := env.AsEditor(t, mallory)
+	flavor, cqs := queues(t, env, "main")
+	pool := env.Name("pool")
+	env.Create(t, plainRuntime(env))
+
+	first := trainJob(env, "first", "main", 3, "1h")
+	testenv.Eventually(t, wait, func() error { return c.Create(ctx, first) }) // once the edit role has TrainJobs
+	if !trainjobs.Suspended(first) {
+		t.Fatal("a queued TrainJob was not created suspended")
+	}
+	wl := trainJobWorkload(t, env, first, "admitted", workload.IsAdmitted)
+	if len(wl.Spec.PodSets) != 1 || wl.Spec.PodSets[0].Name != "node" || wl.Spec.PodSets[0].Count != 3 ||
+		wl.Spec.PodSets[0].Requests.Cpu().String() != "1" {
+		t.Fatalf("Workload %s asks for %+v; want pod set node of 3 pods of 1 cpu (the runtime's Job, the TrainJob's 3 nodes)", wl.Name, wl.Spec.PodSets)
+	}
+	trainJobPods(t, env, first, pool, 3)
+	holds(t, env, cqs[0], flavor, 1, "3")
+
+	high := env.Name("high")
+	env.Create(t, &berthv1.WorkloadPriorityClass{ObjectMeta: metav1.ObjectMeta{Name: high}, Value: 100})
+	second := trainJob(env, "second", "main", 2, "1s")
+	second.Labels[berthv1.PriorityClassLabel] = high
+	if err := c.Create(ctx, second); err != nil {
+		t.Fatal(err)
+	}
+	trainJobWorkload(t, env, second, "pending for 2 pods", func(wl *berthv1.Workload) bool {
+		return !workload.HasQuota(wl) && len(wl.Spec.PodSets) == 1 && wl.Spec.PodSets[0].Count == 2
+	})
+	refused(t, "a waiting TrainJob started", edit(c, second, func(tj *trainerv1.TrainJob) { tj.Spec.Suspend = ptr.To(false) }),
+		"spec.suspend")
+	var js jobsetv1.JobSet
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(second), &js); err != nil {
+		t.Fatal(err)
+	}
+	refused(t, "a waiting TrainJob's JobSet started", edit(c, &js, func(js *jobsetv1.JobSet) { js.Spec.Suspend = ptr.To(false) }),
+		"JobSet "+js.Name+": spec.suspend: a TrainJob's JobSet is started by the TrainJob's controller")
+
+	// Where everything is queued, a JobSet in a TrainJob's name would be
+	// queued with it: only Trainer makes one.
+	enforce(t, env)
+	forged := js.DeepCopy()
+	forged.ObjectMeta = metav1.ObjectMeta{Name: "forged", Namespace: env.Namespace, OwnerReferences: js.OwnerReferences}
+	forged.Spec.Suspend = ptr.To(false)
+	forged.Status = jobsetv1.JobSetStatus{}
+	refused(t, "a JobSet in a TrainJob's name", c.Create(ctx, forged), "only the TrainJob controller makes the JobSets of a TrainJob")
+
+	// Preemption turned on, the second, of a higher priority, takes the
+	// first's place: the first is suspended, gives its quota back once its
+	// pods are gone, and waits again whole; the second runs to its end and
+	// the first runs again.
+	var q berthv1.ClusterQueue
+	if err := env.Client.Get(ctx, client.ObjectKey{Name: cqs[0]}, &q); err != nil {
+		t.Fatal(err)
+	}
+	patch := client.MergeFrom(q.DeepCopy())
+	q.Spec.Preemption = &berthv1.ClusterQueuePreemption{WithinClusterQueue: berthv1.PreemptionLowerPriority}
+	if err := env.Client.Patch(ctx, &q, patch); err != nil {
+		t.Fatal(err)
+	}
+	trainJobWorkload(t, env, second, "finished", workload.IsFinished)
+	trainJobWorkload(t, env, first, "admitted again", func(wl *berthv1.Workload) bool {
+		rs := wl.Status.RequeueState
+		return workload.IsAdmitted(wl) && rs != nil && rs.Count != nil && *rs.Count == 1
+	})
+	trainJobPods(t, env, first, pool, 3)
+	holds(t, env, cqs[0], flavor, 1, "3")
+	var done trainerv1.TrainJob
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(second), &done); err != nil {
+		t.Fatal(err)
+	}
+	if finished, failed := trainjobs.Finished(&done); !finished || failed {
+		t.Errorf("TrainJob second: finished %v, failed %v; want it complete", finished, failed)
+	}
+}
