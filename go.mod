@@ -10,6 +10,7 @@ require (
 	github.com/google/go-containerregistry v0.20.6
 	github.com/google/pprof v0.0.0-20260402051712-545e8a4df936
 	github.com/itchyny/gojq v0.12.20
+	github.com/kubeflow/trainer/v2 v2.1.0
 	github.com/prometheus/client_golang v1.23.2
 	github.com/ray-project/kuberay/ray-operator v1.5.0
 	github.com/spf13/cobra v1.10.2
@@ -136,7 +137,6 @@ require (
 	github.com/josharian/intern v1.0.0 // indirect
 	github.com/json-iterator/go v1.1.12 // indirect
 	github.com/klauspost/compress v1.18.4 // indirect
-	github.com/kubeflow/trainer/v2 v2.1.0 // indirect
 	github.com/kylelemons/godebug v1.1.0 // indirect
 	github.com/lann/builder v0.0.0-20180802200727-47ae307949d0 // indirect
 	github.com/lann/ps v0.0.0-20150810152359-62de8c46ede0 // indirect
