@@ -44,13 +44,15 @@ func parseQueueKind(s string) (string, error) {
 		return "JobSet", nil
 	case "statefulset", "statefulsets", "sts":
 		return "StatefulSet", nil
+	case "trainjob", "trainjobs":
+		return "TrainJob", nil
 	}
-	return "", fmt.Errorf("%q: stop and resume take clusterqueue (cq), localqueue (lq), workload (wl), job, jobset or statefulset (sts)", s)
+	return "", fmt.Errorf("%q: stop and resume take clusterqueue (cq), localqueue (lq), workload (wl), job, jobset, statefulset (sts) or trainjob", s)
 }
 
 // ofObject: the kinds whose one Workload berth names by the object it was
 // made for (findWorkload).
-var ofObject = map[string]bool{"Job": true, "JobSet": true, "StatefulSet": true}
+var ofObject = map[string]bool{"Job": true, "JobSet": true, "StatefulSet": true, "TrainJob": true}
 
 func (q queueRef) String() string {
 	if q.kind == "ClusterQueue" {
@@ -70,7 +72,7 @@ func stopResumeCommand(stopping bool) *cobra.Command {
 		drain      bool
 	)
 	cmd := &cobra.Command{
-		Use:   "resume (clusterqueue|localqueue|workload|job|jobset|statefulset) NAME",
+		Use:   "resume (clusterqueue|localqueue|workload|job|jobset|statefulset|trainjob) NAME",
 		Short: "Let a stopped queue admit again (stopPolicy None), or a stopped workload queue again",
 		Example: `  berth resume clusterqueue team-a
   berth resume localqueue jobs -n team-a
@@ -78,7 +80,7 @@ func stopResumeCommand(stopping bool) *cobra.Command {
 		Args: cobra.ExactArgs(2),
 	}
 	if stopping {
-		cmd.Use = "stop (clusterqueue|localqueue|workload|job|jobset|statefulset) NAME"
+		cmd.Use = "stop (clusterqueue|localqueue|workload|job|jobset|statefulset|trainjob) NAME"
 		cmd.Short = "Stop a queue from admitting (stopPolicy Hold, or HoldAndDrain with --drain), or a workload from running"
 		cmd.Long = `Stop a ClusterQueue or LocalQueue from admitting: what it admitted keeps
 running (stopPolicy Hold), or, with --drain, is evicted and queues again
@@ -131,7 +133,7 @@ queue. 'berth resume' undoes either. It works against a berth instance
 	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "the cluster to act on, instead of a berth instance")
 	cmd.Flags().StringVarP(&namespace, "namespace", "n", "default", "namespace of the LocalQueue, workload, Job, JobSet or StatefulSet")
 	comp := completer{inst: &inst, kubeconfig: &kubeconfig, namespace: &namespace}
-	cmd.ValidArgsFunction = comp.kindThenName([]string{"clusterqueue", "localqueue", "workload", "job", "jobset", "statefulset"}, parseQueueKind)
+	cmd.ValidArgsFunction = comp.kindThenName([]string{"clusterqueue", "localqueue", "workload", "job", "jobset", "statefulset", "trainjob"}, parseQueueKind)
 	comp.flag(cmd, "namespace", "Namespace")
 	return cmd
 }

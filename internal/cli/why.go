@@ -17,7 +17,7 @@ func newWhyCommand() *cobra.Command {
 		output     string
 	)
 	cmd := &cobra.Command{
-		Use:   "why [workload|job|jobset|statefulset|KIND] NAME",
+		Use:   "why [workload|job|jobset|statefulset|trainjob|KIND] NAME",
 		Short: "Say why a workload (or a Job's) waits: its place in line, its needs against its queue's room, and whom it would preempt",
 		Long: `Say, in words, where a workload stands and why: pending, waiting for
 admission checks, admitted or finished; its position in its ClusterQueue's
@@ -26,11 +26,12 @@ pod set needs and what its queue has used, nominally and available now
 (borrowing included); and what berth's scheduling core decides for it right
 now, run on a copy of the queues and admitted workloads: it fits, it waits
 (and for what), or it fits only by preempting, naming whom. A name alone is
-a Workload; with 'job', 'jobset' or 'statefulset' it is the Workload berth
-made for that Job, JobSet or StatefulSet, and with the kind of a kind
-queued from configuration ('mpijob', 'pytorchjob') the Workload of that
-object; for an object queued with its owner (a JobSet's Job, a RayJob's
-RayCluster) it names the owner and its Workload. It works
+a Workload; with 'job', 'jobset', 'statefulset' or 'trainjob' it is the
+Workload berth made for that Job, JobSet, StatefulSet or TrainJob, and with
+the kind of a kind queued from configuration ('mpijob', 'pytorchjob') the
+Workload of that object; for an object queued with its owner (a JobSet's
+Job, a TrainJob's JobSet, a RayJob's RayCluster) it names the owner and its
+Workload. It works
 against a berth instance (--name/--data-dir) or any cluster running berth
 (--kubeconfig). With --fair-sharing on the controller, the preemption
 answer may differ: the copy runs without fair sharing.`,
@@ -49,7 +50,7 @@ answer may differ: the copy runs without fair sharing.`,
 					// its Workload is the one the object owns.
 					kind = args[0]
 				default:
-					return fmt.Errorf("%q: why takes workload (wl), job, jobset, statefulset (sts) or the kind of a kind queued from configuration (mpijob)", args[0])
+					return fmt.Errorf("%q: why takes workload (wl), job, jobset, statefulset (sts), trainjob or the kind of a kind queued from configuration (mpijob)", args[0])
 				}
 				q.kind, q.name = kind, args[1]
 			}
@@ -86,7 +87,7 @@ answer may differ: the copy runs without fair sharing.`,
 	cmd.Flags().StringVarP(&namespace, "namespace", "n", "default", "namespace of the workload, Job, JobSet or StatefulSet")
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table (words), json or yaml")
 	comp := completer{inst: &inst, kubeconfig: &kubeconfig, namespace: &namespace}
-	cmd.ValidArgsFunction = comp.kindThenName([]string{"workload", "job", "jobset", "statefulset"}, parseQueueKind)
+	cmd.ValidArgsFunction = comp.kindThenName([]string{"workload", "job", "jobset", "statefulset", "trainjob"}, parseQueueKind)
 	comp.flag(cmd, "namespace", "Namespace")
 	return cmd
 }

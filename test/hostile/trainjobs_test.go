@@ -2,6 +2,8 @@ package hostile
 
 import (
 	"fmt"
+	"os/exec"
+	"strings"
 	"testing"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -166,6 +168,20 @@ func TestTrainJobIsQueuedWholeAndRunsOnItsFlavor(t *testing.T) {
 	trainJobWorkload(t, env, second, "pending for 2 pods", func(wl *berthv1.Workload) bool {
 		return !workload.HasQuota(wl) && len(wl.Spec.PodSets) == 1 && wl.Spec.PodSets[0].Count == 2
 	})
+	// berth why explains the waiting TrainJob, and, asked about its JobSet,
+	// points at the TrainJob.
+	bin, err := testenv.Binary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	why, err := exec.Command(bin, "why", "trainjob", second.Name, "-n", env.Namespace, "--kubeconfig", env.Kubeconfig).CombinedOutput()
+	if err != nil || !strings.Contains(string(why), "trainjob-second-") || !strings.Contains(string(why), "node") {
+		t.Errorf("berth why trainjob %s: %v\n%s", second.Name, err, why)
+	}
+	why, err = exec.Command(bin, "why", "jobset", second.Name, "-n", env.Namespace, "--kubeconfig", env.Kubeconfig).CombinedOutput()
+	if err == nil || !strings.Contains(string(why), "has no Workload of its own: it is queued with its TrainJob second") {
+		t.Errorf("berth why jobset %s: %v\n%s", second.Name, err, why)
+	}
 	refused(t, "a waiting TrainJob started", edit(c, second, func(tj *trainerv1.TrainJob) { tj.Spec.Suspend = ptr.To(false) }),
 		"spec.suspend")
 	var js jobsetv1.JobSet
