@@ -111,11 +111,11 @@ throughput long before the API server is busy.`,
 	f.BoolVar(&o.FairSharing, "fair-sharing", o.FairSharing,
 		"order admission and reclaiming in cohorts by weighted shares of borrowed capacity")
 	f.StringSliceVar(&o.Integrations, "integrations", o.Integrations,
-		"the kinds berth queues: batch/job (Jobs, those of CronJobs too), pod (Pods and pod groups), deployment (its pods, as Pods; needs pod), statefulset (its pods, as one pod group; needs pod), jobset.x-k8s.io/jobset (JobSets, where their CRD is installed), leaderworkerset.x-k8s.io/leaderworkerset (each group of a LeaderWorkerSet, as one pod group, where its CRD is installed; needs pod); the others' objects are left alone, whatever their labels")
+		"the kinds berth queues: batch/job (Jobs, those of CronJobs too), pod (Pods and pod groups), deployment (its pods, as Pods; needs pod), statefulset (its pods, as one pod group; needs pod), jobset.x-k8s.io/jobset (JobSets, where their CRD is installed), leaderworkerset.x-k8s.io/leaderworkerset (each group of a LeaderWorkerSet, as one pod group, where its CRD is installed; needs pod), trainer.kubeflow.org/trainjob (Kubeflow Trainer's TrainJobs, where their CRD is installed); the others' objects are left alone, whatever their labels")
 	f.StringVar(&configuredKinds, "configured-kinds", "",
 		"a YAML file of kinds to queue from configuration alone: each names a custom resource's group, version, kind and resource, the path of its suspend field, its pod sets (paths of a pod template and a count) and the conditions that say it ended (docs/integrations.md); each is on once its CRD is served with those paths and berth may read and update its objects")
 	f.BoolVar(&o.WaitForPodsReady, "wait-for-pods-ready", o.WaitForPodsReady,
-		"all-or-nothing start: evict an admitted Job, JobSet, StatefulSet or object of a configured kind whose pods are not all Ready within --pods-ready-timeout, give its quota back and queue it again after a backoff; each admitted one gets a PodsReady condition (one more write)")
+		"all-or-nothing start: evict an admitted Job, JobSet, TrainJob, StatefulSet or object of a configured kind whose pods are not all Ready within --pods-ready-timeout, give its quota back and queue it again after a backoff; each admitted one gets a PodsReady condition (one more write)")
 	f.DurationVar(&o.PodsReady.Timeout, "pods-ready-timeout", o.PodsReady.Timeout,
 		"with --wait-for-pods-ready: how long after its admission a workload's pods have to be all Ready")
 	f.DurationVar(&o.PodsReady.BackoffBase, "pods-ready-backoff-base", o.PodsReady.BackoffBase,

@@ -61,10 +61,10 @@ func TestImportWritesAKueueConfigurationAsChartValues(t *testing.T) {
 			Integrations []string `json:"integrations"`
 		} `json:"controller"`
 	}
-	if err := yaml.Unmarshal(data, &vals); err != nil || strings.Join(vals.Controller.Integrations, ",") != "batch/job,jobset.x-k8s.io/jobset,pod" {
+	if err := yaml.Unmarshal(data, &vals); err != nil || strings.Join(vals.Controller.Integrations, ",") != "batch/job,jobset.x-k8s.io/jobset,trainer.kubeflow.org/trainjob,pod" {
 		t.Errorf("values file (%v):\n%s", err, data)
 	}
-	if !strings.Contains(string(data), "# not carried over: integrations.frameworks[trainer.kubeflow.org/trainjob]") {
+	if !strings.Contains(string(data), "# not carried over: integrations.frameworks[sparkoperator.k8s.io/sparkapplication]") {
 		t.Errorf("the values file does not say what was left behind:\n%s", data)
 	}
 

@@ -44,9 +44,8 @@ func IsConfiguration(in map[string]any) bool {
 }
 
 // frameworks are Kueue's integrations.frameworks berth has as its own
-// integrations, by name (the same names).
-var frameworks = []string{integration.BatchJob, integration.Pod, integration.Deployment, integration.StatefulSet,
-	integration.JobSet, integration.LeaderWorkerSet}
+// integrations, by name (the same names): all of them.
+var frameworks = integration.All
 
 // describedBy are Kueue's frameworks berth queues from configuration: the
 // file of kinds that describes each, and the kinds of it that come along.

@@ -582,7 +582,7 @@ func TestAKueueConfigurationImportsToValuesTheChartTakes(t *testing.T) {
 	}
 	objs := render(t, "queues", vals)
 	args := deployment(t, objs, "berth-controller").Spec.Template.Spec.Containers[0].Args
-	for _, want := range []string{"--integrations=batch/job,jobset.x-k8s.io/jobset,pod", "--manage-jobs-without-queue-name",
+	for _, want := range []string{"--integrations=batch/job,jobset.x-k8s.io/jobset,trainer.kubeflow.org/trainjob,pod", "--manage-jobs-without-queue-name",
 		"--managed-jobs-namespace-selector=kubernetes.io/metadata.name notin (kube-system,kueue-system)", "--wait-for-pods-ready",
 		"--configured-kinds=/etc/berth/configured-kinds/kinds.yaml"} {
 		if !slices.Contains(args, want) {
