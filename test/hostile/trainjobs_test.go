@@ -2,6 +2,7 @@ package hostile
 
 import (
 	"fmt"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -20,8 +21,10 @@ import (
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
 	"github.com/berth-dev/berth/internal/integration/trainjobs"
+	"github.com/berth-dev/berth/internal/manifests"
 	"github.com/berth-dev/berth/internal/testenv"
 	"github.com/berth-dev/berth/internal/workload"
+	. "github.com/berth-dev/berth/test/fixtures"
 )
 
 // trainerEditors lets the edit role write TrainJobs, as Trainer's own
@@ -227,4 +230,42 @@ func TestTrainJobIsQueuedWholeAndRunsOnItsFlavor(t *testing.T) {
 	if finished, failed := trainjobs.Finished(&done); !finished || failed {
 		t.Errorf("TrainJob second: finished %v, failed %v; want it complete", finished, failed)
 	}
+}
+
+// examples/trainjob.yaml runs as written (its runtime and TrainJob, here in
+// the test's namespace and queue): admitted whole for its 2 nodes, on its
+// flavor's nodes.
+func TestTheTrainJobExampleRuns(t *testing.T) {
+	env := testenv.New(t)
+	pool, flavor, cq := env.Name("pool"), env.Name("rf"), env.Name("main")
+	env.CreateSimNode(t, env.Name("node"), map[string]string{"example.com/pool": pool})
+	env.Create(t, MakeResourceFlavor(flavor).NodeLabel("example.com/pool", pool).Toleration(env.Toleration()).Obj())
+	env.Create(t, MakeClusterQueue(cq).ResourceGroup(MakeFlavorQuotas(flavor).Resource("cpu", "4").Resource("memory", "8Gi").Obj()).Obj())
+	env.Create(t, MakeLocalQueue("main", env.Namespace, cq).Obj())
+	data, err := os.ReadFile("../../examples/trainjob.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := manifests.Decode(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tj *trainerv1.TrainJob
+	for _, o := range objs {
+		o.SetNamespace(env.Namespace)
+		if o.GetKind() == trainerv1.TrainJobKind {
+			o.SetLabels(map[string]string{berthv1.QueueNameLabel: "main"})
+			tj = &trainerv1.TrainJob{ObjectMeta: metav1.ObjectMeta{Name: o.GetName(), Namespace: env.Namespace}}
+		}
+		env.Create(t, o)
+	}
+	if tj == nil {
+		t.Fatal("examples/trainjob.yaml has no TrainJob")
+	}
+	wl := trainJobWorkload(t, env, tj, "admitted", workload.IsAdmitted)
+	if len(wl.Spec.PodSets) != 1 || wl.Spec.PodSets[0].Count != 2 {
+		t.Errorf("the example's Workload asks for %+v; want its 2 nodes", wl.Spec.PodSets)
+	}
+	trainJobPods(t, env, tj, pool, 2)
+	holds(t, env, cq, flavor, 1, "2")
 }
