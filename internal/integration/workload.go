@@ -274,3 +274,23 @@ func RestoreTemplates(ctx context.Context, c client.Client, rec events.EventReco
 	}
 	return client.IgnoreNotFound(c.Update(ctx, obj))
 }
+
+// MarkPodsReady records on wl that its pods are all Ready
+// (workload.SetPodsReady, msg saying how many), with one status patch onto
+// the version read.
+func MarkPodsReady(ctx context.Context, c client.Client, wl *berthv1.Workload, msg string, now time.Time) error {
+	orig := wl.DeepCopy()
+	workload.SetPodsReady(wl, msg, now)
+	return client.IgnoreNotFound(c.Status().Patch(ctx, wl, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})))
+}
+
+// Resync makes a pending Workload ask for what its object now does: its
+// pod sets, queue and priority, with one patch onto the version read.
+func Resync(ctx context.Context, c client.Client, wl *berthv1.Workload, podSets []berthv1.PodSet, queue string, priority *int32, class string) error {
+	orig := wl.DeepCopy()
+	wl.Spec.PodSets = podSets
+	wl.Spec.QueueName = queue
+	wl.Spec.Priority = priority
+	wl.Spec.PriorityClassName = class
+	return client.IgnoreNotFound(c.Patch(ctx, wl, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})))
+}

@@ -213,9 +213,7 @@ func (r *Reconciler) recordPodsReady(ctx context.Context, u *unstructured.Unstru
 	if !ready {
 		return reconcile.Result{RequeueAfter: podsPoll}, nil
 	}
-	orig := wl.DeepCopy()
-	workload.SetPodsReady(wl, msg, r.clock.Now())
-	return reconcile.Result{}, client.IgnoreNotFound(r.client.Status().Patch(ctx, wl, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})))
+	return reconcile.Result{}, integration.MarkPodsReady(ctx, r.client, wl, msg, r.clock.Now())
 }
 
 // suspend stops u (its controller stops its pods) and restores its

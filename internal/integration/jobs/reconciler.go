@@ -210,10 +210,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if !Suspended(&job) {
 			if r.podsReady && !workload.PodsReady(&wl) && workload.PodsReadySubject(&wl) {
 				if ready, msg := PodsReady(&job, &wl); ready {
-					orig := wl.DeepCopy()
-					workload.SetPodsReady(&wl, msg, r.clock.Now())
-					return reconcile.Result{}, client.IgnoreNotFound(r.client.Status().Patch(ctx, &wl,
-						client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})))
+					return reconcile.Result{}, integration.MarkPodsReady(ctx, r.client, &wl, msg, r.clock.Now())
 				}
 			}
 			return reconcile.Result{}, nil // running
@@ -236,12 +233,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if !workload.HasQuota(&wl) {
 		priority, class := integration.PriorityOf(ctx, r.client, r.rec, &job, job.Spec.Template.Spec.PriorityClassName)
 		if !InSync(&wl, &job, queue, priority) {
-			orig := wl.DeepCopy()
-			wl.Spec.PodSets = PodSets(&job)
-			wl.Spec.QueueName = queue
-			wl.Spec.Priority = priority
-			wl.Spec.PriorityClassName = class
-			return reconcile.Result{}, client.IgnoreNotFound(r.client.Patch(ctx, &wl, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})))
+			return reconcile.Result{}, integration.Resync(ctx, r.client, &wl, PodSets(&job), queue, priority, class)
 		}
 	}
 	return reconcile.Result{}, nil

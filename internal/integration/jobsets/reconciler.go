@@ -211,10 +211,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if !Suspended(&js) {
 			if r.podsReady && !workload.PodsReady(&wl) && workload.PodsReadySubject(&wl) {
 				if ready, msg := PodsReady(&js); ready {
-					orig := wl.DeepCopy()
-					workload.SetPodsReady(&wl, msg, r.clock.Now())
-					return reconcile.Result{}, client.IgnoreNotFound(r.client.Status().Patch(ctx, &wl,
-						client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})))
+					return reconcile.Result{}, integration.MarkPodsReady(ctx, r.client, &wl, msg, r.clock.Now())
 				}
 			}
 			return reconcile.Result{}, nil // running
@@ -232,12 +229,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if !workload.HasQuota(&wl) {
 		priority, class := integration.PriorityOf(ctx, r.client, r.rec, &js, PriorityClass(&js))
 		if !InSync(&wl, &js, queue, priority) {
-			orig := wl.DeepCopy()
-			wl.Spec.PodSets = PodSets(&js)
-			wl.Spec.QueueName = queue
-			wl.Spec.Priority = priority
-			wl.Spec.PriorityClassName = class
-			return reconcile.Result{}, client.IgnoreNotFound(r.client.Patch(ctx, &wl, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})))
+			return reconcile.Result{}, integration.Resync(ctx, r.client, &wl, PodSets(&js), queue, priority, class)
 		}
 	}
 	return reconcile.Result{}, nil

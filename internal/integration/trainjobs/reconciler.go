@@ -174,12 +174,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if js != nil && !workload.HasQuota(&wl) {
 		priority, class := integration.PriorityOf(ctx, r.client, r.rec, &tj, PriorityClass(js))
 		if !InSync(&wl, js, queue, priority) {
-			orig := wl.DeepCopy()
-			wl.Spec.PodSets = PodSets(js)
-			wl.Spec.QueueName = queue
-			wl.Spec.Priority = priority
-			wl.Spec.PriorityClassName = class
-			return reconcile.Result{}, client.IgnoreNotFound(r.client.Patch(ctx, &wl, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})))
+			return reconcile.Result{}, integration.Resync(ctx, r.client, &wl, PodSets(js), queue, priority, class)
 		}
 	}
 	return reconcile.Result{}, nil
@@ -256,10 +251,7 @@ func (r *Reconciler) running(ctx context.Context, tj *trainerv1.TrainJob, js *jo
 	}
 	if r.podsReady && !workload.PodsReady(wl) && workload.PodsReadySubject(wl) {
 		if ready, msg := jobsets.PodsReady(js); ready {
-			orig := wl.DeepCopy()
-			workload.SetPodsReady(wl, msg, r.clock.Now())
-			return reconcile.Result{}, client.IgnoreNotFound(r.client.Status().Patch(ctx, wl,
-				client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})))
+			return reconcile.Result{}, integration.MarkPodsReady(ctx, r.client, wl, msg, r.clock.Now())
 		}
 	}
 	return reconcile.Result{}, nil
