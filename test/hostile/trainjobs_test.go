@@ -7,11 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -53,33 +51,11 @@ func jobSetEditors(t *testing.T, env *testenv.Env) {
 	}
 }
 
-// plainRuntime is a TrainingRuntime of one replicated Job, "node", whose
-// pods the TrainJob's trainer settings size and count.
-func plainRuntime(env *testenv.Env) *trainerv1.TrainingRuntime {
-	return &trainerv1.TrainingRuntime{ObjectMeta: metav1.ObjectMeta{Name: "plain", Namespace: env.Namespace},
-		Spec: trainerv1.TrainingRuntimeSpec{MLPolicy: &trainerv1.MLPolicy{NumNodes: ptr.To[int32](1)},
-			Template: trainerv1.JobSetTemplateSpec{Spec: jobsetv1.JobSetSpec{ReplicatedJobs: []jobsetv1.ReplicatedJob{{
-				Name: "node", Replicas: 1,
-				Template: batchv1.JobTemplateSpec{
-					ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
-					Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
-						Containers: []corev1.Container{{Name: "node", Image: "busybox"}}}}}},
-			}}}}}}
-}
-
 // trainJob is a TrainJob of the plain runtime in LocalQueue queue: nodes
 // pods of 1 cpu that run for runFor on simulated nodes.
 func trainJob(env *testenv.Env, name, queue string, nodes int32, runFor string) *trainerv1.TrainJob {
-	return &trainerv1.TrainJob{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: env.Namespace, Labels: map[string]string{berthv1.QueueNameLabel: queue}},
-		Spec: trainerv1.TrainJobSpec{
-			RuntimeRef: trainerv1.RuntimeRef{Name: "plain", APIGroup: ptr.To(trainerv1.GroupVersion.Group), Kind: ptr.To(trainerv1.TrainingRuntimeKind)},
-			Trainer: &trainerv1.Trainer{NumNodes: ptr.To(nodes), ResourcesPerNode: &corev1.ResourceRequirements{
-				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}},
-			PodTemplateOverrides: []trainerv1.PodTemplateOverride{{TargetJobs: []trainerv1.PodTemplateOverrideTargetJob{{Name: "node"}},
-				Metadata: &metav1.ObjectMeta{Annotations: map[string]string{"berth.dev/sim-duration": runFor}}}},
-		},
-	}
+	return MakeTrainJob(name, env.Namespace, "plain").Queue(queue).Nodes(nodes).Request("cpu", "1").
+		PodAnnotation("berth.dev/sim-duration", runFor).Obj()
 }
 
 // trainJobWorkload waits for tj's Workload to satisfy ok, and returns it.
@@ -146,7 +122,7 @@ func TestTrainJobIsQueuedWholeAndRunsOnItsFlavor(t *testing.T) {
 	c := env.AsEditor(t, mallory)
 	flavor, cqs := queues(t, env, "main")
 	pool := env.Name("pool")
-	env.Create(t, plainRuntime(env))
+	env.Create(t, MakeTrainingRuntime("plain", env.Namespace))
 
 	first := trainJob(env, "first", "main", 3, "1h")
 	testenv.Eventually(t, wait, func() error { return c.Create(ctx, first) }) // once the edit role has TrainJobs
