@@ -434,8 +434,8 @@ const (
 
 // PodsReadySubject reports a workload whose pods' readiness berth watches
 // (berth controller --wait-for-pods-ready), running here, not dispatched
-// to a worker cluster (nor a dispatched copy on a worker): a batch/v1 Job's
-// or a JobSet's or a configured kind's (their integrations record
+// to a worker cluster (nor a dispatched copy on a worker): a batch/v1 Job's,
+// a JobSet's, a TrainJob's or a configured kind's (their integrations record
 // PodsReady, and one evicted is suspended and queues again), or a
 // StatefulSet's pod group (owned by the
 // StatefulSet: evicted, its pods are deleted, the StatefulSet makes them
@@ -451,7 +451,8 @@ func PodsReadySubject(w *berthv1.Workload) bool {
 		return true
 	}
 	if ref := metav1.GetControllerOf(w); ref != nil {
-		return (ref.Kind == "Job" && ref.APIVersion == "batch/v1") || (ref.Kind == "JobSet" && ref.APIVersion == "jobset.x-k8s.io/v1alpha2")
+		return (ref.Kind == "Job" && ref.APIVersion == "batch/v1") || (ref.Kind == "JobSet" && ref.APIVersion == "jobset.x-k8s.io/v1alpha2") ||
+			(ref.Kind == "TrainJob" && ref.APIVersion == "trainer.kubeflow.org/v1alpha1")
 	}
 	for _, ref := range w.OwnerReferences {
 		if ref.Kind == "StatefulSet" && ref.APIVersion == "apps/v1" {

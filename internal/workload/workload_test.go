@@ -172,7 +172,7 @@ func TestOutlineKeepsWhatBerthReadsOfFinishedWorkloads(t *testing.T) {
 	}
 }
 
-// berth times the pods of Jobs, JobSets and StatefulSets that run here; not
+// berth times the pods of Jobs, JobSets, TrainJobs and StatefulSets that run here; not
 // those of other kinds (evicting them deletes their pods for good), nor of
 // dispatched ones.
 func TestPodsReadySubjects(t *testing.T) {
@@ -195,6 +195,7 @@ func TestPodsReadySubjects(t *testing.T) {
 	}{
 		{"Job", owned("batch/v1", "Job"), true},
 		{"JobSet", owned("jobset.x-k8s.io/v1alpha2", "JobSet"), true},
+		{"TrainJob", owned("trainer.kubeflow.org/v1alpha1", "TrainJob"), true},
 		{"Pod", owned("v1", "Pod"), false},
 		{"StatefulSet's pod group", &berthv1.Workload{ObjectMeta: metav1.ObjectMeta{OwnerReferences: []metav1.OwnerReference{
 			{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "db", UID: "s"}, {APIVersion: "v1", Kind: "Pod", Name: "db-0", UID: "p"}}}}, true},

@@ -21,11 +21,14 @@ import (
 
 	jobsetv1 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
+	trainerv1 "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
 	"github.com/berth-dev/berth/internal/integration/configured"
 	"github.com/berth-dev/berth/internal/integration/jobsets"
 	"github.com/berth-dev/berth/internal/integration/podgroups"
 	"github.com/berth-dev/berth/internal/integration/pods"
+	"github.com/berth-dev/berth/internal/integration/trainjobs"
 	"github.com/berth-dev/berth/internal/testenv"
 	"github.com/berth-dev/berth/internal/workload"
 	. "github.com/berth-dev/berth/test/fixtures"
@@ -44,7 +47,8 @@ const (
 var ctx = context.Background()
 
 func TestMain(m *testing.M) {
-	// MPIJob, queued from configuration (its CRD installed by its test).
+	// MPIJob, queued from configuration (its CRD installed by its test);
+	// TrainJobs, with Trainer (which brings JobSet).
 	kinds, err := filepath.Abs("../../examples/configured/kinds.yaml")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -53,7 +57,7 @@ func TestMain(m *testing.M) {
 	os.Exit(testenv.MainClusters(m, testenv.Cluster{Name: "podsready", ControllerArgs: []string{
 		"--wait-for-pods-ready", "--pods-ready-timeout=" + timeout.String(),
 		"--pods-ready-backoff-base=" + backoffBase.String(), "--pods-ready-backoff-max=" + (2 * backoffBase).String(),
-		fmt.Sprintf("--pods-ready-requeue-limit=%d", limit), "--pods-ready-block-admission"}, With: []string{"jobset"},
+		fmt.Sprintf("--pods-ready-requeue-limit=%d", limit), "--pods-ready-block-admission"}, With: []string{"trainer"},
 		ConfiguredKinds: kinds}))
 }
 
@@ -268,6 +272,40 @@ func TestAJobSetThatCannotStartGivesItsQuotaBack(t *testing.T) {
 		return workload.IsAdmitted(w) && workload.PodsReady(w)
 	})
 	if c := meta.FindStatusCondition(w.Status.Conditions, berthv1.WorkloadPodsReady); c.Message != "3 of 3 Jobs with all their pods Ready or succeeded" {
+		t.Errorf("PodsReady says %q", c.Message)
+	}
+}
+
+// A TrainJob is timed as its JobSet is: three nodes of 3 cpu on one node of
+// 8 cpu cannot all start, so it is evicted after the timeout, suspended
+// (Trainer suspends its JobSet), and gives its quota back; with room on a
+// second node it is admitted again and its pods are all Ready.
+func TestATrainJobThatCannotStartGivesItsQuotaBack(t *testing.T) {
+	env := testenv.New(t)
+	queue(t, env, "9")
+	env.Create(t, MakeTrainingRuntime("plain", env.Namespace))
+	tj := MakeTrainJob("train", env.Namespace, "plain").Queue("main").Nodes(3).Request("cpu", "3").
+		Toleration(env.Toleration()).PodAnnotation("berth.dev/sim-duration", "10m").Obj()
+	env.Create(t, tj)
+	key := types.NamespacedName{Namespace: env.Namespace, Name: trainjobs.WorkloadName(tj)}
+	waitFor(t, env, key, "admitted", func(w *berthv1.Workload) bool { return workload.IsAdmitted(w) })
+
+	w := waitFor(t, env, key, "evicted for its pods", func(w *berthv1.Workload) bool {
+		return workload.PodsReadyTimeouts(w) == 1 && !workload.HasQuota(w)
+	})
+	if c := meta.FindStatusCondition(w.Status.Conditions, berthv1.WorkloadPodsReady); c == nil || c.Reason != workload.PodsReadyTimeout {
+		t.Fatalf("PodsReady after the timeout: %+v", c)
+	}
+	var got trainerv1.TrainJob
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(tj), &got); err != nil || !trainjobs.Suspended(&got) {
+		t.Fatalf("the evicted TrainJob is not suspended (%v)", err)
+	}
+
+	env.CreateSimNode(t, env.Name("n2"), nil)
+	w = waitFor(t, env, key, "all pods Ready", func(w *berthv1.Workload) bool {
+		return workload.IsAdmitted(w) && workload.PodsReady(w)
+	})
+	if c := meta.FindStatusCondition(w.Status.Conditions, berthv1.WorkloadPodsReady); c.Message != "1 of 1 Jobs with all their pods Ready or succeeded" {
 		t.Errorf("PodsReady says %q", c.Message)
 	}
 }
