@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -244,4 +245,76 @@ func TestTheTrainJobExampleRuns(t *testing.T) {
 	}
 	trainJobPods(t, env, tj, pool, 2)
 	holds(t, env, cq, flavor, 1, "2")
+}
+
+// A TrainJob whose nodes require a rack (an override's annotation) runs
+// with every node in one rack of a flavor with a topology: its pods are
+// gated until berth gives each a domain; one of more nodes than a rack
+// holds waits suspended, saying why, though the quota has room.
+func TestATrainJobsNodesArePlacedInOneRack(t *testing.T) {
+	env := testenv.New(t)
+	const rackLabel = "topology.berth.dev/rack"
+	pool := env.Name("racks")
+	rackOf := map[string]string{}
+	for r := range 2 {
+		for h := range 3 {
+			name := env.Name(fmt.Sprintf("r%d-h%d", r, h))
+			env.CreateSimNode(t, name, map[string]string{"example.com/pool": pool, rackLabel: fmt.Sprint("r", r)})
+			rackOf[name] = fmt.Sprint("r", r)
+		}
+	}
+	topo := &berthv1.Topology{Spec: berthv1.TopologySpec{Levels: []berthv1.TopologyLevel{
+		{NodeLabel: rackLabel}, {NodeLabel: "kubernetes.io/hostname"}}}}
+	topo.Name = env.Name("dc")
+	env.Create(t, topo)
+	rf, cq := env.Name("rf"), env.Name("cq")
+	env.Create(t, MakeResourceFlavor(rf).NodeLabel("example.com/pool", pool).Toleration(env.Toleration()).Topology(topo.Name).Obj())
+	env.Create(t, MakeClusterQueue(cq).ResourceGroup(MakeFlavorQuotas(rf).Resource("cpu", "1000").Obj()).Obj())
+	env.Create(t, MakeLocalQueue("racks", env.Namespace, cq).Obj())
+	env.Create(t, MakeTrainingRuntime("plain", env.Namespace))
+
+	// 4 nodes of 4 cpu: a rack (3 nodes of 8 cpu) holds them, a host two.
+	tj := MakeTrainJob("fits", env.Namespace, "plain").Queue("racks").Nodes(4).Request("cpu", "4").
+		PodAnnotation("berth.dev/sim-duration", "1h").PodAnnotation("berth.dev/podset-required-topology", rackLabel).Obj()
+	env.Create(t, tj)
+	wl := trainJobWorkload(t, env, tj, "admitted", workload.IsAdmitted)
+	if ta := wl.Status.Admission.PodSetAssignments[0].TopologyAssignment; ta == nil || len(ta.Levels) != 2 {
+		t.Errorf("admission %+v: want a topology assignment over racks and hosts", wl.Status.Admission)
+	}
+	testenv.Eventually(t, wait, func() error {
+		var list corev1.PodList
+		if err := env.Client.List(ctx, &list, client.InNamespace(env.Namespace), client.MatchingLabels{jobsetv1.JobSetNameKey: tj.Name}); err != nil {
+			return err
+		}
+		racks := map[string]bool{}
+		var states []string
+		for _, p := range list.Items {
+			states = append(states, fmt.Sprintf("%s gates=%v node=%q %s", p.Name, p.Spec.SchedulingGates, p.Spec.NodeName, p.Status.Phase))
+			if p.Status.Phase == corev1.PodRunning {
+				racks[rackOf[p.Spec.NodeName]] = true
+			}
+		}
+		if len(list.Items) != 4 || len(racks) != 1 || racks[""] {
+			return fmt.Errorf("TrainJob %s: want 4 pods running in one rack, have racks %v: %v", tj.Name, racks, states)
+		}
+		for _, p := range list.Items {
+			if p.Status.Phase != corev1.PodRunning {
+				return fmt.Errorf("TrainJob %s: not all running: %v", tj.Name, states)
+			}
+		}
+		return nil
+	})
+
+	// 7 nodes of 4 cpu: no rack holds them.
+	big := MakeTrainJob("big", env.Namespace, "plain").Queue("racks").Nodes(7).Request("cpu", "4").
+		PodAnnotation("berth.dev/podset-required-topology", rackLabel).Obj()
+	env.Create(t, big)
+	trainJobWorkload(t, env, big, "pending on the topology", func(w *berthv1.Workload) bool {
+		c := meta.FindStatusCondition(w.Status.Conditions, berthv1.WorkloadQuotaReserved)
+		return c != nil && c.Status == metav1.ConditionFalse && strings.Contains(c.Message, "needs 7 pods of 4 cpu in one "+rackLabel)
+	})
+	var now trainerv1.TrainJob
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(big), &now); err != nil || !trainjobs.Suspended(&now) {
+		t.Errorf("the TrainJob no rack holds is not suspended (%v)", err)
+	}
 }

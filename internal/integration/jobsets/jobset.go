@@ -182,9 +182,8 @@ func Pods(js *jobsetv1.JobSet) labels.Set {
 // "". A queue label on a replicated Job's template (or its pods', unless it
 // is the JobSet's own, as Hold puts there) would queue those Jobs (or pods)
 // one by one, beside the JobSet: berth queues a JobSet whole, by the label
-// on the JobSet itself. Wrong topology annotations are refused; what berth
-// does not do for JobSets yet is refused rather than ignored: partial
-// admission.
+// on the JobSet itself. A queued one must also ask for pods berth can
+// queue (RefuseShape).
 func Refuse(js *jobsetv1.JobSet) string {
 	queue := QueueName(js)
 	for i := range js.Spec.ReplicatedJobs {
@@ -200,9 +199,21 @@ func Refuse(js *jobsetv1.JobSet) string {
 					"(metadata.labels): move the label there", js.Name, at, where.field, q)
 			}
 		}
-		if queue == "" {
-			continue
-		}
+	}
+	if queue == "" {
+		return ""
+	}
+	return RefuseShape(js)
+}
+
+// RefuseShape says why berth cannot queue the pods a JobSet asks for,
+// naming the field, or "": wrong topology annotations, and what berth does
+// not do for JobSets yet, refused rather than ignored: partial admission,
+// more replicated Jobs than a Workload holds.
+func RefuseShape(js *jobsetv1.JobSet) string {
+	for i := range js.Spec.ReplicatedJobs {
+		rj := &js.Spec.ReplicatedJobs[i]
+		at := fmt.Sprintf("spec.replicatedJobs[%d] (%s)", i, rj.Name)
 		if _, err := integration.TopologyRequestOf(rj.Template.Spec.Template.Annotations); err != nil {
 			return fmt.Sprintf("JobSet %s: %s.template.spec.template.metadata.annotations: %v", js.Name, at, err)
 		}
@@ -211,9 +222,6 @@ func Refuse(js *jobsetv1.JobSet) string {
 				return fmt.Sprintf("JobSet %s: %s.template.metadata.annotations: partial admission (%s) of JobSets is not supported yet", js.Name, at, key)
 			}
 		}
-	}
-	if queue == "" {
-		return ""
 	}
 	if n := len(js.Spec.ReplicatedJobs); n > maxPodSets {
 		return fmt.Sprintf("JobSet %s: spec.replicatedJobs has %d entries; berth queues at most %d replicated Jobs in one JobSet", js.Name, n, maxPodSets)

@@ -133,7 +133,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if js == nil {
 			return reconcile.Result{}, nil // Trainer makes it; its watch brings the TrainJob back
 		}
-		if why := RefuseJobSet(&tj, js); why != "" {
+		if why := RefuseJobSet(&tj, js, queue); why != "" {
 			r.rec.Eventf(&tj, nil, corev1.EventTypeWarning, "NotQueued", "Admission", "%s", why)
 			return reconcile.Result{}, nil
 		}
@@ -225,7 +225,7 @@ func (r *Reconciler) start(ctx context.Context, tj *trainerv1.TrainJob, js *jobs
 			}
 			flavors[ps.Name] = f
 		}
-		Inject(tj, js, flavors)
+		Inject(tj, js, wl.Spec.QueueName, flavors)
 		return client.IgnoreNotFound(r.client.Update(ctx, tj))
 	}
 	if !Carries(js, tj) {

@@ -67,11 +67,12 @@ func MadeFor(js *jobsetv1.JobSet, tj *trainerv1.TrainJob) bool {
 func PodSets(js *jobsetv1.JobSet) []berthv1.PodSet { return jobsets.PodSets(js) }
 
 // SameShape reports whether two lists of pod sets ask for the same pods:
-// names, counts and requests (not the node selectors and tolerations, which
-// the flavors change).
+// names, counts, requests and topology (not the node selectors and
+// tolerations, which the flavors change).
 func SameShape(a, b []berthv1.PodSet) bool {
 	return slices.EqualFunc(a, b, func(x, y berthv1.PodSet) bool {
-		return x.Name == y.Name && x.Count == y.Count && equality.Semantic.DeepEqual(x.Requests, y.Requests)
+		return x.Name == y.Name && x.Count == y.Count && equality.Semantic.DeepEqual(x.Requests, y.Requests) &&
+			equality.Semantic.DeepEqual(x.TopologyRequest, y.TopologyRequest)
 	})
 }
 
@@ -120,19 +121,23 @@ func Refuse(tj *trainerv1.TrainJob) string {
 }
 
 // RefuseJobSet says why berth cannot queue a TrainJob whose JobSet Trainer
-// made as js, or "": what it does not do for TrainJobs yet (topology-aware
-// placement, partial admission, more replicated Jobs than a Workload holds)
-// is refused rather than ignored. The TrainJob then stays suspended.
-func RefuseJobSet(tj *trainerv1.TrainJob, js *jobsetv1.JobSet) string {
-	if why := jobsets.Refuse(js); why != "" {
-		return fmt.Sprintf("TrainJob %s: its runtime's %s", tj.Name, why)
-	}
+// made as js, to be queued in queue, or "": a queue label of another queue
+// on the runtime's Jobs or pods (a TrainJob is queued whole, by its own), and
+// pods berth cannot queue (jobsets.RefuseShape: wrong topology annotations,
+// partial admission, more replicated Jobs than a Workload holds), refused
+// rather than ignored. The TrainJob then stays suspended.
+func RefuseJobSet(tj *trainerv1.TrainJob, js *jobsetv1.JobSet, queue string) string {
 	for i := range js.Spec.ReplicatedJobs {
 		rj := &js.Spec.ReplicatedJobs[i]
-		if integration.HasTopologyAnnotations(rj.Template.Spec.Template.Annotations) {
-			return fmt.Sprintf("TrainJob %s: replicated Job %s asks for topology-aware placement (its pod template's annotations); for TrainJobs it is not supported yet",
-				tj.Name, rj.Name)
+		for _, labels := range []map[string]string{rj.Template.Labels, rj.Template.Spec.Template.Labels} {
+			if q := integration.QueueName(labels); q != "" && q != queue {
+				return fmt.Sprintf("TrainJob %s: its runtime's replicated Job %s labels its Jobs or pods with LocalQueue %s; "+
+					"a TrainJob is queued whole, by the queue label on the TrainJob itself (metadata.labels)", tj.Name, rj.Name, q)
+			}
 		}
+	}
+	if why := jobsets.RefuseShape(js); why != "" {
+		return fmt.Sprintf("TrainJob %s: its runtime's %s", tj.Name, why)
 	}
 	return ""
 }
@@ -154,8 +159,11 @@ func ours(o trainerv1.PodTemplateOverride) bool {
 // Job of js (its JobSet) with the node labels and tolerations of the flavors
 // its pod set was admitted in (flavors, by pod set). Trainer merges an
 // override's tolerations by replacing the list, so each carries the
-// template's own first.
-func Inject(tj *trainerv1.TrainJob, js *jobsetv1.JobSet, flavors map[string][]*berthv1.ResourceFlavor) {
+// template's own first. The pods of a replicated Job that asks for
+// topology-aware placement are labelled as a JobSet's are (the Pod webhook
+// gates them until each is given a domain), with queue, and with the
+// TrainJob's Workload, which placement cannot find from a pod's JobSet.
+func Inject(tj *trainerv1.TrainJob, js *jobsetv1.JobSet, queue string, flavors map[string][]*berthv1.ResourceFlavor) {
 	for i := range js.Spec.ReplicatedJobs {
 		rj := &js.Spec.ReplicatedJobs[i]
 		var spec corev1.PodSpec
@@ -165,9 +173,14 @@ func Inject(tj *trainerv1.TrainJob, js *jobsetv1.JobSet, flavors map[string][]*b
 		for _, f := range flavors[rj.Name] {
 			names = append(names, f.Name)
 		}
+		md := &metav1.ObjectMeta{Annotations: map[string]string{FlavorsAnnotation: strings.Join(names, ",")}}
+		if integration.HasTopologyAnnotations(rj.Template.Spec.Template.Annotations) {
+			md.Labels = map[string]string{berthv1.TopologyPlacedLabel: "true", berthv1.QueueNameLabel: queue,
+				berthv1.PrebuiltWorkloadLabel: WorkloadName(tj)}
+		}
 		tj.Spec.PodTemplateOverrides = append(tj.Spec.PodTemplateOverrides, trainerv1.PodTemplateOverride{
 			TargetJobs: []trainerv1.PodTemplateOverrideTargetJob{{Name: rj.Name}},
-			Metadata:   &metav1.ObjectMeta{Annotations: map[string]string{FlavorsAnnotation: strings.Join(names, ",")}},
+			Metadata:   md,
 			Spec:       &trainerv1.PodTemplateSpecOverride{NodeSelector: spec.NodeSelector, Tolerations: spec.Tolerations},
 		})
 	}

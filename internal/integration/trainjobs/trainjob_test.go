@@ -14,7 +14,9 @@ import (
 	trainerv1 "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
+	"github.com/berth-dev/berth/internal/integration"
 	"github.com/berth-dev/berth/internal/integration/jobsets"
+	"github.com/berth-dev/berth/internal/integration/placement"
 	"github.com/berth-dev/berth/internal/integration/trainjobs"
 )
 
@@ -66,6 +68,12 @@ func trainerBuilds(tj *trainerv1.TrainJob, js *jobsetv1.JobSet) *jobsetv1.JobSet
 			for k, v := range o.Metadata.Annotations {
 				t.Annotations[k] = v
 			}
+			for k, v := range o.Metadata.Labels {
+				if t.Labels == nil {
+					t.Labels = map[string]string{}
+				}
+				t.Labels[k] = v
+			}
 			if o.Spec == nil {
 				continue
 			}
@@ -98,7 +106,7 @@ func TestInjectCarriesAndRestore(t *testing.T) {
 		t.Fatal("a TrainJob berth never started reads as injected")
 	}
 	admitted := trainjobs.PodSets(js)
-	trainjobs.Inject(tj, js, map[string][]*berthv1.ResourceFlavor{
+	trainjobs.Inject(tj, js, "main", map[string][]*berthv1.ResourceFlavor{
 		"dataset-initializer": {flavor("cpu", "a", "cpu-only")}, "node": {flavor("gpu", "b", "gpu-nodes")}})
 	if !trainjobs.Injected(tj) || len(tj.Spec.PodTemplateOverrides) != 3 {
 		t.Fatalf("overrides %+v; want the user's and one per replicated Job", tj.Spec.PodTemplateOverrides)
@@ -125,6 +133,84 @@ func TestInjectCarriesAndRestore(t *testing.T) {
 	}
 	if trainjobs.Restore(tj) {
 		t.Error("Restore of a TrainJob without berth's overrides reports a change")
+	}
+}
+
+// A TrainJob whose runtime asks for topology-aware placement of its nodes
+// is admitted for it, and started so that the pods of its nodes are gated
+// until placed (berth.dev/topology-placed), in the controller's cache (its
+// queue) and found to be the TrainJob's, not its JobSet's; a JobSet whose
+// request changed after admission is not the shape admitted.
+func TestTopology(t *testing.T) {
+	tj := trainJob()
+	js := jobSet(tj, 4)
+	js.Spec.ReplicatedJobs[1].Template.Spec.Template.Annotations = map[string]string{integration.RequiredTopologyAnnotation: "rack"}
+	admitted := trainjobs.PodSets(js)
+	if admitted[0].TopologyRequest != nil || admitted[1].TopologyRequest == nil || *admitted[1].TopologyRequest.Required != "rack" {
+		t.Fatalf("pod sets %+v; want a rack for the nodes alone", admitted)
+	}
+	if why := trainjobs.RefuseJobSet(tj, js, "main"); why != "" {
+		t.Fatalf("refused: %s", why)
+	}
+	trainjobs.Inject(tj, js, "main", map[string][]*berthv1.ResourceFlavor{
+		"dataset-initializer": {flavor("cpu", "a", "cpu-only")}, "node": {flavor("cpu", "a", "cpu-only")}})
+	built := trainerBuilds(tj, js)
+	if l := built.Spec.ReplicatedJobs[0].Template.Spec.Template.Labels; len(l) != 0 {
+		t.Errorf("initializer pods labelled %v; they ask for no topology", l)
+	}
+	node := built.Spec.ReplicatedJobs[1].Template.Spec.Template
+	if node.Labels[berthv1.TopologyPlacedLabel] != "true" || node.Labels[berthv1.QueueNameLabel] != "main" {
+		t.Errorf("node pods labelled %v; want placed, in queue main", node.Labels)
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "t-node-0-0", Namespace: "ns", Labels: map[string]string{
+		jobsetv1.JobSetNameKey: js.Name, jobsetv1.JobSetUIDKey: string(js.UID), jobsetv1.ReplicatedJobNameKey: "node"},
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: "t-node-0", UID: "job-uid", Controller: ptr.To(true)}}}}
+	for k, v := range node.Labels {
+		pod.Labels[k] = v
+	}
+	if key, ok := placement.WorkloadOf(pod); !ok || key.Name != trainjobs.WorkloadName(tj) || key.Namespace != "ns" {
+		t.Errorf("a node pod's Workload: %v %v; want %s", key, ok, trainjobs.WorkloadName(tj))
+	}
+	if !trainjobs.SameShape(admitted, trainjobs.PodSets(built)) {
+		t.Error("the overrides changed the pods' shape")
+	}
+	built.Spec.ReplicatedJobs[1].Template.Spec.Template.Annotations[integration.RequiredTopologyAnnotation] = "block"
+	if trainjobs.SameShape(admitted, trainjobs.PodSets(built)) {
+		t.Error("a JobSet asking for a block reads as the shape admitted for a rack")
+	}
+}
+
+// What berth cannot queue in a TrainJob's JobSet is refused, naming the
+// runtime's field: a queue label of another queue on its pods, a wrong
+// topology request, partial admission; the TrainJob's own queue on its pods
+// (as berth puts there to place them) is not.
+func TestRefuseJobSet(t *testing.T) {
+	tj := trainJob()
+	for _, tc := range []struct {
+		name   string
+		change func(*jobsetv1.JobSet)
+		want   string
+	}{
+		{"plain", func(*jobsetv1.JobSet) {}, ""},
+		{"its own queue on the pods", func(js *jobsetv1.JobSet) {
+			js.Spec.ReplicatedJobs[1].Template.Spec.Template.Labels = map[string]string{berthv1.QueueNameLabel: "main"}
+		}, ""},
+		{"another queue on the pods", func(js *jobsetv1.JobSet) {
+			js.Spec.ReplicatedJobs[1].Template.Spec.Template.Labels = map[string]string{berthv1.QueueNameLabel: "other"}
+		}, "replicated Job node labels its Jobs or pods with LocalQueue other"},
+		{"empty topology request", func(js *jobsetv1.JobSet) {
+			js.Spec.ReplicatedJobs[1].Template.Spec.Template.Annotations = map[string]string{integration.RequiredTopologyAnnotation: ""}
+		}, "spec.replicatedJobs[1] (node).template.spec.template.metadata.annotations: annotation berth.dev/podset-required-topology is empty"},
+		{"partial admission", func(js *jobsetv1.JobSet) {
+			js.Spec.ReplicatedJobs[1].Template.Annotations = map[string]string{berthv1.JobMinParallelismAnnotation: "1"}
+		}, "partial admission"},
+	} {
+		js := jobSet(tj, 2)
+		tc.change(js)
+		why := trainjobs.RefuseJobSet(tj, js, "main")
+		if (tc.want == "") != (why == "") || !strings.Contains(why, tc.want) {
+			t.Errorf("%s: %q, want %q", tc.name, why, tc.want)
+		}
 	}
 }
 
