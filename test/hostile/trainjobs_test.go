@@ -19,6 +19,7 @@ import (
 	trainerv1 "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
+	"github.com/berth-dev/berth/internal/integration/placement"
 	"github.com/berth-dev/berth/internal/integration/trainjobs"
 	"github.com/berth-dev/berth/internal/manifests"
 	"github.com/berth-dev/berth/internal/testenv"
@@ -79,9 +80,14 @@ func trainJobWorkload(t *testing.T, env *testenv.Env, tj *trainerv1.TrainJob, wh
 	return &wl
 }
 
-// trainJobPods waits until tj's pods are n, all running, on nodes of pool.
+// trainJobPods waits until tj's pods are n, all running, on nodes of pool,
+// each found to be its Workload's (as the dashboard lists them).
 func trainJobPods(t *testing.T, env *testenv.Env, tj *trainerv1.TrainJob, pool string, n int) {
 	t.Helper()
+	var now trainerv1.TrainJob
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(tj), &now); err != nil {
+		t.Fatal(err)
+	}
 	testenv.Eventually(t, wait, func() error {
 		var list corev1.PodList
 		if err := env.Client.List(ctx, &list, client.InNamespace(env.Namespace), client.MatchingLabels{jobsetv1.JobSetNameKey: tj.Name}); err != nil {
@@ -98,6 +104,9 @@ func trainJobPods(t *testing.T, env *testenv.Env, tj *trainerv1.TrainJob, pool s
 			}
 			if node.Labels["example.com/pool"] != pool {
 				return fmt.Errorf("pod %s runs on %s, not a node of the flavor's pool %s", p.Name, p.Spec.NodeName, pool)
+			}
+			if key, _ := placement.PodWorkload(&p); key.Name != trainjobs.WorkloadName(&now) {
+				t.Fatalf("pod %s is found to be Workload %q's, not its TrainJob's %s", p.Name, key.Name, trainjobs.WorkloadName(&now))
 			}
 			running++
 		}

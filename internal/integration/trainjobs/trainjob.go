@@ -159,10 +159,11 @@ func ours(o trainerv1.PodTemplateOverride) bool {
 // Job of js (its JobSet) with the node labels and tolerations of the flavors
 // its pod set was admitted in (flavors, by pod set). Trainer merges an
 // override's tolerations by replacing the list, so each carries the
-// template's own first. The pods of a replicated Job that asks for
-// topology-aware placement are labelled as a JobSet's are (the Pod webhook
-// gates them until each is given a domain), with queue, and with the
-// TrainJob's Workload, which placement cannot find from a pod's JobSet.
+// template's own first. Every pod is labelled with the TrainJob's Workload
+// (berth.dev/prebuilt-workload-name), which placement and the dashboard
+// cannot find from a pod's JobSet labels; the pods of a replicated Job that
+// asks for topology-aware placement are also labelled as a JobSet's are
+// (the Pod webhook gates them until each is given a domain), with queue.
 func Inject(tj *trainerv1.TrainJob, js *jobsetv1.JobSet, queue string, flavors map[string][]*berthv1.ResourceFlavor) {
 	for i := range js.Spec.ReplicatedJobs {
 		rj := &js.Spec.ReplicatedJobs[i]
@@ -173,10 +174,10 @@ func Inject(tj *trainerv1.TrainJob, js *jobsetv1.JobSet, queue string, flavors m
 		for _, f := range flavors[rj.Name] {
 			names = append(names, f.Name)
 		}
-		md := &metav1.ObjectMeta{Annotations: map[string]string{FlavorsAnnotation: strings.Join(names, ",")}}
+		md := &metav1.ObjectMeta{Annotations: map[string]string{FlavorsAnnotation: strings.Join(names, ",")},
+			Labels: map[string]string{berthv1.PrebuiltWorkloadLabel: WorkloadName(tj)}}
 		if integration.HasTopologyAnnotations(rj.Template.Spec.Template.Annotations) {
-			md.Labels = map[string]string{berthv1.TopologyPlacedLabel: "true", berthv1.QueueNameLabel: queue,
-				berthv1.PrebuiltWorkloadLabel: WorkloadName(tj)}
+			md.Labels[berthv1.TopologyPlacedLabel], md.Labels[berthv1.QueueNameLabel] = "true", queue
 		}
 		tj.Spec.PodTemplateOverrides = append(tj.Spec.PodTemplateOverrides, trainerv1.PodTemplateOverride{
 			TargetJobs: []trainerv1.PodTemplateOverrideTargetJob{{Name: rj.Name}},

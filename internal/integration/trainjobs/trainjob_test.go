@@ -139,7 +139,8 @@ func TestInjectCarriesAndRestore(t *testing.T) {
 // A TrainJob whose runtime asks for topology-aware placement of its nodes
 // is admitted for it, and started so that the pods of its nodes are gated
 // until placed (berth.dev/topology-placed), in the controller's cache (its
-// queue) and found to be the TrainJob's, not its JobSet's; a JobSet whose
+// queue) and found to be the TrainJob's, not its JobSet's, as all its pods
+// are; a JobSet whose
 // request changed after admission is not the shape admitted.
 func TestTopology(t *testing.T) {
 	tj := trainJob()
@@ -155,8 +156,8 @@ func TestTopology(t *testing.T) {
 	trainjobs.Inject(tj, js, "main", map[string][]*berthv1.ResourceFlavor{
 		"dataset-initializer": {flavor("cpu", "a", "cpu-only")}, "node": {flavor("cpu", "a", "cpu-only")}})
 	built := trainerBuilds(tj, js)
-	if l := built.Spec.ReplicatedJobs[0].Template.Spec.Template.Labels; len(l) != 0 {
-		t.Errorf("initializer pods labelled %v; they ask for no topology", l)
+	if l := built.Spec.ReplicatedJobs[0].Template.Spec.Template.Labels; len(l) != 1 || l[berthv1.PrebuiltWorkloadLabel] != trainjobs.WorkloadName(tj) {
+		t.Errorf("initializer pods labelled %v; want only with their Workload (they ask for no topology)", l)
 	}
 	node := built.Spec.ReplicatedJobs[1].Template.Spec.Template
 	if node.Labels[berthv1.TopologyPlacedLabel] != "true" || node.Labels[berthv1.QueueNameLabel] != "main" {
@@ -170,6 +171,19 @@ func TestTopology(t *testing.T) {
 	}
 	if key, ok := placement.WorkloadOf(pod); !ok || key.Name != trainjobs.WorkloadName(tj) || key.Namespace != "ns" {
 		t.Errorf("a node pod's Workload: %v %v; want %s", key, ok, trainjobs.WorkloadName(tj))
+	}
+	// An initializer's pod is found to be the TrainJob's too (the
+	// dashboard lists a Workload's pods so), though it is not placed.
+	initPod := pod.DeepCopy()
+	initPod.Labels = map[string]string{jobsetv1.JobSetNameKey: js.Name, jobsetv1.JobSetUIDKey: string(js.UID)}
+	for k, v := range built.Spec.ReplicatedJobs[0].Template.Spec.Template.Labels {
+		initPod.Labels[k] = v
+	}
+	if _, ok := placement.WorkloadOf(initPod); ok {
+		t.Error("an initializer's pod reads as placed")
+	}
+	if key, ok := placement.PodWorkload(initPod); !ok || key.Name != trainjobs.WorkloadName(tj) {
+		t.Errorf("an initializer pod's Workload: %v %v; want %s", key, ok, trainjobs.WorkloadName(tj))
 	}
 	if !trainjobs.SameShape(admitted, trainjobs.PodSets(built)) {
 		t.Error("the overrides changed the pods' shape")
