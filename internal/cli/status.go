@@ -13,7 +13,6 @@ import (
 
 	"github.com/spf13/cobra"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -104,10 +103,8 @@ func readIntegrations(ctx context.Context, kubeconfig string) (*integrationsStat
 	st := &integrationsStatus{On: on, Off: map[string]string{}, ConfiguredOn: webhook.Configured(&hooks)}
 	for _, name := range off {
 		st.Off[name] = "switched off (berth controller --integrations)"
-		if gvk, ok := controller.CRDKind(name); ok {
-			if _, err := c.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version); meta.IsNoMatchError(err) {
-				st.Off[name] = fmt.Sprintf("the %s CRD is not installed (unless switched off, it turns on once it is)", gvk.Kind)
-			}
+		if why, err := controller.Unserved(c.RESTMapper(), name); err == nil && why != "" {
+			st.Off[name] = why + " (unless switched off, it turns on once it is)"
 		}
 	}
 	return st, nil

@@ -245,31 +245,46 @@ func (o Options) owners(mgr ctrl.Manager) *integration.Owners {
 	return owners
 }
 
-// crdKinds are the integrations whose kind is a CRD, and that kind.
-var crdKinds = map[string]schema.GroupVersionKind{integration.JobSet: jobsets.GVK, integration.LeaderWorkerSet: leaderworkersets.GVK,
-	integration.TrainJob: trainjobs.GVK}
+// crdKinds are the integrations whose kind is a CRD: that kind first, then
+// the kinds its objects run as, whose CRDs must be served too (a TrainJob
+// runs as a JobSet, which its reconciler watches).
+var crdKinds = map[string][]schema.GroupVersionKind{integration.JobSet: {jobsets.GVK},
+	integration.LeaderWorkerSet: {leaderworkersets.GVK}, integration.TrainJob: {trainjobs.GVK, jobsets.GVK}}
 
-// CRDKind is the kind of an integration whose kind is a CRD.
-func CRDKind(integration string) (schema.GroupVersionKind, bool) {
-	gvk, ok := crdKinds[integration]
-	return gvk, ok
+// Unserved says why an integration whose kind is a CRD cannot be on where
+// mapper maps kinds: the first of its kinds (crdKinds) not served, or "".
+// An integration whose kind is built in is always served.
+func Unserved(mapper meta.RESTMapper, integration string) (string, error) {
+	kinds := crdKinds[integration]
+	for i, gvk := range kinds {
+		_, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		switch {
+		case meta.IsNoMatchError(err) && i == 0:
+			return fmt.Sprintf("the %s CRD (%s) is not installed", gvk.Kind, gvk.GroupVersion()), nil
+		case meta.IsNoMatchError(err):
+			return fmt.Sprintf("the %s CRD (%s) is not installed, and %ss run as %ss", gvk.Kind, gvk.GroupVersion(), kinds[0].Kind, gvk.Kind), nil
+		case err != nil:
+			return "", fmt.Errorf("looking up %s: %w", gvk.Kind, err)
+		}
+	}
+	return "", nil
 }
 
-// installed switches off the integrations on in kinds whose CRD the API
+// installed switches off the integrations on in kinds whose CRDs the API
 // server does not serve, saying why in inactive.
 func installed(mapper meta.RESTMapper, kinds integration.Set) (integration.Set, map[string]string, error) {
 	inactive := map[string]string{}
-	for name, gvk := range crdKinds {
+	for name := range crdKinds {
 		if !kinds.On(name) {
 			continue
 		}
-		_, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-		switch {
-		case meta.IsNoMatchError(err):
+		why, err := Unserved(mapper, name)
+		if err != nil {
+			return nil, nil, err
+		}
+		if why != "" {
 			kinds = kinds.Without(name)
-			inactive[name] = fmt.Sprintf("the API server does not serve %s (%s): its CRD is not installed", gvk.Kind, gvk.GroupVersion())
-		case err != nil:
-			return nil, nil, fmt.Errorf("looking up %s: %w", gvk.Kind, err)
+			inactive[name] = why
 		}
 	}
 	return kinds, inactive, nil
@@ -279,23 +294,26 @@ func installed(mapper meta.RESTMapper, kinds integration.Set) (integration.Set, 
 // that waits for one.
 const crdPoll = 5 * time.Second
 
-// turnOnWhenServed waits until the API server serves gvk, then runs on
-// once; it returns when ctx ends.
-func turnOnWhenServed(ctx context.Context, disc discovery.DiscoveryInterface, gvk schema.GroupVersionKind, every time.Duration,
+// turnOnWhenServed waits until the API server serves every one of kinds,
+// then runs on once; it returns when ctx ends.
+func turnOnWhenServed(ctx context.Context, disc discovery.DiscoveryInterface, kinds []schema.GroupVersionKind, every time.Duration,
 	on func(context.Context) error) error {
 	t := time.NewTicker(every)
 	defer t.Stop()
+	served := func(gvk schema.GroupVersionKind) bool {
+		list, err := disc.ServerResourcesForGroupVersion(gvk.GroupVersion().String())
+		return err == nil && slices.ContainsFunc(list.APIResources, func(r metav1.APIResource) bool { return r.Kind == gvk.Kind })
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
 		}
-		list, err := disc.ServerResourcesForGroupVersion(gvk.GroupVersion().String())
-		if err != nil || !slices.ContainsFunc(list.APIResources, func(r metav1.APIResource) bool { return r.Kind == gvk.Kind }) {
-			continue // not yet (or the API server is away a moment)
+		if !slices.ContainsFunc(kinds, func(gvk schema.GroupVersionKind) bool { return !served(gvk) }) {
+			return on(ctx)
 		}
-		return on(ctx)
+		// not yet (or the API server is away a moment)
 	}
 }
 
@@ -523,7 +541,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	on, off := kinds.Split()
 	ctrl.Log.Info("integrations", "on", on, "off", off)
 	for name, why := range inactive {
-		ctrl.Log.Info("integration off until its CRD is installed: "+why, "integration", name)
+		ctrl.Log.Info("integration off until the CRDs it needs are installed: "+why, "integration", name)
 	}
 	owners := o.owners(mgr)
 	if kinds.On(integration.BatchJob) {

@@ -32,7 +32,8 @@ const wait = 60 * time.Second
 var ctx = context.Background()
 
 func TestMain(m *testing.M) {
-	// JobSets are on, but their CRD is not installed when berth starts; nor
+	// JobSets and TrainJobs are on, but their CRDs are not installed when
+	// berth starts; nor
 	// are those of the kinds queued from configuration: MPIJob, and the
 	// training operator's. KubeRay's operator runs (--with ray), its
 	// RayCluster queued from configuration too.
@@ -42,7 +43,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := testenv.MainClusters(m, testenv.Cluster{Name: "integrations",
-		ControllerArgs: []string{"--integrations=batch/job,jobset.x-k8s.io/jobset"}, ConfiguredKinds: kinds, With: []string{"ray"}})
+		ControllerArgs: []string{"--integrations=batch/job,jobset.x-k8s.io/jobset,trainer.kubeflow.org/trainjob"}, ConfiguredKinds: kinds, With: []string{"ray"}})
 	os.RemoveAll(filepath.Dir(kinds))
 	os.Exit(code)
 }
@@ -133,21 +134,11 @@ func TestOnlyTheIntegrationsOnQueue(t *testing.T) {
 	}
 }
 
-// An integration whose CRD is missing when berth starts turns on once the
-// CRD is installed, without a restart: its webhook joins berth's webhook
-// configuration, and a JobSet created then is held and queued.
-func TestJobSetsTurnOnWhenTheirCRDIsInstalled(t *testing.T) {
-	env := testenv.New(t)
-	hooks := func() ([]string, error) { return webhookNames(env) }
-	names, err := hooks()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if slices.Contains(names, "jobsets.berth.dev") {
-		t.Fatalf("berth's webhook configuration has JobSets' webhook though their CRD is not installed: %v", names)
-	}
-
-	docs, err := addon.JobSet.Manifests()
+// installCRDs installs the CRDs of an addon, and waits until they are
+// served.
+func installCRDs(t *testing.T, env *testenv.Env, a addon.Addon) {
+	t.Helper()
+	docs, err := a.Manifests()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,13 +150,45 @@ func TestJobSetsTurnOnWhenTheirCRDIsInstalled(t *testing.T) {
 	if err := manifests.ApplyEstablished(ctx, env.Config, crds...); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// An integration whose CRD is missing when berth starts turns on once the
+// CRD is installed, without a restart: its webhook joins berth's webhook
+// configuration, and a JobSet created then is held and queued. TrainJobs,
+// which run as JobSets, stay off with their own CRD installed until
+// JobSet's is too.
+func TestJobSetsTurnOnWhenTheirCRDIsInstalled(t *testing.T) {
+	env := testenv.New(t)
+	hooks := func() ([]string, error) { return webhookNames(env) }
+	names, err := hooks()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(names, "jobsets.berth.dev") || slices.Contains(names, "trainjobs.berth.dev") {
+		t.Fatalf("berth's webhook configuration has JobSets' or TrainJobs' webhook though their CRDs are not installed: %v", names)
+	}
+
+	installCRDs(t, env, addon.Trainer)
+	// berth looks every 5 s: three looks.
+	testenv.Consistently(t, 15*time.Second, func() error {
+		names, err := hooks()
+		if err != nil {
+			return err
+		}
+		if slices.Contains(names, "trainjobs.berth.dev") {
+			return fmt.Errorf("webhooks %v: TrainJobs' is there though JobSets are not served", names)
+		}
+		return nil
+	})
+
+	installCRDs(t, env, addon.JobSet)
 	testenv.Eventually(t, wait, func() error {
 		names, err := hooks()
 		if err != nil {
 			return err
 		}
-		if !slices.Contains(names, "jobsets.berth.dev") {
-			return fmt.Errorf("webhooks %v: JobSets' not there yet", names)
+		if !slices.Contains(names, "jobsets.berth.dev") || !slices.Contains(names, "trainjobs.berth.dev") {
+			return fmt.Errorf("webhooks %v: JobSets' and TrainJobs' not there yet", names)
 		}
 		return nil
 	})
