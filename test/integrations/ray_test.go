@@ -19,6 +19,7 @@ import (
 	"github.com/berth-dev/berth/internal/integration/configured"
 	"github.com/berth-dev/berth/internal/testenv"
 	"github.com/berth-dev/berth/internal/workload"
+	. "github.com/berth-dev/berth/test/fixtures"
 	"github.com/berth-dev/berth/test/standin"
 )
 
@@ -437,4 +438,108 @@ func theRayCluster(env *testenv.Env, kind configured.Kind) (*unstructured.Unstru
 		return nil, fmt.Errorf("%d RayClusters, want one", len(l.Items))
 	}
 	return &l.Items[0], nil
+}
+
+// A running RayJob preempted by a Job of a higher priority is suspended;
+// KubeRay takes its cluster and submitter away, and only once none of its
+// pods runs does the Job get the quota. The RayJob waits whole, and once
+// the Job has run to its end, it is admitted again and KubeRay makes its
+// cluster again.
+func TestAPreemptedRayJobIsSuspendedAndRunsAgainWhole(t *testing.T) {
+	env := testenv.New(t)
+	standin.InstallCRD(t, env, "../../config/addons/ray/crd/ray.io_rayjobs.yaml", "rayjobs.ray.io.berth.dev")
+	pool, cq := poolQueue(t, env, "4", "8Gi")
+	var q berthv1.ClusterQueue
+	if err := env.Client.Get(ctx, client.ObjectKey{Name: cq}, &q); err != nil {
+		t.Fatal(err)
+	}
+	patch := client.MergeFrom(q.DeepCopy())
+	q.Spec.Preemption = &berthv1.ClusterQueuePreemption{WithinClusterQueue: berthv1.PreemptionLowerPriority}
+	if err := env.Client.Patch(ctx, &q, patch); err != nil {
+		t.Fatal(err)
+	}
+	env.CreateSimNode(t, env.Name("n1"), map[string]string{"pool": pool})
+	kind := rayKind(t, "RayJob")
+	rj := readExample(t, "../../examples/configured/rayjob.yaml")
+	rj.SetNamespace(env.Namespace)
+	rj.SetName("long")
+	rj.SetAnnotations(map[string]string{"berth.dev/sim-duration": "1h"})
+	_ = unstructured.SetNestedField(rj.Object, "1h", "spec", "submitterPodTemplate", "metadata", "annotations", "berth.dev/sim-duration")
+	env.Create(t, rj)
+
+	// rayPods are the RayJob's pods that have not ended.
+	rayPods := func() ([]string, error) {
+		var l corev1.PodList
+		if err := env.Client.List(ctx, &l, client.InNamespace(env.Namespace), client.MatchingLabels{berthv1.OwnerUIDLabel: string(rj.GetUID())}); err != nil {
+			return nil, err
+		}
+		var out []string
+		for _, p := range l.Items {
+			if p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+				out = append(out, p.Name+" "+string(p.Status.Phase))
+			}
+		}
+		return out, nil
+	}
+	running := func(what string, requeued int32) {
+		t.Helper()
+		testenv.Eventually(t, 2*wait, func() error {
+			wl, err := workloadOf(env, kind, rj)
+			if err != nil {
+				return err
+			}
+			if rs := wl.Status.RequeueState; !workload.IsAdmitted(wl) || requeued > 0 && (rs == nil || rs.Count == nil || *rs.Count != requeued) {
+				return fmt.Errorf("%s: its Workload is not admitted (requeued %d times): %+v", what, requeued, wl.Status.Conditions)
+			}
+			pods, err := rayPods()
+			if err != nil {
+				return err
+			}
+			n := 0
+			for _, p := range pods {
+				if strings.HasSuffix(p, " Running") {
+					n++
+				}
+			}
+			if n < 3 {
+				return fmt.Errorf("%s: pods %v, want its head and two workers running", what, pods)
+			}
+			return nil
+		})
+	}
+	running("first run", 0)
+
+	high := env.Name("high")
+	env.Create(t, &berthv1.WorkloadPriorityClass{ObjectMeta: metav1.ObjectMeta{Name: high}, Value: 100})
+	urgent := MakeJob("urgent", env.Namespace).Queue("main").Label(berthv1.PriorityClassLabel, high).Request("cpu", "3").
+		PodAnnotation("berth.dev/sim-duration", "3s").Obj()
+	env.Create(t, urgent)
+	testenv.Eventually(t, 2*wait, func() error {
+		var wls berthv1.WorkloadList
+		if err := env.Client.List(ctx, &wls, client.InNamespace(env.Namespace)); err != nil {
+			return err
+		}
+		for _, wl := range wls.Items {
+			ref := metav1.GetControllerOf(&wl)
+			if ref == nil || ref.UID != urgent.UID || !workload.HasQuota(&wl) {
+				continue
+			}
+			// The Job holds the quota: the RayJob is suspended and none of
+			// its pods runs.
+			now := rj.DeepCopy()
+			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(rj), now); err != nil {
+				return err
+			}
+			pods, err := rayPods()
+			if err != nil {
+				return err
+			}
+			if !kind.C.Suspended(now) || len(pods) > 0 {
+				t.Fatalf("the Job holds quota while the RayJob is suspended %v with pods %v", kind.C.Suspended(now), pods)
+			}
+			return nil
+		}
+		return fmt.Errorf("the Job holds no quota yet")
+	})
+	running("after the Job", 1)
 }
