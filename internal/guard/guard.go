@@ -115,6 +115,9 @@ var Kinds = []Kind{
 	{
 		Name: "TrainJob", Group: "trainer.kubeflow.org", Version: "v1alpha1", Resource: "trainjobs", Suspend: "spec.suspend",
 		Labels: maxExecTime,
+		// What Trainer makes its JobSet from: changed as berth lets the
+		// TrainJob go, Trainer would start the JobSet as they now say.
+		Fixed: []string{"spec.runtimeRef", "spec.initializer", "spec.trainer", "spec.podTemplateOverrides"},
 		// Trainer makes a TrainJob's JobSet, suspended with it, and finds
 		// it by name and controller reference; only Trainer starts it.
 		Children: []Child{{Name: "JobSet", Group: "jobset.x-k8s.io", Version: "v1alpha2", Resource: "jobsets", Suspend: "spec.suspend"}},

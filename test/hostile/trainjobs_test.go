@@ -146,6 +146,13 @@ func TestTrainJobIsQueuedWholeAndRunsOnItsFlavor(t *testing.T) {
 	}
 	trainJobPods(t, env, first, pool, 3)
 	holds(t, env, cqs[0], flavor, 1, "3")
+	// Running, it keeps what Trainer makes its JobSet from: grown at the
+	// moment berth lets it go, Trainer would start the JobSet as it then
+	// says.
+	refused(t, "a running TrainJob grown", edit(c, first, func(tj *trainerv1.TrainJob) { tj.Spec.Trainer.NumNodes = ptr.To(int32(8)) }),
+		"spec.trainer: may change on a queued TrainJob only in an update that leaves it suspended")
+	refused(t, "a running TrainJob's overrides changed", edit(c, first, func(tj *trainerv1.TrainJob) { tj.Spec.PodTemplateOverrides = nil }),
+		"spec.podTemplateOverrides: may change on a queued TrainJob only in an update that leaves it suspended")
 
 	high := env.Name("high")
 	env.Create(t, &berthv1.WorkloadPriorityClass{ObjectMeta: metav1.ObjectMeta{Name: high}, Value: 100})
@@ -173,6 +180,25 @@ func TestTrainJobIsQueuedWholeAndRunsOnItsFlavor(t *testing.T) {
 	}
 	refused(t, "a waiting TrainJob started", edit(c, second, func(tj *trainerv1.TrainJob) { tj.Spec.Suspend = ptr.To(false) }),
 		"spec.suspend")
+	// Waiting, its user may still change it, and Trainer makes its JobSet
+	// again as it now says.
+	if err := edit(c, second, func(tj *trainerv1.TrainJob) {
+		tj.Spec.PodTemplateOverrides = append(tj.Spec.PodTemplateOverrides, trainerv1.PodTemplateOverride{
+			TargetJobs: []trainerv1.PodTemplateOverrideTargetJob{{Name: "node"}},
+			Metadata:   &metav1.ObjectMeta{Annotations: map[string]string{"example.com/note": "edited"}}})
+	}); err != nil {
+		t.Fatalf("a waiting TrainJob's overrides changed by its user: %v", err)
+	}
+	testenv.Eventually(t, wait, func() error {
+		var js jobsetv1.JobSet
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(second), &js); err != nil {
+			return err
+		}
+		if a := js.Spec.ReplicatedJobs[0].Template.Spec.Template.Annotations; a["example.com/note"] != "edited" {
+			return fmt.Errorf("the waiting TrainJob's JobSet is not made again from its edit: annotations %v", a)
+		}
+		return nil
+	})
 	var js jobsetv1.JobSet
 	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(second), &js); err != nil {
 		t.Fatal(err)
