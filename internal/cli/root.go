@@ -60,7 +60,7 @@ measures it.`,
 		SilenceErrors: true,
 	}
 	root.AddCommand(newCreateCommand(), newUpCommand(), newDownCommand(), newStatusCommand(), newKubeconfigCommand(), newKubectlCommand(),
-		newControllerCommand(), newSimCommand(), newBenchCommand(), newStopCommand(), newResumeCommand(), newTopCommand(), newDashboardCommand(), newWhyCommand(), newPendingCommand(), newImportCommand(), newClusterCommand(),
+		newControllerCommand(), newSimCommand(), newBenchCommand(), newStopCommand(), newResumeCommand(), newTopCommand(), newDashboardCommand(), newWhyCommand(), newPendingCommand(), newWhatifCommand(), newTraceCommand(), newImportCommand(), newClusterCommand(),
 		newVClusterCommand(), newVersionCommand(), newImageCommand(), newDoctorCommand())
 	return root
 }

@@ -1,0 +1,93 @@
+package cli
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/berth-dev/berth/internal/whatif"
+)
+
+func newTraceCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "trace",
+		Short: "Make traces of workloads for berth whatif",
+	}
+	cmd.AddCommand(newTraceGenerateCommand())
+	return cmd
+}
+
+func newTraceGenerateCommand() *cobra.Command {
+	var (
+		r          whatif.Recipe
+		queues     []string
+		pods       string
+		priorities []int32
+		start      string
+	)
+	cmd := &cobra.Command{
+		Use:   "generate --queues NS/NAME[=WEIGHT],... --workloads N --rate PER_SECOND --run-mean SECONDS",
+		Short: "Write a made-up trace (JSON Lines on stdout) from a short description: team mix, arrival rate, run times, sizes",
+		Long: `Write a trace for 'berth whatif' from a description instead of a history:
+workloads arrive at --rate a second on average (exponential gaps; with
+--daily, twice that at midday and none at midnight), each to one of
+--queues (LocalQueues as namespace/name, optionally =weight for its share),
+each with one pod set of --pods pods (a number, or a range min-max, drawn
+uniformly) asking --cpu (and --memory) each, at a priority drawn from
+--priorities, running for an exponentially distributed time of mean
+--run-mean seconds. The same --seed makes the same trace.`,
+		Example: `  berth trace generate --queues team-a/jobs=3,team-b/jobs --workloads 20000 --rate 0.5 --run-mean 900 --pods 1-8 --cpu 1 > week.jsonl
+  berth trace generate --queues team-a/jobs --workloads 1000 --rate 1 --run-mean 60 --daily --priorities 0,100 --seed 2`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			for _, q := range queues {
+				name, weight, hasWeight := strings.Cut(q, "=")
+				w := 1.0
+				if hasWeight {
+					v, err := strconv.ParseFloat(weight, 64)
+					if err != nil {
+						return fmt.Errorf("--queues %s: the weight %q is not a number", q, weight)
+					}
+					w = v
+				}
+				r.LocalQueues, r.Weights = append(r.LocalQueues, name), append(r.Weights, w)
+			}
+			lo, hi, ranged := strings.Cut(pods, "-")
+			if !ranged {
+				hi = lo
+			}
+			a, errA := strconv.ParseInt(lo, 10, 32)
+			b, errB := strconv.ParseInt(hi, 10, 32)
+			if errA != nil || errB != nil {
+				return fmt.Errorf("--pods %q: a number of pods, or a range such as 1-8", pods)
+			}
+			r.PodsMin, r.PodsMax = int32(a), int32(b)
+			r.Priorities = priorities
+			at, err := time.Parse(time.RFC3339, start)
+			if err != nil {
+				return fmt.Errorf("--start %q: %w", start, err)
+			}
+			trace, err := whatif.Generate(r)
+			if err != nil {
+				return err
+			}
+			return whatif.WriteTrace(cmd.OutOrStdout(), whatif.Header{Start: at, Source: "berth trace generate"}, trace)
+		},
+	}
+	f := cmd.Flags()
+	f.StringSliceVar(&queues, "queues", nil, "LocalQueues the workloads go to, as namespace/name, each optionally =weight (its share of arrivals; default 1)")
+	f.IntVar(&r.Workloads, "workloads", 1000, "how many workloads")
+	f.Float64Var(&r.Rate, "rate", 1, "arrivals a second, on average")
+	f.BoolVar(&r.Daily, "daily", false, "arrivals follow a day: twice the rate at midday, none at midnight")
+	f.Float64Var(&r.RunMean, "run-mean", 600, "mean run time in seconds (exponentially distributed, at least 1)")
+	f.StringVar(&pods, "pods", "1", "pods of each workload: a number, or a range min-max")
+	f.StringVar(&r.CPU, "cpu", "1", "cpu each pod asks for")
+	f.StringVar(&r.Memory, "memory", "", "memory each pod asks for (none when empty)")
+	f.Int32SliceVar(&priorities, "priorities", nil, "priorities to draw from (default 0)")
+	f.Uint64Var(&r.Seed, "seed", 1, "the random seed")
+	f.StringVar(&start, "start", "2026-01-05T00:00:00Z", "the trace's start (RFC 3339): arrivals count from it")
+	return cmd
+}

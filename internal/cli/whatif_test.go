@@ -1,0 +1,83 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// runCommand runs a berth command in process, returning stdout and the error.
+func runCommand(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	root := newRoot()
+	var out, errOut bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&errOut)
+	root.SetArgs(args)
+	err := root.Execute()
+	return out.String(), err
+}
+
+// A generated trace replays against the example queues, alone and against
+// a plan where team-b lends nothing: team-a, which borrows, waits longer.
+func TestWhatifComparesTwoPlansOnAGeneratedTrace(t *testing.T) {
+	dir := t.TempDir()
+	trace, err := runCommand(t, "trace", "generate", "--queues", "team-a/jobs=3,team-b/jobs", "--workloads", "300",
+		"--rate", "0.05", "--run-mean", "300", "--pods", "1-4", "--cpu", "1", "--memory", "1Gi")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tracePath := filepath.Join(dir, "trace.jsonl")
+	queues, err := os.ReadFile("../../examples/queues.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lendNothing := strings.Replace(string(queues), "nominalQuota: 6, lendingLimit: 4", "nominalQuota: 6, lendingLimit: 0", 1)
+	if lendNothing == string(queues) {
+		t.Fatal("examples/queues.yaml no longer has team-b's lending limit of 4")
+	}
+	for name, data := range map[string]string{tracePath: trace, filepath.Join(dir, "today.yaml"): string(queues),
+		filepath.Join(dir, "lend-nothing.yaml"): lendNothing} {
+		if err := os.WriteFile(name, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	out, err := runCommand(t, "whatif", "--trace", tracePath, "--config", filepath.Join(dir, "today.yaml"))
+	if err != nil || !strings.Contains(out, "config today.yaml: 300 workloads") || !strings.Contains(out, "team-a/jobs") {
+		t.Fatalf("one plan: %v\n%s", err, out)
+	}
+	out, err = runCommand(t, "whatif", "--trace", tracePath, "--config", filepath.Join(dir, "today.yaml"),
+		"--config", filepath.Join(dir, "lend-nothing.yaml"), "-o", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c struct {
+		Groups []struct {
+			By, Name string
+			A, B     struct{ MeanWait float64 }
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &c); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	found := false
+	for _, g := range c.Groups {
+		if g.By == "ClusterQueue" && g.Name == "team-a" {
+			found = true
+			if g.B.MeanWait <= g.A.MeanWait {
+				t.Errorf("team-a waits %.0fs on average when team-b lends, %.0fs when it lends nothing; want longer", g.A.MeanWait, g.B.MeanWait)
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("no ClusterQueue team-a in %s", out)
+	}
+
+	if _, err := runCommand(t, "whatif", "--trace", tracePath); err == nil || !strings.Contains(err.Error(), "--config") {
+		t.Errorf("no --config: %v", err)
+	}
+}

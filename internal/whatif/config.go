@@ -1,0 +1,121 @@
+package whatif
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	berthv1 "github.com/berth-dev/berth/api/v1beta1"
+)
+
+// Config is a queue configuration to replay a trace against: berth's
+// ResourceFlavors, Cohorts, ClusterQueues and LocalQueues, and the
+// Namespaces whose labels the ClusterQueues' namespaceSelectors read (a
+// namespace not listed has only its kubernetes.io/metadata.name label).
+type Config struct {
+	Name          string
+	Flavors       []berthv1.ResourceFlavor
+	Cohorts       []berthv1.Cohort
+	ClusterQueues []berthv1.ClusterQueue
+	LocalQueues   []berthv1.LocalQueue
+	Namespaces    []corev1.Namespace
+}
+
+// kinds are what a configuration may hold.
+var kinds = []string{"ResourceFlavor", "Cohort", "ClusterQueue", "LocalQueue", "Namespace"}
+
+// ParseConfig reads a configuration from YAML (or JSON) documents, as
+// applied to a cluster; name says which it is in reports. What the replay
+// does not model is refused, naming the object and the field.
+func ParseConfig(name string, data []byte) (*Config, error) {
+	cfg := &Config{Name: name}
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	for doc := 1; ; doc++ {
+		var obj map[string]any
+		if err := dec.Decode(&obj); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			return nil, fmt.Errorf("%s: document %d: %w", name, doc, err)
+		}
+		if len(obj) == 0 {
+			continue
+		}
+		kind, _ := obj["kind"].(string)
+		apiVersion, _ := obj["apiVersion"].(string)
+		meta, _ := obj["metadata"].(map[string]any)
+		objName, _ := meta["name"].(string)
+		what := fmt.Sprintf("%s: %s %s", name, kind, objName)
+		var into any
+		switch {
+		case kind == "Namespace" && apiVersion == "v1":
+			cfg.Namespaces = append(cfg.Namespaces, corev1.Namespace{})
+			into = &cfg.Namespaces[len(cfg.Namespaces)-1]
+		case apiVersion != berthv1.GroupVersion.String() || !slices.Contains(kinds, kind):
+			return nil, fmt.Errorf("%s: document %d: %s %s (%s) is not part of a queue configuration; a replay reads %v of %s, and Namespaces",
+				name, doc, kind, objName, apiVersion, kinds[:4], berthv1.GroupVersion)
+		case kind == "ResourceFlavor":
+			cfg.Flavors = append(cfg.Flavors, berthv1.ResourceFlavor{})
+			into = &cfg.Flavors[len(cfg.Flavors)-1]
+		case kind == "Cohort":
+			cfg.Cohorts = append(cfg.Cohorts, berthv1.Cohort{})
+			into = &cfg.Cohorts[len(cfg.Cohorts)-1]
+		case kind == "ClusterQueue":
+			cfg.ClusterQueues = append(cfg.ClusterQueues, berthv1.ClusterQueue{})
+			into = &cfg.ClusterQueues[len(cfg.ClusterQueues)-1]
+		case kind == "LocalQueue":
+			cfg.LocalQueues = append(cfg.LocalQueues, berthv1.LocalQueue{})
+			into = &cfg.LocalQueues[len(cfg.LocalQueues)-1]
+		}
+		delete(obj, "status")
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(obj, into, true); err != nil {
+			return nil, fmt.Errorf("%s: %w", what, err)
+		}
+	}
+	if err := cfg.refuse(); err != nil {
+		return nil, err
+	}
+	cfg.settle()
+	return cfg, nil
+}
+
+// refuse says what the replay does not model yet.
+func (c *Config) refuse() error {
+	for _, rf := range c.Flavors {
+		if rf.Spec.TopologyName != nil {
+			return fmt.Errorf("%s: ResourceFlavor %s: spec.topologyName: topology-aware placement is not replayed yet (a trace holds no nodes)", c.Name, rf.Name)
+		}
+	}
+	for _, cq := range c.ClusterQueues {
+		if len(cq.Spec.AdmissionChecks) > 0 {
+			return fmt.Errorf("%s: ClusterQueue %s: spec.admissionChecks: admission checks are not replayed yet", c.Name, cq.Name)
+		}
+	}
+	for _, lq := range c.LocalQueues {
+		if lq.Namespace == "" {
+			return fmt.Errorf("%s: LocalQueue %s: metadata.namespace: required", c.Name, lq.Name)
+		}
+	}
+	return nil
+}
+
+// settle makes the objects as berth would have them once it has seen them:
+// guarded by its in-use finalizer, which it adds before admitting through
+// them.
+func (c *Config) settle() {
+	for i := range c.Flavors {
+		controllerutil.AddFinalizer(&c.Flavors[i], berthv1.ResourceInUseFinalizer)
+	}
+	for i := range c.ClusterQueues {
+		controllerutil.AddFinalizer(&c.ClusterQueues[i], berthv1.ResourceInUseFinalizer)
+	}
+	for i := range c.LocalQueues {
+		controllerutil.AddFinalizer(&c.LocalQueues[i], berthv1.ResourceInUseFinalizer)
+	}
+}

@@ -1,0 +1,109 @@
+package whatif_test
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/berth-dev/berth/internal/whatif"
+)
+
+// The same recipe makes the same trace; its arrivals keep the rate, its
+// team mix the weights, and bad recipes are refused naming what is wrong.
+func TestGenerate(t *testing.T) {
+	r := whatif.Recipe{LocalQueues: []string{"a/q", "b/q"}, Weights: []float64{3, 1}, Workloads: 4000, Rate: 2, RunMean: 60,
+		PodsMin: 1, PodsMax: 4, CPU: "500m", Priorities: []int32{0, 100}, Seed: 7}
+	one, err := whatif.Generate(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	two, _ := whatif.Generate(r)
+	if !reflect.DeepEqual(one, two) {
+		t.Fatal("the same seed made two traces")
+	}
+	teamA, last := 0, one[len(one)-1].Arrival
+	for i, w := range one {
+		if w.Namespace == "a" {
+			teamA++
+		}
+		if i > 0 && w.Arrival < one[i-1].Arrival || w.PodSets[0].Count < 1 || w.PodSets[0].Count > 4 || w.Run < 1 {
+			t.Fatalf("workload %d: %+v", i, w)
+		}
+	}
+	if share := float64(teamA) / float64(len(one)); share < 0.72 || share > 0.78 {
+		t.Errorf("team a has %.2f of the arrivals, want about 0.75", share)
+	}
+	if rate := float64(len(one)) / last; rate < 1.8 || rate > 2.2 {
+		t.Errorf("%.2f arrivals a second, want about 2", rate)
+	}
+	for _, bad := range []struct {
+		change func(*whatif.Recipe)
+		want   string
+	}{
+		{func(r *whatif.Recipe) { r.LocalQueues, r.Weights = []string{"noslash"}, nil }, `local queue "noslash": want namespace/name`},
+		{func(r *whatif.Recipe) { r.Rate = 0 }, "rate"},
+		{func(r *whatif.Recipe) { r.PodsMax = 0 }, "pods: 1 to 0"},
+		{func(r *whatif.Recipe) { r.Weights = []float64{1} }, "weights: 1 for 2 local queues"},
+	} {
+		r := r
+		bad.change(&r)
+		if _, err := whatif.Generate(r); err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("%v; want %q", err, bad.want)
+		}
+	}
+}
+
+// BenchmarkReplay replays generated traces against ten ClusterQueues of
+// one cohort, each with a LocalQueue; run with -benchtime=1x for one
+// replay of each size.
+func BenchmarkReplay(b *testing.B) {
+	var doc strings.Builder
+	doc.WriteString("apiVersion: berth.dev/v1beta1\nkind: ResourceFlavor\nmetadata: {name: default}\n")
+	var lqs []string
+	for i := range 10 {
+		fmt.Fprintf(&doc, `---
+apiVersion: berth.dev/v1beta1
+kind: ClusterQueue
+metadata: {name: cq%d}
+spec:
+  cohort: all
+  namespaceSelector: {}
+  preemption: {withinClusterQueue: LowerPriority, reclaimWithinCohort: Any}
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors:
+    - name: default
+      resources: [{name: cpu, nominalQuota: "50"}]
+---
+apiVersion: berth.dev/v1beta1
+kind: LocalQueue
+metadata: {name: main, namespace: team%d}
+spec: {clusterQueue: cq%d}
+`, i, i, i)
+		lqs = append(lqs, fmt.Sprintf("team%d/main", i))
+	}
+	cfg, err := whatif.ParseConfig("bench", []byte(doc.String()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, n := range []int{10000, 100000} {
+		// 500 cpu of quota, 2.5 cpu a workload on average for 100 s: 2
+		// arrivals a second keep it about full.
+		trace, err := whatif.Generate(whatif.Recipe{LocalQueues: lqs, Workloads: n, Rate: 2, RunMean: 100, PodsMin: 1, PodsMax: 4,
+			CPU: "1", Priorities: []int32{0, 0, 0, 100}, Seed: 1})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(fmt.Sprintf("workloads=%d", n), func(b *testing.B) {
+			for b.Loop() {
+				r, err := whatif.Replay(cfg, start, trace, whatif.Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.ReportMetric(float64(r.Cycles), "cycles")
+				b.ReportMetric(float64(r.Preemptions), "preemptions")
+			}
+		})
+	}
+}

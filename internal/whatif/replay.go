@@ -1,0 +1,251 @@
+package whatif
+
+import (
+	"container/heap"
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/berth-dev/berth/internal/controller/queues"
+	"github.com/berth-dev/berth/internal/core"
+	"github.com/berth-dev/berth/internal/scheduler"
+)
+
+// Options change how a trace is replayed.
+type Options struct {
+	// FairSharing is berth controller --fair-sharing.
+	FairSharing bool
+}
+
+// Outcome is what became of one workload of the trace.
+type Outcome struct {
+	Key          string  `json:"key"`
+	LocalQueue   string  `json:"localQueue"`
+	ClusterQueue string  `json:"clusterQueue,omitempty"`
+	Priority     int32   `json:"priority"`
+	Arrival      float64 `json:"arrival"`
+	// Admitted is when it was last admitted (seconds after the trace's
+	// start), nil when it never was.
+	Admitted *float64 `json:"admitted,omitempty"`
+	// Wait is the seconds from its arrival to its first admission, or to
+	// the end of the replay when it never was admitted.
+	Wait      float64 `json:"wait"`
+	Preempted int     `json:"preempted,omitempty"`
+	Finished  bool    `json:"finished"`
+}
+
+// Result is one replay: every workload's outcome, in trace order.
+type Result struct {
+	Config      string    `json:"config"`
+	Workloads   []Outcome `json:"workloads"`
+	Preemptions int       `json:"preemptions"`
+	// End is when the last event happened, seconds after the trace's start.
+	End float64 `json:"end"`
+	// Cycles is how many admission cycles ran.
+	Cycles int `json:"cycles"`
+}
+
+// virtualClock is the replay's time, moved by the loop alone.
+type virtualClock struct{ now time.Time }
+
+func (c *virtualClock) Now() time.Time                  { return c.now }
+func (c *virtualClock) Since(t time.Time) time.Duration { return c.now.Sub(t) }
+
+// finish is a running workload's end; gen tells a stale one (the workload
+// was preempted since) from its current run.
+type finish struct {
+	at  time.Time
+	i   int
+	gen int
+}
+
+type finishes []finish
+
+func (f finishes) Len() int { return len(f) }
+func (f finishes) Less(a, b int) bool {
+	return f[a].at.Before(f[b].at) || f[a].at.Equal(f[b].at) && f[a].i < f[b].i
+}
+func (f finishes) Swap(a, b int) { f[a], f[b] = f[b], f[a] }
+func (f *finishes) Push(x any)   { *f = append(*f, x.(finish)) }
+func (f *finishes) Pop() any {
+	old := *f
+	x := old[len(old)-1]
+	*f = old[:len(old)-1]
+	return x
+}
+
+// maxCyclesAtOnce bounds the admission cycles run at one instant: more
+// means the configuration makes workloads preempt each other forever.
+const maxCyclesAtOnce = 100000
+
+// Replay runs the trace (its workloads with arrivals counted from start)
+// against cfg with berth's scheduler, in virtual time: each arrival queues
+// its workload, each cycle's admissions start their run, each preemption
+// sends its victim back to its queue (to run again in full once admitted
+// again), and each run's end gives its quota back.
+func Replay(cfg *Config, start time.Time, trace []Workload, o Options) (*Result, error) {
+	clk := &virtualClock{now: start}
+	s := scheduler.New(clk)
+	s.SetFairSharing(o.FairSharing)
+	for i := range cfg.Flavors {
+		s.SetFlavor(queues.FlavorOf(&cfg.Flavors[i]))
+	}
+	for i := range cfg.Cohorts {
+		s.SetCohort(queues.CohortOf(&cfg.Cohorts[i]))
+	}
+	for i := range cfg.ClusterQueues {
+		s.SetClusterQueue(queues.ClusterQueueOf(&cfg.ClusterQueues[i]))
+	}
+	cqOf := map[string]string{}
+	for i := range cfg.LocalQueues {
+		lq := queues.LocalQueueOf(&cfg.LocalQueues[i])
+		s.SetLocalQueue(lq)
+		cqOf[lq.Key] = lq.ClusterQueue
+	}
+	nsLabels := map[string]labels.Set{}
+	for _, ns := range cfg.Namespaces {
+		l := labels.Set(maps.Clone(ns.Labels))
+		if l == nil {
+			l = labels.Set{}
+		}
+		l[corev1.LabelMetadataName] = ns.Name
+		nsLabels[ns.Name] = l
+	}
+
+	res := &Result{Config: cfg.Name, Workloads: make([]Outcome, len(trace))}
+	byKey := make(map[string]int, len(trace))
+	cws := make([]*core.Workload, len(trace))
+	for i := range trace {
+		w := &trace[i]
+		lq := w.Namespace + "/" + w.LocalQueue
+		res.Workloads[i] = Outcome{Key: w.Key(), LocalQueue: lq, ClusterQueue: cqOf[lq], Priority: w.Priority, Arrival: w.Arrival}
+		byKey[w.Key()] = i
+		l, ok := nsLabels[w.Namespace]
+		if !ok {
+			l = labels.Set{corev1.LabelMetadataName: w.Namespace}
+		}
+		cw, err := coreWorkload(w, l, at(start, w.Arrival))
+		if err != nil {
+			return nil, err
+		}
+		cws[i] = cw
+	}
+	arrivals := make([]int, len(trace))
+	for i := range arrivals {
+		arrivals[i] = i
+	}
+	sort.SliceStable(arrivals, func(a, b int) bool { return trace[arrivals[a]].Arrival < trace[arrivals[b]].Arrival })
+
+	var running finishes
+	gen := make([]int, len(trace))
+	next := 0
+	for {
+		// The next instant anything happens.
+		var now time.Time
+		has := false
+		consider := func(t time.Time) {
+			if !has || t.Before(now) {
+				now, has = t, true
+			}
+		}
+		if next < len(arrivals) {
+			consider(at(start, trace[arrivals[next]].Arrival))
+		}
+		if len(running) > 0 {
+			consider(running[0].at)
+		}
+		if wake, ok := s.NextWake(); ok && wake.After(clk.now) {
+			consider(wake)
+		}
+		if !has {
+			break
+		}
+		clk.now = now
+		for next < len(arrivals) && !at(start, trace[arrivals[next]].Arrival).After(now) {
+			i := arrivals[next]
+			s.WorkloadPending(cws[i], res.Workloads[i].LocalQueue)
+			next++
+		}
+		for len(running) > 0 && !running[0].at.After(now) {
+			f := heap.Pop(&running).(finish)
+			if f.gen != gen[f.i] {
+				continue
+			}
+			res.Workloads[f.i].Finished = true
+			s.WorkloadGone(cws[f.i].Key)
+		}
+		for n := 0; ; n++ {
+			if n == maxCyclesAtOnce {
+				return nil, fmt.Errorf("%s: at %s, %d admission cycles without an end: the workloads preempt each other forever", cfg.Name, now.Sub(start), n)
+			}
+			ds := s.Cycle()
+			res.Cycles++
+			progress := false
+			for _, d := range ds {
+				for _, v := range d.Preempt {
+					i := byKey[v.Key]
+					gen[i]++
+					res.Workloads[i].Preempted++
+					res.Preemptions++
+					again := *cws[i]
+					again.Timestamp = now // queued again in the order of its eviction
+					cws[i] = &again
+					s.WorkloadPending(cws[i], res.Workloads[i].LocalQueue)
+					progress = true
+				}
+				if d.Admit == nil {
+					continue
+				}
+				i := byKey[d.Workload.Key]
+				s.WorkloadAdmitted(core.Admitted{Key: d.Workload.Key, ClusterQueue: d.Admit.ClusterQueue, Usage: d.Admit.Usage,
+					Priority: d.Workload.Priority, Timestamp: d.Workload.Timestamp, AdmittedAt: now}, res.Workloads[i].LocalQueue)
+				o := &res.Workloads[i]
+				t := now.Sub(start).Seconds()
+				if o.Admitted == nil {
+					o.Wait = t - o.Arrival
+				}
+				o.Admitted, o.ClusterQueue = &t, d.Admit.ClusterQueue
+				heap.Push(&running, finish{at: at(now, trace[i].Run), i: i, gen: gen[i]})
+				progress = true
+			}
+			if !progress {
+				break
+			}
+		}
+	}
+	res.End = clk.now.Sub(start).Seconds()
+	for i := range res.Workloads {
+		if o := &res.Workloads[i]; o.Admitted == nil {
+			o.Wait = res.End - o.Arrival
+		}
+	}
+	return res, nil
+}
+
+// at is t plus seconds, to the microsecond.
+func at(t time.Time, seconds float64) time.Time {
+	return t.Add(time.Duration(seconds * float64(time.Second)).Round(time.Microsecond))
+}
+
+// coreWorkload is a trace's workload as the scheduler takes it.
+func coreWorkload(w *Workload, ns labels.Set, arrival time.Time) (*core.Workload, error) {
+	cw := &core.Workload{Key: w.Key(), NamespaceLabels: ns, Priority: w.Priority, Timestamp: arrival}
+	for _, ps := range w.PodSets {
+		cps := core.PodSet{Name: ps.Name, Count: ps.Count, Requests: map[string]int64{}}
+		for _, r := range slices.Sorted(maps.Keys(ps.Requests)) {
+			q, err := resource.ParseQuantity(ps.Requests[r])
+			if err != nil {
+				return nil, fmt.Errorf("workload %s: podSets %s: requests[%s]: %w", w.Key(), ps.Name, r, err)
+			}
+			cps.Requests[r] = core.Milli(q)
+		}
+		cw.PodSets = append(cw.PodSets, cps)
+	}
+	return cw, nil
+}

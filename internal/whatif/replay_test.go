@@ -1,0 +1,186 @@
+package whatif_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/berth-dev/berth/internal/whatif"
+)
+
+// config is one ClusterQueue of cpu quota for LocalQueue main of namespace
+// team, with preemption within it as given.
+func config(t *testing.T, name, cpu, preemption string) *whatif.Config {
+	t.Helper()
+	cfg, err := whatif.ParseConfig(name, []byte(`
+apiVersion: berth.dev/v1beta1
+kind: ResourceFlavor
+metadata: {name: default}
+---
+apiVersion: berth.dev/v1beta1
+kind: ClusterQueue
+metadata: {name: cq}
+spec:
+  namespaceSelector: {}
+  preemption: {withinClusterQueue: `+preemption+`}
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors:
+    - name: default
+      resources: [{name: cpu, nominalQuota: "`+cpu+`"}]
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: team}
+---
+apiVersion: berth.dev/v1beta1
+kind: LocalQueue
+metadata: {name: main, namespace: team}
+spec: {clusterQueue: cq}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+func wl(name string, arrival, run float64, cpu string, priority int32) whatif.Workload {
+	return whatif.Workload{Name: name, Namespace: "team", LocalQueue: "main", Arrival: arrival, Run: run, Priority: priority,
+		PodSets: []whatif.PodSet{{Name: "main", Count: 1, Requests: map[string]string{"cpu": cpu}}}}
+}
+
+var start = time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+
+type want struct {
+	admitted         bool
+	wait             float64
+	preempted        int
+	finished         bool
+	lastAdmittedAt   float64
+	checkLastAdmitAt bool
+}
+
+func check(t *testing.T, r *whatif.Result, wants map[string]want) {
+	t.Helper()
+	for _, o := range r.Workloads {
+		w, ok := wants[o.Key]
+		if !ok {
+			continue
+		}
+		if (o.Admitted != nil) != w.admitted || o.Wait != w.wait || o.Preempted != w.preempted || o.Finished != w.finished ||
+			w.checkLastAdmitAt && (o.Admitted == nil || *o.Admitted != w.lastAdmittedAt) {
+			t.Errorf("%s: %s: admitted at %v, wait %v, preempted %d, finished %v; want %+v", r.Config, o.Key, o.Admitted, o.Wait, o.Preempted, o.Finished, w)
+		}
+	}
+}
+
+// Worked by hand: 4 cpu hold one 4-cpu run of 10 s; two 2-cpu workloads
+// that arrive meanwhile start together when it ends; an 8-cpu one never
+// fits, and is still waiting when the last run ends. With 8 cpu everything
+// but the 8-cpu one starts at once, and it starts when the first run ends.
+func TestReplayWaitsForQuota(t *testing.T) {
+	trace := []whatif.Workload{wl("w1", 0, 10, "4", 0), wl("w2", 1, 5, "2", 0), wl("w3", 2, 5, "2", 0), wl("w4", 3, 1, "8", 0)}
+	small, err := whatif.Replay(config(t, "small", "4", "Never"), start, trace, whatif.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(t, small, map[string]want{
+		"team/w1": {admitted: true, wait: 0, finished: true},
+		"team/w2": {admitted: true, wait: 9, finished: true},
+		"team/w3": {admitted: true, wait: 8, finished: true},
+		"team/w4": {admitted: false, wait: 12, finished: false}, // to the last event, w2's and w3's end at 15
+	})
+	if small.End != 15 || small.Preemptions != 0 {
+		t.Errorf("small: end %v, preemptions %d; want 15, 0", small.End, small.Preemptions)
+	}
+
+	big, err := whatif.Replay(config(t, "big", "8", "Never"), start, trace, whatif.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(t, big, map[string]want{
+		"team/w1": {admitted: true, wait: 0, finished: true},
+		"team/w2": {admitted: true, wait: 0, finished: true},
+		"team/w3": {admitted: true, wait: 0, finished: true},
+		"team/w4": {admitted: true, wait: 7, finished: true},
+	})
+
+	c := whatif.Compare(small, big, 2)
+	if len(c.Changed) != 2 || c.Changed[0].Key != "team/w2" || c.Changed[1].Key != "team/w3" {
+		t.Errorf("most changed: %+v; want w2 (9 s less), then w3 (8 s less)", c.Changed)
+	}
+	var out strings.Builder
+	if err := whatif.WriteComparison(&out, c); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "team/main") || !strings.Contains(out.String(), "3/4") {
+		t.Errorf("comparison table:\n%s", out.String())
+	}
+}
+
+// A high-priority arrival preempts the low one running under
+// LowerPriority: it starts at once, and the low one, queued again, runs
+// again in full once the high one ends.
+func TestReplayPreempts(t *testing.T) {
+	trace := []whatif.Workload{wl("low", 0, 10, "4", 0), wl("high", 2, 3, "4", 10)}
+	r, err := whatif.Replay(config(t, "preempting", "4", "LowerPriority"), start, trace, whatif.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(t, r, map[string]want{
+		"team/low":  {admitted: true, wait: 0, preempted: 1, finished: true, lastAdmittedAt: 5, checkLastAdmitAt: true},
+		"team/high": {admitted: true, wait: 0, finished: true, lastAdmittedAt: 2, checkLastAdmitAt: true},
+	})
+	if r.Preemptions != 1 || r.End != 15 {
+		t.Errorf("preemptions %d, end %v; want 1, 15", r.Preemptions, r.End)
+	}
+	groups := whatif.Summarize(r)
+	if g := groups[0]; g.By != "ClusterQueue" || g.Name != "cq" || g.Stats.Preempted != 1 || g.Stats.Admitted != 2 {
+		t.Errorf("first group %+v; want ClusterQueue cq, 2 admitted, 1 preemption", g)
+	}
+}
+
+// What a replay does not model is refused, naming the object and field;
+// so is what is not a queue configuration.
+func TestParseConfigRefuses(t *testing.T) {
+	for _, tc := range []struct{ doc, want string }{
+		{"apiVersion: berth.dev/v1beta1\nkind: ResourceFlavor\nmetadata: {name: f}\nspec: {topologyName: dc}\n",
+			"ResourceFlavor f: spec.topologyName: topology-aware placement is not replayed yet"},
+		{"apiVersion: berth.dev/v1beta1\nkind: ClusterQueue\nmetadata: {name: q}\nspec: {admissionChecks: [budget]}\n",
+			"ClusterQueue q: spec.admissionChecks: admission checks are not replayed yet"},
+		{"apiVersion: batch/v1\nkind: Job\nmetadata: {name: j}\n", "Job j (batch/v1) is not part of a queue configuration"},
+		{"apiVersion: berth.dev/v1beta1\nkind: ClusterQueue\nmetadata: {name: q}\nspec: {cohortt: x}\n", `unknown field "spec.cohortt"`},
+		{"apiVersion: berth.dev/v1beta1\nkind: LocalQueue\nmetadata: {name: lq}\nspec: {clusterQueue: q}\n", "LocalQueue lq: metadata.namespace: required"},
+	} {
+		if _, err := whatif.ParseConfig("plan.yaml", []byte(tc.doc)); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: %v; want %q", tc.doc, err, tc.want)
+		}
+	}
+}
+
+// A trace reads back as written; a bad line is refused, naming it.
+func TestTraceRoundTrip(t *testing.T) {
+	trace := []whatif.Workload{wl("a", 0, 10, "4", 0), wl("b", 1.5, 2, "500m", 3)}
+	var buf strings.Builder
+	if err := whatif.WriteTrace(&buf, whatif.Header{Start: start, Source: "test"}, trace); err != nil {
+		t.Fatal(err)
+	}
+	h, got, err := whatif.ReadTrace(strings.NewReader(buf.String()))
+	if err != nil || !h.Start.Equal(start) || len(got) != 2 || got[1].Arrival != 1.5 || got[1].PodSets[0].Requests["cpu"] != "500m" {
+		t.Fatalf("read back %+v %+v: %v", h, got, err)
+	}
+	for _, tc := range []struct{ text, want string }{
+		{"", "the trace is empty"},
+		{`{"format":"other","version":1}`, `format "other" version 1`},
+		{buf.String() + `{"name":"c","namespace":"team","localQueue":"main","arrival":1,"run":1,"podSets":[{"name":"p","count":1,"requests":{"cpu":"x"}}]}`,
+			"line 4: workload team/c: podSets[0].requests[cpu]"},
+		{buf.String() + `{"name":"a","namespace":"team","localQueue":"main","arrival":1,"run":1,"podSets":[{"name":"p","count":1}]}`,
+			"line 4: workload team/a: already on line 2"},
+		{buf.String() + `{"name":"d","namespace":"team","localQueue":"main","arrival":1,"run":1,"podSets":[{"name":"p","count":1}],"extra":1}`,
+			`line 4: json: unknown field "extra"`},
+	} {
+		if _, _, err := whatif.ReadTrace(strings.NewReader(tc.text)); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: %v; want %q", tc.text, err, tc.want)
+		}
+	}
+}

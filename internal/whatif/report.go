@@ -1,0 +1,214 @@
+package whatif
+
+import (
+	"cmp"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strconv"
+	"text/tabwriter"
+	"time"
+)
+
+// Stats sum up the waits of a group of workloads: over those admitted (a
+// wait from arrival to first admission); those never admitted are counted
+// apart.
+type Stats struct {
+	Workloads   int     `json:"workloads"`
+	Admitted    int     `json:"admitted"`
+	NotAdmitted int     `json:"notAdmitted"`
+	Mean        float64 `json:"meanWait"`
+	P50         float64 `json:"p50Wait"`
+	P95         float64 `json:"p95Wait"`
+	Max         float64 `json:"maxWait"`
+	// Preempted is how many times workloads of the group were preempted.
+	Preempted int `json:"preempted"`
+}
+
+// Group is the stats of the workloads of one ClusterQueue, LocalQueue or
+// priority.
+type Group struct {
+	By    string `json:"by"`
+	Name  string `json:"name"`
+	Stats Stats  `json:"stats"`
+}
+
+// Summarize groups a replay's workloads by ClusterQueue, by LocalQueue and
+// by priority, each group's stats in that order, by name within.
+func Summarize(r *Result) []Group {
+	keys := []struct {
+		by string
+		of func(*Outcome) string
+	}{
+		{"ClusterQueue", func(o *Outcome) string { return cmp.Or(o.ClusterQueue, "(none: no such LocalQueue)") }},
+		{"LocalQueue", func(o *Outcome) string { return o.LocalQueue }},
+		{"priority", func(o *Outcome) string { return fmt.Sprint(o.Priority) }},
+	}
+	var out []Group
+	for _, k := range keys {
+		members := map[string][]*Outcome{}
+		for i := range r.Workloads {
+			o := &r.Workloads[i]
+			members[k.of(o)] = append(members[k.of(o)], o)
+		}
+		var names []string
+		for n := range members {
+			names = append(names, n)
+		}
+		slices.SortFunc(names, func(a, b string) int {
+			if k.by == "priority" {
+				x, _ := strconv.Atoi(a) // written by Sprint above
+				y, _ := strconv.Atoi(b)
+				return cmp.Compare(y, x) // highest first
+			}
+			return cmp.Compare(a, b)
+		})
+		for _, n := range names {
+			out = append(out, Group{By: k.by, Name: n, Stats: statsOf(members[n])})
+		}
+	}
+	return out
+}
+
+func statsOf(os []*Outcome) Stats {
+	st := Stats{Workloads: len(os)}
+	var waits []float64
+	for _, o := range os {
+		st.Preempted += o.Preempted
+		if o.Admitted == nil {
+			st.NotAdmitted++
+			continue
+		}
+		waits = append(waits, o.Wait)
+	}
+	st.Admitted = len(waits)
+	if len(waits) == 0 {
+		return st
+	}
+	slices.Sort(waits)
+	sum := 0.0
+	for _, w := range waits {
+		sum += w
+	}
+	st.Mean = sum / float64(len(waits))
+	st.P50, st.P95, st.Max = rank(waits, 0.50), rank(waits, 0.95), waits[len(waits)-1]
+	return st
+}
+
+// rank is the nearest-rank percentile of sorted values.
+func rank(sorted []float64, p float64) float64 {
+	i := int(math.Ceil(p*float64(len(sorted)))) - 1
+	return sorted[max(0, min(i, len(sorted)-1))]
+}
+
+// Change is one workload's wait under two configurations.
+type Change struct {
+	Key string  `json:"key"`
+	A   float64 `json:"waitA"`
+	B   float64 `json:"waitB"`
+	// AdmittedA and AdmittedB say whether it was admitted at all.
+	AdmittedA bool `json:"admittedA"`
+	AdmittedB bool `json:"admittedB"`
+}
+
+// Pair is a group's stats under two configurations.
+type Pair struct {
+	By   string `json:"by"`
+	Name string `json:"name"`
+	A    Stats  `json:"a"`
+	B    Stats  `json:"b"`
+}
+
+// Comparison lines up two replays of one trace.
+type Comparison struct {
+	A, B   string
+	Groups []Pair `json:"groups"`
+	// Changed are the workloads whose wait changed most, most first.
+	Changed []Change `json:"changed"`
+	// PreemptionsA and PreemptionsB are the replays' preemptions.
+	PreemptionsA int `json:"preemptionsA"`
+	PreemptionsB int `json:"preemptionsB"`
+}
+
+// Compare lines up two replays of the same trace: each group of either,
+// and the top workloads whose wait changed most.
+func Compare(a, b *Result, top int) Comparison {
+	c := Comparison{A: a.Config, B: b.Config, PreemptionsA: a.Preemptions, PreemptionsB: b.Preemptions}
+	ga, gb := Summarize(a), Summarize(b)
+	index := func(gs []Group) map[[2]string]Stats {
+		m := map[[2]string]Stats{}
+		for _, g := range gs {
+			m[[2]string{g.By, g.Name}] = g.Stats
+		}
+		return m
+	}
+	ia, ib := index(ga), index(gb)
+	seen := map[[2]string]bool{}
+	for _, g := range append(ga, gb...) {
+		k := [2]string{g.By, g.Name}
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		c.Groups = append(c.Groups, Pair{By: g.By, Name: g.Name, A: ia[k], B: ib[k]})
+	}
+	for i := range a.Workloads {
+		oa, ob := &a.Workloads[i], &b.Workloads[i]
+		c.Changed = append(c.Changed, Change{Key: oa.Key, A: oa.Wait, B: ob.Wait, AdmittedA: oa.Admitted != nil, AdmittedB: ob.Admitted != nil})
+	}
+	slices.SortStableFunc(c.Changed, func(x, y Change) int { return cmp.Compare(math.Abs(y.B-y.A), math.Abs(x.B-x.A)) })
+	c.Changed = slices.DeleteFunc(c.Changed, func(ch Change) bool { return ch.A == ch.B && ch.AdmittedA == ch.AdmittedB })
+	if len(c.Changed) > top {
+		c.Changed = c.Changed[:top]
+	}
+	return c
+}
+
+// WriteSummary writes a replay's groups as a table, waits in seconds.
+func WriteSummary(w io.Writer, r *Result) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "config %s: %d workloads, %d preemptions, last event at %s\n", r.Config, len(r.Workloads), r.Preemptions, secs(r.End))
+	fmt.Fprintln(tw, "BY\tNAME\tWORKLOADS\tADMITTED\tNOT ADMITTED\tMEAN WAIT\tP50\tP95\tMAX\tPREEMPTED")
+	for _, g := range Summarize(r) {
+		s := g.Stats
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%d\n", g.By, g.Name, s.Workloads, s.Admitted, s.NotAdmitted,
+			secs(s.Mean), secs(s.P50), secs(s.P95), secs(s.Max), s.Preempted)
+	}
+	return tw.Flush()
+}
+
+// WriteComparison writes a comparison as tables: per group, mean and p95
+// waits and preemptions under each configuration; then the workloads whose
+// wait changed most.
+func WriteComparison(w io.Writer, c Comparison) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "A = %s (%d preemptions), B = %s (%d preemptions)\n", c.A, c.PreemptionsA, c.B, c.PreemptionsB)
+	fmt.Fprintln(tw, "BY\tNAME\tADMITTED A\tADMITTED B\tMEAN WAIT A\tMEAN WAIT B\tP95 A\tP95 B\tPREEMPTED A\tPREEMPTED B")
+	for _, g := range c.Groups {
+		fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%d/%d\t%s\t%s\t%s\t%s\t%d\t%d\n", g.By, g.Name, g.A.Admitted, g.A.Workloads, g.B.Admitted, g.B.Workloads,
+			secs(g.A.Mean), secs(g.B.Mean), secs(g.A.P95), secs(g.B.P95), g.A.Preempted, g.B.Preempted)
+	}
+	if len(c.Changed) > 0 {
+		fmt.Fprintln(tw, "\nWORKLOAD\tWAIT A\tWAIT B")
+		for _, ch := range c.Changed {
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", ch.Key, waitText(ch.A, ch.AdmittedA), waitText(ch.B, ch.AdmittedB))
+		}
+	}
+	return tw.Flush()
+}
+
+func waitText(s float64, admitted bool) string {
+	if !admitted {
+		return "not admitted (" + secs(s) + " at the end)"
+	}
+	return secs(s)
+}
+
+// secs writes seconds as a duration: "9s", "2m30s", "42h0m58s".
+func secs(s float64) string {
+	if s < 10 {
+		return fmt.Sprintf("%.1fs", s)
+	}
+	return time.Duration(math.Round(s) * float64(time.Second)).String()
+}

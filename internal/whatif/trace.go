@@ -1,0 +1,144 @@
+package whatif
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// Trace format: JSON Lines. The first line is a Header; each other line one
+// Workload, in any order.
+const (
+	Format  = "berth.dev/trace"
+	Version = 1
+)
+
+// Header is a trace's first line.
+type Header struct {
+	Format  string `json:"format"`
+	Version int    `json:"version"`
+	// Start is the wall time arrivals count from.
+	Start time.Time `json:"start"`
+	// Source says where the trace came from (a cluster, a generator).
+	Source string `json:"source,omitempty"`
+}
+
+// Workload is one workload of a trace: what the replay needs, nothing of
+// its object's contents.
+type Workload struct {
+	Name       string `json:"name"`
+	Namespace  string `json:"namespace"`
+	LocalQueue string `json:"localQueue"`
+	Priority   int32  `json:"priority,omitempty"`
+	// Arrival is seconds after the header's start.
+	Arrival float64 `json:"arrival"`
+	// Run is how many seconds it runs once admitted (from its start to its
+	// end, not to its deletion).
+	Run     float64  `json:"run"`
+	PodSets []PodSet `json:"podSets"`
+}
+
+// PodSet is a group of identical pods of a workload.
+type PodSet struct {
+	Name  string `json:"name"`
+	Count int32  `json:"count"`
+	// Requests of one pod, as quantities ("500m", "2Gi").
+	Requests map[string]string `json:"requests"`
+}
+
+// Key is the workload's namespace/name.
+func (w *Workload) Key() string { return w.Namespace + "/" + w.Name }
+
+// ReadTrace reads a trace; an error names the line and the field.
+func ReadTrace(r io.Reader) (Header, []Workload, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), 16*1024*1024)
+	var h Header
+	var out []Workload
+	seen := map[string]int{}
+	line := 0
+	for sc.Scan() {
+		line++
+		text := strings.TrimSpace(sc.Text())
+		if text == "" {
+			continue
+		}
+		dec := json.NewDecoder(strings.NewReader(text))
+		dec.DisallowUnknownFields()
+		if h.Format == "" {
+			if err := dec.Decode(&h); err != nil {
+				return h, nil, fmt.Errorf("line %d: the header: %w", line, err)
+			}
+			if h.Format != Format || h.Version != Version {
+				return h, nil, fmt.Errorf("line %d: the header says format %q version %d; this berth reads %q version %d", line, h.Format, h.Version, Format, Version)
+			}
+			continue
+		}
+		var w Workload
+		if err := dec.Decode(&w); err != nil {
+			return h, nil, fmt.Errorf("line %d: %w", line, err)
+		}
+		if err := w.check(); err != nil {
+			return h, nil, fmt.Errorf("line %d: workload %s: %w", line, w.Key(), err)
+		}
+		if at, dup := seen[w.Key()]; dup {
+			return h, nil, fmt.Errorf("line %d: workload %s: already on line %d", line, w.Key(), at)
+		}
+		seen[w.Key()] = line
+		out = append(out, w)
+	}
+	if err := sc.Err(); err != nil {
+		return h, nil, err
+	}
+	if h.Format == "" {
+		return h, nil, errors.New("the trace is empty: its first line is a header")
+	}
+	return h, out, nil
+}
+
+func (w *Workload) check() error {
+	switch {
+	case w.Name == "" || w.Namespace == "":
+		return errors.New("name and namespace: required")
+	case w.LocalQueue == "":
+		return errors.New("localQueue: required")
+	case w.Arrival < 0:
+		return fmt.Errorf("arrival: %v is before the trace's start", w.Arrival)
+	case w.Run < 0:
+		return fmt.Errorf("run: %v is negative", w.Run)
+	case len(w.PodSets) == 0:
+		return errors.New("podSets: at least one")
+	}
+	for i, ps := range w.PodSets {
+		if ps.Name == "" || ps.Count < 1 {
+			return fmt.Errorf("podSets[%d]: a name and a count of at least 1 are required", i)
+		}
+		for r, q := range ps.Requests {
+			if _, err := resource.ParseQuantity(q); err != nil {
+				return fmt.Errorf("podSets[%d].requests[%s]: %w", i, r, err)
+			}
+		}
+	}
+	return nil
+}
+
+// WriteTrace writes a trace: the header, then each workload on its line.
+func WriteTrace(w io.Writer, h Header, ws []Workload) error {
+	h.Format, h.Version = Format, Version
+	enc := json.NewEncoder(w)
+	if err := enc.Encode(h); err != nil {
+		return err
+	}
+	for i := range ws {
+		if err := enc.Encode(&ws[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
