@@ -72,7 +72,7 @@ func TestStopAndResumeQueues(t *testing.T) {
 	// Mistakes are named, and change nothing.
 	for args, want := range map[string]string{
 		"stop cq " + env.Name("missing"):            fmt.Sprintf("ClusterQueue %s not found", env.Name("missing")),
-		"stop deployment " + env.Name("whatever"):   "stop and resume take clusterqueue (cq), localqueue (lq), workload (wl), job, jobset or statefulset (sts)",
+		"stop deployment " + env.Name("whatever"):   "stop and resume take clusterqueue (cq), localqueue (lq), workload (wl), job, jobset, statefulset (sts) or trainjob",
 		"stop workload missing -n " + env.Namespace: "Workload " + env.Namespace + "/missing not found",
 	} {
 		out, err := berth(strings.Fields(args)...)
