@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,13 +13,7 @@ import (
 // its error.
 func runImport(t *testing.T, args ...string) (string, string, error) {
 	t.Helper()
-	cmd := newImportCommand()
-	var out, errOut bytes.Buffer
-	cmd.SetOut(&out)
-	cmd.SetErr(&errOut)
-	cmd.SetArgs(args)
-	err := cmd.Execute()
-	return out.String(), errOut.String(), err
+	return runCommand(t, append([]string{"import"}, args...)...)
 }
 
 // Kueue's manager ConfigMap beside its queues: the queues go to stdout,

@@ -9,8 +9,9 @@ import (
 	"testing"
 )
 
-// runCommand runs a berth command in process, returning stdout and the error.
-func runCommand(t *testing.T, args ...string) (string, error) {
+// runCommand runs a berth command in process, returning its stdout, its
+// stderr and its error.
+func runCommand(t *testing.T, args ...string) (string, string, error) {
 	t.Helper()
 	root := newRoot()
 	var out, errOut bytes.Buffer
@@ -18,14 +19,14 @@ func runCommand(t *testing.T, args ...string) (string, error) {
 	root.SetErr(&errOut)
 	root.SetArgs(args)
 	err := root.Execute()
-	return out.String(), err
+	return out.String(), errOut.String(), err
 }
 
 // A generated trace replays against the example queues, alone and against
 // a plan where team-b lends nothing: team-a, which borrows, waits longer.
 func TestWhatifComparesTwoPlansOnAGeneratedTrace(t *testing.T) {
 	dir := t.TempDir()
-	trace, err := runCommand(t, "trace", "generate", "--queues", "team-a/jobs=3,team-b/jobs", "--workloads", "300",
+	trace, _, err := runCommand(t, "trace", "generate", "--queues", "team-a/jobs=3,team-b/jobs", "--workloads", "300",
 		"--rate", "0.05", "--run-mean", "300", "--pods", "1-4", "--cpu", "1", "--memory", "1Gi")
 	if err != nil {
 		t.Fatal(err)
@@ -46,11 +47,11 @@ func TestWhatifComparesTwoPlansOnAGeneratedTrace(t *testing.T) {
 		}
 	}
 
-	out, err := runCommand(t, "whatif", "--trace", tracePath, "--config", filepath.Join(dir, "today.yaml"))
+	out, _, err := runCommand(t, "whatif", "--trace", tracePath, "--config", filepath.Join(dir, "today.yaml"))
 	if err != nil || !strings.Contains(out, "config today.yaml: 300 workloads") || !strings.Contains(out, "team-a/jobs") {
 		t.Fatalf("one plan: %v\n%s", err, out)
 	}
-	out, err = runCommand(t, "whatif", "--trace", tracePath, "--config", filepath.Join(dir, "today.yaml"),
+	out, _, err = runCommand(t, "whatif", "--trace", tracePath, "--config", filepath.Join(dir, "today.yaml"),
 		"--config", filepath.Join(dir, "lend-nothing.yaml"), "-o", "json")
 	if err != nil {
 		t.Fatal(err)
@@ -77,7 +78,7 @@ func TestWhatifComparesTwoPlansOnAGeneratedTrace(t *testing.T) {
 		t.Fatalf("no ClusterQueue team-a in %s", out)
 	}
 
-	if _, err := runCommand(t, "whatif", "--trace", tracePath); err == nil || !strings.Contains(err.Error(), "--config") {
+	if _, _, err := runCommand(t, "whatif", "--trace", tracePath); err == nil || !strings.Contains(err.Error(), "--config") {
 		t.Errorf("no --config: %v", err)
 	}
 }
