@@ -2,21 +2,92 @@ package cli
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	berthv1 "github.com/berth-dev/berth/api/v1beta1"
+	"github.com/berth-dev/berth/internal/controller"
 	"github.com/berth-dev/berth/internal/whatif"
 )
 
 func newTraceCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "trace",
-		Short: "Make traces of workloads for berth whatif",
+		Short: "Make traces of workloads for berth whatif: from a cluster's history, or from a description",
 	}
-	cmd.AddCommand(newTraceGenerateCommand())
+	cmd.AddCommand(newTraceGenerateCommand(), newTraceRecordCommand())
+	return cmd
+}
+
+func newTraceRecordCommand() *cobra.Command {
+	var (
+		inst       instanceFlags
+		kubeconfig string
+		since      time.Duration
+		names      bool
+	)
+	cmd := &cobra.Command{
+		Use:   "record [--since DURATION] > trace.jsonl",
+		Short: "Write a trace (JSON Lines on stdout) of the workloads a cluster's berth ran to their end, for berth whatif",
+		Long: `Read the cluster's berth Workloads and write, for each that ran to its end,
+its arrival (its creation), LocalQueue, priority, pod sets with their
+requests, and run time (from its last admission to its end). Workloads
+still pending or running, and those that ended without being admitted, are
+left out and counted on stderr. Names are replaced by w0, w1, ... in order
+of arrival unless --names: a trace needs only a workload's namespace, where
+its LocalQueue is. Finished Workloads stay in the cluster until their owner
+(a Job, say) is deleted, so a trace reaches back as far as those do.`,
+		Example: `  berth trace record > history.jsonl
+  berth trace record --since 168h --kubeconfig ~/.kube/prod > week.jsonl`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if since < 0 {
+				return fmt.Errorf("--since %s: must not be negative", since)
+			}
+			cfg, err := clusterConfig(&inst, kubeconfig)
+			if err != nil {
+				return err
+			}
+			c, err := client.New(cfg, client.Options{Scheme: controller.Scheme()})
+			if err != nil {
+				return err
+			}
+			ctx, cancel := contextWithTimeout(cmd)
+			defer cancel()
+			var all []berthv1.Workload
+			var list berthv1.WorkloadList
+			for {
+				if err := c.List(ctx, &list, client.Limit(500), client.Continue(list.Continue)); err != nil {
+					return fmt.Errorf("listing Workloads: %w", err)
+				}
+				all = append(all, list.Items...)
+				if list.Continue == "" {
+					break
+				}
+			}
+			var from time.Time
+			if since > 0 {
+				from = time.Now().Add(-since)
+			}
+			rec := whatif.FromWorkloads(all, from, names)
+			for _, why := range slices.Sorted(maps.Keys(rec.Skipped)) {
+				fmt.Fprintf(cmd.ErrOrStderr(), "left out %d workloads: %s\n", rec.Skipped[why], why)
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "recorded %d of %d workloads\n", len(rec.Workloads), len(all))
+			return whatif.WriteTrace(cmd.OutOrStdout(), whatif.Header{Start: rec.Start, Source: "berth trace record"}, rec.Workloads)
+		},
+	}
+	inst.add(cmd)
+	f := cmd.Flags()
+	f.StringVar(&kubeconfig, "kubeconfig", "", "the cluster to read, instead of a berth instance")
+	f.DurationVar(&since, "since", 0, "only workloads created this long ago or since (default: all)")
+	f.BoolVar(&names, "names", false, "keep the workloads' names (default: w0, w1, ... in order of arrival)")
 	return cmd
 }
 

@@ -4,7 +4,8 @@
 // to answer "what would this quota plan do to each team's waits" before
 // production is changed.
 //
-// It is pure: a trace (ReadTrace) and a configuration (ParseConfig) go in,
+// It is pure: a trace (ReadTrace; learnt from a cluster's Workloads by
+// FromWorkloads, or made up by Generate) and a configuration (ParseConfig) go in,
 // a Result with every workload's wait comes out (Replay), and Compare
 // lines two Results up. The loop moves a virtual clock from one event to
 // the next (an arrival, a finish, a backoff ending), so a week replays in

@@ -1,0 +1,65 @@
+package whatif_test
+
+import (
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	berthv1 "github.com/berth-dev/berth/api/v1beta1"
+	"github.com/berth-dev/berth/internal/whatif"
+)
+
+// recorded is a Workload of LocalQueue main in team, created at created
+// seconds after start, admitted at admitted and finished at finished (a
+// negative time: never).
+func recorded(name string, created, admitted, finished float64) berthv1.Workload {
+	ts := func(s float64) metav1.Time { return metav1.NewTime(start.Add(time.Duration(s * float64(time.Second)))) }
+	prio := int32(5)
+	w := berthv1.Workload{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "team", CreationTimestamp: ts(created)},
+		Spec: berthv1.WorkloadSpec{QueueName: "main", Priority: &prio, PodSets: []berthv1.PodSet{{Name: "main", Count: 2,
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: resource.MustParse("1Gi")}}}}}
+	if admitted >= 0 {
+		w.Status.Conditions = append(w.Status.Conditions, metav1.Condition{Type: berthv1.WorkloadAdmitted, Status: metav1.ConditionTrue, LastTransitionTime: ts(admitted)})
+	}
+	if finished >= 0 {
+		w.Status.Conditions = append(w.Status.Conditions, metav1.Condition{Type: berthv1.WorkloadFinished, Status: metav1.ConditionTrue, LastTransitionTime: ts(finished)})
+	}
+	return w
+}
+
+// Only workloads that ran to their end are recorded: arriving when they
+// were created, running from their last admission to their end, named in
+// order of arrival; the others are counted by why they were left out.
+func TestFromWorkloads(t *testing.T) {
+	noQueue := recorded("lost", 1, 2, 3)
+	noQueue.Spec.QueueName = ""
+	wls := []berthv1.Workload{
+		recorded("second", 10, 15, 45.5), recorded("first", 4, 4, 9), recorded("running", 5, 6, -1),
+		recorded("failed-waiting", 6, -1, 8), noQueue,
+	}
+	rec := whatif.FromWorkloads(wls, time.Time{}, false)
+	if !rec.Start.Equal(start.Add(4*time.Second)) || len(rec.Workloads) != 2 {
+		t.Fatalf("start %v, %d workloads; want the first's creation, 2", rec.Start, len(rec.Workloads))
+	}
+	first, second := rec.Workloads[0], rec.Workloads[1]
+	if first.Name != "w0" || first.Arrival != 0 || first.Run != 5 || second.Name != "w1" || second.Arrival != 6 || second.Run != 30.5 {
+		t.Errorf("recorded %+v, %+v", first, second)
+	}
+	if ps := second.PodSets[0]; second.Priority != 5 || second.LocalQueue != "main" || ps.Count != 2 || ps.Requests["cpu"] != "500m" || ps.Requests["memory"] != "1Gi" {
+		t.Errorf("second: %+v", second)
+	}
+	want := map[string]int{whatif.SkipNotFinished: 1, whatif.SkipNeverRan: 1, whatif.SkipNoQueue: 1}
+	for why, n := range want {
+		if rec.Skipped[why] != n {
+			t.Errorf("skipped %v; want %v", rec.Skipped, want)
+		}
+	}
+
+	named := whatif.FromWorkloads(wls, start.Add(5*time.Second), true)
+	if len(named.Workloads) != 1 || named.Workloads[0].Name != "second" || named.Workloads[0].Arrival != 5 || named.Skipped[whatif.SkipBefore] != 2 {
+		t.Errorf("since 5 s, names kept: %+v, skipped %v", named.Workloads, named.Skipped)
+	}
+}
