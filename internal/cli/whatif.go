@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/berth-dev/berth/internal/bench/plot"
 	"github.com/berth-dev/berth/internal/whatif"
 )
 
@@ -20,6 +21,7 @@ func newWhatifCommand() *cobra.Command {
 		fairSharing bool
 		output      string
 		top         int
+		chart       string
 	)
 	cmd := &cobra.Command{
 		Use:   "whatif --trace FILE --config QUEUES.yaml [--config OTHER.yaml]",
@@ -35,13 +37,14 @@ With one --config it reports, per ClusterQueue, LocalQueue and priority,
 how many workloads were admitted and their waits from arrival to first
 admission (mean, p50, p95, max), and how often they were preempted. With
 two, it replays both and lines them up, then lists the workloads whose wait
-changed most.
+changed most. --chart draws, over the trace's time, how many workloads wait
+and how long those arriving then waited, a line per configuration.
 
 What it does not model is refused: topology-aware placement and admission
 checks in the configuration. A preempted workload gives its quota back at
 once (in a cluster, once its pods are gone) and runs again in full.`,
 		Example: `  berth whatif --trace week.jsonl --config queues.yaml
-  berth whatif --trace week.jsonl --config today.yaml --config lend-more.yaml
+  berth whatif --trace week.jsonl --config today.yaml --config lend-more.yaml --chart compare.png
   berth whatif --trace week.jsonl --config queues.yaml --fair-sharing -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -83,6 +86,19 @@ once (in a cluster, once its pods are gone) and runs again in full.`,
 					len(trace), cfg.Name, time.Since(began).Round(time.Millisecond), r.Cycles)
 				results = append(results, r)
 			}
+			if chart != "" {
+				f, err := os.Create(chart)
+				if err != nil {
+					return err
+				}
+				if err := plot.WritePNG(f, whatif.Chart(results...)); err != nil {
+					_ = f.Close()
+					return fmt.Errorf("writing %s: %w", chart, err)
+				}
+				if err := f.Close(); err != nil {
+					return err
+				}
+			}
 			return writeWhatif(cmd.OutOrStdout(), output, results, top)
 		},
 	}
@@ -91,6 +107,7 @@ once (in a cluster, once its pods are gone) and runs again in full.`,
 	f.StringArrayVar(&configs, "config", nil, "a queue configuration (YAML as applied); twice to compare two")
 	f.BoolVar(&fairSharing, "fair-sharing", false, "replay as berth controller --fair-sharing does")
 	f.StringVarP(&output, "output", "o", "table", "table or json")
+	f.StringVar(&chart, "chart", "", "also draw, as a PNG file, the workloads waiting and the mean wait over the trace's time, a line per configuration")
 	f.IntVar(&top, "top", 10, "with two configurations: how many of the workloads whose wait changed most to list")
 	return cmd
 }

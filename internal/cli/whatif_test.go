@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"image/png"
 	"os"
 	"path/filepath"
 	"strings"
@@ -51,10 +52,16 @@ func TestWhatifComparesTwoPlansOnAGeneratedTrace(t *testing.T) {
 	if err != nil || !strings.Contains(out, "config today.yaml: 300 workloads") || !strings.Contains(out, "team-a/jobs") {
 		t.Fatalf("one plan: %v\n%s", err, out)
 	}
+	chart := filepath.Join(dir, "compare.png")
 	out, _, err = runCommand(t, "whatif", "--trace", tracePath, "--config", filepath.Join(dir, "today.yaml"),
-		"--config", filepath.Join(dir, "lend-nothing.yaml"), "-o", "json")
+		"--config", filepath.Join(dir, "lend-nothing.yaml"), "-o", "json", "--chart", chart)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if data, err := os.ReadFile(chart); err != nil {
+		t.Errorf("no chart: %v", err)
+	} else if _, err := png.Decode(bytes.NewReader(data)); err != nil {
+		t.Errorf("the chart is no PNG: %v", err)
 	}
 	var c struct {
 		Groups []struct {

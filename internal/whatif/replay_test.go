@@ -1,10 +1,12 @@
 package whatif_test
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/berth-dev/berth/internal/bench/plot"
 	"github.com/berth-dev/berth/internal/whatif"
 )
 
@@ -104,6 +106,21 @@ func TestReplayWaitsForQuota(t *testing.T) {
 		"team/w3": {admitted: true, wait: 0, finished: true},
 		"team/w4": {admitted: true, wait: 7, finished: true},
 	})
+
+	// Over time: at 5 s, w2, w3 and w4 wait; at 12 s, w4 alone.
+	chart := whatif.Chart(small, big)
+	waiting := chart.Panels[0].Series
+	at := func(points []plot.Point, seconds float64) float64 {
+		for _, p := range points {
+			if math.Abs(p.X-seconds/3600) < 1e-9 {
+				return p.Y
+			}
+		}
+		return -1
+	}
+	if len(waiting) != 2 || at(waiting[0].Points, 5) != 3 || at(waiting[0].Points, 12) != 1 || at(waiting[1].Points, 5) != 1 {
+		t.Errorf("waiting over time: %+v", waiting)
+	}
 
 	c := whatif.Compare(small, big, 2)
 	if len(c.Changed) != 2 || c.Changed[0].Key != "team/w2" || c.Changed[1].Key != "team/w3" {
