@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"slices"
@@ -9,6 +10,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
@@ -31,6 +35,7 @@ func newTraceRecordCommand() *cobra.Command {
 		kubeconfig string
 		since      time.Duration
 		names      bool
+		kueue      bool
 	)
 	cmd := &cobra.Command{
 		Use:   "record [--since DURATION] > trace.jsonl",
@@ -41,7 +46,9 @@ requests, and run time (from its last admission to its end). Workloads
 still pending or running, and those that ended without being admitted, are
 left out and counted on stderr. Names are replaced by w0, w1, ... in order
 of arrival unless --names: a trace needs only a workload's namespace, where
-its LocalQueue is. Finished Workloads stay in the cluster until their owner
+its LocalQueue is. With --kueue it reads Kueue's Workloads instead, each pod
+asking for what its pod set's template asks for, so that a Kueue cluster's
+history can be replayed against a berth plan. Finished Workloads stay in the cluster until their owner
 (a Job, say) is deleted, so a trace reaches back as far as those do.`,
 		Example: `  berth trace record > history.jsonl
   berth trace record --since 168h --kubeconfig ~/.kube/prod > week.jsonl`,
@@ -60,27 +67,38 @@ its LocalQueue is. Finished Workloads stay in the cluster until their owner
 			}
 			ctx, cancel := contextWithTimeout(cmd)
 			defer cancel()
-			var all []berthv1.Workload
-			var list berthv1.WorkloadList
-			for {
-				if err := c.List(ctx, &list, client.Limit(500), client.Continue(list.Continue)); err != nil {
-					return fmt.Errorf("listing Workloads: %w", err)
-				}
-				all = append(all, list.Items...)
-				if list.Continue == "" {
-					break
-				}
-			}
 			var from time.Time
 			if since > 0 {
 				from = time.Now().Add(-since)
 			}
-			rec := whatif.FromWorkloads(all, from, names)
+			var rec whatif.Recording
+			var total int
+			source := "berth trace record"
+			if kueue {
+				items, version, err := kueueWorkloads(ctx, c)
+				if err != nil {
+					return err
+				}
+				rec, total, source = whatif.FromKueueWorkloads(items, from, names), len(items), "berth trace record --kueue ("+whatif.KueueGroup+"/"+version+")"
+			} else {
+				var all []berthv1.Workload
+				var list berthv1.WorkloadList
+				for {
+					if err := c.List(ctx, &list, client.Limit(500), client.Continue(list.Continue)); err != nil {
+						return fmt.Errorf("listing Workloads: %w", err)
+					}
+					all = append(all, list.Items...)
+					if list.Continue == "" {
+						break
+					}
+				}
+				rec, total = whatif.FromWorkloads(all, from, names), len(all)
+			}
 			for _, why := range slices.Sorted(maps.Keys(rec.Skipped)) {
 				fmt.Fprintf(cmd.ErrOrStderr(), "left out %d workloads: %s\n", rec.Skipped[why], why)
 			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "recorded %d of %d workloads\n", len(rec.Workloads), len(all))
-			return whatif.WriteTrace(cmd.OutOrStdout(), whatif.Header{Start: rec.Start, Source: "berth trace record"}, rec.Workloads)
+			fmt.Fprintf(cmd.ErrOrStderr(), "recorded %d of %d workloads\n", len(rec.Workloads), total)
+			return whatif.WriteTrace(cmd.OutOrStdout(), whatif.Header{Start: rec.Start, Source: source}, rec.Workloads)
 		},
 	}
 	inst.add(cmd)
@@ -88,6 +106,7 @@ its LocalQueue is. Finished Workloads stay in the cluster until their owner
 	f.StringVar(&kubeconfig, "kubeconfig", "", "the cluster to read, instead of a berth instance")
 	f.DurationVar(&since, "since", 0, "only workloads created this long ago or since (default: all)")
 	f.BoolVar(&names, "names", false, "keep the workloads' names (default: w0, w1, ... in order of arrival)")
+	f.BoolVar(&kueue, "kueue", false, "read Kueue's Workloads ("+whatif.KueueGroup+" v1beta2, else v1beta1) instead of berth's")
 	return cmd
 }
 
@@ -161,4 +180,28 @@ uniformly) asking --cpu (and --memory) each, at a priority drawn from
 	f.Uint64Var(&r.Seed, "seed", 1, "the random seed")
 	f.StringVar(&start, "start", "2026-01-05T00:00:00Z", "the trace's start (RFC 3339): arrivals count from it")
 	return cmd
+}
+
+// kueueWorkloads lists Kueue's Workloads at the newest version the API
+// server serves.
+func kueueWorkloads(ctx context.Context, c client.Client) ([]unstructured.Unstructured, string, error) {
+	for _, version := range []string{"v1beta2", "v1beta1"} {
+		var all []unstructured.Unstructured
+		list := &unstructured.UnstructuredList{}
+		for {
+			list.SetGroupVersionKind(schema.GroupVersionKind{Group: whatif.KueueGroup, Version: version, Kind: "WorkloadList"})
+			err := c.List(ctx, list, client.Limit(500), client.Continue(list.GetContinue()))
+			if meta.IsNoMatchError(err) {
+				break
+			}
+			if err != nil {
+				return nil, "", fmt.Errorf("listing Kueue's Workloads (%s): %w", version, err)
+			}
+			all = append(all, list.Items...)
+			if list.GetContinue() == "" {
+				return all, version, nil
+			}
+		}
+	}
+	return nil, "", fmt.Errorf("the API server serves no Kueue Workloads (%s v1beta2 or v1beta1): is Kueue installed?", whatif.KueueGroup)
 }

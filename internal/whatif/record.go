@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -30,84 +31,100 @@ const (
 	SkipNoPods      = "asks for no pods"
 )
 
-// FromWorkloads records the Workloads created at or after since (all when
-// since is zero) that ran to their end: each arrives when it was created,
-// runs from its last admission to its end, in its LocalQueue, at its
-// priority, asking for its pod sets. Names are replaced by w0, w1, ...
+// ran is what a recording reads of one workload, whichever API it came
+// from: nil times for conditions it does not have (True).
+type ran struct {
+	name, namespace, queue string
+	priority               int32
+	created                time.Time
+	admitted, finished     *time.Time
+	podSets                []PodSet
+	problem                string // why it cannot be read, "" when it can
+}
+
+// FromWorkloads records berth's Workloads created at or after since (all
+// when since is zero) that ran to their end: each arrives when it was
+// created, runs from its last admission to its end, in its LocalQueue, at
+// its priority, asking for its pod sets. Names are replaced by w0, w1, ...
 // in order of arrival unless keepNames: a trace needs no more than a
 // workload's namespace, which its LocalQueue lives in.
 func FromWorkloads(wls []berthv1.Workload, since time.Time, keepNames bool) Recording {
-	rec := Recording{Skipped: map[string]int{}}
-	var kept []*berthv1.Workload
+	runs := make([]ran, 0, len(wls))
 	for i := range wls {
 		w := &wls[i]
-		finished := meta.FindStatusCondition(w.Status.Conditions, berthv1.WorkloadFinished)
-		admitted := meta.FindStatusCondition(w.Status.Conditions, berthv1.WorkloadAdmitted)
+		r := ran{name: w.Name, namespace: w.Namespace, queue: w.Spec.QueueName, created: w.CreationTimestamp.Time,
+			admitted: trueSince(w.Status.Conditions, berthv1.WorkloadAdmitted), finished: trueSince(w.Status.Conditions, berthv1.WorkloadFinished)}
+		if w.Spec.Priority != nil {
+			r.priority = *w.Spec.Priority
+		}
+		for _, ps := range w.Spec.PodSets {
+			req := map[string]string{}
+			for _, name := range slices.Sorted(maps.Keys(ps.Requests)) {
+				q := ps.Requests[name]
+				req[string(name)] = q.String()
+			}
+			r.podSets = append(r.podSets, PodSet{Name: ps.Name, Count: ps.Count, Requests: req})
+		}
+		runs = append(runs, r)
+	}
+	return record(runs, since, keepNames)
+}
+
+// trueSince is when a condition last became True, nil when it is not.
+func trueSince(conds []metav1.Condition, typ string) *time.Time {
+	c := meta.FindStatusCondition(conds, typ)
+	if c == nil || c.Status != metav1.ConditionTrue {
+		return nil
+	}
+	t := c.LastTransitionTime.Time
+	return &t
+}
+
+func record(runs []ran, since time.Time, keepNames bool) Recording {
+	rec := Recording{Skipped: map[string]int{}}
+	var kept []ran
+	for _, r := range runs {
 		switch {
-		case !since.IsZero() && w.CreationTimestamp.Time.Before(since):
+		case r.problem != "":
+			rec.Skipped[r.problem]++
+		case !since.IsZero() && r.created.Before(since):
 			rec.Skipped[SkipBefore]++
-		case w.Spec.QueueName == "":
+		case r.queue == "":
 			rec.Skipped[SkipNoQueue]++
-		case !slices.ContainsFunc(w.Spec.PodSets, func(ps berthv1.PodSet) bool { return ps.Count > 0 }):
+		case !slices.ContainsFunc(r.podSets, func(ps PodSet) bool { return ps.Count > 0 }):
 			rec.Skipped[SkipNoPods]++
-		case finished == nil || finished.Status != metav1.ConditionTrue:
+		case r.finished == nil:
 			rec.Skipped[SkipNotFinished]++
-		case admitted == nil || admitted.Status != metav1.ConditionTrue || admitted.LastTransitionTime.After(finished.LastTransitionTime.Time):
+		case r.admitted == nil || r.admitted.After(*r.finished):
 			rec.Skipped[SkipNeverRan]++
 		default:
-			kept = append(kept, w)
+			kept = append(kept, r)
 		}
 	}
-	slices.SortStableFunc(kept, func(a, b *berthv1.Workload) int {
-		if c := a.CreationTimestamp.Compare(b.CreationTimestamp.Time); c != 0 {
+	slices.SortStableFunc(kept, func(a, b ran) int {
+		if c := a.created.Compare(b.created); c != 0 {
 			return c
 		}
-		return compareKeys(a, b)
+		return strings.Compare(a.namespace+"/"+a.name, b.namespace+"/"+b.name)
 	})
-	if len(kept) == 0 {
-		rec.Start = since
-		return rec
+	rec.Start = since
+	if since.IsZero() && len(kept) > 0 {
+		rec.Start = kept[0].created
 	}
-	rec.Start = kept[0].CreationTimestamp.Time
-	if !since.IsZero() {
-		rec.Start = since
-	}
-	for i, w := range kept {
-		finished := meta.FindStatusCondition(w.Status.Conditions, berthv1.WorkloadFinished)
-		admitted := meta.FindStatusCondition(w.Status.Conditions, berthv1.WorkloadAdmitted)
-		out := Workload{Name: w.Name, Namespace: w.Namespace, LocalQueue: w.Spec.QueueName,
-			Arrival: seconds(w.CreationTimestamp.Sub(rec.Start)),
-			Run:     seconds(finished.LastTransitionTime.Sub(admitted.LastTransitionTime.Time))}
+	for i, r := range kept {
+		out := Workload{Name: r.name, Namespace: r.namespace, LocalQueue: r.queue, Priority: r.priority,
+			Arrival: seconds(r.created.Sub(rec.Start)), Run: seconds(r.finished.Sub(*r.admitted))}
 		if !keepNames {
 			out.Name = fmt.Sprintf("w%d", i)
 		}
-		if w.Spec.Priority != nil {
-			out.Priority = *w.Spec.Priority
-		}
-		for _, ps := range w.Spec.PodSets {
-			if ps.Count < 1 {
-				continue
+		for _, ps := range r.podSets {
+			if ps.Count > 0 {
+				out.PodSets = append(out.PodSets, ps)
 			}
-			req := map[string]string{}
-			for _, r := range slices.Sorted(maps.Keys(ps.Requests)) {
-				q := ps.Requests[r]
-				req[string(r)] = q.String()
-			}
-			out.PodSets = append(out.PodSets, PodSet{Name: ps.Name, Count: ps.Count, Requests: req})
 		}
 		rec.Workloads = append(rec.Workloads, out)
 	}
 	return rec
-}
-
-func compareKeys(a, b *berthv1.Workload) int {
-	switch ka, kb := a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name; {
-	case ka < kb:
-		return -1
-	case ka > kb:
-		return 1
-	}
-	return 0
 }
 
 // seconds to the millisecond.

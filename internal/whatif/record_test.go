@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
 	"github.com/berth-dev/berth/internal/whatif"
@@ -61,5 +62,45 @@ func TestFromWorkloads(t *testing.T) {
 	named := whatif.FromWorkloads(wls, start.Add(5*time.Second), true)
 	if len(named.Workloads) != 1 || named.Workloads[0].Name != "second" || named.Workloads[0].Arrival != 5 || named.Skipped[whatif.SkipBefore] != 2 {
 		t.Errorf("since 5 s, names kept: %+v, skipped %v", named.Workloads, named.Skipped)
+	}
+}
+
+// A Kueue Workload that ran is recorded as berth's are, each pod asking for
+// what its template asks for (the larger of its init container and its
+// containers, plus overhead); an unreadable one is counted apart.
+func TestFromKueueWorkloads(t *testing.T) {
+	u := func(name string, created, admitted, finished string) unstructured.Unstructured {
+		conds := []any{}
+		if admitted != "" {
+			conds = append(conds, map[string]any{"type": "Admitted", "status": "True", "lastTransitionTime": admitted, "reason": "Admitted", "message": ""})
+		}
+		if finished != "" {
+			conds = append(conds, map[string]any{"type": "Finished", "status": "True", "lastTransitionTime": finished, "reason": "Succeeded", "message": ""})
+		}
+		return unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+			"metadata": map[string]any{"name": name, "namespace": "team", "creationTimestamp": created},
+			"spec": map[string]any{"queueName": "main", "priority": int64(7), "podSets": []any{map[string]any{
+				"name": "main", "count": int64(3), "template": map[string]any{"spec": map[string]any{
+					"initContainers": []any{map[string]any{"name": "init", "resources": map[string]any{"requests": map[string]any{"cpu": "2"}}}},
+					"containers": []any{
+						map[string]any{"name": "a", "resources": map[string]any{"requests": map[string]any{"cpu": "500m", "memory": "1Gi"}}},
+						map[string]any{"name": "b", "resources": map[string]any{"requests": map[string]any{"cpu": "500m"}}}},
+				}}}}},
+			"status": map[string]any{"conditions": conds},
+		}}
+	}
+	bad := u("bad", "2026-11-01T00:00:00Z", "", "")
+	bad.Object["spec"].(map[string]any)["podSets"] = "not a list"
+	rec := whatif.FromKueueWorkloads([]unstructured.Unstructured{
+		u("done", "2026-11-01T00:00:10Z", "2026-11-01T00:00:12Z", "2026-11-01T00:01:12Z"),
+		u("running", "2026-11-01T00:00:20Z", "2026-11-01T00:00:21Z", ""), bad,
+	}, time.Time{}, true)
+	if len(rec.Workloads) != 1 || rec.Skipped[whatif.SkipNotFinished] != 1 || rec.Skipped[whatif.SkipUnreadable] != 1 {
+		t.Fatalf("recorded %+v, skipped %v", rec.Workloads, rec.Skipped)
+	}
+	w := rec.Workloads[0]
+	if ps := w.PodSets[0]; w.Name != "done" || w.Run != 60 || w.Priority != 7 || ps.Count != 3 || ps.Requests["cpu"] != "2" || ps.Requests["memory"] != "1Gi" {
+		t.Errorf("recorded %+v", w)
 	}
 }

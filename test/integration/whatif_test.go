@@ -9,9 +9,11 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
+	"github.com/berth-dev/berth/internal/manifests"
 	"github.com/berth-dev/berth/internal/testenv"
 	"github.com/berth-dev/berth/internal/whatif"
 	"github.com/berth-dev/berth/internal/workload"
@@ -119,5 +121,95 @@ spec: {clusterQueue: bigger}
 	// Both admitted, neither waiting: BY NAME WORKLOADS ADMITTED NOT-ADMITTED MEAN P50 P95 MAX PREEMPTED.
 	if row != "LocalQueue "+env.Namespace+"/main 2 2 0 0.0s 0.0s 0.0s 0.0s 0" {
 		t.Errorf("the replay of this namespace's history on 2 cpu: %q\n%s", row, out)
+	}
+}
+
+// kueueWorkloadCRD stands in for Kueue's Workload CRD: its group, kind and
+// version, a status subresource, and no schema beyond that (berth only
+// reads what Kueue writes there).
+const kueueWorkloadCRD = `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: workloads.kueue.x-k8s.io}
+spec:
+  group: kueue.x-k8s.io
+  names: {kind: Workload, listKind: WorkloadList, plural: workloads, singular: workload}
+  scope: Namespaced
+  versions:
+  - name: v1beta2
+    served: true
+    storage: true
+    subresources: {status: {}}
+    schema:
+      openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
+`
+
+// berth trace record --kueue reads a Kueue cluster's history: a Kueue
+// Workload that ran to its end is recorded with its pods' requests from
+// its template and its run from admission to end; one still running is
+// left out, and said so.
+func TestTraceRecordReadsKueueWorkloads(t *testing.T) {
+	env := testenv.New(t)
+	objs, err := manifests.Decode([]byte(kueueWorkloadCRD))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := manifests.ApplyEstablished(ctx, env.Config, objs...); err != nil {
+		t.Fatal(err)
+	}
+	made := func(name string, conditions ...map[string]any) {
+		t.Helper()
+		u := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+			"metadata": map[string]any{"name": name, "namespace": env.Namespace},
+			"spec": map[string]any{"queueName": "kueue-main", "podSets": []any{map[string]any{"name": "main", "count": int64(2),
+				"template": map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"name": "c", "image": "busybox",
+					"resources": map[string]any{"requests": map[string]any{"cpu": "750m"}}}}}}}}},
+		}}
+		if err := env.Client.Create(ctx, u); err != nil {
+			t.Fatal(err)
+		}
+		var conds []any
+		for _, c := range conditions {
+			conds = append(conds, c)
+		}
+		u.Object["status"] = map[string]any{"conditions": conds}
+		if err := env.Client.Status().Update(ctx, u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cond := func(typ, at string) map[string]any {
+		return map[string]any{"type": typ, "status": "True", "reason": typ, "message": "", "lastTransitionTime": at}
+	}
+	made("ran", cond("Admitted", "2026-11-01T10:00:00Z"), cond("Finished", "2026-11-01T10:02:30Z"))
+	made("running", cond("Admitted", "2026-11-01T10:00:00Z"))
+
+	bin, err := testenv.Binary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	record := exec.Command(bin, "trace", "record", "--kueue", "--names", "--kubeconfig", env.Kubeconfig)
+	record.Stdout, record.Stderr = &stdout, &stderr
+	if err := record.Run(); err != nil {
+		t.Fatalf("berth trace record --kueue: %v\n%s", err, stderr.String())
+	}
+	h, trace, err := whatif.ReadTrace(bytes.NewReader(stdout.Bytes()))
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stdout.String())
+	}
+	var got []whatif.Workload
+	for _, w := range trace {
+		if w.Namespace == env.Namespace {
+			got = append(got, w)
+		}
+	}
+	if len(got) != 1 || !strings.Contains(h.Source, "kueue.x-k8s.io/v1beta2") {
+		t.Fatalf("recorded %+v (header %+v); want the one that ran\n%s", got, h, stderr.String())
+	}
+	if w := got[0]; w.Name != "ran" || w.LocalQueue != "kueue-main" || w.Run != 150 || w.PodSets[0].Count != 2 || w.PodSets[0].Requests["cpu"] != "750m" {
+		t.Errorf("recorded %+v", w)
+	}
+	if !strings.Contains(stderr.String(), "left out") || !strings.Contains(stderr.String(), whatif.SkipNotFinished) {
+		t.Errorf("stderr does not say the running one was left out:\n%s", stderr.String())
 	}
 }
