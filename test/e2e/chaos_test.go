@@ -32,6 +32,7 @@ func TestChaosBenchKeepsPromises(t *testing.T) {
 	inst.up(t, "--controller-flag=--leader-elect", "--controller-flag=--leader-elect-lease-duration=5s",
 		"--controller-flag=--leader-elect-renew-deadline=4s", "--controller-flag=--leader-elect-retry-period=1s")
 	out := t.TempDir()
+	keepOnFailure(t, out, filepath.Join(inst.dir, "logs"))
 	ctx, cancel := context.WithTimeout(context.Background(), 9*time.Minute)
 	defer cancel()
 	const each = 10
@@ -86,6 +87,28 @@ func TestChaosBenchKeepsPromises(t *testing.T) {
 		})
 	}
 	t.Logf("the run:\n%s", tail(string(log), 40))
+}
+
+// keepOnFailure copies dirs out of the test's reach when it fails (they are
+// removed with it otherwise): a broken promise seen once under chaos is
+// read from the run's results and the components' logs.
+func keepOnFailure(t *testing.T, dirs ...string) {
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		keep, err := os.MkdirTemp("", "berth-"+t.Name()+"-")
+		if err != nil {
+			t.Logf("keeping the run's files: %v", err)
+			return
+		}
+		for _, d := range dirs {
+			if err := os.CopyFS(filepath.Join(keep, filepath.Base(d)), os.DirFS(d)); err != nil {
+				t.Logf("keeping %s: %v", d, err)
+			}
+		}
+		t.Logf("the run's results and logs are kept in %s", keep)
+	})
 }
 
 // tail is the last n lines of s.
