@@ -17,7 +17,12 @@ import (
 // Placement is the room a topology-aware pod set takes on the nodes of its
 // flavor: its pods (requests and tolerations of one) in domains.
 type Placement struct {
-	Flavor  string
+	Flavor string
+	// Name is the pod set's name, Request what it asked for (a pod set
+	// placed without asking is Unconstrained): a placement that loses
+	// nodes is repaired within what it asked for (Repairs).
+	Name    string
+	Request topology.Request
 	PodSet  topology.PodSet
 	Domains []topology.Domain
 }
@@ -41,6 +46,12 @@ func (c *Cluster) DeleteTopology(name string) {
 // leave, pods of topology-placed workloads excepted: their placements count
 // for them.
 func (c *Cluster) SetNode(n topology.Node) { c.nodes[n.Name] = n }
+
+// Node returns a node as last set.
+func (c *Cluster) Node(name string) (topology.Node, bool) {
+	n, ok := c.nodes[name]
+	return n, ok
+}
 
 // DeleteNode removes a node.
 func (c *Cluster) DeleteNode(name string) { delete(c.nodes, name) }
@@ -192,7 +203,7 @@ func (pl *places) place(w *Workload, a *Assignment) ([]Placement, *Pending) {
 			return nil, &Pending{Reason: QueueInactive, Message: fmt.Sprintf("%sResourceFlavor %s: %v", prefix, f.Name, err)}
 		}
 		tps := topology.PodSet{Count: psa.Count, Requests: ps.Requests,
-			Tolerations: append(slices.Clone(ps.Tolerations), f.Tolerations...), Allows: allows(ps), Shape: shapeOf(ps.Requests)}
+			Tolerations: append(slices.Clone(ps.Tolerations), f.Tolerations...), Allows: Allows(ps), Shape: ShapeOf(ps.Requests)}
 		ta, err := t.Place(tps, *req)
 		var nf *topology.NoFit
 		switch {
@@ -207,8 +218,9 @@ func (pl *places) place(w *Workload, a *Assignment) ([]Placement, *Pending) {
 		t.Take(ta, tps)
 		taken = append(taken, f)
 		psa.Topology = ta
-		tps.Allows, tps.Count = nil, 0
-		out = append(out, Placement{Flavor: f.Name, PodSet: tps, Domains: ta.Domains})
+		tps.Count = 0
+		tps.Tolerations = ps.Tolerations // the flavor's are added where the placement is used, as when read back
+		out = append(out, Placement{Flavor: f.Name, Name: ps.Name, Request: *req, PodSet: tps, Domains: ta.Domains})
 	}
 	return out, nil
 }
@@ -290,9 +302,9 @@ func (pl *places) flavorOf(psa *PodSetAssignment) (*Flavor, string) {
 	return f, ""
 }
 
-// allows is whether the pod set's node selector and required node affinity
+// Allows is whether the pod set's node selector and required node affinity
 // let its pods run on a node with these labels.
-func allows(ps PodSet) func(map[string]string) bool {
+func Allows(ps PodSet) func(map[string]string) bool {
 	if len(ps.NodeSelector) == 0 && ps.NodeAffinity == nil {
 		return nil
 	}
@@ -312,8 +324,8 @@ func allows(ps PodSet) func(map[string]string) bool {
 	}
 }
 
-// shapeOf describes one pod's requests for messages: "4 cpu, 8Gi memory".
-func shapeOf(requests map[string]int64) string {
+// ShapeOf describes one pod's requests for messages: "4 cpu, 8Gi memory".
+func ShapeOf(requests map[string]int64) string {
 	var parts []string
 	for _, r := range sortedKeys(requests) {
 		if requests[r] > 0 {

@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
@@ -26,6 +27,10 @@ type Node struct {
 	Taints        []corev1.Taint
 	Ready         bool
 	Unschedulable bool
+	// NotReadySince is when a node not Ready stopped being Ready (its Ready
+	// condition's last transition): a node is taken for failed only after a
+	// while.
+	NotReadySince time.Time
 }
 
 // Tree is the nodes of a topology arranged by level.
@@ -559,4 +564,140 @@ func (t *Tree) Rooms() []DomainRoom {
 		return out
 	}
 	return walk(t.roots)
+}
+
+// Replace finds new room for the pods a placed pod set had in lost domains
+// (lowest-level domains whose nodes failed), each lost domain's pods inside
+// the domain req binds them to: the one of their slice level, else of the
+// required level; for a preferred level, that level's domain if it has room,
+// else the lowest level above it whose domain has, else anywhere; for an
+// unconstrained pod set, anywhere. The tree must hold the nodes as they are
+// now, less what admitted placements take, the pod set's own kept domains
+// included. It returns the pod set's domains after the move, Nodes holding
+// the new pods only (for Take), or *NoFit naming the first lost domain that
+// found no room; on success the new room is taken from the tree.
+func (t *Tree) Replace(domains []Domain, lost []bool, ps PodSet, req Request) (*Assignment, error) {
+	if len(t.levels) == 0 {
+		return nil, ErrNoLevels
+	}
+	// Levels whose domain may take a lost domain's pods, tried in order; -1
+	// is anywhere.
+	scopes := []int{-1}
+	level := func(name string) (int, error) {
+		if i := slices.Index(t.levels, name); i >= 0 {
+			return i, nil
+		}
+		return 0, fmt.Errorf("level %q is not one of the topology's levels %v", name, t.levels)
+	}
+	var err error
+	switch {
+	case req.SliceSize > 0 || req.SliceLevel != "":
+		scopes[0], err = level(req.SliceLevel)
+	case req.Mode == Required:
+		scopes[0], err = level(req.Level)
+	case req.Mode == Preferred:
+		var l int
+		l, err = level(req.Level)
+		scopes = scopes[:0]
+		for ; l >= 0; l-- {
+			scopes = append(scopes, l)
+		}
+		scopes = append(scopes, -1)
+	}
+	if err != nil {
+		return nil, err
+	}
+	kept := map[string]*Domain{}
+	moved := map[string]int32{}
+	reqs := requestsOf(ps)
+	for i, d := range domains {
+		if i >= len(lost) || !lost[i] {
+			key := strings.Join(d.Values, "\x00")
+			if kept[key] == nil {
+				kept[key] = &Domain{Values: slices.Clone(d.Values)}
+			}
+			kept[key].Count += d.Count
+			continue
+		}
+		perNode := t.within(d.Values, int64(d.Count), scopes, ps, reqs)
+		if perNode == nil {
+			return nil, t.noRoom(d, scopes, ps)
+		}
+		t.Take(&Assignment{Nodes: perNode}, ps)
+		for n, k := range perNode {
+			moved[n] += k
+		}
+	}
+	out := t.assignment(moved)
+	for _, d := range out.Domains {
+		key := strings.Join(d.Values, "\x00")
+		if kept[key] == nil {
+			kept[key] = &Domain{Values: d.Values}
+		}
+		kept[key].Count += d.Count
+	}
+	out.Domains = out.Domains[:0]
+	for _, d := range kept {
+		out.Domains = append(out.Domains, *d)
+	}
+	slices.SortFunc(out.Domains, func(x, y Domain) int { return slices.Compare(x.Values, y.Values) })
+	return out, nil
+}
+
+// within places n pods of ps in the first scope that holds them: the domain
+// of that level sharing values, or (-1) the whole tree. It returns pods per
+// node, or nil when no scope has room.
+func (t *Tree) within(values []string, n int64, scopes []int, ps PodSet, reqs []request) map[string]int32 {
+	lowest := len(t.levels) - 1
+	for _, nd := range t.list {
+		nd.fit = fitOf(&nd.Node, ps, reqs)
+	}
+	for _, r := range t.roots {
+		measure(r, lowest, 1)
+	}
+	for _, l := range scopes {
+		p := &placer{sliceLevel: lowest, size: 1, out: map[string]int32{}}
+		if l < 0 {
+			var total int64
+			for _, r := range t.roots {
+				total += r.units
+			}
+			if total < n {
+				continue
+			}
+			// One domain as low as can hold them, else the fewest at the top.
+			for lvl := lowest; lvl >= 0; lvl-- {
+				if best := tightest(t.at(lvl), n); best != nil {
+					p.into(best, n, lvl)
+					return p.out
+				}
+			}
+			p.spread(t.roots, n, 0)
+			return p.out
+		}
+		if l >= len(values) {
+			continue
+		}
+		i := slices.IndexFunc(t.at(l), func(d *domain) bool { return slices.Equal(d.values, values[:l+1]) })
+		if i < 0 || t.at(l)[i].units < n {
+			continue
+		}
+		p.into(t.at(l)[i], n, l)
+		return p.out
+	}
+	return nil
+}
+
+// noRoom says which lost domain found no room, and where it looked.
+func (t *Tree) noRoom(d Domain, scopes []int, ps PodSet) *NoFit {
+	what := fmt.Sprintf("%d pods", d.Count)
+	if ps.Shape != "" {
+		what += " of " + ps.Shape
+	}
+	where := "on the topology's nodes"
+	if l := scopes[len(scopes)-1]; l >= 0 && l < len(d.Values) {
+		where = fmt.Sprintf("in %s %s", t.levels[l], d.Values[l])
+	}
+	return &NoFit{Message: fmt.Sprintf("%s lost with %s %s have no room %s",
+		what, t.levels[len(t.levels)-1], d.Values[len(d.Values)-1], where)}
 }
