@@ -46,7 +46,7 @@ func chartArgs(t *testing.T, vals map[string]any, name string) []string {
 func TestChartGivesTheControllerItsOwnFlags(t *testing.T) {
 	args := chartArgs(t, map[string]any{
 		"controller": map[string]any{"fairSharing": true, "manageJobsWithoutQueueName": true, "kubeAPIQPS": 100, "kubeAPIBurst": 200,
-			"origin": "manager-1", "workerLostTimeout": "2m", "dispatchSpreadAfter": "0s", "logLevel": "debug",
+			"origin": "manager-1", "workerLostTimeout": "2m", "dispatchSpreadAfter": "0s", "nodeFailureDelay": "1m", "logLevel": "debug",
 			"integrations": []any{"batch/job", "pod"},
 			"waitForPodsReady": map[string]any{"enabled": true, "timeout": "10m", "backoffBase": "30s", "backoffMax": "2h",
 				"requeueLimit": 4, "blockAdmission": true},

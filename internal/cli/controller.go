@@ -14,6 +14,7 @@ import (
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
 	"github.com/berth-dev/berth/internal/controller"
 	"github.com/berth-dev/berth/internal/integration/configured"
+	"github.com/berth-dev/berth/internal/scheduler"
 )
 
 func newControllerCommand() *cobra.Command {
@@ -126,6 +127,9 @@ throughput long before the API server is busy.`,
 		"with --wait-for-pods-ready: after this many timeouts the workload is deactivated (spec.active false) until 'berth resume'; 0 never")
 	f.BoolVar(&o.PodsReady.BlockAdmission, "pods-ready-block-admission", o.PodsReady.BlockAdmission,
 		"with --wait-for-pods-ready: a ClusterQueue admits nothing while a workload it admitted has not had all its pods Ready, so gangs start one after another")
+	o.NodeFailureDelay = scheduler.DefaultNodeFailureDelay
+	f.DurationVar(&o.NodeFailureDelay, "node-failure-delay", o.NodeFailureDelay,
+		"how long a node under topology-placed pods may be not Ready before they are given room elsewhere in their domain (a deleted node: at once), or their workload is evicted and queued again when there is none")
 	gf := goflag.NewFlagSet("zap", goflag.ContinueOnError)
 	zapOpts.BindFlags(gf)
 	f.AddGoFlagSet(gf)

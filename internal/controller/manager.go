@@ -171,6 +171,10 @@ type Options struct {
 	// Ready within PodsReady.Timeout, and queues it again (package podsready).
 	WaitForPodsReady bool
 	PodsReady        podsready.Options
+	// NodeFailureDelay is how long a node under topology-placed pods may be
+	// not Ready before they are given room elsewhere
+	// (scheduler.DefaultNodeFailureDelay when 0).
+	NodeFailureDelay time.Duration
 }
 
 // Kinds reads which kinds to queue (nil Integrations: all), refusing
@@ -511,6 +515,12 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	sched := scheduler.New(clock.RealClock{})
 	sched.SetFairSharing(o.FairSharing)
 	sched.SetBlockUntilPodsReady(o.WaitForPodsReady && o.PodsReady.BlockAdmission)
+	switch {
+	case o.NodeFailureDelay < 0:
+		return fmt.Errorf("--node-failure-delay %v: must not be negative", o.NodeFailureDelay)
+	case o.NodeFailureDelay > 0:
+		sched.SetNodeFailureDelay(o.NodeFailureDelay)
+	}
 	var q *queues.Controller
 	checksSynced := func() bool { return false }
 	adm, err := admission.Setup(ctx, mgr, sched, admission.Options{
@@ -689,7 +699,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	if err := placement.Setup(ctx, mgr); err != nil {
 		return err
 	}
-	if err := topoctrl.Setup(ctx, mgr, sched); err != nil {
+	if err := topoctrl.Setup(ctx, mgr, sched, func(key, reason, message string) { adm.Evict([]string{key}, reason, message) }); err != nil {
 		return err
 	}
 	if err := mcctrl.Setup(mgr, mcctrl.Options{Namespace: o.Namespace, Origin: o.Origin, LostTimeout: o.WorkerLostTimeout,

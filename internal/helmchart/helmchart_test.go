@@ -80,7 +80,7 @@ func everything() map[string]any {
 		"replicas": 3,
 		"controller": map[string]any{"fairSharing": true, "manageJobsWithoutQueueName": true, "managedJobsNamespaceSelector": "team in (a,b)",
 			"jobSetControllers": []any{"system:serviceaccount:js:manager"}, "kubeAPIQPS": 100, "kubeAPIBurst": 200,
-			"origin": "manager-1", "workerLostTimeout": "2m", "dispatchSpreadAfter": "0s", "logLevel": "debug",
+			"origin": "manager-1", "workerLostTimeout": "2m", "dispatchSpreadAfter": "0s", "nodeFailureDelay": "1m", "logLevel": "debug",
 			"integrations": []any{"batch/job", "pod"},
 			"configuredKinds": []any{map[string]any{"group": "kubeflow.org", "version": "v2beta1", "kind": "MPIJob", "resource": "mpijobs",
 				"suspend": "spec.runPolicy.suspend", "podSets": []any{map[string]any{"name": "worker", "template": "spec.mpiReplicaSpecs.Worker.template"}},

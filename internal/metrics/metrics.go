@@ -57,6 +57,14 @@ var (
 		Help: "Workloads preempted, by the preemptor's ClusterQueue and the rule that chose them.",
 	}, []string{"cluster_queue", "reason"})
 
+	// NodeFailureRepairs counts placements that lost nodes, by what became
+	// of them: moved (their lost pods given room within their domain) or
+	// evicted (none).
+	NodeFailureRepairs = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "berth_node_failure_repairs_total",
+		Help: "Topology-placed workloads whose nodes failed, by result: moved (their lost pods given room within their request) or evicted.",
+	}, []string{"result"})
+
 	// RunTimeExceeded counts workloads stopped for running past their
 	// maximum run time, by the ClusterQueue they ran in.
 	RunTimeExceeded = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -89,7 +97,7 @@ var once sync.Once
 func Register(r prometheus.Registerer) {
 	once.Do(func() {
 		r.MustRegister(PendingWorkloads, ReservingWorkloads, AdmissionAttempts, AdmissionCycleDuration,
-			AdmittedWorkloads, AdmissionWaitTime, QuotaUsage, NominalQuota, PreemptedWorkloads, RunTimeExceeded, BuildInfo)
+			AdmittedWorkloads, AdmissionWaitTime, QuotaUsage, NominalQuota, PreemptedWorkloads, RunTimeExceeded, NodeFailureRepairs, BuildInfo)
 		v := version.Get()
 		BuildInfo.WithLabelValues(v.Version, v.Commit, v.Date, v.GoVersion).Set(1)
 	})

@@ -56,6 +56,11 @@ type Scheduler struct {
 	// workloads last got another look.
 	nodeSource func() (set []topology.Node, gone []string)
 	nodesTaken bool
+	// repairDue says placements may have lost nodes since Repairs last
+	// looked; repairAt is when a node not Ready now may be taken for failed.
+	repairDue    bool
+	repairAt     time.Time
+	failureDelay time.Duration
 }
 
 type queuePair struct{ cq, lq string }
@@ -68,19 +73,21 @@ type assumption struct {
 // New returns an empty scheduler reading time from clk.
 func New(clk clock.PassiveClock) *Scheduler {
 	return &Scheduler{
-		clock:       clk,
-		cluster:     core.NewCluster(),
-		queues:      queue.NewManager(clk),
-		assumed:     map[string]assumption{},
-		admitted:    map[string]string{},
-		perLQ:       map[string]int{},
-		lqUsage:     map[string]core.Usage{},
-		usageOf:     map[string]core.Usage{},
-		checking:    map[string]queuePair{},
-		dirtyCQ:     map[string]bool{},
-		dirtyLQ:     map[string]bool{},
-		dirtyCohort: map[string]bool{},
-		wake:        make(chan struct{}, 1),
+		clock:        clk,
+		cluster:      core.NewCluster(),
+		queues:       queue.NewManager(clk),
+		assumed:      map[string]assumption{},
+		admitted:     map[string]string{},
+		perLQ:        map[string]int{},
+		lqUsage:      map[string]core.Usage{},
+		usageOf:      map[string]core.Usage{},
+		checking:     map[string]queuePair{},
+		dirtyCQ:      map[string]bool{},
+		dirtyLQ:      map[string]bool{},
+		dirtyCohort:  map[string]bool{},
+		wake:         make(chan struct{}, 1),
+		repairDue:    true, // placements read at start-up may sit on nodes that failed meanwhile
+		failureDelay: DefaultNodeFailureDelay,
 	}
 }
 
@@ -227,6 +234,9 @@ func (s *Scheduler) WorkloadAdmitted(a core.Admitted, localQueue string) {
 	evicting := s.cluster.Evicting(key)
 	podsWere := s.cluster.PodsPending(key)
 	s.cluster.AddAdmitted(a)
+	// Its placement as the API has it: on a node that failed, or with a
+	// repair not written yet.
+	s.repairDue = s.repairDue || len(a.Placements) > 0
 	if evicting {
 		// Its eviction is on its way; the admitted state is not news.
 		s.cluster.MarkEvicting(key)
@@ -688,10 +698,62 @@ func (s *Scheduler) SetNodeSource(src func() (set []topology.Node, gone []string
 
 func (s *Scheduler) applyNodes(nodes []topology.Node, gone []string) bool {
 	for _, n := range nodes {
+		if old, ok := s.cluster.Node(n.Name); ok && old.Ready && !n.Ready {
+			s.repairDue = true
+		}
 		s.cluster.SetNode(n)
 	}
 	for _, name := range gone {
 		s.cluster.DeleteNode(name)
 	}
+	s.repairDue = s.repairDue || len(gone) > 0
 	return len(nodes)+len(gone) > 0
+}
+
+// DefaultNodeFailureDelay is how long a node may be not Ready before the
+// placed pods on it are given room elsewhere: a node that comes back
+// within it loses nothing.
+const DefaultNodeFailureDelay = 30 * time.Second
+
+// SetNodeFailureDelay sets how long a node may be not Ready before it is
+// taken for failed (a deleted node fails at once).
+func (s *Scheduler) SetNodeFailureDelay(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.failureDelay = d
+	s.repairDue = true
+}
+
+// RepairAgain has the next Repairs look at every placement again: a
+// repair's write was given up, and the API's version may still sit on a
+// failed node.
+func (s *Scheduler) RepairAgain() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.repairDue = true
+}
+
+// Repairs returns what becomes of admitted workloads whose placed pods'
+// nodes failed since it was last called (core.Cluster.Repairs): new
+// domains, already in effect here, for the caller to write, or evictions
+// to make. It costs nothing when no node's health changed.
+func (s *Scheduler) Repairs() []core.Repair {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.clock.Now()
+	if !s.repairDue && (s.repairAt.IsZero() || now.Before(s.repairAt)) {
+		return nil
+	}
+	if s.nodeSource != nil {
+		if set, gone := s.nodeSource(); s.applyNodes(set, gone) {
+			s.nodesTaken = true
+		}
+	}
+	out, next := s.cluster.Repairs(now, s.failureDelay)
+	s.repairDue, s.repairAt = false, next
+	if len(out) > 0 {
+		// Evictions and moved room change what the queues may admit.
+		s.requeueAll()
+	}
+	return out
 }

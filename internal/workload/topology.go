@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
+	"github.com/berth-dev/berth/internal/core"
 	"github.com/berth-dev/berth/internal/topology"
 )
 
@@ -79,4 +80,35 @@ func DomainsOf(a *berthv1.TopologyAssignment) []topology.Domain {
 		out = append(out, topology.Domain{Values: slices.Clone(d.Values), Count: d.Count})
 	}
 	return out
+}
+
+// ApplyRepair writes a repaired placement (core.Repair) into w's admission:
+// each repaired pod set's domains, when they are still those the repair
+// started from. It reports false, changing nothing, when w holds no such
+// admission any more (evicted, finished, repaired already, re-admitted).
+func ApplyRepair(w *berthv1.Workload, r core.Repair) bool {
+	if w.Status.Admission == nil || IsFinished(w) || len(r.PodSets) == 0 {
+		return false
+	}
+	psas := w.Status.Admission.PodSetAssignments
+	var at []int
+	for name, before := range r.Before {
+		i := slices.IndexFunc(psas, func(p berthv1.PodSetAssignment) bool { return p.Name == name })
+		if i < 0 || psas[i].TopologyAssignment == nil || !slices.EqualFunc(DomainsOf(psas[i].TopologyAssignment), before, sameDomain) {
+			return false
+		}
+		at = append(at, i)
+	}
+	for _, i := range at {
+		ta := psas[i].TopologyAssignment
+		ta.Domains = make([]berthv1.TopologyDomainAssignment, 0, len(r.PodSets[psas[i].Name]))
+		for _, d := range r.PodSets[psas[i].Name] {
+			ta.Domains = append(ta.Domains, berthv1.TopologyDomainAssignment{Values: slices.Clone(d.Values), Count: d.Count})
+		}
+	}
+	return true
+}
+
+func sameDomain(a, b topology.Domain) bool {
+	return a.Count == b.Count && slices.Equal(a.Values, b.Values)
 }

@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
+	"github.com/berth-dev/berth/internal/core"
 	"github.com/berth-dev/berth/internal/topology"
 )
 
@@ -53,5 +54,39 @@ func roundTripJSON(t *testing.T, in, out any) {
 	}
 	if err := json.Unmarshal(raw, out); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A repair is written only over the placement it started from: a Workload
+// repaired, evicted or placed anew since is left as it is.
+func TestApplyRepair(t *testing.T) {
+	levels := []string{"rack", "kubernetes.io/hostname"}
+	admitted := func(domains ...berthv1.TopologyDomainAssignment) *berthv1.Workload {
+		return &berthv1.Workload{Status: berthv1.WorkloadStatus{Admission: &berthv1.Admission{ClusterQueue: "cq",
+			PodSetAssignments: []berthv1.PodSetAssignment{{Name: "main", Count: 4,
+				TopologyAssignment: &berthv1.TopologyAssignment{Levels: levels, Domains: domains}}}}}}
+	}
+	h0 := berthv1.TopologyDomainAssignment{Values: []string{"r0", "h0"}, Count: 2}
+	h1 := berthv1.TopologyDomainAssignment{Values: []string{"r0", "h1"}, Count: 2}
+	h2 := berthv1.TopologyDomainAssignment{Values: []string{"r0", "h2"}, Count: 2}
+	r := core.Repair{Key: "ns/w",
+		Before:  map[string][]topology.Domain{"main": DomainsOf(&berthv1.TopologyAssignment{Domains: []berthv1.TopologyDomainAssignment{h0, h1}})},
+		PodSets: map[string][]topology.Domain{"main": DomainsOf(&berthv1.TopologyAssignment{Domains: []berthv1.TopologyDomainAssignment{h1, h2}})}}
+
+	w := admitted(h0, h1)
+	if !ApplyRepair(w, r) {
+		t.Fatal("a repair of the placement it started from was refused")
+	}
+	if got := w.Status.Admission.PodSetAssignments[0].TopologyAssignment; !reflect.DeepEqual(got.Domains, []berthv1.TopologyDomainAssignment{h1, h2}) ||
+		!reflect.DeepEqual(got.Levels, levels) {
+		t.Errorf("after the repair: %+v", got)
+	}
+	if ApplyRepair(w, r) {
+		t.Error("a repair was written twice")
+	}
+	evicted := admitted(h0, h1)
+	evicted.Status.Admission = nil
+	if ApplyRepair(evicted, r) {
+		t.Error("a repair was written into a Workload without an admission")
 	}
 }

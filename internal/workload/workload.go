@@ -141,15 +141,22 @@ func AdmittedOf(w *berthv1.Workload) core.Admitted {
 			continue
 		}
 		ps := w.Spec.PodSets[i]
-		tps := topology.PodSet{Requests: map[string]int64{}, Tolerations: ps.Tolerations}
+		tps := topology.PodSet{Requests: map[string]int64{}, Tolerations: ps.Tolerations,
+			Allows: core.Allows(core.PodSet{NodeSelector: ps.NodeSelector, NodeAffinity: ps.NodeAffinity})}
 		for r, q := range ps.Requests {
 			tps.Requests[string(r)] = core.Milli(q)
 		}
+		tps.Shape = core.ShapeOf(tps.Requests)
 		var flavor string
 		for _, f := range psa.Flavors {
 			flavor = f
 		}
-		a.Placements = append(a.Placements, core.Placement{Flavor: flavor, PodSet: tps, Domains: DomainsOf(psa.TopologyAssignment)})
+		req := topology.Request{Mode: topology.Unconstrained} // placed without asking
+		if r := TopologyRequestOf(ps.TopologyRequest); r != nil {
+			req = *r
+		}
+		a.Placements = append(a.Placements, core.Placement{Flavor: flavor, Name: ps.Name, Request: req, PodSet: tps,
+			Domains: DomainsOf(psa.TopologyAssignment)})
 	}
 	return a
 }

@@ -42,6 +42,8 @@ const (
 	backoffBase = 2 * time.Second
 	limit       = 3
 	wait        = 90 * time.Second
+	// failureDelay: a node not Ready this long is taken for failed.
+	failureDelay = 3 * time.Second
 )
 
 var ctx = context.Background()
@@ -57,7 +59,8 @@ func TestMain(m *testing.M) {
 	os.Exit(testenv.MainClusters(m, testenv.Cluster{Name: "podsready", ControllerArgs: []string{
 		"--wait-for-pods-ready", "--pods-ready-timeout=" + timeout.String(),
 		"--pods-ready-backoff-base=" + backoffBase.String(), "--pods-ready-backoff-max=" + (2 * backoffBase).String(),
-		fmt.Sprintf("--pods-ready-requeue-limit=%d", limit), "--pods-ready-block-admission"}, With: []string{"trainer"},
+		fmt.Sprintf("--pods-ready-requeue-limit=%d", limit), "--pods-ready-block-admission",
+		"--node-failure-delay=" + failureDelay.String()}, With: []string{"trainer"},
 		ConfiguredKinds: kinds}))
 }
 

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
@@ -32,14 +33,18 @@ import (
 // workloads again.
 const FlushInterval = 500 * time.Millisecond
 
-// Controller tells the scheduler about Topologies and nodes.
+// Controller tells the scheduler about Topologies and nodes, and carries
+// out its repairs of placements whose nodes failed (repair.go).
 type Controller struct {
-	sched *scheduler.Scheduler
-	rec   events.EventRecorder
-	cfg   *rest.Config
-	ctx   context.Context
-	log   logr.Logger
-	once  sync.Once
+	sched  *scheduler.Scheduler
+	client client.Client
+	evict  func(key, reason, message string)
+	retry  []pendingRepair // repairs whose write failed, only touched by the node loop
+	rec    events.EventRecorder
+	cfg    *rest.Config
+	ctx    context.Context
+	log    logr.Logger
+	once   sync.Once
 
 	mu    sync.Mutex
 	nodes map[string]*corev1.Node
@@ -55,9 +60,11 @@ type podUse struct {
 
 // Setup watches Topologies with mgr's cache; nodes and pods are watched
 // from the first Topology on, so that a cluster without topology-aware
-// placement pays nothing for it.
-func Setup(ctx context.Context, mgr manager.Manager, sched *scheduler.Scheduler) error {
-	c := &Controller{sched: sched, rec: mgr.GetEventRecorder("berth-topology"), cfg: mgr.GetConfig(), ctx: ctx,
+// placement pays nothing for it. evict takes a workload's quota away (the
+// admission controller's).
+func Setup(ctx context.Context, mgr manager.Manager, sched *scheduler.Scheduler, evict func(key, reason, message string)) error {
+	c := &Controller{sched: sched, client: mgr.GetClient(), evict: evict,
+		rec: mgr.GetEventRecorder("berth-topology"), cfg: mgr.GetConfig(), ctx: ctx,
 		log: mgr.GetLogger().WithName("topology"), nodes: map[string]*corev1.Node{},
 		used: map[string]map[string]int64{}, pods: map[types.UID]podUse{}, dirty: map[string]bool{}}
 	inf, err := mgr.GetCache().GetInformer(ctx, &berthv1.Topology{})
@@ -127,6 +134,7 @@ func (c *Controller) watchNodes() {
 			return
 		case <-tick.C:
 			c.flush()
+			c.repair(c.ctx)
 		}
 	}
 }

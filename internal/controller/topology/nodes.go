@@ -20,6 +20,9 @@ func NodeOf(n *corev1.Node, used map[string]int64) topology.Node {
 	for _, c := range n.Status.Conditions {
 		if c.Type == corev1.NodeReady {
 			out.Ready = c.Status == corev1.ConditionTrue
+			if !out.Ready {
+				out.NotReadySince = c.LastTransitionTime.Time
+			}
 		}
 	}
 	for r, q := range n.Status.Allocatable {

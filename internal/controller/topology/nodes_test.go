@@ -2,6 +2,7 @@ package topology
 
 import (
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -19,6 +20,11 @@ func TestNodeOf(t *testing.T) {
 	got := NodeOf(n, map[string]int64{"cpu": 2500, "pods": 3000})
 	if !got.Ready || !got.Unschedulable || got.Free["cpu"] != 5500 || got.Free["pods"] != 107000 || got.Labels["rack"] != "r1" {
 		t.Errorf("node %+v", got)
+	}
+	since := metav1.Date(2026, 11, 28, 9, 0, 0, 0, time.UTC)
+	n.Status.Conditions[0] = corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionUnknown, LastTransitionTime: since}
+	if got := NodeOf(n, nil); got.Ready || !got.NotReadySince.Equal(since.Time) {
+		t.Errorf("node not Ready since %v: %+v", since, got)
 	}
 }
 

@@ -58,6 +58,33 @@ func Assign(a *berthv1.TopologyAssignment, placed, gated []*corev1.Pod) []Ungate
 	return out
 }
 
+// Stray lists the placed pods whose domain a no longer has: their node
+// failed and the assignment was repaired (core.Repairs), so they are to go
+// and be replaced where the assignment now gives them room. Only pods given
+// a domain by berth (a node selector for every level) are judged.
+func Stray(a *berthv1.TopologyAssignment, placed []*corev1.Pod) []*corev1.Pod {
+	if a == nil || len(a.Levels) == 0 {
+		return nil
+	}
+	domains := map[string]bool{}
+	for _, d := range a.Domains {
+		domains[strings.Join(d.Values, "\x00")] = true
+	}
+	var out []*corev1.Pod
+	for _, p := range placed {
+		values := make([]string, len(a.Levels))
+		given := true
+		for i, l := range a.Levels {
+			v, ok := p.Spec.NodeSelector[l]
+			values[i], given = v, given && ok
+		}
+		if given && !domains[strings.Join(values, "\x00")] {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 // Gated reports whether the pod waits for its domain.
 func Gated(p *corev1.Pod) bool {
 	return slices.ContainsFunc(p.Spec.SchedulingGates, func(g corev1.PodSchedulingGate) bool {

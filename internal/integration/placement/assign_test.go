@@ -92,3 +92,18 @@ func FuzzAssign(f *testing.F) {
 		}
 	})
 }
+
+// After a repair moved h0's pods to h2, the pods still placed on h0 are
+// stray; those on kept domains, and pods berth gave no full domain, are not.
+func TestStrayPodsAreThoseOfLostDomains(t *testing.T) {
+	onH0 := makePods(2, map[string]string{"rack": "r1", "host": "h0"})
+	onH1 := makePods(1, map[string]string{"rack": "r1", "host": "h1"})
+	ownSelector := makePods(1, map[string]string{"rack": "r1"})
+	got := Stray(assignment, append(append(onH0, onH1...), ownSelector...))
+	if len(got) != 2 || got[0] != onH0[0] || got[1] != onH0[1] {
+		t.Errorf("stray %v; want the two pods on h0", got)
+	}
+	if Stray(nil, onH0) != nil {
+		t.Error("pods of a pod set without an assignment taken for stray")
+	}
+}

@@ -33,7 +33,7 @@ import (
 	"github.com/berth-dev/berth/internal/workload"
 )
 
-// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;update
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;update;delete
 // +kubebuilder:rbac:groups=berth.dev,resources=workloads,verbs=get;list;watch
 
 // WebhookPath is where the Gater is served.
@@ -231,6 +231,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			return strings.Compare(a.Name, b.Name)
 		})
 		ungate = append(ungate, Assign(psa.TopologyAssignment, placed[psa.Name], g)...)
+		for _, p := range Stray(psa.TopologyAssignment, placed[psa.Name]) {
+			// Its domain failed: its controller makes a new pod, which this
+			// reconciler gives the domain that took its place. A pod no
+			// controller makes again is left to Kubernetes' own eviction.
+			if metav1.GetControllerOfNoCopy(p) == nil {
+				continue
+			}
+			uid := p.UID
+			err := r.client.Delete(ctx, p, client.Preconditions{UID: &uid})
+			if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+				return reconcile.Result{}, err
+			}
+		}
 	}
 	for _, u := range ungate {
 		pod := u.Pod.DeepCopy()
