@@ -1,9 +1,12 @@
 package scheduler
 
 import (
+	"slices"
 	"testing"
+	"time"
 
 	"k8s.io/utils/clock"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/berth-dev/berth/internal/core"
 	. "github.com/berth-dev/berth/internal/core/coretest"
@@ -73,5 +76,45 @@ func TestCycleTakesTheLatestNodes(t *testing.T) {
 	ds = s.Cycle()
 	if len(ds) != 1 || ds[0].Workload.Key != "default/second" || ds[0].Admit == nil {
 		t.Fatalf("after SetNodes, want the second gang admitted in r0:\n%s", Describe(ds))
+	}
+}
+
+// Repairs looks only when a node's health changed or a failure delay ran
+// out: a node going not Ready is repaired once the delay has passed, by the
+// injected clock, and the repaired placement is the one the next look sees.
+func TestRepairsWaitForTheFailureDelay(t *testing.T) {
+	clk := clocktesting.NewFakePassiveClock(Epoch)
+	s := New(clk)
+	s.SetNodeFailureDelay(10 * time.Second)
+	s.SetTopology("dc", []string{BlockLabel, RackLabel, HostLabel})
+	s.SetFlavor(MakeFlavor("tas").Label("pool", "tas").Topology("dc").Obj())
+	s.SetClusterQueue(MakeClusterQueue("cq").ResourceGroup(MakeFlavorQuotas("tas").Resource("cpu", "1000").Obj()).Obj())
+	s.SetLocalQueue(queue.LocalQueue{Key: "default/main", ClusterQueue: "cq"})
+	nodes := Nodes("tas", 1, 1, 4, "8")
+	s.SetNodes(nodes, nil)
+	s.WorkloadPending(MakeWorkload("gang", "cq").PodSet("main", 4).Request("cpu", "4").
+		Topology(topology.Required, RackLabel).Obj(), "default/main")
+	ds := s.Cycle()
+	if len(ds) != 1 || ds[0].Admit == nil {
+		t.Fatalf("not admitted:\n%s", Describe(ds))
+	}
+	if rs := s.Repairs(); len(rs) != 0 {
+		t.Fatalf("repairs with every node Ready: %+v", rs)
+	}
+	host := ds[0].Admit.PodSets[0].Topology.Domains[0].Values[2]
+	down := nodes[slices.IndexFunc(nodes, func(n topology.Node) bool { return n.Name == host })]
+	down.Ready, down.NotReadySince = false, Epoch
+	s.SetNodes([]topology.Node{down}, nil)
+	clk.SetTime(Epoch.Add(9 * time.Second))
+	if rs := s.Repairs(); len(rs) != 0 {
+		t.Fatalf("repaired within the delay: %+v", rs)
+	}
+	clk.SetTime(Epoch.Add(10 * time.Second))
+	rs := s.Repairs()
+	if len(rs) != 1 || rs[0].Evict != "" || len(rs[0].PodSets["main"]) == 0 {
+		t.Fatalf("at the delay: %+v; want the gang's pods moved", rs)
+	}
+	if again := s.Repairs(); len(again) != 0 {
+		t.Errorf("repaired twice: %+v", again)
 	}
 }

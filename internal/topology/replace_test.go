@@ -2,6 +2,7 @@ package topology
 
 import (
 	"errors"
+	"math/rand/v2"
 	"slices"
 	"testing"
 )
@@ -133,4 +134,105 @@ func TestReplaceRefusesAnUnknownLevel(t *testing.T) {
 	if _, err := tr.Replace(nil, nil, gang(1, 1), Request{Mode: Required, Level: "zone"}); err == nil {
 		t.Error("an unknown level was accepted")
 	}
+}
+
+// FuzzReplace places a random gang on a random tree, fails random nodes
+// under it and replaces their pods, checking what must always hold: the
+// pods add up, none is left on a failed node, no node is given more than
+// its room, the kept domains are untouched, and a required (or slice)
+// domain is not left; a NoFit only when that domain lacks room.
+func FuzzReplace(f *testing.F) {
+	f.Add(uint64(1), uint8(2), uint8(4), uint8(4), uint8(2))
+	f.Add(uint64(9), uint8(1), uint8(2), uint8(3), uint8(1))
+	f.Fuzz(func(t *testing.T, seed uint64, blocks, racks, hosts, fails uint8) {
+		rng := rand.New(rand.NewPCG(seed, seed>>3))
+		nodes := makeNodes(int(blocks%3)+1, int(racks%4)+1, int(hosts%5)+1, 0)
+		for i := range nodes {
+			nodes[i].Free["cpu"] = rng.Int64N(17) * 1000
+		}
+		ps := PodSet{Count: int32(rng.IntN(12) + 1), Requests: map[string]int64{"cpu": rng.Int64N(4)*1000 + 1000}}
+		req := randomRequest(rng, ps.Count)
+		a, err := build(t, nodes).Place(ps, req)
+		if err != nil {
+			return // nothing placed, nothing to lose
+		}
+		var down []string
+		for range int(fails%3) + 1 {
+			down = append(down, a.Domains[rng.IntN(len(a.Domains))].Values[2])
+		}
+		var left []Node
+		for _, n := range nodes {
+			if !slices.Contains(down, n.Name) {
+				left = append(left, n)
+			}
+		}
+		tr := build(t, left)
+		tr.TakeDomains(a.Domains, ps)
+		free := map[string]int64{}
+		for name, n := range tr.nodes {
+			free[name] = n.Free["cpu"]
+		}
+		lost := make([]bool, len(a.Domains))
+		for i, d := range a.Domains {
+			lost[i] = slices.Contains(down, d.Values[2])
+		}
+		got, err := tr.Replace(a.Domains, lost, ps, req)
+		var nf *NoFit
+		scope := -1
+		switch {
+		case req.SliceSize > 0:
+			scope = indexOf(req.SliceLevel)
+		case req.Mode == Required:
+			scope = indexOf(req.Level)
+		}
+		if errors.As(err, &nf) {
+			if scope < 0 && req.Mode == Unconstrained {
+				var room int64
+				for _, n := range free {
+					room += max(n, 0) / ps.Requests["cpu"]
+				}
+				var need int64
+				for i, d := range a.Domains {
+					if lost[i] {
+						need += int64(d.Count)
+					}
+				}
+				if room >= need {
+					t.Fatalf("NoFit %q, but the nodes have room for %d of the %d lost pods", nf.Message, room, need)
+				}
+			}
+			return
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if count(got.Domains) != ps.Count {
+			t.Fatalf("domains %v hold %d pods; want %d", got.Domains, count(got.Domains), ps.Count)
+		}
+		for _, d := range got.Domains {
+			if slices.Contains(down, d.Values[2]) {
+				t.Fatalf("pods left on failed node %s: %v", d.Values[2], got.Domains)
+			}
+		}
+		for name, k := range got.Nodes {
+			if int64(k)*ps.Requests["cpu"] > free[name] {
+				t.Fatalf("node %s given %d pods of %d milli-cpu with %d free", name, k, ps.Requests["cpu"], free[name])
+			}
+		}
+		for i, d := range a.Domains {
+			if !lost[i] && !slices.ContainsFunc(got.Domains, func(x Domain) bool { return slices.Equal(x.Values, d.Values) && x.Count >= d.Count }) {
+				t.Fatalf("kept domain %v changed: %v", d, got.Domains)
+			}
+		}
+		if scope >= 0 {
+			for name := range got.Nodes {
+				n := tr.nodes[name]
+				if !slices.ContainsFunc(a.Domains, func(d Domain) bool {
+					return slices.Contains(down, d.Values[2]) && d.Values[scope] == n.Labels[levels[scope]]
+				}) {
+					t.Fatalf("a lost pod went to %s, outside the %s domains of the failed nodes", name, levels[scope])
+				}
+			}
+		}
+	})
 }
