@@ -1,48 +1,16 @@
 package integration
 
 import (
-	"fmt"
 	"slices"
 	"testing"
-	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
 	"github.com/berth-dev/berth/internal/integration"
 	"github.com/berth-dev/berth/internal/testenv"
 )
-
-// liveNodes waits until the Job has n running pods that are not going, none
-// on the nodes in avoid, and returns their nodes.
-func liveNodes(t *testing.T, env *testenv.Env, job string, n int, avoid ...string) []string {
-	t.Helper()
-	var nodes []string
-	testenv.Eventually(t, 2*time.Minute, func() error {
-		var list corev1.PodList
-		if err := env.Client.List(ctx, &list, client.InNamespace(env.Namespace), client.MatchingLabels{batchv1.JobNameLabel: job}); err != nil {
-			return err
-		}
-		nodes = nodes[:0]
-		var states []string
-		for _, p := range list.Items {
-			if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil && !slices.Contains(avoid, p.Spec.NodeName) {
-				nodes = append(nodes, p.Spec.NodeName)
-			}
-			states = append(states, fmt.Sprintf("%s node=%q host=%q %s deleting=%v", p.Name, p.Spec.NodeName,
-				p.Spec.NodeSelector[hostLabel], p.Status.Phase, p.DeletionTimestamp != nil))
-		}
-		if len(nodes) != n {
-			return fmt.Errorf("Job %s: %d of %d pods running off %v: %v", job, len(nodes), n, avoid, states)
-		}
-		return nil
-	})
-	return nodes
-}
 
 // A gang of 6 pods of 4 cpu that requires a rack runs on 3 of the 4 hosts
 // of one rack. One of its hosts is deleted: berth gives that host's 2 pods
@@ -60,7 +28,7 @@ func TestGangSurvivesADeletedNode(t *testing.T) {
 	if err := env.Kube.CoreV1().Nodes().Delete(ctx, lost, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	after := liveNodes(t, env, "gang", 6, lost)
+	after := runningPods(t, env, "gang", 6, lost)
 	if got := distinct(after, rackOf); !slices.Equal(got, rack) {
 		t.Errorf("after %s was deleted the gang runs in racks %v; want %v", lost, got, rack)
 	}

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -61,11 +62,14 @@ func gangJob(env *testenv.Env, name string, n int32, annotation, level string) *
 		PodAnnotation("berth.dev/sim-duration", "1h").PodAnnotation(annotation, level).Obj()
 }
 
-// runningPods waits until all n pods of the Job run, and returns their nodes.
-func runningPods(t *testing.T, env *testenv.Env, job string, n int) []string {
+// runningPods waits until n pods of the Job run and are not going, none on
+// the nodes in avoid, and returns their nodes. A Job makes the pods of a
+// failed node again only after its pod failure backoff: the deadline allows
+// for it.
+func runningPods(t *testing.T, env *testenv.Env, job string, n int, avoid ...string) []string {
 	t.Helper()
 	var nodes []string
-	testenv.Eventually(t, wait, func() error {
+	testenv.Eventually(t, 2*time.Minute, func() error {
 		var list corev1.PodList
 		if err := env.Client.List(ctx, &list, client.InNamespace(env.Namespace), client.MatchingLabels{batchv1.JobNameLabel: job}); err != nil {
 			return err
@@ -73,7 +77,7 @@ func runningPods(t *testing.T, env *testenv.Env, job string, n int) []string {
 		nodes = nodes[:0]
 		var states []string
 		for _, p := range list.Items {
-			if p.Status.Phase == corev1.PodRunning {
+			if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil && !slices.Contains(avoid, p.Spec.NodeName) {
 				nodes = append(nodes, p.Spec.NodeName)
 			}
 			why := ""
@@ -82,11 +86,11 @@ func runningPods(t *testing.T, env *testenv.Env, job string, n int) []string {
 					why = c.Message
 				}
 			}
-			states = append(states, fmt.Sprintf("%s gated=%v host=%q node=%q %s %s", p.Name, placement.Gated(&p),
-				p.Spec.NodeSelector[hostLabel], p.Spec.NodeName, p.Status.Phase, why))
+			states = append(states, fmt.Sprintf("%s gated=%v host=%q node=%q %s deleting=%v %s", p.Name, placement.Gated(&p),
+				p.Spec.NodeSelector[hostLabel], p.Spec.NodeName, p.Status.Phase, p.DeletionTimestamp != nil, why))
 		}
 		if len(nodes) != n {
-			return fmt.Errorf("Job %s: %d of %d pods running: %v", job, len(nodes), n, states)
+			return fmt.Errorf("Job %s: %d of %d pods running off %v: %v", job, len(nodes), n, avoid, states)
 		}
 		return nil
 	})
