@@ -56,6 +56,9 @@ type Scheduler struct {
 	// workloads last got another look.
 	nodeSource func() (set []topology.Node, gone []string)
 	nodesTaken bool
+	// nodesKnown: a node source is set, its feed having seen every node
+	// once; until then a placement's nodes may merely be unseen, not gone.
+	nodesKnown bool
 	// repairDue says placements may have lost nodes since Repairs last
 	// looked; repairAt is when a node not Ready now may be taken for failed.
 	repairDue    bool
@@ -690,10 +693,14 @@ func (s *Scheduler) SetNodes(nodes []topology.Node, gone []string) {
 // before it places anything, so that placement never works from a view
 // older than src's: a pod bound a moment ago is counted. Giving every
 // waiting workload another look costs more, and stays with SetNodes.
+// The caller sets it once src has seen every node: from then on a node
+// missing is a node gone (Repairs).
 func (s *Scheduler) SetNodeSource(src func() (set []topology.Node, gone []string)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.nodeSource = src
+	s.nodesKnown = true
+	s.repairDue = true
 }
 
 func (s *Scheduler) applyNodes(nodes []topology.Node, gone []string) bool {
@@ -736,12 +743,14 @@ func (s *Scheduler) RepairAgain() {
 // Repairs returns what becomes of admitted workloads whose placed pods'
 // nodes failed since it was last called (core.Cluster.Repairs): new
 // domains, already in effect here, for the caller to write, or evictions
-// to make. It costs nothing when no node's health changed.
+// to make. It costs nothing when no node's health changed, and finds
+// nothing before a node source is set (a controller starting has not seen
+// the nodes yet, and must not take them for gone).
 func (s *Scheduler) Repairs() []core.Repair {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.clock.Now()
-	if !s.repairDue && (s.repairAt.IsZero() || now.Before(s.repairAt)) {
+	if !s.nodesKnown || (!s.repairDue && (s.repairAt.IsZero() || now.Before(s.repairAt))) {
 		return nil
 	}
 	if s.nodeSource != nil {

@@ -98,6 +98,13 @@ func TestRepairsWaitForTheFailureDelay(t *testing.T) {
 	if len(ds) != 1 || ds[0].Admit == nil {
 		t.Fatalf("not admitted:\n%s", Describe(ds))
 	}
+	// Until the node feed has seen every node, a node missing says nothing.
+	s.SetNodes(nil, nodeNames(nodes))
+	if rs := s.Repairs(); len(rs) != 0 {
+		t.Fatalf("repairs before the node feed synced: %+v", rs)
+	}
+	s.SetNodes(nodes, nil)
+	s.SetNodeSource(func() ([]topology.Node, []string) { return nil, nil })
 	if rs := s.Repairs(); len(rs) != 0 {
 		t.Fatalf("repairs with every node Ready: %+v", rs)
 	}
@@ -117,4 +124,12 @@ func TestRepairsWaitForTheFailureDelay(t *testing.T) {
 	if again := s.Repairs(); len(again) != 0 {
 		t.Errorf("repaired twice: %+v", again)
 	}
+}
+
+func nodeNames(nodes []topology.Node) []string {
+	var out []string
+	for _, n := range nodes {
+		out = append(out, n.Name)
+	}
+	return out
 }

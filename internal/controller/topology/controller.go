@@ -71,6 +71,11 @@ func Setup(ctx context.Context, mgr manager.Manager, sched *scheduler.Scheduler,
 	if err != nil {
 		return err
 	}
+	// Repairs write to the API: the leader's alone (a manager runs a
+	// Runnable only while it leads unless the Runnable says otherwise).
+	if err := mgr.Add(manager.RunnableFunc(c.repairLoop)); err != nil {
+		return err
+	}
 	_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    c.setTopology,
 		UpdateFunc: func(_, obj any) { c.setTopology(obj) },
@@ -125,6 +130,13 @@ func (c *Controller) watchNodes() {
 		AddFunc: c.setPod, UpdateFunc: func(_, o any) { c.setPod(o) }, DeleteFunc: c.deletePod})
 	f.Start(c.ctx.Done())
 	pods.Start(c.ctx.Done())
+	// Every node seen before the scheduler counts on the feed: one not seen
+	// yet must not pass for one deleted.
+	f.WaitForCacheSync(c.ctx.Done())
+	pods.WaitForCacheSync(c.ctx.Done())
+	if c.ctx.Err() != nil {
+		return
+	}
 	c.sched.SetNodeSource(c.take)
 	tick := time.NewTicker(FlushInterval)
 	defer tick.Stop()
@@ -134,7 +146,6 @@ func (c *Controller) watchNodes() {
 			return
 		case <-tick.C:
 			c.flush()
-			c.repair(c.ctx)
 		}
 	}
 }

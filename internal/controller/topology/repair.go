@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -31,6 +32,21 @@ const repairAttempts = 10
 type pendingRepair struct {
 	core.Repair
 	attempts int
+}
+
+// repairLoop looks for repairs every FlushInterval while this replica
+// leads; a look costs nothing unless a node's health changed.
+func (c *Controller) repairLoop(ctx context.Context) error {
+	tick := time.NewTicker(FlushInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+			c.repair(ctx)
+		}
+	}
 }
 
 // repair carries out the scheduler's repairs of placements whose nodes
