@@ -39,7 +39,7 @@ type Controller struct {
 	sched  *scheduler.Scheduler
 	client client.Client
 	evict  func(key, reason, message string)
-	retry  []pendingRepair // repairs whose write failed, only touched by the node loop
+	retry  []pendingRepair // repairs whose write failed, only touched by repairLoop
 	rec    events.EventRecorder
 	cfg    *rest.Config
 	ctx    context.Context
