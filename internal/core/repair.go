@@ -26,24 +26,24 @@ type Repair struct {
 	Evict string
 }
 
-// Failed reports whether a node has failed at now: it is gone, or not
-// Ready for delay or longer. A node not Ready for less is given time to
-// come back; its health returns when NextCheck says.
-func Failed(n topology.Node, present bool, now time.Time, delay time.Duration) bool {
-	return !present || (!n.Ready && !now.Before(n.NotReadySince.Add(delay)))
+// failed reports whether a known node has failed at now: it has not been
+// Ready for delay or longer (a node gone has failed too, by its absence).
+// A node not Ready for less is given time to come back.
+func failed(n topology.Node, now time.Time, delay time.Duration) bool {
+	return !n.Ready && !now.Before(n.NotReadySince.Add(delay))
 }
 
 // Repairs finds the admitted workloads some of whose placed pods' domains
-// failed (every node of a lowest-level domain Failed), and gives each of
+// failed (every node of a lowest-level domain gone or failed), and gives each of
 // those pods room where its pod set's request allows (topology.Tree.Replace);
 // when that is not possible the workload is to be evicted whole. Repaired
 // placements take effect here at once (the caller writes them; the API's
 // version replaces them when it is seen); workloads to evict are marked
 // evicting, so they are not reported again. next is when a node not Ready
-// now may be found Failed: the zero time when none is waiting.
+// now may be found failed: the zero time when none is waiting.
 func (c *Cluster) Repairs(now time.Time, delay time.Duration) (out []Repair, next time.Time) {
 	for _, n := range c.nodes {
-		if !n.Ready && !Failed(n, true, now, delay) {
+		if !n.Ready && !failed(n, now, delay) {
 			if at := n.NotReadySince.Add(delay); next.IsZero() || at.Before(next) {
 				next = at
 			}
@@ -79,12 +79,12 @@ func (c *Cluster) Repairs(now time.Time, delay time.Duration) (out []Repair, nex
 }
 
 // liveDomains lists, joined by NUL, the lowest-level domains of flavor f
-// that have a node not Failed.
+// that have a node neither gone nor failed.
 func (c *Cluster) liveDomains(f *Flavor, levels []string, now time.Time, delay time.Duration) map[string]bool {
 	out := map[string]bool{}
 	values := make([]string, len(levels))
 	for _, n := range c.nodes {
-		if !hasLabels(n.Labels, f.NodeLabels) || Failed(n, true, now, delay) {
+		if !hasLabels(n.Labels, f.NodeLabels) || failed(n, now, delay) {
 			continue
 		}
 		complete := true
