@@ -37,6 +37,10 @@ throughput long before the API server is busy.`,
 			if err := podsReadyFlags(cmd.Flags(), o); err != nil {
 				return err
 			}
+			if o.NodeFailureDelay <= 0 {
+				// 0 would otherwise mean the manager's default: say so rather than run with 30s.
+				return fmt.Errorf("--node-failure-delay %v: must be positive (a node not Ready for a moment should not move pods)", o.NodeFailureDelay)
+			}
 			if _, err := o.Kinds(); err != nil {
 				return err
 			}

@@ -517,7 +517,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	sched.SetBlockUntilPodsReady(o.WaitForPodsReady && o.PodsReady.BlockAdmission)
 	switch {
 	case o.NodeFailureDelay < 0:
-		return fmt.Errorf("--node-failure-delay %v: must not be negative", o.NodeFailureDelay)
+		return fmt.Errorf("--node-failure-delay %v: must be positive", o.NodeFailureDelay)
 	case o.NodeFailureDelay > 0:
 		sched.SetNodeFailureDelay(o.NodeFailureDelay)
 	}
