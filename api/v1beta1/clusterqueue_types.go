@@ -156,6 +156,24 @@ type FairSharing struct {
 	Weight *resource.Quantity `json:"weight,omitempty"`
 }
 
+// AdmissionMode says how a ClusterQueue orders the workloads of its
+// LocalQueues.
+// +kubebuilder:validation:Enum=UsageBasedAdmissionFairSharing;NoAdmissionFairSharing
+type AdmissionMode string
+
+const (
+	// UsageBasedAdmissionFairSharing: LocalQueues that used less lately go first.
+	UsageBasedAdmissionFairSharing AdmissionMode = "UsageBasedAdmissionFairSharing"
+	// NoAdmissionFairSharing: by priority and age alone.
+	NoAdmissionFairSharing AdmissionMode = "NoAdmissionFairSharing"
+)
+
+// AdmissionScope is how a ClusterQueue shares admission between the
+// LocalQueues that point at it.
+type AdmissionScope struct {
+	AdmissionMode AdmissionMode `json:"admissionMode"`
+}
+
 // PriorityAging lets waiting workloads rise in their queue so that a steady
 // stream of higher-priority work cannot starve them: every Interval a
 // workload waits adds Step to the priority it is ordered by, up to Cap. It
@@ -209,6 +227,13 @@ type ClusterQueueSpec struct {
 
 	// +optional
 	FairSharing *FairSharing `json:"fairSharing,omitempty"`
+
+	// AdmissionScope: with admissionMode UsageBasedAdmissionFairSharing, the
+	// workloads waiting here are ordered first by how much their LocalQueues
+	// have used lately (weighed by each LocalQueue's spec.fairSharing.weight),
+	// then by priority and age. Unset: by priority and age alone.
+	// +optional
+	AdmissionScope *AdmissionScope `json:"admissionScope,omitempty"`
 
 	// StopPolicy pauses admission (Hold) or also evicts what is admitted (HoldAndDrain).
 	// +optional

@@ -1,6 +1,7 @@
 package v1beta1
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -17,6 +18,31 @@ type LocalQueueSpec struct {
 	// +optional
 	// +kubebuilder:default=None
 	StopPolicy StopPolicy `json:"stopPolicy,omitempty"`
+
+	// FairSharing.Weight is this queue's share of admission when its
+	// ClusterQueue orders by usage (admissionScope UsageBasedAdmissionFairSharing;
+	// read only there): its recent usage is divided by it. Default 1; 0 puts
+	// its workloads after those of every queue with a weight.
+	// +optional
+	FairSharing *FairSharing `json:"fairSharing,omitempty"`
+}
+
+// LocalQueueFairSharingStatus is what a LocalQueue has used lately, as its
+// ClusterQueue's admission fair sharing counts it.
+type LocalQueueFairSharingStatus struct {
+	// +optional
+	AdmissionFairSharingStatus *AdmissionFairSharingStatus `json:"admissionFairSharingStatus,omitempty"`
+}
+
+// AdmissionFairSharingStatus is a LocalQueue's decayed usage: a running
+// average of the quota its workloads held, halving every half-life
+// (berth controller --admission-fair-sharing-half-life).
+type AdmissionFairSharingStatus struct {
+	// ConsumedResources is the decayed usage, by resource, as of LastUpdate.
+	// +optional
+	ConsumedResources corev1.ResourceList `json:"consumedResources,omitempty"`
+	// LastUpdate is when the usage held was last taken in.
+	LastUpdate metav1.Time `json:"lastUpdate"`
 }
 
 // LocalQueueStatus is what the controller reports about a LocalQueue.
@@ -39,6 +65,10 @@ type LocalQueueStatus struct {
 	// +listType=map
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// FairSharing: set while its ClusterQueue orders by usage.
+	// +optional
+	FairSharing *LocalQueueFairSharingStatus `json:"fairSharing,omitempty"`
 }
 
 // LocalQueue is where a namespace's users submit work: jobs name it in the

@@ -77,6 +77,10 @@ type ClusterQueue struct {
 	// Aging, when set, raises the priority pending workloads are ordered by
 	// as they wait (anti-starvation). It never affects preemption.
 	Aging *Aging
+	// AdmissionFairSharing: pending workloads are ordered first by their
+	// LocalQueues' recent usage (internal/admissionfairsharing), lowest
+	// first. Like Aging, it never affects preemption.
+	AdmissionFairSharing bool
 	// AdmissionChecks every workload admitted here must pass before its pods
 	// run; the queue is inactive while one is missing or not Active.
 	AdmissionChecks []string

@@ -80,6 +80,12 @@ type cqQueue struct {
 	// blocked: a StrictFIFO head did not fit; nothing is handed out until
 	// something changes.
 	blocked bool
+	// fair: ordered first by its LocalQueues' scores (lowest first;
+	// admission fair sharing), shared with the manager; reorder says a
+	// score changed since the heap was last ordered.
+	fair    bool
+	scores  map[string]float64
+	reorder bool
 }
 
 // Manager holds every pending workload.
@@ -91,6 +97,7 @@ type Manager struct {
 	parked  map[string]*entry            // by workload key
 	held    entryHeap[backoffOrder]      // evicted workloads waiting out their backoff
 	changed map[string]bool              // keys whose pending reason changed
+	scores  map[string]float64           // by LocalQueue, for admission fair sharing
 	clock   clock.PassiveClock
 }
 
@@ -98,7 +105,7 @@ type Manager struct {
 func NewManager(clk clock.PassiveClock) *Manager {
 	return &Manager{cqs: map[string]*cqQueue{}, lqs: map[string]LocalQueue{},
 		entries: map[string]*entry{}, byLQ: map[string]map[string]*entry{},
-		parked: map[string]*entry{}, changed: map[string]bool{}, clock: clk}
+		parked: map[string]*entry{}, changed: map[string]bool{}, scores: map[string]float64{}, clock: clk}
 }
 
 // put makes e the entry of its workload, in the indexes.
@@ -136,7 +143,7 @@ func (m *Manager) unindex(e *entry) {
 func (m *Manager) SetClusterQueue(name string, strategy core.QueueingStrategy, aging *core.Aging) {
 	q, ok := m.cqs[name]
 	if !ok {
-		q = &cqQueue{name: name, inadmissible: map[string]*entry{}, inFlight: map[string]*entry{}}
+		q = &cqQueue{name: name, inadmissible: map[string]*entry{}, inFlight: map[string]*entry{}, scores: m.scores}
 		m.cqs[name] = q
 	}
 	if q.strategy != strategy {
@@ -150,6 +157,51 @@ func (m *Manager) SetClusterQueue(name string, strategy core.QueueingStrategy, a
 	for _, e := range m.parked {
 		m.remove(e)
 		m.route(e)
+	}
+}
+
+// SetFair makes a ClusterQueue order its waiting workloads first by their
+// LocalQueues' scores (SetScore, lowest first), or stop doing so.
+func (m *Manager) SetFair(cq string, on bool) {
+	if q, ok := m.cqs[cq]; ok && q.fair != on {
+		q.fair = on
+		q.reorder = true
+	}
+}
+
+// Fair lists the LocalQueues whose ClusterQueue orders by score.
+func (m *Manager) Fair() []string {
+	var out []string
+	for key, lq := range m.lqs {
+		if q, ok := m.cqs[lq.ClusterQueue]; ok && q.fair {
+			out = append(out, key)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// IsFair reports whether a LocalQueue's ClusterQueue orders by score.
+func (m *Manager) IsFair(localQueue string) bool {
+	lq, ok := m.lqs[localQueue]
+	if !ok {
+		return false
+	}
+	q, ok := m.cqs[lq.ClusterQueue]
+	return ok && q.fair
+}
+
+// SetScore sets a LocalQueue's score; its ClusterQueue's line is put in the
+// new order before it next hands out a head.
+func (m *Manager) SetScore(localQueue string, score float64) {
+	if old, ok := m.scores[localQueue]; ok && old == score {
+		return
+	}
+	m.scores[localQueue] = score
+	if lq, ok := m.lqs[localQueue]; ok {
+		if q, ok := m.cqs[lq.ClusterQueue]; ok && q.fair {
+			q.reorder = true
+		}
 	}
 }
 
@@ -179,6 +231,7 @@ func (m *Manager) SetLocalQueue(lq LocalQueue) {
 // DeleteLocalQueue parks its workloads until it comes back.
 func (m *Manager) DeleteLocalQueue(key string) {
 	delete(m.lqs, key)
+	delete(m.scores, key)
 	m.reroute(key)
 }
 
@@ -258,6 +311,7 @@ func (m *Manager) Heads() []*core.Workload {
 	var out []*core.Workload
 	for _, q := range m.cqs {
 		m.age(q)
+		m.rescore(q)
 		if q.blocked || len(q.heap) == 0 {
 			continue
 		}
@@ -441,6 +495,8 @@ type Waiting struct {
 	Timestamp time.Time
 	// Nominated: a preemptor waiting for its victims' quota, first in line.
 	Nominated bool
+	// Score is its LocalQueue's in a fair queue (lower first), else 0.
+	Score float64
 	// Pending is why it waits, as last decided; nil before its first look.
 	Pending *core.Pending
 }
@@ -456,8 +512,12 @@ func (m *Manager) Line(cq string) ([]Waiting, bool) {
 	}
 	out := make([]Waiting, 0, len(q.heap)+len(q.inadmissible)+len(q.inFlight))
 	add := func(e *entry) {
+		var score float64
+		if q.fair {
+			score = m.scores[e.localQueue]
+		}
 		out = append(out, Waiting{Key: e.w.Key, LocalQueue: e.localQueue, Priority: e.w.Priority, Aged: e.w.Aged,
-			Timestamp: e.w.Timestamp, Nominated: e.w.Nominated, Pending: e.pending})
+			Timestamp: e.w.Timestamp, Nominated: e.w.Nominated, Score: score, Pending: e.pending})
 	}
 	for _, e := range q.heap {
 		add(e)
@@ -472,11 +532,14 @@ func (m *Manager) Line(cq string) ([]Waiting, bool) {
 }
 
 // InLine reports whether a goes before b in a line, as the queue hands them
-// out: a nominated preemptor first, then by priority (aging included), age
-// and name.
+// out: a nominated preemptor first, then by LocalQueue score (in a fair
+// queue), then by priority (aging included), age and name.
 func InLine(a, b *Waiting) bool {
 	if a.Nominated != b.Nominated {
 		return a.Nominated
+	}
+	if a.Score != b.Score {
+		return a.Score < b.Score
 	}
 	return core.OrderBefore(a.Priority+a.Aged, b.Priority+b.Aged, a.Timestamp, b.Timestamp, a.Key, b.Key)
 }
@@ -705,6 +768,20 @@ func (m *Manager) age(q *cqQueue) {
 	}
 }
 
+// rescore puts a fair queue's heap in order after its scores changed: once
+// per cycle at most, however many changed.
+func (m *Manager) rescore(q *cqQueue) {
+	if !q.reorder {
+		return
+	}
+	q.reorder = false
+	heap.Init(&q.heap)
+	if q.blocked && len(q.heap) > 0 {
+		// The head may have changed.
+		q.blocked = false
+	}
+}
+
 // WaitingOf is w as it waits in line through localQueue at now, aged by its
 // ClusterQueue's aging: for a copy of the line made outside the queue (berth
 // why), so that it orders as the queue does (InLine).
@@ -729,16 +806,20 @@ func aged(a *core.Aging, w *core.Workload, now time.Time) int32 {
 // keeps its index, so it can be removed from the middle.
 type entryHeap[O interface{ less(a, b *entry) bool }] []*entry
 
-// queueOrder puts a nominated preemptor first, then orders by core.Before.
+// queueOrder puts a nominated preemptor first, then, in a fair queue, the
+// lower LocalQueue score, then orders by core.Before.
 type queueOrder struct{}
 
-func (queueOrder) less(a, b *entry) bool { return first(a.w, b.w) }
-
-func first(a, b *core.Workload) bool {
-	if a.Nominated != b.Nominated {
-		return a.Nominated
+func (queueOrder) less(a, b *entry) bool {
+	if a.w.Nominated != b.w.Nominated {
+		return a.w.Nominated
 	}
-	return core.Before(a, b)
+	if q := a.cq; q != nil && q.fair && a.localQueue != b.localQueue {
+		if sa, sb := q.scores[a.localQueue], q.scores[b.localQueue]; sa != sb {
+			return sa < sb
+		}
+	}
+	return core.Before(a.w, b.w)
 }
 
 // backoffOrder orders held-back entries by the end of their backoff.

@@ -24,6 +24,7 @@ import (
 
 	"k8s.io/utils/clock"
 
+	"github.com/berth-dev/berth/internal/admissionfairsharing"
 	"github.com/berth-dev/berth/internal/core"
 	"github.com/berth-dev/berth/internal/queue"
 	"github.com/berth-dev/berth/internal/topology"
@@ -64,6 +65,12 @@ type Scheduler struct {
 	repairDue    bool
 	repairAt     time.Time
 	failureDelay time.Duration
+
+	// Admission fair sharing: how usage is measured, and each LocalQueue's
+	// consumption and weight (default 1).
+	afs     admissionfairsharing.Config
+	shares  map[string]admissionfairsharing.Share
+	weights map[string]float64
 }
 
 type queuePair struct{ cq, lq string }
@@ -91,6 +98,9 @@ func New(clk clock.PassiveClock) *Scheduler {
 		wake:         make(chan struct{}, 1),
 		repairDue:    true, // placements read at start-up may sit on nodes that failed meanwhile
 		failureDelay: DefaultNodeFailureDelay,
+		afs:          admissionfairsharing.Default(),
+		shares:       map[string]admissionfairsharing.Share{},
+		weights:      map[string]float64{},
 	}
 }
 
@@ -136,6 +146,7 @@ func (s *Scheduler) SetClusterQueue(cq core.ClusterQueue) {
 	before := s.cluster.CohortTree(cq.Name)
 	s.cluster.SetClusterQueue(cq)
 	s.queues.SetClusterQueue(cq.Name, cq.Strategy, cq.Aging)
+	s.queues.SetFair(cq.Name, cq.AdmissionFairSharing)
 	s.queueInadmissible(before...)
 	s.queueInadmissible(s.cluster.CohortTree(cq.Name)...)
 	s.signal()
@@ -195,7 +206,22 @@ func (s *Scheduler) DeleteLocalQueue(key string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.queues.DeleteLocalQueue(key)
+	delete(s.shares, key)
+	delete(s.weights, key)
 	s.markAll()
+}
+
+// SetLocalQueueWeight sets a LocalQueue's admission fair-sharing weight
+// (its spec.fairSharing.weight; 1 until set).
+func (s *Scheduler) SetLocalQueueWeight(key string, weight float64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if old, ok := s.weights[key]; ok && old == weight {
+		return
+	}
+	s.weights[key] = weight
+	s.rescore(key)
+	s.signal()
 }
 
 // WorkloadPending reports a workload the API shows as waiting for quota,
@@ -409,6 +435,8 @@ func (s *Scheduler) TakeDirty() (cqs, lqs, cohorts []string) {
 func (s *Scheduler) Cycle() []core.Decision {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	// Samples due reorder the lines before their heads are taken.
+	s.sampleShares()
 	heads := s.queues.Heads()
 	if len(heads) == 0 {
 		return nil
@@ -427,6 +455,7 @@ func (s *Scheduler) Cycle() []core.Decision {
 		if d.Admit != nil {
 			s.assumed[d.Workload.Key] = assumption{w: d.Workload, localQueue: lqs[d.Workload.Key]}
 			s.setAdmitted(d.Workload.Key, lqs[d.Workload.Key], d.Admit.Usage)
+			s.entered(lqs[d.Workload.Key], d.Admit.Usage)
 			s.setChecking(d.Workload.Key, d.Admit.ClusterQueue, lqs[d.Workload.Key], len(d.Admit.AdmissionChecks) > 0)
 		}
 		s.queues.Done(d)

@@ -74,21 +74,22 @@ func Setup(ctx context.Context, mgr manager.Manager, sched *scheduler.Scheduler,
 	c := &Controller{client: mgr.GetClient(), sched: sched, evict: evict, clock: clock.RealClock{},
 		interval: StatusInterval, log: mgr.GetLogger().WithName("queues"), tending: map[objRef]bool{}}
 	handlers := []struct {
-		obj client.Object
-		set func(obj any)
-		del func(obj any)
+		obj    client.Object
+		set    func(obj any)
+		del    func(obj any)
+		status func(obj any)
 	}{
-		{&berthv1.ResourceFlavor{}, c.setFlavor, c.deleteFlavor},
-		{&berthv1.ClusterQueue{}, c.setClusterQueue, c.deleteClusterQueue},
-		{&berthv1.Cohort{}, c.setCohort, c.deleteCohort},
-		{&berthv1.LocalQueue{}, c.setLocalQueue, c.deleteLocalQueue},
+		{&berthv1.ResourceFlavor{}, c.setFlavor, c.deleteFlavor, nil},
+		{&berthv1.ClusterQueue{}, c.setClusterQueue, c.deleteClusterQueue, nil},
+		{&berthv1.Cohort{}, c.setCohort, c.deleteCohort, nil},
+		{&berthv1.LocalQueue{}, c.setLocalQueue, c.deleteLocalQueue, c.takeUpShare},
 	}
 	for _, h := range handlers {
 		inf, err := mgr.GetCache().GetInformer(ctx, h.obj)
 		if err != nil {
 			return nil, err
 		}
-		reg, err := inf.AddEventHandler(handler(h.set, h.del))
+		reg, err := inf.AddEventHandler(handler(h.set, h.del, h.status))
 		if err != nil {
 			return nil, err
 		}
@@ -97,13 +98,17 @@ func Setup(ctx context.Context, mgr manager.Manager, sched *scheduler.Scheduler,
 	return c, mgr.Add(manager.RunnableFunc(c.writeStatusLoop))
 }
 
-// handler calls set for a new object or a changed spec, del for a deleted one.
-func handler(set, del func(obj any)) toolscache.ResourceEventHandlerFuncs {
+// handler calls set for a new object or a changed spec, status (when not
+// nil) for any other update, del for a deleted one.
+func handler(set, del, status func(obj any)) toolscache.ResourceEventHandlerFuncs {
 	return toolscache.ResourceEventHandlerFuncs{
 		AddFunc: set,
 		UpdateFunc: func(old, obj any) {
-			if SpecChanged(old, obj) {
+			switch {
+			case SpecChanged(old, obj):
 				set(obj)
+			case status != nil:
+				status(obj)
 			}
 		},
 		DeleteFunc: func(obj any) { del(unwrap(obj)) },
@@ -198,10 +203,23 @@ func (c *Controller) setLocalQueue(obj any) {
 	}
 	q := LocalQueueOf(lq)
 	c.sched.SetLocalQueue(q)
+	c.sched.SetLocalQueueWeight(q.Key, WeightOf(lq))
+	c.takeUpShare(lq)
 	c.tend(objRef{localQueueKind, q.Key}, lq)
 	if lq.Spec.StopPolicy == berthv1.HoldAndDrain {
 		if keys := c.sched.AdmittedThrough(q.Key); len(keys) > 0 {
 			c.evict(keys, "LocalQueueStopped", fmt.Sprintf("LocalQueue %s is stopped with stopPolicy HoldAndDrain", q.Key))
+		}
+	}
+}
+
+// takeUpShare hands the scheduler what a LocalQueue's status says it
+// consumed: after a restart, and on replicas that do not lead, the leader's
+// samples.
+func (c *Controller) takeUpShare(obj any) {
+	if lq, ok := obj.(*berthv1.LocalQueue); ok {
+		if sh, ok := ShareOf(lq); ok {
+			c.sched.TakeUpShare(lq.Namespace+"/"+lq.Name, sh)
 		}
 	}
 }
@@ -224,6 +242,7 @@ func (c *Controller) writeStatusLoop(ctx context.Context) error {
 		case <-t.C:
 		}
 		c.tendFinalizers(ctx)
+		c.sched.SampleShares()
 		cqs, lqs, cohorts := c.sched.TakeDirty()
 		for _, name := range cohorts {
 			if err := c.writeCohortStatus(ctx, name); err != nil {
@@ -292,6 +311,9 @@ func (c *Controller) writeLocalQueueStatus(ctx context.Context, key string) erro
 	st := c.sched.LocalQueueStatus(key)
 	cqInactive := c.sched.ClusterQueueStatus(lq.Spec.ClusterQueue).Inactive
 	want := LocalQueueStatusOf(&lq, st, cqInactive, c.clock.Now())
+	if sh, ok := c.sched.Share(key); ok {
+		want.FairSharing = ShareStatusOf(sh)
+	}
 	if lq.DeletionTimestamp != nil {
 		if users := c.sched.AdmittedThrough(key); len(users) > 0 {
 			setTerminating(&want.Conditions, users, lq.Generation, c.clock.Now())

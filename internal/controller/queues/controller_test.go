@@ -19,7 +19,7 @@ import (
 func TestOnlySpecChangesReachTheScheduler(t *testing.T) {
 	sched := scheduler.New(clock.RealClock{})
 	c := &Controller{sched: sched, evict: func([]string, string, string) {}, tending: map[objRef]bool{}}
-	h := handler(c.setClusterQueue, c.deleteClusterQueue)
+	h := handler(c.setClusterQueue, c.deleteClusterQueue, nil)
 
 	old := fixtures.MakeClusterQueue("cq").Guarded().ResourceGroup(fixtures.MakeFlavorQuotas("rf").Resource("cpu", "1").Obj()).Obj()
 	old.Generation = 1
@@ -59,7 +59,7 @@ func activeCondition() metav1.Condition {
 func TestGuardingAQueueReachesTheScheduler(t *testing.T) {
 	sched := scheduler.New(clock.RealClock{})
 	c := &Controller{sched: sched, evict: func([]string, string, string) {}, tending: map[objRef]bool{}}
-	h := handler(c.setClusterQueue, c.deleteClusterQueue)
+	h := handler(c.setClusterQueue, c.deleteClusterQueue, nil)
 	bare := fixtures.MakeClusterQueue("cq").ResourceGroup(fixtures.MakeFlavorQuotas("rf").Resource("cpu", "1").Obj()).Obj()
 	sched.SetFlavor(MakeFlavor("rf").Obj())
 	h.OnAdd(bare, false)
@@ -81,7 +81,7 @@ func TestGuardingAQueueReachesTheScheduler(t *testing.T) {
 func TestGuardingAFlavorReachesTheScheduler(t *testing.T) {
 	sched := scheduler.New(clock.RealClock{})
 	c := &Controller{sched: sched, evict: func([]string, string, string) {}, tending: map[objRef]bool{}}
-	h := handler(c.setFlavor, c.deleteFlavor)
+	h := handler(c.setFlavor, c.deleteFlavor, nil)
 	bare := fixtures.MakeResourceFlavor("rf").Obj()
 	h.OnAdd(bare, false)
 	sched.SetClusterQueue(ClusterQueueOf(fixtures.MakeClusterQueue("cq").Guarded().

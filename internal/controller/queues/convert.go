@@ -2,12 +2,19 @@ package queues
 
 import (
 	"fmt"
+	"maps"
+	"math"
+	"slices"
+
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
+	"github.com/berth-dev/berth/internal/admissionfairsharing"
 	"github.com/berth-dev/berth/internal/core"
 	"github.com/berth-dev/berth/internal/queue"
 )
@@ -42,6 +49,7 @@ func ClusterQueueOf(cq *berthv1.ClusterQueue) core.ClusterQueue {
 		}
 	}
 	out.FairWeight = weightOf(cq.Spec.FairSharing)
+	out.AdmissionFairSharing = cq.Spec.AdmissionScope != nil && cq.Spec.AdmissionScope.AdmissionMode == berthv1.UsageBasedAdmissionFairSharing
 	if a := cq.Spec.PriorityAging; a != nil {
 		out.Aging = &core.Aging{Step: a.Step, Interval: a.Interval.Duration, Cap: a.Cap}
 	}
@@ -101,6 +109,42 @@ func LocalQueueOf(lq *berthv1.LocalQueue) queue.LocalQueue {
 			lq.DeletionTimestamp != nil,
 		Deleting:  lq.DeletionTimestamp != nil,
 		Unguarded: lq.DeletionTimestamp == nil && !controllerutil.ContainsFinalizer(lq, InUseFinalizer)}
+}
+
+// WeightOf is a LocalQueue's admission fair-sharing weight: its
+// spec.fairSharing.weight, 1 when unset.
+func WeightOf(lq *berthv1.LocalQueue) float64 {
+	if fs := lq.Spec.FairSharing; fs != nil && fs.Weight != nil {
+		return fs.Weight.AsApproximateFloat64()
+	}
+	return 1
+}
+
+// ShareOf reads what a LocalQueue's status says it consumed; false when it
+// says nothing. An amount that cannot be a usage (negative) is left out.
+func ShareOf(lq *berthv1.LocalQueue) (admissionfairsharing.Share, bool) {
+	fs := lq.Status.FairSharing
+	if fs == nil || fs.AdmissionFairSharingStatus == nil || fs.AdmissionFairSharingStatus.LastUpdate.IsZero() {
+		return admissionfairsharing.Share{}, false
+	}
+	st := fs.AdmissionFairSharingStatus
+	out := admissionfairsharing.Share{Consumed: admissionfairsharing.Usage{}, At: st.LastUpdate.Time}
+	for r, q := range st.ConsumedResources {
+		if v := q.AsApproximateFloat64(); v > 0 {
+			out.Consumed[string(r)] = v
+		}
+	}
+	return out, true
+}
+
+// ShareStatusOf is what a LocalQueue's status says of its consumption.
+// Amounts are kept to the thousandth (milli-units), as quotas are.
+func ShareStatusOf(sh admissionfairsharing.Share) *berthv1.LocalQueueFairSharingStatus {
+	st := &berthv1.AdmissionFairSharingStatus{ConsumedResources: corev1.ResourceList{}, LastUpdate: metav1.NewTime(sh.At)}
+	for _, r := range slices.Sorted(maps.Keys(sh.Consumed)) {
+		st.ConsumedResources[corev1.ResourceName(r)] = *resource.NewMilliQuantity(int64(math.Round(sh.Consumed[r]*1000)), resource.DecimalSI)
+	}
+	return &berthv1.LocalQueueFairSharingStatus{AdmissionFairSharingStatus: st}
 }
 
 // unguarded is why a ClusterQueue admits nothing yet: berth admits through
