@@ -1,11 +1,14 @@
 package cli
 
 import (
+	"slices"
+	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/berth-dev/berth/internal/admissionfairsharing"
 	"github.com/berth-dev/berth/internal/helmchart"
 	"github.com/berth-dev/berth/internal/manifests"
 )
@@ -47,6 +50,7 @@ func TestChartGivesTheControllerItsOwnFlags(t *testing.T) {
 	args := chartArgs(t, map[string]any{
 		"controller": map[string]any{"fairSharing": true, "manageJobsWithoutQueueName": true, "kubeAPIQPS": 100, "kubeAPIBurst": 200,
 			"origin": "manager-1", "workerLostTimeout": "2m", "dispatchSpreadAfter": "0s", "nodeFailureDelay": "1m", "logLevel": "debug",
+			"admissionFairSharing": map[string]any{"halfLife": "2h", "samplingInterval": "30s", "resourceWeights": map[string]any{"nvidia.com/gpu": 10, "cpu": 0.5}},
 			"integrations": []any{"batch/job", "pod"},
 			"waitForPodsReady": map[string]any{"enabled": true, "timeout": "10m", "backoffBase": "30s", "backoffMax": "2h",
 				"requeueLimit": 4, "blockAdmission": true},
@@ -58,6 +62,13 @@ func TestChartGivesTheControllerItsOwnFlags(t *testing.T) {
 	}
 	if err := newControllerCommand().Flags().Parse(args[1:]); err != nil {
 		t.Errorf("berth controller %v: %v", args[1:], err)
+	}
+	// A map of values becomes one flag the controller reads back.
+	want := "--admission-fair-sharing-resource-weights=cpu=0.5,nvidia.com/gpu=10"
+	if !slices.Contains(args, want) {
+		t.Errorf("berth controller %v: no %s", args[1:], want)
+	} else if w, err := admissionfairsharing.ParseWeights(strings.TrimPrefix(want, "--admission-fair-sharing-resource-weights=")); err != nil || w["cpu"] != 0.5 {
+		t.Errorf("%s reads as %v, %v", want, w, err)
 	}
 }
 

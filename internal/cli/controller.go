@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
+	"github.com/berth-dev/berth/internal/admissionfairsharing"
 	"github.com/berth-dev/berth/internal/controller"
 	"github.com/berth-dev/berth/internal/integration/configured"
 	"github.com/berth-dev/berth/internal/scheduler"
@@ -19,7 +20,7 @@ import (
 
 func newControllerCommand() *cobra.Command {
 	o := controller.DefaultOptions()
-	var kubeconfig, configuredKinds string
+	var kubeconfig, configuredKinds, afsWeights string
 	zapOpts := zap.Options{}
 	cmd := &cobra.Command{
 		Use:   "controller",
@@ -35,6 +36,14 @@ throughput long before the API server is busy.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := podsReadyFlags(cmd.Flags(), o); err != nil {
+				return err
+			}
+			weights, err := admissionfairsharing.ParseWeights(afsWeights)
+			if err != nil {
+				return err
+			}
+			o.AdmissionFairSharing.ResourceWeights = weights
+			if err := o.AdmissionFairSharing.Validate(); err != nil {
 				return err
 			}
 			if o.NodeFailureDelay <= 0 {
@@ -115,6 +124,13 @@ throughput long before the API server is busy.`,
 		"a workload waiting for a worker cluster is copied to one that can take it (the one the last workload of its check went to, else the first of its config), and to the others too once it has waited this long without being admitted (0: to all at once)")
 	f.BoolVar(&o.FairSharing, "fair-sharing", o.FairSharing,
 		"order admission and reclaiming in cohorts by weighted shares of borrowed capacity")
+	o.AdmissionFairSharing = admissionfairsharing.Default()
+	f.DurationVar(&o.AdmissionFairSharing.HalfLife, "admission-fair-sharing-half-life", o.AdmissionFairSharing.HalfLife,
+		"in a ClusterQueue with admissionScope UsageBasedAdmissionFairSharing: usage a LocalQueue held this long ago counts half as much as now")
+	f.DurationVar(&o.AdmissionFairSharing.SamplingInterval, "admission-fair-sharing-sampling-interval", o.AdmissionFairSharing.SamplingInterval,
+		"how often LocalQueues' usage is taken into their consumption (and written to their status)")
+	f.StringVar(&afsWeights, "admission-fair-sharing-resource-weights", "",
+		"weights of resources in a LocalQueue's usage, as nvidia.com/gpu=10,cpu=1 (in each resource's units: cores, bytes, devices); a resource not named weighs 1")
 	f.StringSliceVar(&o.Integrations, "integrations", o.Integrations,
 		"the kinds berth queues: batch/job (Jobs, those of CronJobs too), pod (Pods and pod groups), deployment (its pods, as Pods; needs pod), statefulset (its pods, as one pod group; needs pod), jobset.x-k8s.io/jobset (JobSets, where their CRD is installed), leaderworkerset.x-k8s.io/leaderworkerset (each group of a LeaderWorkerSet, as one pod group, where its CRD is installed; needs pod), trainer.kubeflow.org/trainjob (Kubeflow Trainer's TrainJobs, where their CRD is installed); the others' objects are left alone, whatever their labels")
 	f.StringVar(&configuredKinds, "configured-kinds", "",

@@ -20,6 +20,8 @@ func TestPodsReadyFlagsRefused(t *testing.T) {
 		{[]string{"--wait-for-pods-ready", "--pods-ready-backoff-base=2m", "--pods-ready-backoff-max=1m"},
 			"--pods-ready-backoff-max 1m0s: must be at least --pods-ready-backoff-base 2m0s"},
 		{[]string{"--wait-for-pods-ready", "--pods-ready-requeue-limit=-1"}, "--pods-ready-requeue-limit -1"},
+		{[]string{"--admission-fair-sharing-half-life=0s"}, "--admission-fair-sharing-half-life 0s: must be positive"},
+		{[]string{"--admission-fair-sharing-resource-weights=gpu"}, `"gpu" is not resource=weight`},
 		{[]string{"--node-failure-delay=0s"}, "--node-failure-delay 0s: must be positive"},
 		{[]string{"--node-failure-delay=-5s"}, "--node-failure-delay -5s: must be positive"},
 		{[]string{"--integrations=batch/job,mpijob"}, `"mpijob" is not one berth has`},

@@ -53,6 +53,7 @@ import (
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
+	"github.com/berth-dev/berth/internal/admissionfairsharing"
 	"github.com/berth-dev/berth/internal/controller/admission"
 	checksctrl "github.com/berth-dev/berth/internal/controller/admissioncheck"
 	"github.com/berth-dev/berth/internal/controller/fence"
@@ -175,6 +176,10 @@ type Options struct {
 	// not Ready before they are given room elsewhere
 	// (scheduler.DefaultNodeFailureDelay when 0).
 	NodeFailureDelay time.Duration
+	// AdmissionFairSharing measures LocalQueues' usage for the
+	// ClusterQueues that order by it (admissionfairsharing.Default when
+	// zero).
+	AdmissionFairSharing admissionfairsharing.Config
 }
 
 // Kinds reads which kinds to queue (nil Integrations: all), refusing
@@ -514,6 +519,12 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 
 	sched := scheduler.New(clock.RealClock{})
 	sched.SetFairSharing(o.FairSharing)
+	if o.AdmissionFairSharing.HalfLife != 0 || o.AdmissionFairSharing.SamplingInterval != 0 || len(o.AdmissionFairSharing.ResourceWeights) > 0 {
+		if err := o.AdmissionFairSharing.Validate(); err != nil {
+			return err
+		}
+		sched.SetAdmissionFairSharing(o.AdmissionFairSharing)
+	}
 	sched.SetBlockUntilPodsReady(o.WaitForPodsReady && o.PodsReady.BlockAdmission)
 	switch {
 	case o.NodeFailureDelay < 0:

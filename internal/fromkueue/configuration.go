@@ -74,7 +74,7 @@ var chartSets = []string{"namespace", "internalCertManagement", "webhook", "metr
 // ImportConfiguration translates Kueue's Configuration (or the ConfigMap
 // that holds it) into berth chart values: the queueing of objects without a
 // queue label and in which namespaces, all-or-nothing start, fair sharing,
-// the API client's rate, MultiKueue's origin and lost-worker timeout,
+// admission fair sharing, the API client's rate, MultiKueue's origin and lost-worker timeout,
 // leader election, and integrations.frameworks as berth's integrations and
 // the configured kinds that describe the others. Anything else is listed in
 // Dropped with why.
@@ -126,6 +126,8 @@ func ImportConfiguration(in map[string]any) (Settings, error) {
 			}
 		case k == "fairSharing":
 			c.fairSharing(v, v1beta1)
+		case k == "admissionFairSharing":
+			c.admissionFairSharing(v)
 		case k == "multiKueue":
 			c.multiKueue(v)
 		case k == "leaderElection":
@@ -256,6 +258,24 @@ func (c *conversion) fairSharing(v any, v1beta1 bool) {
 	if on {
 		c.set("fairSharing", true)
 	}
+}
+
+// admissionFairSharing is how LocalQueues' usage is measured; Kueue's
+// sampling interval defaults to 5m where berth's is 1m, so it is carried
+// over given or not.
+func (c *conversion) admissionFairSharing(v any) {
+	out := map[string]any{"samplingInterval": "5m"}
+	c.fields("admissionFairSharing", v, map[string]func(any){
+		"usageHalfLifeTime":     func(x any) { out["halfLife"] = x },
+		"usageSamplingInterval": func(x any) { out["samplingInterval"] = x },
+		"resourceWeights":       func(x any) { out["resourceWeights"] = x },
+	})
+	if h, _ := out["halfLife"].(string); h == "0s" || h == "0" {
+		// Kueue's 0 forgets usage at once; berth needs a positive half-life.
+		out["halfLife"] = "1s"
+		c.notes = append(c.notes, "admissionFairSharing.usageHalfLifeTime 0 (usage forgotten at once) became halfLife 1s: berth needs a positive half-life")
+	}
+	c.set("admissionFairSharing", out)
 }
 
 func (c *conversion) multiKueue(v any) {

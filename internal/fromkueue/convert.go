@@ -81,7 +81,6 @@ var values = map[string]map[string]string{
 // reasons say why a Kueue field berth lacks is left behind, where there is
 // more to say than that berth has no such field.
 var reasons = map[string]string{
-	"ClusterQueue spec.admissionScope":               "admission fair sharing is not supported by berth",
 	"ClusterQueue spec.concurrentAdmissionPolicy":    "concurrent admission (flavor migration) is not supported by berth",
 	"ClusterQueue spec.admissionChecksStrategy":      "berth reads only the name and onFlavors of each of its rules",
 	"ClusterQueue spec.flavorFungibility.preference": "berth has no preference between borrowing and preemption across flavors",

@@ -76,11 +76,12 @@ spec:
     - name: %[1]s
       resources: [{name: cpu, nominalQuota: "4"}]
   admissionScope: {admissionMode: UsageBasedAdmissionFairSharing}
+  flavorFungibility: {preference: BorrowingOverPreemption}
 ---
 apiVersion: kueue.x-k8s.io/v1beta2
 kind: LocalQueue
 metadata: {name: main, namespace: %[3]s}
-spec: {clusterQueue: %[2]s}
+spec: {clusterQueue: %[2]s, fairSharing: {weight: "3"}}
 `, rf, cq, env.Namespace)
 	t.Cleanup(func() { // cluster-scoped: they do not go with the namespace
 		for kind, name := range map[string]string{"ClusterQueue": cq, "ResourceFlavor": rf} {
@@ -102,13 +103,19 @@ spec: {clusterQueue: %[2]s}
 	for range 2 {
 		out, errOut, err := run(manifest, "--apply")
 		if err != nil || !strings.Contains(out, "ClusterQueue "+cq+" applied") || !strings.Contains(out, "LocalQueue "+env.Namespace+"/main applied") ||
-			!strings.Contains(errOut, "ClusterQueue "+cq+": not carried over: spec.admissionScope: admission fair sharing is not supported by berth") {
+			!strings.Contains(errOut, "ClusterQueue "+cq+": not carried over: spec.flavorFungibility.preference: berth has no preference between borrowing and preemption across flavors") {
 			t.Fatalf("berth import --apply: %v\nstdout:\n%s\nstderr:\n%s", err, out, errOut)
 		}
 	}
 	got, err := clusterQueue(env, cq)
-	if err != nil || got.Spec.Cohort != cq+"-cohort" {
-		t.Fatalf("imported ClusterQueue: %v, cohort %q", err, got.Spec.Cohort)
+	if err != nil || got.Spec.Cohort != cq+"-cohort" || got.Spec.AdmissionScope == nil ||
+		got.Spec.AdmissionScope.AdmissionMode != berthv1.UsageBasedAdmissionFairSharing {
+		t.Fatalf("imported ClusterQueue: %v, cohort %q, admission scope %+v", err, got.Spec.Cohort, got.Spec.AdmissionScope)
+	}
+	var lq berthv1.LocalQueue
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: "main"}, &lq); err != nil ||
+		lq.Spec.FairSharing == nil || lq.Spec.FairSharing.Weight == nil || lq.Spec.FairSharing.Weight.String() != "3" {
+		t.Fatalf("imported LocalQueue: %v, %+v", err, lq.Spec.FairSharing)
 	}
 
 	// One object the API server refuses (a quota that is not a quantity):
