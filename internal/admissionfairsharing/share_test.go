@@ -102,3 +102,31 @@ func TestConfigRefusesWhatCannotWork(t *testing.T) {
 		t.Fatalf("ParseWeights: %v %v", w, err)
 	}
 }
+
+// Whatever the samples, consumption stays between the least and the most
+// usage ever held (a running average), and a score is never negative.
+func FuzzSampleStaysWithinWhatWasHeld(f *testing.F) {
+	f.Add([]byte{10, 0, 200, 3, 7}, int64(60), int64(3600))
+	f.Fuzz(func(t *testing.T, held []byte, stepSeconds, halfLifeSeconds int64) {
+		// Any step from a second to twelve days, any half-life from a
+		// second to four months.
+		stepSeconds = 1 + (stepSeconds%1_000_000+1_000_000)%1_000_000
+		halfLifeSeconds = 1 + (halfLifeSeconds%10_000_000+10_000_000)%10_000_000
+		c := Config{HalfLife: time.Duration(halfLifeSeconds) * time.Second, SamplingInterval: time.Minute}
+		s := Share{}
+		now := t0
+		hi := 0.0
+		for _, h := range held {
+			now = now.Add(time.Duration(stepSeconds) * time.Second)
+			hi = math.Max(hi, float64(h))
+			s = c.Enter(s, Usage{"cpu": float64(h)})
+			s = c.Sample(s, Usage{"cpu": float64(h)}, now)
+			if got := s.Consumed["cpu"]; got < 0 || got > hi*(1+1e-9) {
+				t.Fatalf("consumed %v after holding at most %v", got, hi)
+			}
+			if sc := c.Score(s, 1); sc < 0 || math.IsNaN(sc) {
+				t.Fatalf("score %v", sc)
+			}
+		}
+	})
+}

@@ -500,3 +500,33 @@ func TestLineHoldsEveryoneWaitingInTheQueue(t *testing.T) {
 		t.Error("a line for a ClusterQueue that does not exist")
 	}
 }
+
+// A StrictFIFO queue that orders by LocalQueue score stays blocked behind a
+// head that does not fit only while that head's queue scores lowest: once
+// another scores lower, its head is looked at.
+func TestFairQueueReordersWhenScoresChange(t *testing.T) {
+	m := NewManager(clock.RealClock{})
+	m.SetClusterQueue("cq", core.StrictFIFO, nil)
+	m.SetFair("cq", true)
+	m.SetLocalQueue(LocalQueue{Key: "default/a", ClusterQueue: "cq"})
+	m.SetLocalQueue(LocalQueue{Key: "default/b", ClusterQueue: "cq"})
+	m.SetScore("default/b", 5)
+	m.AddOrUpdate(MakeWorkload("b-old", "").Obj(), "default/b")
+	m.AddOrUpdate(MakeWorkload("a-new", "").Created(time.Hour).Obj(), "default/a")
+	if got := keys(m.Heads()); !slices.Equal(got, []string{"default/a-new"}) {
+		t.Fatalf("heads %v; want the lower-scored LocalQueue's a-new before the older b-old", got)
+	}
+	m.Done(noFit(m.entries["default/a-new"].w))
+	if got := m.Heads(); len(got) != 0 {
+		t.Fatalf("heads %v of a blocked StrictFIFO queue", keys(got))
+	}
+	m.SetScore("default/a", 10)
+	if got := keys(m.Heads()); !slices.Equal(got, []string{"default/b-old"}) {
+		t.Fatalf("heads %v after a's score rose above b's; want b-old", got)
+	}
+	line, _ := m.Line("cq")
+	SortLine(line)
+	if len(line) != 2 || line[0].Key != "default/b-old" || line[0].Score != 5 || line[1].Score != 10 {
+		t.Fatalf("line %+v; want b-old (score 5) before a-new (score 10)", line)
+	}
+}

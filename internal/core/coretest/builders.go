@@ -39,6 +39,12 @@ func (w *ClusterQueueWrapper) StrictFIFO() *ClusterQueueWrapper {
 	return w
 }
 func (w *ClusterQueueWrapper) Stopped() *ClusterQueueWrapper { w.cq.Stopped = true; return w }
+
+// AdmissionFairSharing orders its line by LocalQueue usage first.
+func (w *ClusterQueueWrapper) AdmissionFairSharing() *ClusterQueueWrapper {
+	w.cq.AdmissionFairSharing = true
+	return w
+}
 func (w *ClusterQueueWrapper) AdmissionChecks(names ...string) *ClusterQueueWrapper {
 	w.cq.AdmissionChecks = names
 	return w
