@@ -102,17 +102,23 @@ func Main(m *testing.M) int { return MainWith(m) }
 // MainWith is Main with addons run beside berth (`berth up --with`); a
 // control plane BERTH_TEST_KUBECONFIG names must have them already.
 func MainWith(m *testing.M, with ...string) int {
+	return MainCluster(m, Cluster{Name: "testenv", With: with})
+}
+
+// MainCluster is Main with one control plane as c says; a control plane
+// BERTH_TEST_KUBECONFIG names must run as c says already.
+func MainCluster(m *testing.M, c Cluster) int {
 	if kc := os.Getenv("BERTH_TEST_KUBECONFIG"); kc != "" {
 		cfg, err := clientcmd.BuildConfigFromFlags("", kc)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "testenv: BERTH_TEST_KUBECONFIG=%s: %v\n", kc, err)
 			return 1
 		}
-		shared.clusters = map[string]*cluster{"testenv": {config: cfg, kubeconfig: kc}}
-		shared.names = []string{"testenv"}
+		shared.clusters = map[string]*cluster{c.Name: {config: cfg, kubeconfig: kc}}
+		shared.names = []string{c.Name}
 		return m.Run()
 	}
-	return MainClusters(m, Cluster{Name: "testenv", With: with})
+	return MainClusters(m, c)
 }
 
 // MainClusters starts one control plane per name, all at once, runs the

@@ -23,7 +23,14 @@ import (
 )
 
 // The JobSet controller runs beside berth's, for the JobSet tests.
-func TestMain(m *testing.M) { os.Exit(testenv.MainWith(m, "jobset", "leaderworkerset")) }
+// afsSampling is how often the controller samples LocalQueues' usage for
+// admission fair sharing: often, so a test sees it in status at once.
+const afsSampling = "1s"
+
+func TestMain(m *testing.M) {
+	os.Exit(testenv.MainCluster(m, testenv.Cluster{Name: "testenv", With: []string{"jobset", "leaderworkerset"},
+		ControllerArgs: []string{"--admission-fair-sharing-sampling-interval=" + afsSampling, "--admission-fair-sharing-half-life=10m"}}))
+}
 
 const wait = 30 * time.Second
 
