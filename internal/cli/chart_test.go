@@ -51,7 +51,7 @@ func TestChartGivesTheControllerItsOwnFlags(t *testing.T) {
 		"controller": map[string]any{"fairSharing": true, "manageJobsWithoutQueueName": true, "kubeAPIQPS": 100, "kubeAPIBurst": 200,
 			"origin": "manager-1", "workerLostTimeout": "2m", "dispatchSpreadAfter": "0s", "nodeFailureDelay": "1m", "logLevel": "debug",
 			"admissionFairSharing": map[string]any{"halfLife": "2h", "samplingInterval": "30s", "resourceWeights": map[string]any{"nvidia.com/gpu": 10, "cpu": 0.5}},
-			"integrations": []any{"batch/job", "pod"},
+			"integrations":         []any{"batch/job", "pod"},
 			"waitForPodsReady": map[string]any{"enabled": true, "timeout": "10m", "backoffBase": "30s", "backoffMax": "2h",
 				"requeueLimit": 4, "blockAdmission": true},
 			"leaderElection": map[string]any{"leaseDuration": "30s", "renewDeadline": "20s", "retryPeriod": "5s"}},

@@ -82,7 +82,7 @@ func everything() map[string]any {
 			"jobSetControllers": []any{"system:serviceaccount:js:manager"}, "kubeAPIQPS": 100, "kubeAPIBurst": 200,
 			"origin": "manager-1", "workerLostTimeout": "2m", "dispatchSpreadAfter": "0s", "nodeFailureDelay": "1m", "logLevel": "debug",
 			"admissionFairSharing": map[string]any{"halfLife": "2h", "samplingInterval": "30s", "resourceWeights": map[string]any{"nvidia.com/gpu": 10, "cpu": 0.5}},
-			"integrations": []any{"batch/job", "pod"},
+			"integrations":         []any{"batch/job", "pod"},
 			"configuredKinds": []any{map[string]any{"group": "kubeflow.org", "version": "v2beta1", "kind": "MPIJob", "resource": "mpijobs",
 				"suspend": "spec.runPolicy.suspend", "podSets": []any{map[string]any{"name": "worker", "template": "spec.mpiReplicaSpecs.Worker.template"}},
 				"finished": map[string]any{"succeeded": []any{"Succeeded"}}}},
