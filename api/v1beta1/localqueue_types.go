@@ -2,6 +2,7 @@ package v1beta1
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -43,6 +44,13 @@ type AdmissionFairSharingStatus struct {
 	ConsumedResources corev1.ResourceList `json:"consumedResources,omitempty"`
 	// LastUpdate is when the usage held was last taken in.
 	LastUpdate metav1.Time `json:"lastUpdate"`
+	// WeightedUsage is what orders the queue's workloads, as of LastUpdate:
+	// ConsumedResources weighed by resource (berth controller
+	// --admission-fair-sharing-resource-weights) and divided by the queue's
+	// weight; lower goes first. Unset for a queue of weight 0, which goes
+	// after every other.
+	// +optional
+	WeightedUsage *resource.Quantity `json:"weightedUsage,omitempty"`
 }
 
 // LocalQueueStatus is what the controller reports about a LocalQueue.

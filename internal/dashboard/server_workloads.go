@@ -73,11 +73,19 @@ func (s *Server) workloads(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	var aging *core.Aging
+	var scores map[string]float64
 	var cqObj berthv1.ClusterQueue
 	if err := s.cache.Get(r.Context(), types.NamespacedName{Name: cq}, &cqObj); err == nil {
-		aging = queues.ClusterQueueOf(&cqObj).Aging
+		c := queues.ClusterQueueOf(&cqObj)
+		aging = c.Aging
+		if c.AdmissionFairSharing {
+			scores = map[string]float64{}
+			for i := range lqs.Items {
+				scores[lqs.Items[i].Namespace+"/"+lqs.Items[i].Name] = queues.ScoreOf(&lqs.Items[i])
+			}
+		}
 	}
-	page, err := Workloads(list, byName, cq, q.Get("localQueue"), state, offset, limit, aging, time.Now())
+	page, err := Workloads(list, byName, cq, q.Get("localQueue"), state, offset, limit, aging, scores, time.Now())
 	if err != nil {
 		http.Error(w, "query: "+err.Error(), http.StatusBadRequest)
 		return

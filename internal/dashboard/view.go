@@ -54,15 +54,17 @@ const MaxLimit = 500
 // Workloads is the page of cq's workloads in state (Pending or Admitted)
 // from offset, at most limit rows: pending ones in the order the queue
 // takes them when nothing else decides (a preemptor waiting for its
-// victims first, then higher priority, aging included, then the older in
+// victims first, then the less-used LocalQueue where the ClusterQueue
+// orders by usage, then higher priority, aging included, then the older in
 // line: queue.InLine, as `berth why` counts positions), admitted ones
 // oldest admission first. localQueues maps "namespace/name" of each
 // LocalQueue to its ClusterQueue: a pending workload is listed under the
 // ClusterQueue its LocalQueue points at. With localQueue ("namespace/name";
 // "" for all), the page holds only that LocalQueue's workloads, each with
 // its position in the ClusterQueue's whole list. aging is the
-// ClusterQueue's, at now.
-func Workloads(wls []*berthv1.Workload, localQueues map[string]string, cq, localQueue, state string, offset, limit int, aging *core.Aging, now time.Time) (Page, error) {
+// ClusterQueue's, at now; scores, when it orders by LocalQueue usage, each
+// LocalQueue's as its status says (queues.ScoreOf), nil otherwise.
+func Workloads(wls []*berthv1.Workload, localQueues map[string]string, cq, localQueue, state string, offset, limit int, aging *core.Aging, scores map[string]float64, now time.Time) (Page, error) {
 	if state != Pending && state != Admitted {
 		return Page{}, fmt.Errorf("state %q: want %s or %s", state, Pending, Admitted)
 	}
@@ -87,7 +89,9 @@ func Workloads(wls []*berthv1.Workload, localQueues map[string]string, cq, local
 			}
 			items = append(items, item{wl: wl, since: since})
 		case state == Pending && !workload.HasQuota(wl) && localQueues[workload.LocalQueueKey(wl)] == cq:
-			items = append(items, item{wl: wl, line: queue.WaitingOf(workload.ToCore(wl, nil), workload.LocalQueueKey(wl), aging, now)})
+			line := queue.WaitingOf(workload.ToCore(wl, nil), workload.LocalQueueKey(wl), aging, now)
+			line.Score = scores[line.LocalQueue]
+			items = append(items, item{wl: wl, line: line})
 		}
 	}
 	slices.SortFunc(items, func(a, b item) int {

@@ -43,7 +43,7 @@ func TestWorkloadsOfAClusterQueue(t *testing.T) {
 	workload.SetFinished(done, "Succeeded", "done", t0)
 	all := []*berthv1.Workload{young, old, running, elsewhere, done, urgent}
 
-	p, err := dashboard.Workloads(all, lqs, "cq", "", dashboard.Pending, 0, 10, nil, t0)
+	p, err := dashboard.Workloads(all, lqs, "cq", "", dashboard.Pending, 0, 10, nil, nil, t0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,11 +57,11 @@ func TestWorkloadsOfAClusterQueue(t *testing.T) {
 	if p.Rows[1].Why != "needs 4 cpu; 2 available" || p.Rows[1].Position != 2 || p.Rows[2].Why == "" {
 		t.Errorf("rows %+v", p.Rows)
 	}
-	a, err := dashboard.Workloads(all, lqs, "cq", "", dashboard.Admitted, 0, 10, nil, t0)
+	a, err := dashboard.Workloads(all, lqs, "cq", "", dashboard.Admitted, 0, 10, nil, nil, t0)
 	if err != nil || a.Total != 1 || a.Rows[0].Name != "running" {
 		t.Errorf("admitted %+v %v; want running alone", a, err)
 	}
-	second, err := dashboard.Workloads(all, lqs, "cq", "", dashboard.Pending, 1, 1, nil, t0)
+	second, err := dashboard.Workloads(all, lqs, "cq", "", dashboard.Pending, 1, 1, nil, nil, t0)
 	if err != nil || second.Total != 3 || len(second.Rows) != 1 || second.Rows[0].Name != "old" {
 		t.Errorf("second page of one: %+v %v", second, err)
 	}
@@ -78,7 +78,7 @@ func TestWorkloadsOfOneLocalQueue(t *testing.T) {
 	fourth := pending("fourth", 0, 0, "")
 	fourth.Spec.QueueName = "team-b"
 	all := []*berthv1.Workload{third, fourth, first, second}
-	p, err := dashboard.Workloads(all, lqs, "cq", "ns/team-b", dashboard.Pending, 0, 10, nil, t0)
+	p, err := dashboard.Workloads(all, lqs, "cq", "ns/team-b", dashboard.Pending, 0, 10, nil, nil, t0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +92,7 @@ func TestWorkloadsOfOneLocalQueue(t *testing.T) {
 	if strings.Join(p.LocalQueues, ",") != "ns/lq,ns/team-b" {
 		t.Errorf("LocalQueues to choose from: %v; want ns/lq and ns/team-b", p.LocalQueues)
 	}
-	if next, err := dashboard.Workloads(all, lqs, "cq", "ns/team-b", dashboard.Pending, 1, 1, nil, t0); err != nil ||
+	if next, err := dashboard.Workloads(all, lqs, "cq", "ns/team-b", dashboard.Pending, 1, 1, nil, nil, t0); err != nil ||
 		len(next.Rows) != 1 || next.Rows[0].Name != "fourth" {
 		t.Errorf("its second row: %+v %v; want fourth", next, err)
 	}
@@ -106,9 +106,25 @@ func TestWorkloadsInLineWithAging(t *testing.T) {
 	urgent := pending("urgent", 5, 0, "")
 	aging := &core.Aging{Step: 1, Interval: 10 * time.Minute, Cap: 10}
 	for a, want := range map[*core.Aging]string{nil: "urgent", aging: "old"} {
-		p, err := dashboard.Workloads([]*berthv1.Workload{urgent, old}, lqs, "cq", "", dashboard.Pending, 0, 10, a, t0)
+		p, err := dashboard.Workloads([]*berthv1.Workload{urgent, old}, lqs, "cq", "", dashboard.Pending, 0, 10, a, nil, t0)
 		if err != nil || p.Rows[0].Name != want {
 			t.Errorf("aging %+v: %+v %v; want %s first", a, p.Rows, err, want)
+		}
+	}
+}
+
+// Where the ClusterQueue orders by LocalQueue usage, a quieter queue's
+// workload goes before a busier one's of higher priority, as berth takes
+// them.
+func TestWorkloadsInLineByLocalQueueUsage(t *testing.T) {
+	lqs := map[string]string{"ns/lq": "cq", "ns/quiet": "cq"}
+	urgent := pending("urgent", 5, time.Hour, "")
+	calm := pending("calm", 1, 0, "")
+	calm.Spec.QueueName = "quiet"
+	for scores, want := range map[*map[string]float64]string{{}: "urgent", {"ns/lq": 3, "ns/quiet": 1}: "calm"} {
+		p, err := dashboard.Workloads([]*berthv1.Workload{urgent, calm}, lqs, "cq", "", dashboard.Pending, 0, 10, nil, *scores, t0)
+		if err != nil || p.Rows[0].Name != want {
+			t.Errorf("scores %v: %+v %v; want %s first", *scores, p.Rows, err, want)
 		}
 	}
 }
@@ -125,7 +141,7 @@ func TestWorkloadsRefusesBadQueries(t *testing.T) {
 		{dashboard.Pending, 0, 0, "limit 0"},
 		{dashboard.Pending, 0, dashboard.MaxLimit + 1, "limit 501"},
 	} {
-		if _, err := dashboard.Workloads(nil, nil, "cq", "", tc.state, tc.offset, tc.limit, nil, t0); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if _, err := dashboard.Workloads(nil, nil, "cq", "", tc.state, tc.offset, tc.limit, nil, nil, t0); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: %v; want refused with %q", tc, err, tc.want)
 		}
 	}

@@ -84,6 +84,14 @@ var (
 	}, []string{"cluster_queue", "flavor", "resource"})
 )
 
+// LocalQueueWeightedUsage is what orders a LocalQueue's workloads in a
+// ClusterQueue that orders by usage (admission fair sharing), as of its
+// last sample.
+var LocalQueueWeightedUsage = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	Name: "berth_local_queue_weighted_usage",
+	Help: "A LocalQueue's recent usage, weighed by resource and divided by its weight, where its ClusterQueue orders by it (lower goes first); +Inf for weight 0.",
+}, []string{"local_queue"})
+
 // BuildInfo is 1, labelled with the build's version, commit (and its date)
 // and Go version, so that a dashboard can tell which berth runs.
 var BuildInfo = prometheus.NewGaugeVec(prometheus.GaugeOpts{
@@ -97,7 +105,7 @@ var once sync.Once
 func Register(r prometheus.Registerer) {
 	once.Do(func() {
 		r.MustRegister(PendingWorkloads, ReservingWorkloads, AdmissionAttempts, AdmissionCycleDuration,
-			AdmittedWorkloads, AdmissionWaitTime, QuotaUsage, NominalQuota, PreemptedWorkloads, RunTimeExceeded, NodeFailureRepairs, BuildInfo)
+			AdmittedWorkloads, AdmissionWaitTime, QuotaUsage, NominalQuota, PreemptedWorkloads, RunTimeExceeded, NodeFailureRepairs, LocalQueueWeightedUsage, BuildInfo)
 		v := version.Get()
 		BuildInfo.WithLabelValues(v.Version, v.Commit, v.Date, v.GoVersion).Set(1)
 	})

@@ -34,16 +34,18 @@ func (s *Scheduler) TakeUpShare(localQueue string, stored admissionfairsharing.S
 	s.rescore(localQueue)
 }
 
-// Share returns what a LocalQueue consumed, as of its last sample, while its
+// Share returns what a LocalQueue consumed, as of its last sample, and its
+// score then (what orders its workloads, lower first), while its
 // ClusterQueue orders by it; false otherwise or before its first sample.
-func (s *Scheduler) Share(localQueue string) (admissionfairsharing.Share, bool) {
+func (s *Scheduler) Share(localQueue string) (admissionfairsharing.Share, float64, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sh, ok := s.shares[localQueue]
 	if !ok || sh.At.IsZero() || !s.queues.IsFair(localQueue) {
-		return admissionfairsharing.Share{}, false
+		return admissionfairsharing.Share{}, 0, false
 	}
-	return admissionfairsharing.Share{Consumed: maps.Clone(sh.Consumed), At: sh.At}, true
+	out := admissionfairsharing.Share{Consumed: maps.Clone(sh.Consumed), At: sh.At}
+	return out, s.afs.Score(out, s.weight(localQueue)), true
 }
 
 // SampleShares takes in the usage held by every LocalQueue whose
@@ -80,11 +82,14 @@ func (s *Scheduler) entered(localQueue string, usage core.Usage) {
 }
 
 func (s *Scheduler) rescore(localQueue string) {
-	w, ok := s.weights[localQueue]
-	if !ok {
-		w = 1
+	s.queues.SetScore(localQueue, s.afs.Score(s.shares[localQueue], s.weight(localQueue)))
+}
+
+func (s *Scheduler) weight(localQueue string) float64 {
+	if w, ok := s.weights[localQueue]; ok {
+		return w
 	}
-	s.queues.SetScore(localQueue, s.afs.Score(s.shares[localQueue], w))
+	return 1
 }
 
 // byResource sums usage over flavors, in the resources' units.

@@ -148,10 +148,10 @@ func TestLessUsedLocalQueueGoesFirst(t *testing.T) {
 	// it puts b first, as this one does.
 	clk.SetTime(clk.Now().Add(time.Minute))
 	s.SampleShares()
-	shA, okA := s.Share("default/a")
-	shB, okB := s.Share("default/b")
-	if !okA || !okB || shA.Consumed["cpu"] <= shB.Consumed["cpu"] {
-		t.Fatalf("shares a %+v %v, b %+v %v: want a's consumption above b's", shA, okA, shB, okB)
+	shA, scoreA, okA := s.Share("default/a")
+	shB, scoreB, okB := s.Share("default/b")
+	if !okA || !okB || shA.Consumed["cpu"] <= shB.Consumed["cpu"] || scoreA <= scoreB {
+		t.Fatalf("shares a %+v (score %v) %v, b %+v (score %v) %v: want a's above b's", shA, scoreA, okA, shB, scoreB, okB)
 	}
 	fresh, _ := fairQueue(t, "4", map[string]float64{"a": 1, "b": 1})
 	fresh.TakeUpShare("default/a", shA)
@@ -176,7 +176,7 @@ func TestWeightZeroGoesLastAndUnfairQueuesIgnoreUsage(t *testing.T) {
 	}
 
 	s.SetClusterQueue(MakeClusterQueue("cq").ResourceGroup(MakeFlavorQuotas("default").Resource("cpu", "2").Obj()).Obj())
-	if _, ok := s.Share("default/a"); ok {
+	if _, _, ok := s.Share("default/a"); ok {
 		t.Fatal("a ClusterQueue that does not order by usage reports its LocalQueues' shares")
 	}
 	if d := admittedKeys(s.Cycle()); d != "default/a-1" {

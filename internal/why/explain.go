@@ -2,7 +2,9 @@ package why
 
 import (
 	"fmt"
+	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -172,6 +174,9 @@ func Explain(in Input) Report {
 		return r
 	}
 	r.Position, r.Waiting, r.Ahead = position(in, cq)
+	if cq.AdmissionFairSharing {
+		r.Notes = append(r.Notes, fairNote(in, r.LocalQueue, cq.Name))
+	}
 	me := workload.ToCore(w, in.NamespaceLabel[w.Namespace])
 	for i := range me.PodSets {
 		if me.PodSets[i].Topology != nil {
@@ -242,14 +247,21 @@ func simulated(in Input, cqName string) (*core.Cluster, core.ClusterQueue) {
 // position counts the pending workloads of the ClusterQueue that come
 // before this one in the order berth admits in (priority, then age).
 func position(in Input, cq core.ClusterQueue) (pos, waiting int, ahead []string) {
-	lqCQ := map[string]string{}
-	for _, lq := range in.LocalQueues {
+	lqCQ, scores := map[string]string{}, map[string]float64{}
+	for i := range in.LocalQueues {
+		lq := &in.LocalQueues[i]
 		lqCQ[lq.Namespace+"/"+lq.Name] = lq.Spec.ClusterQueue
+		if cq.AdmissionFairSharing {
+			scores[lq.Namespace+"/"+lq.Name] = queues.ScoreOf(lq)
+		}
 	}
-	// In the queue's own order (queue.InLine), aging included, as the
-	// visibility API (berth pending) shows it.
+	// In the queue's own order (queue.InLine), aging and LocalQueue usage
+	// (as of its last sample) included, as the visibility API (berth
+	// pending) shows it.
 	inLine := func(w *berthv1.Workload) queue.Waiting {
-		return queue.WaitingOf(workload.ToCore(w, nil), workload.LocalQueueKey(w), cq.Aging, in.Now)
+		o := queue.WaitingOf(workload.ToCore(w, nil), workload.LocalQueueKey(w), cq.Aging, in.Now)
+		o.Score = scores[o.LocalQueue]
+		return o
 	}
 	me := inLine(in.Workload)
 	var before []queue.Waiting
@@ -269,9 +281,37 @@ func position(in Input, cq core.ClusterQueue) (pos, waiting int, ahead []string)
 	}
 	queue.SortLine(before)
 	for _, o := range before[:min(len(before), aheadShown)] {
+		if cq.AdmissionFairSharing {
+			ahead = append(ahead, fmt.Sprintf("%s (LocalQueue %s, usage %s; priority %d)", o.Key, o.LocalQueue, usageWords(o.Score), o.Priority+o.Aged))
+			continue
+		}
 		ahead = append(ahead, fmt.Sprintf("%s (priority %d)", o.Key, o.Priority+o.Aged))
 	}
 	return len(before) + 1, waiting, ahead
+}
+
+// fairNote says how a ClusterQueue that orders by LocalQueue usage
+// weighs the workload's own LocalQueue.
+func fairNote(in Input, localQueue, cq string) string {
+	msg := fmt.Sprintf("ClusterQueue %s admits the LocalQueues that used least lately first (admission fair sharing)", cq)
+	for i := range in.LocalQueues {
+		lq := &in.LocalQueues[i]
+		if lq.Namespace+"/"+lq.Name != localQueue {
+			continue
+		}
+		msg += fmt.Sprintf("; %s has usage %s (weight %g)", localQueue, usageWords(queues.ScoreOf(lq)), queues.WeightOf(lq))
+		if fs := lq.Status.FairSharing; fs != nil && fs.AdmissionFairSharingStatus != nil {
+			msg += " as of " + fs.AdmissionFairSharingStatus.LastUpdate.UTC().Format(time.RFC3339)
+		}
+	}
+	return msg
+}
+
+func usageWords(score float64) string {
+	if math.IsInf(score, 1) {
+		return "unbounded (weight 0: after every other queue)"
+	}
+	return strconv.FormatFloat(score, 'g', 4, 64)
 }
 
 // room lists the ClusterQueue's quota, usage and what it could use now.

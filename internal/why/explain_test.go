@@ -228,3 +228,49 @@ func TestExplainRunTime(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// In a ClusterQueue that orders by LocalQueue usage, berth why counts
+// positions as the queue does, from the usage the LocalQueues' status
+// says, and says why a newer workload of a quieter queue is ahead.
+func TestWhyAndTheQueueAgreeUnderAdmissionFairSharing(t *testing.T) {
+	cq := MakeClusterQueue("cq").Guarded().AdmissionFairSharing().ResourceGroup(MakeFlavorQuotas("rf").Resource("cpu", "1").Obj()).Obj()
+	busy, quiet := MakeLocalQueue("busy", "ns", "cq").Obj(), MakeLocalQueue("quiet", "ns", "cq").Weight("2").Obj()
+	five := resource.MustParse("5")
+	busy.Status.FairSharing = &berthv1.LocalQueueFairSharingStatus{AdmissionFairSharingStatus: &berthv1.AdmissionFairSharingStatus{
+		ConsumedResources: corev1.ResourceList{"cpu": five}, LastUpdate: metav1.NewTime(now), WeightedUsage: &five}}
+	older := created(MakeWorkload("older", "ns").Queue("busy").Request("cpu", "2").Obj(), time.Minute)
+	newer := created(MakeWorkload("newer", "ns").Queue("quiet").Request("cpu", "2").Obj(), 0)
+	in := why.Input{
+		LocalQueues:    []berthv1.LocalQueue{*busy, *quiet},
+		ClusterQueues:  []berthv1.ClusterQueue{*cq},
+		Flavors:        []berthv1.ResourceFlavor{*MakeResourceFlavor("rf").Guarded().Obj()},
+		NamespaceLabel: map[string]labels.Set{"ns": {"kubernetes.io/metadata.name": "ns"}},
+		Workloads:      []berthv1.Workload{*older, *newer},
+		Now:            now,
+	}
+	m := queue.NewManager(clocktesting.NewFakePassiveClock(now))
+	m.SetClusterQueue("cq", core.BestEffortFIFO, nil)
+	m.SetFair("cq", true)
+	m.SetLocalQueue(queue.LocalQueue{Key: "ns/busy", ClusterQueue: "cq"})
+	m.SetLocalQueue(queue.LocalQueue{Key: "ns/quiet", ClusterQueue: "cq"})
+	m.SetScore("ns/busy", queues.ScoreOf(busy))
+	m.SetScore("ns/quiet", queues.ScoreOf(quiet))
+	m.AddOrUpdate(workload.ToCore(older, nil), "ns/busy")
+	m.AddOrUpdate(workload.ToCore(newer, nil), "ns/quiet")
+	line, _ := m.Line("cq")
+	queue.SortLine(line)
+	if line[0].Key != "ns/newer" {
+		t.Fatalf("the queue's line %v: want the quiet queue's newer first", line)
+	}
+	in.Workload = older
+	r := why.Explain(in)
+	if r.Position != 2 {
+		t.Errorf("berth why puts the busy queue's older workload at %d; the queue at 2", r.Position)
+	}
+	for _, want := range []string{"ns/newer (LocalQueue ns/quiet, usage 0; priority 0)",
+		"ClusterQueue cq admits the LocalQueues that used least lately first (admission fair sharing); ns/busy has usage 5 (weight 1)"} {
+		if !strings.Contains(why.Render(r), want) {
+			t.Errorf("want %q in:\n%s", want, why.Render(r))
+		}
+	}
+}

@@ -50,6 +50,8 @@ func TestQuietTeamGoesBeforeBusyTeam(t *testing.T) {
 		return nil
 	})
 
+	waitForMetrics(t, `berth_local_queue_weighted_usage{local_queue="`+env.Namespace+`/busy"} `)
+
 	older := job("busy-3", "busy")
 	waitPending(t, env, env.Namespace, older, "")
 	newer := job("quiet-1", "quiet")

@@ -227,6 +227,7 @@ func (c *Controller) takeUpShare(obj any) {
 func (c *Controller) deleteLocalQueue(obj any) {
 	if lq, ok := obj.(*berthv1.LocalQueue); ok {
 		c.sched.DeleteLocalQueue(lq.Namespace + "/" + lq.Name)
+		metrics.LocalQueueWeightedUsage.DeleteLabelValues(lq.Namespace + "/" + lq.Name)
 	}
 }
 
@@ -311,8 +312,9 @@ func (c *Controller) writeLocalQueueStatus(ctx context.Context, key string) erro
 	st := c.sched.LocalQueueStatus(key)
 	cqInactive := c.sched.ClusterQueueStatus(lq.Spec.ClusterQueue).Inactive
 	want := LocalQueueStatusOf(&lq, st, cqInactive, c.clock.Now())
-	if sh, ok := c.sched.Share(key); ok {
-		want.FairSharing = ShareStatusOf(sh)
+	if sh, score, ok := c.sched.Share(key); ok {
+		want.FairSharing = ShareStatusOf(sh, score)
+		metrics.LocalQueueWeightedUsage.WithLabelValues(key).Set(score)
 	}
 	if lq.DeletionTimestamp != nil {
 		if users := c.sched.AdmittedThrough(key); len(users) > 0 {

@@ -137,14 +137,35 @@ func ShareOf(lq *berthv1.LocalQueue) (admissionfairsharing.Share, bool) {
 	return out, true
 }
 
-// ShareStatusOf is what a LocalQueue's status says of its consumption.
-// Amounts are kept to the thousandth (milli-units), as quotas are.
-func ShareStatusOf(sh admissionfairsharing.Share) *berthv1.LocalQueueFairSharingStatus {
+// ShareStatusOf is what a LocalQueue's status says of its consumption and
+// score (unset when infinite: weight 0). Amounts are kept to the thousandth
+// (milli-units), as quotas are.
+func ShareStatusOf(sh admissionfairsharing.Share, score float64) *berthv1.LocalQueueFairSharingStatus {
 	st := &berthv1.AdmissionFairSharingStatus{ConsumedResources: corev1.ResourceList{}, LastUpdate: metav1.NewTime(sh.At)}
 	for _, r := range slices.Sorted(maps.Keys(sh.Consumed)) {
-		st.ConsumedResources[corev1.ResourceName(r)] = *resource.NewMilliQuantity(int64(math.Round(sh.Consumed[r]*1000)), resource.DecimalSI)
+		st.ConsumedResources[corev1.ResourceName(r)] = *milli(sh.Consumed[r])
+	}
+	if !math.IsInf(score, 0) && !math.IsNaN(score) {
+		st.WeightedUsage = milli(score)
 	}
 	return &berthv1.LocalQueueFairSharingStatus{AdmissionFairSharingStatus: st}
+}
+
+// ScoreOf is the score a LocalQueue's status says orders its workloads in
+// a ClusterQueue that orders by usage: 0 before any sample, +Inf for
+// weight 0.
+func ScoreOf(lq *berthv1.LocalQueue) float64 {
+	if WeightOf(lq) <= 0 {
+		return math.Inf(1)
+	}
+	if fs := lq.Status.FairSharing; fs != nil && fs.AdmissionFairSharingStatus != nil && fs.AdmissionFairSharingStatus.WeightedUsage != nil {
+		return fs.AdmissionFairSharingStatus.WeightedUsage.AsApproximateFloat64()
+	}
+	return 0
+}
+
+func milli(v float64) *resource.Quantity {
+	return resource.NewMilliQuantity(int64(math.Round(min(v, math.MaxInt64/1000)*1000)), resource.DecimalSI)
 }
 
 // unguarded is why a ClusterQueue admits nothing yet: berth admits through
