@@ -106,6 +106,9 @@ func Replay(cfg *Config, start time.Time, trace []Workload, o Options) (*Result,
 	for i := range cfg.LocalQueues {
 		lq := queues.LocalQueueOf(&cfg.LocalQueues[i])
 		s.SetLocalQueue(lq)
+		// A ClusterQueue that orders by LocalQueue usage does here too,
+		// measured with the controller's defaults.
+		s.SetLocalQueueWeight(lq.Key, queues.WeightOf(&cfg.LocalQueues[i]))
 		cqOf[lq.Key] = lq.ClusterQueue
 	}
 	nsLabels := map[string]labels.Set{}

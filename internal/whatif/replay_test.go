@@ -201,3 +201,53 @@ func TestTraceRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// A ClusterQueue that orders by LocalQueue usage does in the replay too:
+// the quiet team's one workload runs second, not after the busy team's
+// whole burst as first come, first served would have it.
+func TestReplayAdmissionFairSharing(t *testing.T) {
+	for mode, at := range map[string]float64{"NoAdmissionFairSharing": 30, "UsageBasedAdmissionFairSharing": 10} {
+		cfg, err := whatif.ParseConfig(mode, []byte(`
+apiVersion: berth.dev/v1beta1
+kind: ResourceFlavor
+metadata: {name: default}
+---
+apiVersion: berth.dev/v1beta1
+kind: ClusterQueue
+metadata: {name: cq}
+spec:
+  namespaceSelector: {}
+  admissionScope: {admissionMode: `+mode+`}
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors:
+    - name: default
+      resources: [{name: cpu, nominalQuota: "1"}]
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: team}
+---
+apiVersion: berth.dev/v1beta1
+kind: LocalQueue
+metadata: {name: main, namespace: team}
+spec: {clusterQueue: cq}
+---
+apiVersion: berth.dev/v1beta1
+kind: LocalQueue
+metadata: {name: quiet, namespace: team}
+spec: {clusterQueue: cq}
+`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		q := wl("q1", 1, 10, "1", 0)
+		q.LocalQueue = "quiet"
+		trace := []whatif.Workload{wl("b1", 0, 10, "1", 0), wl("b2", 0.1, 10, "1", 0), wl("b3", 0.2, 10, "1", 0), q}
+		r, err := whatif.Replay(cfg, start, trace, whatif.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(t, r, map[string]want{"team/q1": {admitted: true, wait: at - 1, finished: true, lastAdmittedAt: at, checkLastAdmitAt: true}})
+	}
+}
