@@ -14,7 +14,13 @@ import (
 // team, with preemption within it as given.
 func config(t *testing.T, name, cpu, preemption string) *whatif.Config {
 	t.Helper()
-	cfg, err := whatif.ParseConfig(name, []byte(`
+	return parse(t, name, queueYAML(cpu, "preemption: {withinClusterQueue: "+preemption+"}"))
+}
+
+// queueYAML is one ClusterQueue of cpu quota, with spec as given beside
+// it, and LocalQueue main of namespace team.
+func queueYAML(cpu, spec string) string {
+	return `
 apiVersion: berth.dev/v1beta1
 kind: ResourceFlavor
 metadata: {name: default}
@@ -24,12 +30,12 @@ kind: ClusterQueue
 metadata: {name: cq}
 spec:
   namespaceSelector: {}
-  preemption: {withinClusterQueue: `+preemption+`}
+  ` + spec + `
   resourceGroups:
   - coveredResources: [cpu]
     flavors:
     - name: default
-      resources: [{name: cpu, nominalQuota: "`+cpu+`"}]
+      resources: [{name: cpu, nominalQuota: "` + cpu + `"}]
 ---
 apiVersion: v1
 kind: Namespace
@@ -39,7 +45,12 @@ apiVersion: berth.dev/v1beta1
 kind: LocalQueue
 metadata: {name: main, namespace: team}
 spec: {clusterQueue: cq}
-`))
+`
+}
+
+func parse(t *testing.T, name, yaml string) *whatif.Config {
+	t.Helper()
+	cfg, err := whatif.ParseConfig(name, []byte(yaml))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,40 +218,12 @@ func TestTraceRoundTrip(t *testing.T) {
 // whole burst as first come, first served would have it.
 func TestReplayAdmissionFairSharing(t *testing.T) {
 	for mode, at := range map[string]float64{"NoAdmissionFairSharing": 30, "UsageBasedAdmissionFairSharing": 10} {
-		cfg, err := whatif.ParseConfig(mode, []byte(`
-apiVersion: berth.dev/v1beta1
-kind: ResourceFlavor
-metadata: {name: default}
----
-apiVersion: berth.dev/v1beta1
-kind: ClusterQueue
-metadata: {name: cq}
-spec:
-  namespaceSelector: {}
-  admissionScope: {admissionMode: `+mode+`}
-  resourceGroups:
-  - coveredResources: [cpu]
-    flavors:
-    - name: default
-      resources: [{name: cpu, nominalQuota: "1"}]
----
-apiVersion: v1
-kind: Namespace
-metadata: {name: team}
----
-apiVersion: berth.dev/v1beta1
-kind: LocalQueue
-metadata: {name: main, namespace: team}
-spec: {clusterQueue: cq}
----
+		cfg := parse(t, mode, queueYAML("1", "admissionScope: {admissionMode: "+mode+"}")+`---
 apiVersion: berth.dev/v1beta1
 kind: LocalQueue
 metadata: {name: quiet, namespace: team}
 spec: {clusterQueue: cq}
-`))
-		if err != nil {
-			t.Fatal(err)
-		}
+`)
 		q := wl("q1", 1, 10, "1", 0)
 		q.LocalQueue = "quiet"
 		trace := []whatif.Workload{wl("b1", 0, 10, "1", 0), wl("b2", 0.1, 10, "1", 0), wl("b3", 0.2, 10, "1", 0), q}
