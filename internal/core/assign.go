@@ -256,7 +256,7 @@ func (c *Cluster) couldPreemptFor(q *cqNode, fr FlavorResource, total int64) boo
 	}
 	// Beyond nominal quota: by borrowing with preemption, or, under fair
 	// sharing, by reclaiming from queues above their share.
-	canBorrow := p.BorrowWithinCohort.allows() || (c.fairSharing && p.ReclaimWithinCohort.allows())
+	canBorrow := !q.noBorrow && (p.BorrowWithinCohort.allows() || (c.fairSharing && p.ReclaimWithinCohort.allows()))
 	if !canBorrow || q.parent == nil {
 		return false
 	}

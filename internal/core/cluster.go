@@ -20,6 +20,9 @@ type node struct {
 	// usage is what its workloads use (ClusterQueue) or what its children
 	// use beyond what they keep for themselves (cohort).
 	usage Usage
+	// noBorrow: a ClusterQueue whose spent budget keeps it within its
+	// nominal quota (SetBudgetSpent).
+	noBorrow bool
 }
 
 // guaranteed is the part of the node's quota it keeps for itself.
@@ -82,6 +85,8 @@ type Cluster struct {
 	// pods are not all Ready; with blockPods a queue with any admits nothing.
 	podsPending map[string]int
 	blockPods   bool
+	// spent are the ClusterQueues whose budget is spent (budget.go).
+	spent map[string]Spent
 }
 
 // Admitted is a workload holding quota.
@@ -118,6 +123,7 @@ func NewCluster() *Cluster {
 		byCQ:     map[string]map[string]*Admitted{},
 		evicting: map[string]bool{},
 		holds:    map[string]*Admitted{},
+		spent:    map[string]Spent{},
 
 		topologies: map[string][]string{},
 		nodes:      map[string]topology.Node{},
@@ -164,6 +170,7 @@ func (c *Cluster) SetClusterQueue(cq ClusterQueue) {
 		}
 	}
 	c.cqs[cq.Name] = n
+	c.applySpent(n)
 	c.rebuild()
 }
 
@@ -357,6 +364,13 @@ func (c *Cluster) Available(cq string, fr FlavorResource) int64 {
 }
 
 func available(n *node, fr FlavorResource) int64 {
+	if n.noBorrow {
+		return min(n.quotas[fr].Nominal-n.usage[fr], availableAnywhere(n, fr))
+	}
+	return availableAnywhere(n, fr)
+}
+
+func availableAnywhere(n *node, fr FlavorResource) int64 {
 	if n.parent == nil {
 		return n.subtree[fr] - n.usage[fr]
 	}
@@ -648,6 +662,9 @@ func (c *Cluster) inactiveReason(q *cqNode) string {
 	}
 	if q.spec.Stopped {
 		return "stopped by its stopPolicy"
+	}
+	if s, ok := c.spent[q.name]; ok && s.Stop {
+		return s.Why
 	}
 	var missing, problems []string
 	for _, rg := range q.spec.ResourceGroups {
