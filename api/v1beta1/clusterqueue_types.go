@@ -254,11 +254,89 @@ type ClusterQueueSpec struct {
 	// +kubebuilder:validation:items:MaxLength=253
 	AdmissionChecks []string `json:"admissionChecks,omitempty"`
 
+	// Budget caps the resource-time its workloads may use over a window:
+	// once spent, it admits only within its nominal quota or nothing, until
+	// the window frees some (docs/budgets.md).
+	// +optional
+	Budget *Budget `json:"budget,omitempty"`
+
 	// RunTime bounds how long the workloads admitted here may run, counted
 	// as a workload's own limit is (over all its admissions; see the
 	// Workload's spec.maximumExecutionTimeSeconds). Unset: only their own.
 	// +optional
 	RunTime *RunTimePolicy `json:"runTime,omitempty"`
+}
+
+// BudgetWindow is the window a budget counts over.
+// +kubebuilder:validation:Enum=Rolling;CalendarMonth
+type BudgetWindow string
+
+const (
+	// RollingBudget counts the last period, moving.
+	RollingBudget BudgetWindow = "Rolling"
+	// CalendarMonthBudget counts from the first of the month (UTC).
+	CalendarMonthBudget BudgetWindow = "CalendarMonth"
+)
+
+// BudgetAction is what a ClusterQueue whose budget is spent still admits.
+// +kubebuilder:validation:Enum=NoBorrowing;Stop
+type BudgetAction string
+
+const (
+	// NoBorrowing admits only within the nominal quota.
+	NoBorrowing BudgetAction = "NoBorrowing"
+	// StopAdmitting admits nothing.
+	StopAdmitting BudgetAction = "Stop"
+)
+
+// Budget is how much of one resource, held for how long, a ClusterQueue's
+// workloads may use over a window. Usage counts from admission to the
+// quota's release; what is admitted when it is spent runs on.
+// +kubebuilder:validation:XValidation:rule="self.window == 'Rolling' ? has(self.period) : !has(self.period)",message="period is set for a Rolling window, and only for it"
+type Budget struct {
+	// Resource counted, in every flavor, in its units (cores, bytes, devices).
+	// +kubebuilder:validation:XValidation:rule="size(self) >= 1 && size(self) <= 253",message="resource must be 1 to 253 characters"
+	Resource corev1.ResourceName `json:"resource"`
+	// ResourceHours the window allows: 2000 of nvidia.com/gpu is 2,000
+	// GPU-hours. Positive.
+	ResourceHours resource.Quantity `json:"resourceHours"`
+	// Window: Rolling (the last period) or CalendarMonth (UTC).
+	Window BudgetWindow `json:"window"`
+	// Period of a Rolling window, at least one minute.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1m')",message="period must be at least 1m"
+	Period *metav1.Duration `json:"period,omitempty"`
+	// WhenSpent: NoBorrowing admits only within the nominal quota; Stop
+	// admits nothing.
+	WhenSpent BudgetAction `json:"whenSpent"`
+}
+
+// BudgetStatus is what a ClusterQueue's budget has spent: the ledger a
+// restarted controller takes up again.
+type BudgetStatus struct {
+	// SpentResourceHours in the window now.
+	SpentResourceHours resource.Quantity `json:"spentResourceHours"`
+	// Buckets: resource-hours spent per slice of the window (a Rolling
+	// window's twenty-fourth, a calendar month's month), oldest first.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	Buckets []BudgetBucket `json:"buckets,omitempty"`
+	// LastUpdate is when it was last charged.
+	LastUpdate metav1.Time `json:"lastUpdate"`
+	// InUse is the resource in use then: time no controller saw (a
+	// restart) is charged at this rate.
+	InUse resource.Quantity `json:"inUse"`
+	// FreeAgainAt is when a spent budget has room again if nothing more
+	// is spent.
+	// +optional
+	FreeAgainAt *metav1.Time `json:"freeAgainAt,omitempty"`
+}
+
+// BudgetBucket is what was spent in one slice of a budget's window.
+type BudgetBucket struct {
+	Start         metav1.Time       `json:"start"`
+	ResourceHours resource.Quantity `json:"resourceHours"`
 }
 
 // RunTimePolicy is a ClusterQueue's default and maximum run time.
@@ -310,11 +388,16 @@ type ClusterQueueStatus struct {
 	// +listMapKey=name
 	FlavorsUsage []FlavorUsage `json:"flavorsUsage,omitempty"`
 
-	// Conditions: Active says whether the queue can admit, and why not.
+	// Conditions: Active says whether the queue can admit, and why not;
+	// BudgetSpent whether its budget holds it back.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// Budget: set while spec.budget is.
+	// +optional
+	Budget *BudgetStatus `json:"budget,omitempty"`
 }
 
 // ClusterQueue is a pool of quota, by flavor and resource, that workloads

@@ -39,7 +39,7 @@ type Ledger struct {
 	InUse float64
 }
 
-// slice is one bucket's length at t (a calendar month's varies).
+// bucketStart is the start of the bucket t falls in.
 func (s Spec) bucketStart(t time.Time) time.Time {
 	if s.Rolling > 0 {
 		return t.Truncate(s.slice())
@@ -48,7 +48,9 @@ func (s Spec) bucketStart(t time.Time) time.Time {
 	return time.Date(t.Year(), t.Month(), 1, 0, 0, 0, 0, time.UTC)
 }
 
-func (s Spec) slice() time.Duration { return max(time.Second, s.Rolling/Slices) }
+// slice is a rolling bucket's length, in whole seconds: the API keeps
+// times to the second.
+func (s Spec) slice() time.Duration { return max(time.Second, (s.Rolling / Slices).Truncate(time.Second)) }
 
 // bucketEnd is when the bucket starting at b ends.
 func (s Spec) bucketEnd(b time.Time) time.Time {
@@ -154,15 +156,18 @@ func (s Spec) Describe() string {
 	return fmt.Sprintf("%s %s-hours per %s", trim(s.Hours), s.Resource, window)
 }
 
-// Why says why the queue holds back when its budget is exhausted at now.
+// Why says why the queue holds back when its budget is exhausted at now,
+// and until when at the earliest. It leaves out what changes with every
+// charge (the amount spent), so that it is said again only when it changes
+// in substance.
 func (s Spec) Why(l Ledger, now time.Time) string {
-	at, free := s.FreeAt(l, now)
+	at, _ := s.FreeAt(l, now)
 	what := "admits only within its nominal quota, without borrowing"
 	if s.Stop {
 		what = "admits nothing"
 	}
-	return fmt.Sprintf("budget spent (%s of %s): it %s until %s, when %s free again",
-		trim(s.Spent(l, now)), s.Describe(), what, at.UTC().Format(time.RFC3339), trim(free))
+	return fmt.Sprintf("its budget of %s is spent: it %s until %s at the earliest",
+		s.Describe(), what, at.UTC().Format(time.RFC3339))
 }
 
 func trim(v float64) string {

@@ -90,7 +90,7 @@ func TestWhySaysWhenItIsFreeAgain(t *testing.T) {
 	if !at.Equal(t0.Add(25*time.Hour)) || !near(free, 1) {
 		t.Fatalf("free at %v (%v hours); want %v with 1 free", at, free, t0.Add(25*time.Hour))
 	}
-	want := "budget spent (4 of 3 nvidia.com/gpu-hours per 24h0m0s (rolling)): it admits nothing until 2026-11-29T01:00:00Z, when 1 free again"
+	want := "its budget of 3 nvidia.com/gpu-hours per 24h0m0s (rolling) is spent: it admits nothing until 2026-11-29T01:00:00Z at the earliest"
 	if got := s.Why(l, now); got != want {
 		t.Fatalf("why:\n%s\nwant\n%s", got, want)
 	}

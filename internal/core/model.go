@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"time"
 
+	"github.com/berth-dev/berth/internal/budget"
 	"github.com/berth-dev/berth/internal/topology"
 
 	corev1 "k8s.io/api/core/v1"
@@ -77,6 +78,10 @@ type ClusterQueue struct {
 	// Aging, when set, raises the priority pending workloads are ordered by
 	// as they wait (anti-starvation). It never affects preemption.
 	Aging *Aging
+	// Budget caps the resource-time its workloads may use over a window
+	// (internal/budget); the scheduler charges it and says when it is
+	// spent (Cluster.SetBudgetSpent). Nil: none.
+	Budget *budget.Spec
 	// AdmissionFairSharing: pending workloads are ordered first by their
 	// LocalQueues' recent usage (internal/admissionfairsharing), lowest
 	// first. Like Aging, it never affects preemption.

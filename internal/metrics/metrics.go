@@ -92,6 +92,13 @@ var LocalQueueWeightedUsage = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 	Help: "A LocalQueue's recent usage, weighed by resource and divided by its weight, where its ClusterQueue orders by it (lower goes first); +Inf for weight 0.",
 }, []string{"local_queue"})
 
+// BudgetSpent is what a ClusterQueue's budget has spent in its window now,
+// in resource-hours of its resource.
+var BudgetSpent = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	Name: "berth_cluster_queue_budget_spent",
+	Help: "Resource-hours a ClusterQueue's spec.budget has spent in its window now.",
+}, []string{"cluster_queue"})
+
 // BuildInfo is 1, labelled with the build's version, commit (and its date)
 // and Go version, so that a dashboard can tell which berth runs.
 var BuildInfo = prometheus.NewGaugeVec(prometheus.GaugeOpts{
@@ -105,7 +112,7 @@ var once sync.Once
 func Register(r prometheus.Registerer) {
 	once.Do(func() {
 		r.MustRegister(PendingWorkloads, ReservingWorkloads, AdmissionAttempts, AdmissionCycleDuration,
-			AdmittedWorkloads, AdmissionWaitTime, QuotaUsage, NominalQuota, PreemptedWorkloads, RunTimeExceeded, NodeFailureRepairs, LocalQueueWeightedUsage, BuildInfo)
+			AdmittedWorkloads, AdmissionWaitTime, QuotaUsage, NominalQuota, PreemptedWorkloads, RunTimeExceeded, NodeFailureRepairs, LocalQueueWeightedUsage, BudgetSpent, BuildInfo)
 		v := version.Get()
 		BuildInfo.WithLabelValues(v.Version, v.Commit, v.Date, v.GoVersion).Set(1)
 	})
@@ -122,4 +129,5 @@ func ForgetClusterQueue(cq string) {
 	PreemptedWorkloads.DeletePartialMatch(l)
 	RunTimeExceeded.DeletePartialMatch(l)
 	AdmissionWaitTime.DeletePartialMatch(l)
+	BudgetSpent.DeletePartialMatch(l)
 }

@@ -71,6 +71,9 @@ type Scheduler struct {
 	afs     admissionfairsharing.Config
 	shares  map[string]admissionfairsharing.Share
 	weights map[string]float64
+
+	// budgets by ClusterQueue (budget.go).
+	budgets map[string]*budgetState
 }
 
 type queuePair struct{ cq, lq string }
@@ -101,6 +104,7 @@ func New(clk clock.PassiveClock) *Scheduler {
 		afs:          admissionfairsharing.Default(),
 		shares:       map[string]admissionfairsharing.Share{},
 		weights:      map[string]float64{},
+		budgets:      map[string]*budgetState{},
 	}
 }
 
@@ -147,6 +151,7 @@ func (s *Scheduler) SetClusterQueue(cq core.ClusterQueue) {
 	s.cluster.SetClusterQueue(cq)
 	s.queues.SetClusterQueue(cq.Name, cq.Strategy, cq.Aging)
 	s.queues.SetFair(cq.Name, cq.AdmissionFairSharing)
+	s.setBudget(cq.Name, cq.Budget)
 	s.queueInadmissible(before...)
 	s.queueInadmissible(s.cluster.CohortTree(cq.Name)...)
 	s.signal()
@@ -160,6 +165,8 @@ func (s *Scheduler) DeleteClusterQueue(name string) []string {
 	before := s.cluster.CohortTree(name)
 	s.cluster.DeleteClusterQueue(name)
 	s.queues.DeleteClusterQueue(name)
+	delete(s.budgets, name)
+	s.cluster.SetBudgetSpent(name, nil)
 	s.queueInadmissible(before...)
 	s.signal()
 	return s.cluster.AdmittedIn(name)

@@ -11,6 +11,7 @@ import (
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
@@ -80,7 +81,7 @@ func Setup(ctx context.Context, mgr manager.Manager, sched *scheduler.Scheduler,
 		status func(obj any)
 	}{
 		{&berthv1.ResourceFlavor{}, c.setFlavor, c.deleteFlavor, nil},
-		{&berthv1.ClusterQueue{}, c.setClusterQueue, c.deleteClusterQueue, nil},
+		{&berthv1.ClusterQueue{}, c.setClusterQueue, c.deleteClusterQueue, c.takeUpLedger},
 		{&berthv1.Cohort{}, c.setCohort, c.deleteCohort, nil},
 		{&berthv1.LocalQueue{}, c.setLocalQueue, c.deleteLocalQueue, c.takeUpShare},
 	}
@@ -165,10 +166,22 @@ func (c *Controller) setClusterQueue(obj any) {
 		return
 	}
 	c.sched.SetClusterQueue(ClusterQueueOf(cq))
+	c.takeUpLedger(cq)
 	c.tend(objRef{clusterQueueKind, cq.Name}, cq)
 	if cq.Spec.StopPolicy == berthv1.HoldAndDrain {
 		if keys := c.sched.AdmittedIn(cq.Name); len(keys) > 0 {
 			c.evict(keys, "ClusterQueueStopped", fmt.Sprintf("ClusterQueue %s is stopped with stopPolicy HoldAndDrain", cq.Name))
+		}
+	}
+}
+
+// takeUpLedger hands the scheduler what a ClusterQueue's status says its
+// budget spent: after a restart, and on replicas that do not lead, the
+// leader's charges.
+func (c *Controller) takeUpLedger(obj any) {
+	if cq, ok := obj.(*berthv1.ClusterQueue); ok {
+		if l, ok := LedgerOf(cq.Status.Budget); ok {
+			c.sched.TakeUpLedger(cq.Name, l)
 		}
 	}
 }
@@ -244,6 +257,7 @@ func (c *Controller) writeStatusLoop(ctx context.Context) error {
 		}
 		c.tendFinalizers(ctx)
 		c.sched.SampleShares()
+		c.sched.ChargeBudgets()
 		cqs, lqs, cohorts := c.sched.TakeDirty()
 		for _, name := range cohorts {
 			if err := c.writeCohortStatus(ctx, name); err != nil {
@@ -277,6 +291,12 @@ func (c *Controller) writeClusterQueueStatus(ctx context.Context, name string) e
 		return client.IgnoreNotFound(err)
 	}
 	want := ClusterQueueStatusOf(&cq, st, c.clock.Now())
+	if spec, l, ok := c.sched.Budget(name); ok {
+		setBudgetStatus(&want, &cq, spec, l, c.clock.Now())
+		metrics.BudgetSpent.WithLabelValues(name).Set(spec.Spent(l, c.clock.Now()))
+	} else {
+		meta.RemoveStatusCondition(&want.Conditions, "BudgetSpent")
+	}
 	if cq.DeletionTimestamp != nil {
 		if users := c.sched.AdmittedIn(name); len(users) > 0 {
 			setTerminating(&want.Conditions, users, cq.Generation, c.clock.Now())

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -15,6 +16,7 @@ import (
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
 	"github.com/berth-dev/berth/internal/admissionfairsharing"
+	"github.com/berth-dev/berth/internal/budget"
 	"github.com/berth-dev/berth/internal/core"
 	"github.com/berth-dev/berth/internal/queue"
 )
@@ -53,6 +55,8 @@ func ClusterQueueOf(cq *berthv1.ClusterQueue) core.ClusterQueue {
 	if a := cq.Spec.PriorityAging; a != nil {
 		out.Aging = &core.Aging{Step: a.Step, Interval: a.Interval.Duration, Cap: a.Cap}
 	}
+	budgetSpec, budgetProblem := BudgetOf(cq.Spec.Budget)
+	out.Budget = budgetSpec
 	sel, err := metav1.LabelSelectorAsSelector(cq.Spec.NamespaceSelector)
 	switch {
 	case cq.DeletionTimestamp != nil:
@@ -69,7 +73,29 @@ func ClusterQueueOf(cq *berthv1.ClusterQueue) core.ClusterQueue {
 	} else {
 		out.NamespaceSelector = sel
 	}
+	if budgetProblem != "" {
+		out.Problem = budgetProblem
+	}
 	return out
+}
+
+// BudgetOf translates a ClusterQueue's budget; a stored one berth cannot
+// count by (a zero or negative amount, a window without its period) is
+// the problem that keeps the queue inactive until it is fixed.
+func BudgetOf(b *berthv1.Budget) (*budget.Spec, string) {
+	if b == nil {
+		return nil, ""
+	}
+	out := &budget.Spec{Resource: string(b.Resource), Hours: b.ResourceHours.AsApproximateFloat64(), Stop: b.WhenSpent == berthv1.StopAdmitting}
+	switch {
+	case out.Hours <= 0:
+		return nil, fmt.Sprintf("spec.budget.resourceHours %s: must be positive", b.ResourceHours.String())
+	case b.Window == berthv1.RollingBudget && (b.Period == nil || b.Period.Duration < time.Minute):
+		return nil, "spec.budget.period: a Rolling window needs a period of at least 1m"
+	case b.Window == berthv1.RollingBudget:
+		out.Rolling = b.Period.Duration
+	}
+	return out, ""
 }
 
 // CohortOf translates a Cohort for the core.

@@ -1,15 +1,18 @@
 package queues
 
 import (
+	"math"
 	"sort"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
+	"github.com/berth-dev/berth/internal/budget"
 	"github.com/berth-dev/berth/internal/core"
 	"github.com/berth-dev/berth/internal/scheduler"
 	"github.com/berth-dev/berth/internal/workload"
@@ -32,6 +35,44 @@ func ClusterQueueStatusOf(cq *berthv1.ClusterQueue, st scheduler.ClusterQueueSta
 	}
 	meta.SetStatusCondition(&out.Conditions, active)
 	return out
+}
+
+// setBudgetStatus puts a budget's ledger, and whether it is spent, in a
+// ClusterQueue's status. Amounts are rounded up to the thousandth: a ledger
+// taken up again never counts less than was spent.
+func setBudgetStatus(out *berthv1.ClusterQueueStatus, cq *berthv1.ClusterQueue, spec budget.Spec, l budget.Ledger, now time.Time) {
+	bs := &berthv1.BudgetStatus{SpentResourceHours: *milliUp(spec.Spent(l, now)), LastUpdate: metav1.NewTime(l.At), InUse: *milliUp(l.InUse)}
+	for _, b := range l.Buckets {
+		bs.Buckets = append(bs.Buckets, berthv1.BudgetBucket{Start: metav1.NewTime(b.Start), ResourceHours: *milliUp(b.Hours)})
+	}
+	c := metav1.Condition{Type: "BudgetSpent", Status: metav1.ConditionFalse, Reason: "Available", ObservedGeneration: cq.Generation,
+		LastTransitionTime: metav1.NewTime(now), Message: "within its budget of " + spec.Describe()}
+	if spec.Exhausted(l, now) {
+		at, _ := spec.FreeAt(l, now)
+		t := metav1.NewTime(at)
+		bs.FreeAgainAt = &t
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, "Spent", spec.Why(l, now)
+	}
+	out.Budget = bs
+	meta.SetStatusCondition(&out.Conditions, c)
+}
+
+// LedgerOf reads the ledger a ClusterQueue's status keeps; false when it
+// keeps none. Amounts that cannot be spent (negative) read as nothing.
+func LedgerOf(st *berthv1.BudgetStatus) (budget.Ledger, bool) {
+	if st == nil || st.LastUpdate.IsZero() {
+		return budget.Ledger{}, false
+	}
+	l := budget.Ledger{At: st.LastUpdate.Time, InUse: max(0, st.InUse.AsApproximateFloat64())}
+	for _, b := range st.Buckets {
+		l.Buckets = append(l.Buckets, budget.Bucket{Start: b.Start.Time, Hours: max(0, b.ResourceHours.AsApproximateFloat64())})
+	}
+	sort.SliceStable(l.Buckets, func(i, j int) bool { return l.Buckets[i].Start.Before(l.Buckets[j].Start) })
+	return l, true
+}
+
+func milliUp(v float64) *resource.Quantity {
+	return resource.NewMilliQuantity(int64(math.Ceil(min(v, math.MaxInt64/1000)*1000)), resource.DecimalSI)
 }
 
 // LocalQueueStatusOf is the status a LocalQueue should have; cqInactive says

@@ -5,9 +5,12 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	berthv1 "github.com/berth-dev/berth/api/v1beta1"
+	"github.com/berth-dev/berth/internal/budget"
 	"github.com/berth-dev/berth/internal/core"
 	"github.com/berth-dev/berth/internal/scheduler"
 	. "github.com/berth-dev/berth/test/fixtures"
@@ -94,5 +97,31 @@ func TestUnguardedQueuesAdmitNothing(t *testing.T) {
 	}
 	if got := FlavorOf(MakeResourceFlavor("rf").Guarded().Obj()); got.Problem != "" {
 		t.Errorf("a guarded ResourceFlavor: problem %q", got.Problem)
+	}
+}
+
+// A ClusterQueue's budget ledger goes into its status and back without
+// counting less than was spent (amounts rounded up), and the status says
+// when a spent budget is free again.
+func TestBudgetLedgerRoundTrip(t *testing.T) {
+	spec := budget.Spec{Resource: "cpu", Hours: 1, Rolling: time.Hour, Stop: true}
+	t0 := time.Date(2026, 11, 28, 0, 0, 0, 0, time.UTC)
+	l := spec.Charge(budget.Ledger{}, 3, t0)
+	l = spec.Charge(l, 3, t0.Add(7*time.Second))
+	l = spec.Charge(l, 0, t0.Add(20*time.Minute))
+	cq := MakeClusterQueue("cq").Obj()
+	var st berthv1.ClusterQueueStatus
+	setBudgetStatus(&st, cq, spec, l, t0.Add(20*time.Minute))
+	back, ok := LedgerOf(st.Budget)
+	if !ok || len(back.Buckets) != len(l.Buckets) || !back.At.Equal(l.At) {
+		t.Fatalf("ledger back %+v; want %+v", back, l)
+	}
+	now := t0.Add(20 * time.Minute)
+	if spec.Spent(back, now) < spec.Spent(l, now) {
+		t.Fatalf("read back, %v spent; written, %v", spec.Spent(back, now), spec.Spent(l, now))
+	}
+	c := meta.FindStatusCondition(st.Conditions, "BudgetSpent")
+	if c == nil || c.Status != metav1.ConditionTrue || st.Budget.FreeAgainAt == nil {
+		t.Fatalf("a spent budget's status: %+v, free again at %v", c, st.Budget.FreeAgainAt)
 	}
 }
