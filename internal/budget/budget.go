@@ -50,7 +50,9 @@ func (s Spec) bucketStart(t time.Time) time.Time {
 
 // slice is a rolling bucket's length, in whole seconds: the API keeps
 // times to the second.
-func (s Spec) slice() time.Duration { return max(time.Second, (s.Rolling / Slices).Truncate(time.Second)) }
+func (s Spec) slice() time.Duration {
+	return max(time.Second, (s.Rolling / Slices).Truncate(time.Second))
+}
 
 // bucketEnd is when the bucket starting at b ends.
 func (s Spec) bucketEnd(b time.Time) time.Time {
