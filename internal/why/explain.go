@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
@@ -174,6 +175,9 @@ func Explain(in Input) Report {
 		return r
 	}
 	r.Position, r.Waiting, r.Ahead = position(in, cq)
+	if note := budgetNote(in, cq.Name); note != "" {
+		r.Notes = append(r.Notes, note)
+	}
 	if cq.AdmissionFairSharing {
 		r.Notes = append(r.Notes, fairNote(in, r.LocalQueue, cq.Name))
 	}
@@ -229,11 +233,17 @@ func simulated(in Input, cqName string) (*core.Cluster, core.ClusterQueue) {
 	}
 	var mine core.ClusterQueue
 	for i := range in.ClusterQueues {
-		cq := queues.ClusterQueueOf(&in.ClusterQueues[i])
+		obj := &in.ClusterQueues[i]
+		cq := queues.ClusterQueueOf(obj)
 		if cq.Name == cqName {
 			mine = cq
 		}
 		c.SetClusterQueue(cq)
+		// A spent budget holds the queue back as the controller's last
+		// charge found it (the copy charges nothing).
+		if b := meta.FindStatusCondition(obj.Status.Conditions, "BudgetSpent"); b != nil && b.Status == metav1.ConditionTrue && cq.Budget != nil {
+			c.SetBudgetSpent(cq.Name, &core.Spent{Stop: cq.Budget.Stop, Why: b.Message})
+		}
 	}
 	for i := range in.Workloads {
 		w := &in.Workloads[i]
@@ -288,6 +298,28 @@ func position(in Input, cq core.ClusterQueue) (pos, waiting int, ahead []string)
 		ahead = append(ahead, fmt.Sprintf("%s (priority %d)", o.Key, o.Priority+o.Aged))
 	}
 	return len(before) + 1, waiting, ahead
+}
+
+// budgetNote says what a ClusterQueue's budget has spent, as its status
+// says, and when a spent one is free again and how much; "" without one.
+func budgetNote(in Input, cqName string) string {
+	for i := range in.ClusterQueues {
+		obj := &in.ClusterQueues[i]
+		if obj.Name != cqName {
+			continue
+		}
+		spec, problem := queues.BudgetOf(obj.Spec.Budget)
+		l, ok := queues.LedgerOf(obj.Status.Budget)
+		if spec == nil || problem != "" || !ok {
+			return ""
+		}
+		msg := fmt.Sprintf("budget: %s spent of %s", strconv.FormatFloat(spec.Spent(l, in.Now), 'f', 3, 64), spec.Describe())
+		if at, free := spec.FreeAt(l, in.Now); !at.IsZero() {
+			msg += fmt.Sprintf("; %s %s-hours free again at %s", strconv.FormatFloat(free, 'f', 3, 64), spec.Resource, at.UTC().Format(time.RFC3339))
+		}
+		return msg + " (as of " + l.At.UTC().Format(time.RFC3339) + ")"
+	}
+	return ""
 }
 
 // fairNote says how a ClusterQueue that orders by LocalQueue usage

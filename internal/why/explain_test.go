@@ -13,6 +13,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
+	"github.com/berth-dev/berth/internal/budget"
 	"github.com/berth-dev/berth/internal/controller/queues"
 	"github.com/berth-dev/berth/internal/core"
 	"github.com/berth-dev/berth/internal/queue"
@@ -271,6 +272,27 @@ func TestWhyAndTheQueueAgreeUnderAdmissionFairSharing(t *testing.T) {
 		"ClusterQueue cq admits the LocalQueues that used least lately first (admission fair sharing); ns/busy has usage 5 (weight 1)"} {
 		if !strings.Contains(why.Render(r), want) {
 			t.Errorf("want %q in:\n%s", want, why.Render(r))
+		}
+	}
+}
+
+// A workload of a ClusterQueue whose budget is spent waits for it, and
+// berth why says how much was spent and when how much is free again.
+func TestExplainSpentBudget(t *testing.T) {
+	in := input(false, 5)
+	cq := &in.ClusterQueues[0]
+	cq.Spec.Budget = &berthv1.Budget{Resource: "cpu", ResourceHours: resource.MustParse("2"), Window: berthv1.RollingBudget,
+		Period: &metav1.Duration{Duration: time.Hour}, WhenSpent: berthv1.StopAdmitting}
+	spec, _ := queues.BudgetOf(cq.Spec.Budget)
+	l := spec.Charge(budget.Ledger{}, 3, now.Add(-time.Hour))
+	l = spec.Charge(l, 3, now)
+	queues.SetBudgetStatus(&cq.Status, cq, *spec, l, now)
+	in.Workloads = in.Workloads[1:] // nothing else holds quota: it would fit
+	out := why.Render(why.Explain(in))
+	for _, want := range []string{"its budget of 2 cpu-hours per 1h0m0s (rolling) is spent: it admits nothing until",
+		"budget: 3.000 spent of 2 cpu-hours per 1h0m0s (rolling); 0.125 cpu-hours free again at 2026-11-23T12:22:30Z"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("want %q in:\n%s", want, out)
 		}
 	}
 }

@@ -292,7 +292,7 @@ func (c *Controller) writeClusterQueueStatus(ctx context.Context, name string) e
 	}
 	want := ClusterQueueStatusOf(&cq, st, c.clock.Now())
 	if spec, l, ok := c.sched.Budget(name); ok {
-		setBudgetStatus(&want, &cq, spec, l, c.clock.Now())
+		SetBudgetStatus(&want, &cq, spec, l, c.clock.Now())
 		metrics.BudgetSpent.WithLabelValues(name).Set(spec.Spent(l, c.clock.Now()))
 	} else {
 		meta.RemoveStatusCondition(&want.Conditions, "BudgetSpent")

@@ -37,10 +37,10 @@ func ClusterQueueStatusOf(cq *berthv1.ClusterQueue, st scheduler.ClusterQueueSta
 	return out
 }
 
-// setBudgetStatus puts a budget's ledger, and whether it is spent, in a
+// SetBudgetStatus puts a budget's ledger, and whether it is spent, in a
 // ClusterQueue's status. Amounts are rounded up to the thousandth: a ledger
 // taken up again never counts less than was spent.
-func setBudgetStatus(out *berthv1.ClusterQueueStatus, cq *berthv1.ClusterQueue, spec budget.Spec, l budget.Ledger, now time.Time) {
+func SetBudgetStatus(out *berthv1.ClusterQueueStatus, cq *berthv1.ClusterQueue, spec budget.Spec, l budget.Ledger, now time.Time) {
 	bs := &berthv1.BudgetStatus{SpentResourceHours: *milliUp(spec.Spent(l, now)), LastUpdate: metav1.NewTime(l.At), InUse: *milliUp(l.InUse)}
 	for _, b := range l.Buckets {
 		bs.Buckets = append(bs.Buckets, berthv1.BudgetBucket{Start: metav1.NewTime(b.Start), ResourceHours: *milliUp(b.Hours)})

@@ -111,7 +111,7 @@ func TestBudgetLedgerRoundTrip(t *testing.T) {
 	l = spec.Charge(l, 0, t0.Add(20*time.Minute))
 	cq := MakeClusterQueue("cq").Obj()
 	var st berthv1.ClusterQueueStatus
-	setBudgetStatus(&st, cq, spec, l, t0.Add(20*time.Minute))
+	SetBudgetStatus(&st, cq, spec, l, t0.Add(20*time.Minute))
 	back, ok := LedgerOf(st.Budget)
 	if !ok || len(back.Buckets) != len(l.Buckets) || !back.At.Equal(l.At) {
 		t.Fatalf("ledger back %+v; want %+v", back, l)

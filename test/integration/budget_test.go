@@ -1,0 +1,72 @@
+package integration
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	berthv1 "github.com/berth-dev/berth/api/v1beta1"
+	"github.com/berth-dev/berth/internal/testenv"
+	. "github.com/berth-dev/berth/test/fixtures"
+)
+
+// A ClusterQueue's budget of 0.002 cpu-hours (7.2 cpu-seconds) per rolling
+// minute is spent by one Job of 1 cpu within seconds: the queue says so in
+// its status and admits nothing more, the Job that runs runs on, and a
+// budget raised lets the waiting Job in.
+func TestSpentBudgetStopsAdmission(t *testing.T) {
+	env := testenv.New(t)
+	rf, cq := env.Name("rf"), env.Name("cq")
+	env.Create(t, MakeResourceFlavor(rf).Obj())
+	q := MakeClusterQueue(cq).ResourceGroup(MakeFlavorQuotas(rf).Resource("cpu", "2").Obj()).Obj()
+	q.Spec.Budget = &berthv1.Budget{Resource: "cpu", ResourceHours: resource.MustParse("0.002"), Window: berthv1.RollingBudget,
+		Period: &metav1.Duration{Duration: time.Minute}, WhenSpent: berthv1.StopAdmitting}
+	env.Create(t, q)
+	env.Create(t, MakeLocalQueue("main", env.Namespace, cq).Obj())
+
+	first := MakeJob("first", env.Namespace).Queue("main").Request("cpu", "1").Obj()
+	env.Create(t, first)
+	firstWL := jobWorkload(t, env, first).Name
+	waitAdmitted(t, env, env.Namespace, firstWL)
+
+	var got *berthv1.ClusterQueue
+	testenv.Eventually(t, wait, func() error {
+		var err error
+		if got, err = clusterQueue(env, cq); err != nil {
+			return err
+		}
+		c := meta.FindStatusCondition(got.Status.Conditions, "BudgetSpent")
+		if c == nil || c.Status != metav1.ConditionTrue || got.Status.Budget == nil || got.Status.Budget.FreeAgainAt == nil {
+			return fmt.Errorf("ClusterQueue %s: BudgetSpent %+v, budget %+v", cq, c, got.Status.Budget)
+		}
+		return nil
+	})
+	if spent := got.Status.Budget.SpentResourceHours; spent.Cmp(resource.MustParse("0.002")) < 0 {
+		t.Errorf("spent %s of 0.002 cpu-hours with BudgetSpent True", spent.String())
+	}
+	active := meta.FindStatusCondition(got.Status.Conditions, "Active")
+	if active == nil || active.Status != metav1.ConditionFalse || !strings.Contains(active.Message, "its budget of 0.002 cpu-hours per 1m0s (rolling) is spent: it admits nothing until") {
+		t.Fatalf("Active condition of a ClusterQueue whose budget is spent: %+v", active)
+	}
+
+	second := MakeJob("second", env.Namespace).Queue("main").Request("cpu", "1").Obj()
+	env.Create(t, second)
+	secondWL := jobWorkload(t, env, second).Name
+	waitPending(t, env, env.Namespace, secondWL, "its budget of 0.002 cpu-hours")
+	if wl, err := getWorkload(env, env.Namespace, firstWL); err != nil || wl.Status.Admission == nil {
+		t.Fatalf("the Job admitted before the budget was spent was stopped: %v %s", err, describe(wl))
+	}
+
+	// A budget raised has room: the waiting Job goes at once.
+	patch := client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"budget":{"resourceHours":"10"}}}`))
+	if err := env.Client.Patch(ctx, got, patch); err != nil {
+		t.Fatal(err)
+	}
+	waitAdmitted(t, env, env.Namespace, secondWL)
+}
