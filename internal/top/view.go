@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -22,12 +23,15 @@ type Node struct {
 	Inactive string `json:"inactive,omitempty"`
 	// StopPolicy is a ClusterQueue's spec.stopPolicy when it is stopped
 	// (Hold or HoldAndDrain); "" when it is not.
-	StopPolicy string     `json:"stopPolicy,omitempty"`
-	Pending    int32      `json:"pending"`
-	Reserving  int32      `json:"reserving"`
-	Admitted   int32      `json:"admitted"`
-	Resources  []Resource `json:"resources,omitempty"`
-	Children   []Node     `json:"children,omitempty"`
+	StopPolicy string `json:"stopPolicy,omitempty"`
+	// Budget says what a ClusterQueue's spec.budget has spent, as its
+	// status says; "" without one.
+	Budget    string     `json:"budget,omitempty"`
+	Pending   int32      `json:"pending"`
+	Reserving int32      `json:"reserving"`
+	Admitted  int32      `json:"admitted"`
+	Resources []Resource `json:"resources,omitempty"`
+	Children  []Node     `json:"children,omitempty"`
 }
 
 // Resource is the quota and use of one resource in one flavor.
@@ -157,6 +161,13 @@ func queueNode(cq *berthv1.ClusterQueue) Node {
 	if p := cq.Spec.StopPolicy; p != "" && p != berthv1.StopPolicyNone {
 		n.StopPolicy = string(p)
 	}
+	if b, st := cq.Spec.Budget, cq.Status.Budget; b != nil && st != nil {
+		n.Budget = fmt.Sprintf("%s of %s %s-hours spent", strconv.FormatFloat(st.SpentResourceHours.AsApproximateFloat64(), 'f', -1, 64),
+			b.ResourceHours.String(), b.Resource)
+		if st.FreeAgainAt != nil {
+			n.Budget += ", free again at " + st.FreeAgainAt.UTC().Format("2006-01-02T15:04:05Z")
+		}
+	}
 	used := map[[2]string]berthv1.ResourceUsage{}
 	for _, f := range cq.Status.FlavorsUsage {
 		for _, r := range f.Resources {
@@ -214,11 +225,14 @@ func Render(roots []Node) string {
 		draw(n, 0)
 	}
 	_ = w.Flush()
-	var inactive []string
+	var inactive, budgets []string
 	var note func(n Node)
 	note = func(n Node) {
 		if n.Inactive != "" {
 			inactive = append(inactive, fmt.Sprintf("%s: %s", n.Name, n.Inactive))
+		}
+		if n.Budget != "" {
+			budgets = append(budgets, fmt.Sprintf("%s: %s", n.Name, n.Budget))
 		}
 		for _, c := range n.Children {
 			note(c)
@@ -229,6 +243,9 @@ func Render(roots []Node) string {
 	}
 	for _, s := range inactive {
 		fmt.Fprintf(&b, "inactive %s\n", s)
+	}
+	for _, s := range budgets {
+		fmt.Fprintf(&b, "budget %s\n", s)
 	}
 	return b.String()
 }

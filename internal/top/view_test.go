@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -42,6 +43,10 @@ func example() ([]berthv1.ClusterQueue, []berthv1.Cohort) {
 	meta.SetStatusCondition(&gated.Status.Conditions, metav1.Condition{Type: "Active", Status: "False",
 		Reason: "AdmissionCheckInactive", Message: "AdmissionCheck budget not Active"})
 	solo := status(MakeClusterQueue("solo").ResourceGroup(MakeFlavorQuotas("spot").Resource("cpu", "8").Obj()).Obj(), 0, 0, 0)
+	solo.Spec.Budget = &berthv1.Budget{Resource: "cpu", ResourceHours: resource.MustParse("100"), Window: berthv1.CalendarMonthBudget,
+		WhenSpent: berthv1.NoBorrowing}
+	free := metav1.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	solo.Status.Budget = &berthv1.BudgetStatus{SpentResourceHours: resource.MustParse("100.5"), FreeAgainAt: &free}
 	cohorts := []berthv1.Cohort{*MakeCohort("research").Parent("org").
 		ResourceGroup(MakeFlavorQuotas("on-demand").Resource("cpu", "5").Obj()).Obj()}
 	return []berthv1.ClusterQueue{teamB, solo, gated, teamA}, cohorts
