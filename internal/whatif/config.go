@@ -96,6 +96,9 @@ func (c *Config) refuse() error {
 		if len(cq.Spec.AdmissionChecks) > 0 {
 			return fmt.Errorf("%s: ClusterQueue %s: spec.admissionChecks: admission checks are not replayed yet", c.Name, cq.Name)
 		}
+		if cq.Spec.Budget != nil {
+			return fmt.Errorf("%s: ClusterQueue %s: spec.budget: budgets are not replayed yet", c.Name, cq.Name)
+		}
 	}
 	for _, lq := range c.LocalQueues {
 		if lq.Namespace == "" {

@@ -176,6 +176,8 @@ func TestParseConfigRefuses(t *testing.T) {
 			"ResourceFlavor f: spec.topologyName: topology-aware placement is not replayed yet"},
 		{"apiVersion: berth.dev/v1beta1\nkind: ClusterQueue\nmetadata: {name: q}\nspec: {admissionChecks: [budget]}\n",
 			"ClusterQueue q: spec.admissionChecks: admission checks are not replayed yet"},
+		{"apiVersion: berth.dev/v1beta1\nkind: ClusterQueue\nmetadata: {name: q}\nspec: {budget: {resource: cpu, resourceHours: \"5\", window: CalendarMonth, whenSpent: Stop}}\n",
+			"ClusterQueue q: spec.budget: budgets are not replayed yet"},
 		{"apiVersion: batch/v1\nkind: Job\nmetadata: {name: j}\n", "Job j (batch/v1) is not part of a queue configuration"},
 		{"apiVersion: berth.dev/v1beta1\nkind: ClusterQueue\nmetadata: {name: q}\nspec: {cohortt: x}\n", `unknown field "spec.cohortt"`},
 		{"apiVersion: berth.dev/v1beta1\nkind: LocalQueue\nmetadata: {name: lq}\nspec: {clusterQueue: q}\n", "LocalQueue lq: metadata.namespace: required"},
