@@ -293,6 +293,7 @@ const (
 // workloads may use over a window. Usage counts from admission to the
 // quota's release; what is admitted when it is spent runs on.
 // +kubebuilder:validation:XValidation:rule="self.window == 'Rolling' ? has(self.period) : !has(self.period)",message="period is set for a Rolling window, and only for it"
+// +kubebuilder:validation:XValidation:rule="quantity(string(self.resourceHours)).isGreaterThan(quantity('0'))",message="resourceHours must be positive"
 type Budget struct {
 	// Resource counted, in every flavor, in its units (cores, bytes, devices).
 	// +kubebuilder:validation:XValidation:rule="size(self) >= 1 && size(self) <= 253",message="resource must be 1 to 253 characters"

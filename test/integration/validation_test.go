@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
@@ -81,6 +82,21 @@ func TestClusterQueueValidation(t *testing.T) {
 			cq.Spec.RunTime = &berthv1.RunTimePolicy{DefaultSeconds: ptr(int32(600)), MaximumSeconds: ptr(int32(60))}
 			return cq
 		}(), []string{"spec.runTime", "defaultSeconds may not exceed maximumSeconds"}},
+		{"a budget of nothing", func() *berthv1.ClusterQueue {
+			cq := MakeClusterQueue("").ResourceGroup(fq("a").Resource("cpu", "1").Obj()).Obj()
+			cq.Spec.Budget = &berthv1.Budget{Resource: "cpu", ResourceHours: resource.MustParse("0"), Window: berthv1.CalendarMonthBudget, WhenSpent: berthv1.StopAdmitting}
+			return cq
+		}(), []string{"spec.budget", "resourceHours must be positive"}},
+		{"a rolling budget without a period", func() *berthv1.ClusterQueue {
+			cq := MakeClusterQueue("").ResourceGroup(fq("a").Resource("cpu", "1").Obj()).Obj()
+			cq.Spec.Budget = &berthv1.Budget{Resource: "cpu", ResourceHours: resource.MustParse("5"), Window: berthv1.RollingBudget, WhenSpent: berthv1.StopAdmitting}
+			return cq
+		}(), []string{"spec.budget", "period is set for a Rolling window, and only for it"}},
+		{"a budget that lowers priority", func() *berthv1.ClusterQueue {
+			cq := MakeClusterQueue("").ResourceGroup(fq("a").Resource("cpu", "1").Obj()).Obj()
+			cq.Spec.Budget = &berthv1.Budget{Resource: "cpu", ResourceHours: resource.MustParse("5"), Window: berthv1.CalendarMonthBudget, WhenSpent: "LowerPriority"}
+			return cq
+		}(), []string{"spec.budget.whenSpent", `supported values: "NoBorrowing", "Stop"`}},
 		{"a run time of zero", func() *berthv1.ClusterQueue {
 			cq := MakeClusterQueue("").ResourceGroup(fq("a").Resource("cpu", "1").Obj()).Obj()
 			cq.Spec.RunTime = &berthv1.RunTimePolicy{MaximumSeconds: ptr(int32(0))}
