@@ -26,6 +26,15 @@ type LocalQueueSpec struct {
 	// its workloads after those of every queue with a weight.
 	// +optional
 	FairSharing *FairSharing `json:"fairSharing,omitempty"`
+
+	// Budget caps the resource-time this queue's workloads may use over a
+	// window, within what its ClusterQueue allows: once spent, the queue
+	// admits nothing until the window frees some (docs/budgets.md). A
+	// LocalQueue has no quota of its own to stay within, so whenSpent is
+	// Stop.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self.whenSpent == 'Stop'",message="a LocalQueue's budget can only stop it (whenSpent: Stop): it has no nominal quota of its own"
+	Budget *Budget `json:"budget,omitempty"`
 }
 
 // LocalQueueFairSharingStatus is what a LocalQueue has used lately, as its
@@ -68,11 +77,16 @@ type LocalQueueStatus struct {
 	// +listMapKey=name
 	FlavorsUsage []FlavorUsage `json:"flavorsUsage,omitempty"`
 
-	// Conditions: Active says whether the queue can admit, and why not.
+	// Conditions: Active says whether the queue can admit, and why not;
+	// BudgetSpent whether its budget holds it back.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// Budget: set while spec.budget is.
+	// +optional
+	Budget *BudgetStatus `json:"budget,omitempty"`
 
 	// FairSharing: set while its ClusterQueue orders by usage.
 	// +optional

@@ -98,6 +98,7 @@ type Manager struct {
 	held    entryHeap[backoffOrder]      // evicted workloads waiting out their backoff
 	changed map[string]bool              // keys whose pending reason changed
 	scores  map[string]float64           // by LocalQueue, for admission fair sharing
+	spent   map[string]string            // LocalQueues whose budget is spent: why
 	clock   clock.PassiveClock
 }
 
@@ -105,7 +106,7 @@ type Manager struct {
 func NewManager(clk clock.PassiveClock) *Manager {
 	return &Manager{cqs: map[string]*cqQueue{}, lqs: map[string]LocalQueue{},
 		entries: map[string]*entry{}, byLQ: map[string]map[string]*entry{},
-		parked: map[string]*entry{}, changed: map[string]bool{}, scores: map[string]float64{}, clock: clk}
+		parked: map[string]*entry{}, changed: map[string]bool{}, scores: map[string]float64{}, spent: map[string]string{}, clock: clk}
 }
 
 // put makes e the entry of its workload, in the indexes.
@@ -226,6 +227,20 @@ func (m *Manager) SetLocalQueue(lq LocalQueue) {
 	}
 	m.lqs[lq.Key] = lq
 	m.reroute(lq.Key)
+}
+
+// SetLocalQueueSpent parks a LocalQueue's workloads, saying why, while its
+// budget is spent ("": it is not); they go back in line when it is not.
+func (m *Manager) SetLocalQueueSpent(key, why string) {
+	if m.spent[key] == why {
+		return
+	}
+	if why == "" {
+		delete(m.spent, key)
+	} else {
+		m.spent[key] = why
+	}
+	m.reroute(key)
 }
 
 // DeleteLocalQueue parks its workloads until it comes back.
@@ -661,6 +676,8 @@ func (m *Manager) route(e *entry) {
 		m.park(e, fmt.Sprintf("LocalQueue %s is being deleted", e.localQueue))
 	case lq.Stopped:
 		m.park(e, fmt.Sprintf("LocalQueue %s is stopped by its stopPolicy", e.localQueue))
+	case m.spent[e.localQueue] != "":
+		m.park(e, fmt.Sprintf("LocalQueue %s: %s", e.localQueue, m.spent[e.localQueue]))
 	case lq.Unguarded:
 		m.park(e, fmt.Sprintf("LocalQueue %s is waiting for its in-use finalizer, added by berth when it first sees the queue", e.localQueue))
 	default:

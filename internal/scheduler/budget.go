@@ -8,10 +8,17 @@ import (
 )
 
 // budgetWrite is how often a budget that is being spent has its ledger
-// marked for its ClusterQueue's status: the ledger changes with every
-// charge, and a status write a second per queue would cost the API server
-// for nothing. A change of whether it is spent is marked at once.
+// marked for its queue's status: the ledger changes with every charge, and
+// a status write a second per queue would cost the API server for nothing.
+// A change of whether it is spent is marked at once.
 const budgetWrite = 10 * time.Second
+
+// BudgetOwner names a queue with a budget: a ClusterQueue by name, or a
+// LocalQueue by namespace/name.
+type BudgetOwner struct {
+	LocalQueue bool
+	Name       string
+}
 
 type budgetState struct {
 	spec   budget.Spec
@@ -20,88 +27,119 @@ type budgetState struct {
 	marked time.Time
 }
 
-// setBudget keeps ClusterQueue cq's budget as its spec says: a new one
-// starts empty, one whose resource or window changed starts again, and
-// one removed stops holding the queue back.
-func (s *Scheduler) setBudget(cq string, spec *budget.Spec) {
-	st, ok := s.budgets[cq]
+// setBudget keeps a queue's budget as its spec says: a new one starts
+// empty, one whose resource or window changed starts again, and one
+// removed stops holding the queue back.
+func (s *Scheduler) setBudget(o BudgetOwner, spec *budget.Spec) {
+	st, ok := s.budgets[o]
 	switch {
 	case spec == nil:
 		if ok {
-			delete(s.budgets, cq)
-			s.cluster.SetBudgetSpent(cq, nil)
-			s.queueInadmissible(s.cluster.CohortTree(cq)...)
+			delete(s.budgets, o)
+			s.holdBack(o, nil, "")
 		}
 		return
 	case !ok || st.spec.Resource != spec.Resource || st.spec.Rolling != spec.Rolling:
 		st = &budgetState{}
-		s.budgets[cq] = st
+		s.budgets[o] = st
 	}
 	st.spec = *spec
-	s.applyBudget(cq, st, s.clock.Now())
+	s.applyBudget(o, st, s.clock.Now())
 }
 
-// TakeUpLedger takes up what a ClusterQueue's status says its budget spent
-// when it is newer than what this scheduler knows: at start-up, and on a
-// replica that does not lead, which charges nothing itself.
-func (s *Scheduler) TakeUpLedger(cq string, l budget.Ledger) {
+// SetLocalQueueBudget sets a LocalQueue's budget (nil: none).
+func (s *Scheduler) SetLocalQueueBudget(key string, spec *budget.Spec) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st, ok := s.budgets[cq]
+	s.setBudget(BudgetOwner{LocalQueue: true, Name: key}, spec)
+}
+
+// TakeUpLedger takes up what a queue's status says its budget spent when
+// it is newer than what this scheduler knows: at start-up, and on a
+// replica that does not lead, which charges nothing itself.
+func (s *Scheduler) TakeUpLedger(o BudgetOwner, l budget.Ledger) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st, ok := s.budgets[o]
 	if !ok || l.At.IsZero() || !l.At.After(st.ledger.At) {
 		return
 	}
 	st.ledger = l
-	s.applyBudget(cq, st, s.clock.Now())
+	s.applyBudget(o, st, s.clock.Now())
 }
 
-// ChargeBudgets charges every budget with what its ClusterQueue's
-// workloads hold now, and says which are spent; the caller calls it every
-// second or so (the leader alone).
+// ChargeBudgets charges every budget with what its queue's workloads hold
+// now, and says which are spent; the caller calls it every second or so
+// (the leader alone).
 func (s *Scheduler) ChargeBudgets() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.clock.Now()
-	for cq, st := range s.budgets {
+	for o, st := range s.budgets {
+		usage := s.lqUsage[o.Name]
+		if !o.LocalQueue {
+			usage = s.cluster.Usage(o.Name)
+		}
 		var inUse float64
-		for fr, v := range s.cluster.Usage(cq) {
+		for fr, v := range usage {
 			if fr.Resource == st.spec.Resource {
 				inUse += float64(v) / 1000
 			}
 		}
 		st.ledger = st.spec.Charge(st.ledger, inUse, now)
-		if s.applyBudget(cq, st, now) || now.Sub(st.marked) >= budgetWrite {
+		if s.applyBudget(o, st, now) || now.Sub(st.marked) >= budgetWrite {
 			st.marked = now
-			s.dirtyCQ[cq] = true
+			if o.LocalQueue {
+				s.dirtyLQ[o.Name] = true
+			} else {
+				s.dirtyCQ[o.Name] = true
+			}
 		}
 	}
 }
 
-// applyBudget tells the core whether cq's budget is spent at now, and
+// applyBudget holds the queue back while its budget is spent at now, and
 // reports whether that changed. Budget freed gives the queue's waiting
 // workloads another look.
-func (s *Scheduler) applyBudget(cq string, st *budgetState, now time.Time) bool {
+func (s *Scheduler) applyBudget(o BudgetOwner, st *budgetState, now time.Time) bool {
 	spent := st.spec.Exhausted(st.ledger, now)
 	if spent {
-		s.cluster.SetBudgetSpent(cq, &core.Spent{Stop: st.spec.Stop, Why: st.spec.Why(st.ledger, now)})
+		s.holdBack(o, &st.spec, st.spec.Why(st.ledger, now))
 	} else {
-		s.cluster.SetBudgetSpent(cq, nil)
+		s.holdBack(o, nil, "")
 	}
 	changed := spent != st.spent
 	st.spent = spent
 	if changed && !spent {
-		s.queueInadmissible(s.cluster.CohortTree(cq)...)
 		s.signal()
 	}
 	return changed
 }
 
-// Budget returns ClusterQueue cq's budget and what it has spent; false
-// when it has none.
-func (s *Scheduler) Budget(cq string) (budget.Spec, budget.Ledger, bool) {
+// holdBack tells the core (a ClusterQueue) or the queues (a LocalQueue)
+// that the queue's budget is spent, why, or (spec nil) that it is not.
+func (s *Scheduler) holdBack(o BudgetOwner, spec *budget.Spec, why string) {
+	if o.LocalQueue {
+		s.queues.SetLocalQueueSpent(o.Name, why)
+		return
+	}
+	was := s.cluster.BudgetSpent(o.Name)
+	if spec == nil {
+		s.cluster.SetBudgetSpent(o.Name, nil)
+	} else {
+		s.cluster.SetBudgetSpent(o.Name, &core.Spent{Stop: spec.Stop, Why: why})
+	}
+	if was != "" && spec == nil {
+		s.queueInadmissible(s.cluster.CohortTree(o.Name)...)
+	}
+}
+
+// Budget returns a queue's budget and what it has spent; false when it has
+// none.
+func (s *Scheduler) Budget(o BudgetOwner) (budget.Spec, budget.Ledger, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st, ok := s.budgets[cq]
+	st, ok := s.budgets[o]
 	if !ok {
 		return budget.Spec{}, budget.Ledger{}, false
 	}

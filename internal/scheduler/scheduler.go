@@ -72,8 +72,8 @@ type Scheduler struct {
 	shares  map[string]admissionfairsharing.Share
 	weights map[string]float64
 
-	// budgets by ClusterQueue (budget.go).
-	budgets map[string]*budgetState
+	// budgets by queue (budget.go).
+	budgets map[BudgetOwner]*budgetState
 }
 
 type queuePair struct{ cq, lq string }
@@ -104,7 +104,7 @@ func New(clk clock.PassiveClock) *Scheduler {
 		afs:          admissionfairsharing.Default(),
 		shares:       map[string]admissionfairsharing.Share{},
 		weights:      map[string]float64{},
-		budgets:      map[string]*budgetState{},
+		budgets:      map[BudgetOwner]*budgetState{},
 	}
 }
 
@@ -151,7 +151,7 @@ func (s *Scheduler) SetClusterQueue(cq core.ClusterQueue) {
 	s.cluster.SetClusterQueue(cq)
 	s.queues.SetClusterQueue(cq.Name, cq.Strategy, cq.Aging)
 	s.queues.SetFair(cq.Name, cq.AdmissionFairSharing)
-	s.setBudget(cq.Name, cq.Budget)
+	s.setBudget(BudgetOwner{Name: cq.Name}, cq.Budget)
 	s.queueInadmissible(before...)
 	s.queueInadmissible(s.cluster.CohortTree(cq.Name)...)
 	s.signal()
@@ -165,7 +165,7 @@ func (s *Scheduler) DeleteClusterQueue(name string) []string {
 	before := s.cluster.CohortTree(name)
 	s.cluster.DeleteClusterQueue(name)
 	s.queues.DeleteClusterQueue(name)
-	delete(s.budgets, name)
+	delete(s.budgets, BudgetOwner{Name: name})
 	s.cluster.SetBudgetSpent(name, nil)
 	s.queueInadmissible(before...)
 	s.signal()
@@ -213,6 +213,8 @@ func (s *Scheduler) DeleteLocalQueue(key string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.queues.DeleteLocalQueue(key)
+	s.queues.SetLocalQueueSpent(key, "")
+	delete(s.budgets, BudgetOwner{LocalQueue: true, Name: key})
 	delete(s.shares, key)
 	delete(s.weights, key)
 	s.markAll()

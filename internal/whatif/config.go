@@ -104,6 +104,9 @@ func (c *Config) refuse() error {
 		if lq.Namespace == "" {
 			return fmt.Errorf("%s: LocalQueue %s: metadata.namespace: required", c.Name, lq.Name)
 		}
+		if lq.Spec.Budget != nil {
+			return fmt.Errorf("%s: LocalQueue %s/%s: spec.budget: budgets are not replayed yet", c.Name, lq.Namespace, lq.Name)
+		}
 	}
 	return nil
 }

@@ -151,7 +151,8 @@ func Explain(in Input) Report {
 		r.Notes = append(r.Notes, fmt.Sprintf("ClusterQueue %s does not exist: the workload waits for it", r.ClusterQueue))
 		return r
 	}
-	if p := in.LocalQueues[i].Spec.StopPolicy; p == berthv1.Hold || p == berthv1.HoldAndDrain {
+	lqObj := &in.LocalQueues[i]
+	if p := lqObj.Spec.StopPolicy; p == berthv1.Hold || p == berthv1.HoldAndDrain {
 		r.Notes = append(r.Notes, fmt.Sprintf("LocalQueue %s is stopped (stopPolicy %s)", r.LocalQueue, p))
 	}
 	if a := w.Status.Admission; a != nil {
@@ -175,8 +176,12 @@ func Explain(in Input) Report {
 		return r
 	}
 	r.Position, r.Waiting, r.Ahead = position(in, cq)
-	if note := budgetNote(in, cq.Name); note != "" {
-		r.Notes = append(r.Notes, note)
+	cqb, cqst := cqBudget(in, cq.Name)
+	for _, note := range []string{budgetNote("ClusterQueue "+cq.Name, cqb, cqst, in.Now),
+		budgetNote("LocalQueue "+r.LocalQueue, lqObj.Spec.Budget, lqObj.Status.Budget, in.Now)} {
+		if note != "" {
+			r.Notes = append(r.Notes, note)
+		}
 	}
 	if cq.AdmissionFairSharing {
 		r.Notes = append(r.Notes, fairNote(in, r.LocalQueue, cq.Name))
@@ -210,6 +215,10 @@ func Explain(in Input) Report {
 		// The copy knows nothing of --pods-ready-block-admission: the
 		// controller's own reason says what holds it now.
 		r.Now = "it waits: " + r.Message
+	}
+	if b := meta.FindStatusCondition(lqObj.Status.Conditions, "BudgetSpent"); b != nil && b.Status == metav1.ConditionTrue && lqObj.Spec.Budget != nil {
+		// Nor of its LocalQueue's spent budget (its status says it).
+		r.Now = fmt.Sprintf("it waits: LocalQueue %s: %s", r.LocalQueue, b.Message)
 	}
 	if rs := w.Status.RequeueState; rs != nil && rs.RequeueAt != nil && rs.RequeueAt.After(in.Now) {
 		r.Notes = append(r.Notes, fmt.Sprintf("it backs off until %s after an eviction", rs.RequeueAt.Format(time.RFC3339)))
@@ -300,26 +309,29 @@ func position(in Input, cq core.ClusterQueue) (pos, waiting int, ahead []string)
 	return len(before) + 1, waiting, ahead
 }
 
-// budgetNote says what a ClusterQueue's budget has spent, as its status
-// says, and when a spent one is free again and how much; "" without one.
-func budgetNote(in Input, cqName string) string {
+// cqBudget is a ClusterQueue's budget and its status.
+func cqBudget(in Input, cqName string) (*berthv1.Budget, *berthv1.BudgetStatus) {
 	for i := range in.ClusterQueues {
-		obj := &in.ClusterQueues[i]
-		if obj.Name != cqName {
-			continue
+		if obj := &in.ClusterQueues[i]; obj.Name == cqName {
+			return obj.Spec.Budget, obj.Status.Budget
 		}
-		spec, problem := queues.BudgetOf(obj.Spec.Budget)
-		l, ok := queues.LedgerOf(obj.Status.Budget)
-		if spec == nil || problem != "" || !ok {
-			return ""
-		}
-		msg := fmt.Sprintf("budget: %s spent of %s", strconv.FormatFloat(spec.Spent(l, in.Now), 'f', 3, 64), spec.Describe())
-		if at, free := spec.FreeAt(l, in.Now); !at.IsZero() {
-			msg += fmt.Sprintf("; %s %s-hours free again at %s", strconv.FormatFloat(free, 'f', 3, 64), spec.Resource, at.UTC().Format(time.RFC3339))
-		}
-		return msg + " (as of " + l.At.UTC().Format(time.RFC3339) + ")"
 	}
-	return ""
+	return nil, nil
+}
+
+// budgetNote says what the budget of queue who has spent, as its status
+// says, and when a spent one is free again and how much; "" without one.
+func budgetNote(who string, b *berthv1.Budget, st *berthv1.BudgetStatus, now time.Time) string {
+	spec, problem := queues.BudgetOf(b)
+	l, ok := queues.LedgerOf(st)
+	if spec == nil || problem != "" || !ok {
+		return ""
+	}
+	msg := fmt.Sprintf("budget of %s: %s spent of %s", who, strconv.FormatFloat(spec.Spent(l, now), 'f', 3, 64), spec.Describe())
+	if at, free := spec.FreeAt(l, now); !at.IsZero() {
+		msg += fmt.Sprintf("; %s %s-hours free again at %s", strconv.FormatFloat(free, 'f', 3, 64), spec.Resource, at.UTC().Format(time.RFC3339))
+	}
+	return msg + " (as of " + l.At.UTC().Format(time.RFC3339) + ")"
 }
 
 // fairNote says how a ClusterQueue that orders by LocalQueue usage

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -286,11 +287,36 @@ func TestExplainSpentBudget(t *testing.T) {
 	spec, _ := queues.BudgetOf(cq.Spec.Budget)
 	l := spec.Charge(budget.Ledger{}, 3, now.Add(-time.Hour))
 	l = spec.Charge(l, 3, now)
-	queues.SetBudgetStatus(&cq.Status, cq, *spec, l, now)
+	var cond metav1.Condition
+	cq.Status.Budget, cond = queues.BudgetStatusOf(*spec, l, cq.Generation, now)
+	meta.SetStatusCondition(&cq.Status.Conditions, cond)
 	in.Workloads = in.Workloads[1:] // nothing else holds quota: it would fit
 	out := why.Render(why.Explain(in))
 	for _, want := range []string{"its budget of 2 cpu-hours per 1h0m0s (rolling) is spent: it admits nothing until",
-		"budget: 3.000 spent of 2 cpu-hours per 1h0m0s (rolling); 0.125 cpu-hours free again at 2026-11-23T12:22:30Z"} {
+		"budget of ClusterQueue cq: 3.000 spent of 2 cpu-hours per 1h0m0s (rolling); 0.125 cpu-hours free again at 2026-11-23T12:22:30Z"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("want %q in:\n%s", want, out)
+		}
+	}
+}
+
+// A workload of a LocalQueue whose budget is spent waits for it, as the
+// LocalQueue's status says, though its ClusterQueue has room.
+func TestExplainSpentLocalQueueBudget(t *testing.T) {
+	in := input(false, 5)
+	lq := &in.LocalQueues[0]
+	lq.Spec.Budget = &berthv1.Budget{Resource: "cpu", ResourceHours: resource.MustParse("1"), Window: berthv1.CalendarMonthBudget,
+		WhenSpent: berthv1.StopAdmitting}
+	spec, _ := queues.BudgetOf(lq.Spec.Budget)
+	l := spec.Charge(budget.Ledger{}, 2, now.Add(-time.Hour))
+	l = spec.Charge(l, 2, now)
+	var cond metav1.Condition
+	lq.Status.Budget, cond = queues.BudgetStatusOf(*spec, l, lq.Generation, now)
+	meta.SetStatusCondition(&lq.Status.Conditions, cond)
+	in.Workloads = in.Workloads[1:]
+	out := why.Render(why.Explain(in))
+	for _, want := range []string{"right now: it waits: LocalQueue ns/main: its budget of 1 cpu-hours per calendar month (UTC) is spent: it admits nothing until",
+		"budget of LocalQueue ns/main: 2.000 spent of 1 cpu-hours per calendar month (UTC)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("want %q in:\n%s", want, out)
 		}

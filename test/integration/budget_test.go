@@ -70,3 +70,39 @@ func TestSpentBudgetStopsAdmission(t *testing.T) {
 	}
 	waitAdmitted(t, env, env.Namespace, secondWL)
 }
+
+// A LocalQueue's budget of 0.002 cpu-hours is spent by its one Job: its
+// next Job waits, saying why, while the other LocalQueue of the same
+// ClusterQueue goes on; the LocalQueue's status says it is spent.
+func TestSpentLocalQueueBudgetStopsOnlyThatQueue(t *testing.T) {
+	env := testenv.New(t)
+	rf, cq := env.Name("rf"), env.Name("cq")
+	env.Create(t, MakeResourceFlavor(rf).Obj())
+	env.Create(t, MakeClusterQueue(cq).ResourceGroup(MakeFlavorQuotas(rf).Resource("cpu", "4").Obj()).Obj())
+	capped := MakeLocalQueue("capped", env.Namespace, cq).Obj()
+	capped.Spec.Budget = &berthv1.Budget{Resource: "cpu", ResourceHours: resource.MustParse("0.002"), Window: berthv1.RollingBudget,
+		Period: &metav1.Duration{Duration: time.Minute}, WhenSpent: berthv1.StopAdmitting}
+	env.Create(t, capped)
+	env.Create(t, MakeLocalQueue("main", env.Namespace, cq).Obj())
+
+	first := MakeJob("first", env.Namespace).Queue("capped").Request("cpu", "1").Obj()
+	env.Create(t, first)
+	waitAdmitted(t, env, env.Namespace, jobWorkload(t, env, first).Name)
+	testenv.Eventually(t, wait, func() error {
+		var lq berthv1.LocalQueue
+		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: "capped"}, &lq); err != nil {
+			return err
+		}
+		if c := meta.FindStatusCondition(lq.Status.Conditions, "BudgetSpent"); c == nil || c.Status != metav1.ConditionTrue || lq.Status.Budget == nil {
+			return fmt.Errorf("LocalQueue capped: BudgetSpent %+v, budget %+v", c, lq.Status.Budget)
+		}
+		return nil
+	})
+	second := MakeJob("second", env.Namespace).Queue("capped").Request("cpu", "1").Obj()
+	env.Create(t, second)
+	waitPending(t, env, env.Namespace, jobWorkload(t, env, second).Name,
+		"LocalQueue "+env.Namespace+"/capped: its budget of 0.002 cpu-hours per 1m0s (rolling) is spent: it admits nothing until")
+	other := MakeJob("other", env.Namespace).Queue("main").Request("cpu", "1").Obj()
+	env.Create(t, other)
+	waitAdmitted(t, env, env.Namespace, jobWorkload(t, env, other).Name)
+}

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
@@ -181,7 +182,7 @@ func (c *Controller) setClusterQueue(obj any) {
 func (c *Controller) takeUpLedger(obj any) {
 	if cq, ok := obj.(*berthv1.ClusterQueue); ok {
 		if l, ok := LedgerOf(cq.Status.Budget); ok {
-			c.sched.TakeUpLedger(cq.Name, l)
+			c.sched.TakeUpLedger(scheduler.BudgetOwner{Name: cq.Name}, l)
 		}
 	}
 }
@@ -217,6 +218,10 @@ func (c *Controller) setLocalQueue(obj any) {
 	q := LocalQueueOf(lq)
 	c.sched.SetLocalQueue(q)
 	c.sched.SetLocalQueueWeight(q.Key, WeightOf(lq))
+	// The API server refuses a budget berth cannot count by (the field's
+	// validation rules), so BudgetOf finds no problem here.
+	spec, _ := BudgetOf(lq.Spec.Budget)
+	c.sched.SetLocalQueueBudget(q.Key, spec)
 	c.takeUpShare(lq)
 	c.tend(objRef{localQueueKind, q.Key}, lq)
 	if lq.Spec.StopPolicy == berthv1.HoldAndDrain {
@@ -231,8 +236,12 @@ func (c *Controller) setLocalQueue(obj any) {
 // samples.
 func (c *Controller) takeUpShare(obj any) {
 	if lq, ok := obj.(*berthv1.LocalQueue); ok {
+		key := lq.Namespace + "/" + lq.Name
 		if sh, ok := ShareOf(lq); ok {
-			c.sched.TakeUpShare(lq.Namespace+"/"+lq.Name, sh)
+			c.sched.TakeUpShare(key, sh)
+		}
+		if l, ok := LedgerOf(lq.Status.Budget); ok {
+			c.sched.TakeUpLedger(scheduler.BudgetOwner{LocalQueue: true, Name: key}, l)
 		}
 	}
 }
@@ -291,8 +300,10 @@ func (c *Controller) writeClusterQueueStatus(ctx context.Context, name string) e
 		return client.IgnoreNotFound(err)
 	}
 	want := ClusterQueueStatusOf(&cq, st, c.clock.Now())
-	if spec, l, ok := c.sched.Budget(name); ok {
-		SetBudgetStatus(&want, &cq, spec, l, c.clock.Now())
+	if spec, l, ok := c.sched.Budget(scheduler.BudgetOwner{Name: name}); ok {
+		var cond metav1.Condition
+		want.Budget, cond = BudgetStatusOf(spec, l, cq.Generation, c.clock.Now())
+		meta.SetStatusCondition(&want.Conditions, cond)
 		metrics.BudgetSpent.WithLabelValues(name).Set(spec.Spent(l, c.clock.Now()))
 	} else {
 		meta.RemoveStatusCondition(&want.Conditions, "BudgetSpent")
@@ -332,6 +343,18 @@ func (c *Controller) writeLocalQueueStatus(ctx context.Context, key string) erro
 	st := c.sched.LocalQueueStatus(key)
 	cqInactive := c.sched.ClusterQueueStatus(lq.Spec.ClusterQueue).Inactive
 	want := LocalQueueStatusOf(&lq, st, cqInactive, c.clock.Now())
+	if spec, l, ok := c.sched.Budget(scheduler.BudgetOwner{LocalQueue: true, Name: key}); ok {
+		var cond metav1.Condition
+		want.Budget, cond = BudgetStatusOf(spec, l, lq.Generation, c.clock.Now())
+		meta.SetStatusCondition(&want.Conditions, cond)
+		if cond.Status == metav1.ConditionTrue {
+			// Active says it takes nothing now, as for a stopPolicy.
+			meta.SetStatusCondition(&want.Conditions, metav1.Condition{Type: "Active", Status: metav1.ConditionFalse, Reason: "BudgetSpent",
+				Message: cond.Message, ObservedGeneration: lq.Generation, LastTransitionTime: metav1.NewTime(c.clock.Now())})
+		}
+	} else {
+		meta.RemoveStatusCondition(&want.Conditions, "BudgetSpent")
+	}
 	if sh, score, ok := c.sched.Share(key); ok {
 		want.FairSharing = ShareStatusOf(sh, score)
 		metrics.LocalQueueWeightedUsage.WithLabelValues(key).Set(score)

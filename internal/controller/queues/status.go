@@ -37,15 +37,15 @@ func ClusterQueueStatusOf(cq *berthv1.ClusterQueue, st scheduler.ClusterQueueSta
 	return out
 }
 
-// SetBudgetStatus puts a budget's ledger, and whether it is spent, in a
-// ClusterQueue's status. Amounts are rounded up to the thousandth: a ledger
+// BudgetStatusOf is the status of a queue's budget (its ledger) and its
+// BudgetSpent condition. Amounts are rounded up to the thousandth: a ledger
 // taken up again never counts less than was spent.
-func SetBudgetStatus(out *berthv1.ClusterQueueStatus, cq *berthv1.ClusterQueue, spec budget.Spec, l budget.Ledger, now time.Time) {
+func BudgetStatusOf(spec budget.Spec, l budget.Ledger, generation int64, now time.Time) (*berthv1.BudgetStatus, metav1.Condition) {
 	bs := &berthv1.BudgetStatus{SpentResourceHours: *milliUp(spec.Spent(l, now)), LastUpdate: metav1.NewTime(l.At), InUse: *milliUp(l.InUse)}
 	for _, b := range l.Buckets {
 		bs.Buckets = append(bs.Buckets, berthv1.BudgetBucket{Start: metav1.NewTime(b.Start), ResourceHours: *milliUp(b.Hours)})
 	}
-	c := metav1.Condition{Type: "BudgetSpent", Status: metav1.ConditionFalse, Reason: "Available", ObservedGeneration: cq.Generation,
+	c := metav1.Condition{Type: "BudgetSpent", Status: metav1.ConditionFalse, Reason: "Available", ObservedGeneration: generation,
 		LastTransitionTime: metav1.NewTime(now), Message: "within its budget of " + spec.Describe()}
 	if spec.Exhausted(l, now) {
 		at, _ := spec.FreeAt(l, now)
@@ -53,8 +53,7 @@ func SetBudgetStatus(out *berthv1.ClusterQueueStatus, cq *berthv1.ClusterQueue, 
 		bs.FreeAgainAt = &t
 		c.Status, c.Reason, c.Message = metav1.ConditionTrue, "Spent", spec.Why(l, now)
 	}
-	out.Budget = bs
-	meta.SetStatusCondition(&out.Conditions, c)
+	return bs, c
 }
 
 // LedgerOf reads the ledger a ClusterQueue's status keeps; false when it

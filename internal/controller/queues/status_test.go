@@ -111,7 +111,9 @@ func TestBudgetLedgerRoundTrip(t *testing.T) {
 	l = spec.Charge(l, 0, t0.Add(20*time.Minute))
 	cq := MakeClusterQueue("cq").Obj()
 	var st berthv1.ClusterQueueStatus
-	SetBudgetStatus(&st, cq, spec, l, t0.Add(20*time.Minute))
+	var cond metav1.Condition
+	st.Budget, cond = BudgetStatusOf(spec, l, cq.Generation, t0.Add(20*time.Minute))
+	meta.SetStatusCondition(&st.Conditions, cond)
 	back, ok := LedgerOf(st.Budget)
 	if !ok || len(back.Buckets) != len(l.Buckets) || !back.At.Equal(l.At) {
 		t.Fatalf("ledger back %+v; want %+v", back, l)
