@@ -162,8 +162,8 @@ func queueNode(cq *berthv1.ClusterQueue) Node {
 		n.StopPolicy = string(p)
 	}
 	if b, st := cq.Spec.Budget, cq.Status.Budget; b != nil && st != nil {
-		n.Budget = fmt.Sprintf("%s of %s %s-hours spent", strconv.FormatFloat(st.SpentResourceHours.AsApproximateFloat64(), 'f', -1, 64),
-			b.ResourceHours.String(), b.Resource)
+		hours := func(q resource.Quantity) string { return strconv.FormatFloat(q.AsApproximateFloat64(), 'f', -1, 64) }
+		n.Budget = fmt.Sprintf("%s of %s %s-hours spent", hours(st.SpentResourceHours), hours(b.ResourceHours), b.Resource)
 		if st.FreeAgainAt != nil {
 			n.Budget += ", free again at " + st.FreeAgainAt.UTC().Format("2006-01-02T15:04:05Z")
 		}

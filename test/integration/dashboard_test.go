@@ -16,6 +16,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -57,7 +58,11 @@ func TestDashboardShowsQueuesLiveInABrowser(t *testing.T) {
 	env := testenv.New(t)
 	rf, cq, cohort := env.Name("rf"), env.Name("cq"), env.Name("team")
 	env.Create(t, MakeResourceFlavor(rf).Obj())
-	env.Create(t, MakeClusterQueue(cq).Cohort(cohort).ResourceGroup(MakeFlavorQuotas(rf).Resource("cpu", "2").Obj()).Obj())
+	q := MakeClusterQueue(cq).Cohort(cohort).ResourceGroup(MakeFlavorQuotas(rf).Resource("cpu", "2").Obj()).Obj()
+	// A budget never spent here: the page shows what it has spent.
+	q.Spec.Budget = &berthv1.Budget{Resource: "cpu", ResourceHours: resource.MustParse("1000"), Window: berthv1.CalendarMonthBudget,
+		WhenSpent: berthv1.StopAdmitting}
+	env.Create(t, q)
 	env.Create(t, MakeLocalQueue("main", env.Namespace, cq).Obj())
 	url := testenv.Dashboard(t, env.Config, func(s *dashboard.Server) { s.SampleEvery(time.Second) })
 
@@ -98,6 +103,7 @@ func TestDashboardShowsQueuesLiveInABrowser(t *testing.T) {
 	node := `[data-node="ClusterQueue/` + cq + `"]`
 	waitText(t, ctx, `[data-node="Cohort/`+cohort+`"] > .head`, cohort)
 	waitText(t, ctx, node+` [data-resource="`+rf+`/cpu"] [data-field="usage"]`, "0 of 2")
+	waitText(t, ctx, node+` [data-field="budget"]`, "of 1000 cpu-hours spent")
 	waitText(t, ctx, "#queue-title", "ClusterQueue "+cq)
 
 	first := MakeJob("first", env.Namespace).Queue("main").Request("cpu", "2").Obj()

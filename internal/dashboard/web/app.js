@@ -101,6 +101,11 @@ function nodeView(n) {
     i.dataset.field = "inactive";
     head.append(i);
   }
+  if (n.budget) {
+    const b = el("span", "budget", "budget: " + n.budget);
+    b.dataset.field = "budget";
+    head.append(b);
+  }
   box.append(head);
   for (const r of n.resources ?? []) box.append(resourceRow(r));
   if (n.kind === "ClusterQueue" && n.name === selected) box.classList.add("selected");
