@@ -271,6 +271,10 @@ func (s *Scheduler) WorkloadAdmitted(a core.Admitted, localQueue string) {
 	prev, was := s.cluster.IsAdmitted(key)
 	evicting := s.cluster.Evicting(key)
 	podsWere := s.cluster.PodsPending(key)
+	shrunk := false
+	for fr, v := range s.usageOf[key] {
+		shrunk = shrunk || a.Usage[fr] < v
+	}
 	s.cluster.AddAdmitted(a)
 	// Its placement as the API has it: on a node that failed, or with a
 	// repair not written yet.
@@ -282,7 +286,8 @@ func (s *Scheduler) WorkloadAdmitted(a core.Admitted, localQueue string) {
 	s.setAdmitted(key, localQueue, a.Usage)
 	s.setChecking(key, cq, localQueue, a.ChecksPending)
 	s.dirtyCQ[cq] = true
-	if was && prev != cq {
+	if was && (prev != cq || shrunk) {
+		// Quota given back (an elastic Job's lowered parallelism, say).
 		s.queueInadmissible(s.cluster.CohortTree(prev)...)
 		s.signal()
 	}

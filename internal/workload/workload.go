@@ -524,3 +524,17 @@ func conditionRank(t string) int {
 	}
 	return 100
 }
+
+// ShrinkAdmission has an admitted workload of one pod set hold quota for
+// count pods instead of the more it was admitted with (an elastic Job
+// whose parallelism was lowered): the pod set's count and usage scaled down
+// in its admission. The caller checks count is below what was admitted.
+func ShrinkAdmission(w *berthv1.Workload, count int32) {
+	psa := &w.Status.Admission.PodSetAssignments[0]
+	was := int64(psa.Count)
+	for r, q := range psa.ResourceUsage {
+		perPod := core.Milli(q) / was
+		psa.ResourceUsage[r] = Quantity(string(r), core.MulAmount(perPod, int64(count)))
+	}
+	psa.Count = count
+}

@@ -357,3 +357,22 @@ func SteerTemplate(job *batchv1.Job, queue string) error {
 	job.Annotations[OriginalSchedulingAnnotation] = string(data)
 	return nil
 }
+
+// Shrunk reports how many pods at once a running Job now asks for when it
+// asks for fewer than it was admitted with and nothing else changed: its
+// quota can shrink in place (workload.ShrinkAdmission) instead of the Job
+// being stopped and queued again. Not for a Job of several pod sets, one
+// admitted with fewer pods than it asked (partial admission), or one placed
+// by topology: those are queued again whole (Resized).
+func Shrunk(wl *berthv1.Workload, job *batchv1.Job) (int32, bool) {
+	now, a := PodSets(job), wl.Status.Admission
+	if a == nil || len(now) != 1 || len(a.PodSetAssignments) != 1 || len(wl.Spec.PodSets) != 1 {
+		return 0, false
+	}
+	psa := a.PodSetAssignments[0]
+	if psa.TopologyAssignment != nil || psa.Count != wl.Spec.PodSets[0].Count ||
+		!equality.Semantic.DeepEqual(now[0].Requests, wl.Spec.PodSets[0].Requests) {
+		return 0, false
+	}
+	return now[0].Count, now[0].Count >= 1 && now[0].Count < psa.Count
+}

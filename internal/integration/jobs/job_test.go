@@ -11,6 +11,7 @@ import (
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
 	"github.com/berth-dev/berth/internal/integration"
+	"github.com/berth-dev/berth/internal/workload"
 	. "github.com/berth-dev/berth/test/fixtures"
 )
 
@@ -146,6 +147,52 @@ func TestResized(t *testing.T) {
 		if why := Resized(wl, j); !strings.Contains(why, "admitted with 2") {
 			t.Errorf("parallelism 2 -> %d: %q, want it to say the admitted count", n, why)
 		}
+	}
+}
+
+// A running Job whose parallelism is lowered shrinks in place; one raised,
+// one admitted partially, or one placed by topology does not (Resized
+// queues it again whole). Its admission then holds quota for the pods it
+// keeps.
+func TestShrunk(t *testing.T) {
+	job := MakeJob("j", "ns").Parallelism(4).Completions(10).Request("cpu", "500m").Obj()
+	wl := NewWorkload(job, "q", nil, "")
+	wl.Status.Admission = &berthv1.Admission{ClusterQueue: "cq", PodSetAssignments: []berthv1.PodSetAssignment{{Name: "main", Count: 4,
+		Flavors: map[corev1.ResourceName]string{"cpu": "rf"}, ResourceUsage: corev1.ResourceList{"cpu": resource.MustParse("2")}}}}
+	if err := StartTemplate(job, nil); err != nil {
+		t.Fatal(err)
+	}
+	with := func(n int32, change func(*berthv1.Workload)) (int32, bool) {
+		j, w := job.DeepCopy(), wl.DeepCopy()
+		j.Spec.Parallelism = &n
+		if change != nil {
+			change(w)
+		}
+		return Shrunk(w, j)
+	}
+	if n, ok := with(3, nil); !ok || n != 3 {
+		t.Fatalf("parallelism 4 -> 3: %d %v; want 3", n, ok)
+	}
+	for name, tc := range map[string]struct {
+		n      int32
+		change func(*berthv1.Workload)
+	}{
+		"raised":             {6, nil},
+		"unchanged":          {4, nil},
+		"partially admitted": {2, func(w *berthv1.Workload) { w.Spec.PodSets[0].Count = 8 }},
+		"placed by topology": {2, func(w *berthv1.Workload) {
+			w.Status.Admission.PodSetAssignments[0].TopologyAssignment = &berthv1.TopologyAssignment{Levels: []string{"host"}}
+		}},
+	} {
+		if n, ok := with(tc.n, tc.change); ok {
+			t.Errorf("%s: shrinks to %d", name, n)
+		}
+	}
+	w := wl.DeepCopy()
+	workload.ShrinkAdmission(w, 3)
+	psa := w.Status.Admission.PodSetAssignments[0]
+	if cpu := psa.ResourceUsage["cpu"]; psa.Count != 3 || cpu.String() != "1500m" {
+		t.Fatalf("shrunk to 3 pods of 500m: count %d, cpu %s", psa.Count, cpu.String())
 	}
 }
 

@@ -198,6 +198,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 	}
 
+	if workload.IsAdmitted(&wl) && !Suspended(&job) {
+		if n, ok := Shrunk(&wl, &job); ok {
+			return r.shrink(ctx, &job, &wl, n)
+		}
+	}
 	if workload.IsAdmitted(&wl) {
 		if why := Resized(&wl, &job); why != "" {
 			// It would run more (or other) pods than its quota covers
@@ -265,6 +270,38 @@ func (r *Reconciler) evictResized(ctx context.Context, job *batchv1.Job, wl *ber
 	}
 	r.rec.Eventf(job, wl, corev1.EventTypeNormal, "Requeued", "Admission", "%s", msg)
 	return nil
+}
+
+// shrink gives back the quota of the pods a running Job no longer runs
+// (its parallelism lowered), once they are gone: the Job keeps running
+// with the pods it keeps. Its admission is written first: with it, the Job
+// no longer looks resized; then its Workload's spec, so that it queues with
+// its new size if it is ever queued again.
+func (r *Reconciler) shrink(ctx context.Context, job *batchv1.Job, wl *berthv1.Workload, n int32) (reconcile.Result, error) {
+	if running := job.Status.Active + deref(job.Status.Terminating); running > n {
+		return reconcile.Result{RequeueAfter: time.Second}, nil // the Job controller stops the rest; their quota stays till then
+	}
+	was := wl.Status.Admission.PodSetAssignments[0].Count
+	orig := wl.DeepCopy()
+	workload.ShrinkAdmission(wl, n)
+	if err := r.client.Status().Patch(ctx, wl, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	orig = wl.DeepCopy()
+	wl.Spec.PodSets[0].Count = n
+	if err := r.client.Patch(ctx, wl, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	r.rec.Eventf(job, wl, corev1.EventTypeNormal, "Shrunk", "Admission",
+		"Job %s runs %d pods at once instead of %d: the quota of %d given back, its pods kept running", job.Name, n, was, was-n)
+	return reconcile.Result{}, nil
+}
+
+func deref(p *int32) int32 {
+	if p == nil {
+		return 0
+	}
+	return *p
 }
 
 // suspend stops the Job; its template is restored in a later step, once the
