@@ -362,11 +362,12 @@ func SteerTemplate(job *batchv1.Job, queue string) error {
 // asks for fewer than it was admitted with and nothing else changed: its
 // quota can shrink in place (workload.ShrinkAdmission) instead of the Job
 // being stopped and queued again. Not for a Job of several pod sets, one
-// admitted with fewer pods than it asked (partial admission), or one placed
-// by topology: those are queued again whole (Resized).
+// admitted with fewer pods than it asked (partial admission), one placed
+// by topology, or one that runs on a worker cluster (its copy there would
+// not shrink): those are queued again whole (Resized).
 func Shrunk(wl *berthv1.Workload, job *batchv1.Job) (int32, bool) {
 	now, a := PodSets(job), wl.Status.Admission
-	if a == nil || len(now) != 1 || len(a.PodSetAssignments) != 1 || len(wl.Spec.PodSets) != 1 {
+	if a == nil || wl.Status.ClusterName != "" || len(now) != 1 || len(a.PodSetAssignments) != 1 || len(wl.Spec.PodSets) != 1 {
 		return 0, false
 	}
 	psa := a.PodSetAssignments[0]

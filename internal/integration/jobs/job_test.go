@@ -177,9 +177,10 @@ func TestShrunk(t *testing.T) {
 		n      int32
 		change func(*berthv1.Workload)
 	}{
-		"raised":             {6, nil},
-		"unchanged":          {4, nil},
-		"partially admitted": {2, func(w *berthv1.Workload) { w.Spec.PodSets[0].Count = 8 }},
+		"raised":              {6, nil},
+		"unchanged":           {4, nil},
+		"partially admitted":  {2, func(w *berthv1.Workload) { w.Spec.PodSets[0].Count = 8 }},
+		"on a worker cluster": {2, func(w *berthv1.Workload) { w.Status.ClusterName = "worker-1" }},
 		"placed by topology": {2, func(w *berthv1.Workload) {
 			w.Status.Admission.PodSetAssignments[0].TopologyAssignment = &berthv1.TopologyAssignment{Levels: []string{"host"}}
 		}},
