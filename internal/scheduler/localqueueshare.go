@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"maps"
+	"time"
 
 	"github.com/berth-dev/berth/internal/admissionfairsharing"
 	"github.com/berth-dev/berth/internal/core"
@@ -14,6 +15,7 @@ func (s *Scheduler) SetAdmissionFairSharing(c admissionfairsharing.Config) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.afs = c
+	s.nextSample = time.Time{}
 	for lq := range s.shares {
 		s.rescore(lq)
 	}
@@ -60,6 +62,12 @@ func (s *Scheduler) SampleShares() {
 
 func (s *Scheduler) sampleShares() {
 	now := s.clock.Now()
+	// Every cycle calls this: the LocalQueues are walked once per sampling
+	// interval, not once per cycle.
+	if now.Before(s.nextSample) {
+		return
+	}
+	s.nextSample = now.Add(s.afs.SamplingInterval)
 	for _, lq := range s.queues.Fair() {
 		sh := s.shares[lq]
 		if !s.afs.Due(sh, now) {

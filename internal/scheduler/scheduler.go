@@ -68,9 +68,10 @@ type Scheduler struct {
 
 	// Admission fair sharing: how usage is measured, and each LocalQueue's
 	// consumption and weight (default 1).
-	afs     admissionfairsharing.Config
-	shares  map[string]admissionfairsharing.Share
-	weights map[string]float64
+	afs        admissionfairsharing.Config
+	shares     map[string]admissionfairsharing.Share
+	weights    map[string]float64
+	nextSample time.Time // when LocalQueues' shares are next sampled
 
 	// budgets by queue (budget.go).
 	budgets map[BudgetOwner]*budgetState
