@@ -38,6 +38,9 @@ type Reconciler struct {
 	// podsReady: record when a running object's pods are all Ready
 	// (--wait-for-pods-ready).
 	podsReady bool
+	// fences keep a replica that led before from starting an object whose
+	// quota is given back.
+	fences integration.Fences
 }
 
 // podsPoll is how often a stopping object's pods are looked for again:
@@ -144,7 +147,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if !Stopped(pods.Items) {
 			return reconcile.Result{RequeueAfter: podsPoll}, nil
 		}
-		return reconcile.Result{}, integration.Release(ctx, r.client, &wl, r.clock.Now())
+		return reconcile.Result{}, r.fences.Release(ctx, r.client, u, &wl, Injected(u), r.clock.Now())
 	}
 
 	if suspended {

@@ -3,13 +3,11 @@ package jobs
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
@@ -46,8 +44,9 @@ type Reconciler struct {
 	// written holds the versions client's writes returned: a Job or
 	// Workload the cache shows from before them is not acted on again.
 	written *written.Versions
-	// fences are the stops this replica has fenced (fence).
-	fences fences
+	// fences keep a replica that led before from starting a Job whose
+	// quota is given back.
+	fences integration.Fences
 }
 
 // Setup registers the Job reconciler with mgr; podsReady records when an
@@ -181,15 +180,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			// seen its copy there gone, and says so by clearing the name.
 			return reconcile.Result{}, nil
 		}
-		if !Injected(&job) && r.fences.needs(job.UID, stopOf(&wl)) {
-			// Never started in this admission, so no write of berth's has
-			// changed the Job since it was admitted. A replica that led
-			// before (paused past its lease, say) may hold a copy from then
-			// and be about to start it, having read the Workload admitted:
-			// a write now makes that copy stale, and such a start fails on
-			// the Job's version instead of running it without quota.
-			return reconcile.Result{}, r.fence(ctx, &job, stopOf(&wl))
-		}
 		// The cache may lag a write that started the Job a moment ago (this
 		// Workload's own admission): the API server itself must say its
 		// pods are gone before the quota is.
@@ -200,11 +190,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if live.UID != job.UID || !Stopped(&live) {
 			return reconcile.Result{RequeueAfter: time.Second}, nil
 		}
-		if err := integration.Release(ctx, r.client, &wl, r.clock.Now()); err != nil {
-			return reconcile.Result{}, err
-		}
-		r.fences.done(job.UID)
-		return reconcile.Result{}, nil
+		return reconcile.Result{}, r.fences.Release(ctx, r.client, &job, &wl, Injected(&job), r.clock.Now())
 	}
 
 	if _, prebuilt := Prebuilt(&job); !prebuilt && Suspended(&job) {
@@ -312,64 +298,6 @@ func (r *Reconciler) shrink(ctx context.Context, job *batchv1.Job, wl *berthv1.W
 	r.rec.Eventf(job, wl, corev1.EventTypeNormal, "Shrunk", "Admission",
 		"Job %s runs %d pods at once instead of %d: the quota of %d given back, its pods kept running", job.Name, n, was, was-n)
 	return reconcile.Result{}, nil
-}
-
-// StoppedAnnotation is written on a Job never started in the admission it
-// loses, before its quota is given back (fence): the stop it was written
-// for and when.
-const StoppedAnnotation = "berth.dev/stopped"
-
-// fence writes the Job (an update: on the version read), so that its
-// version moves on: any copy read before the stop is stale from now on.
-func (r *Reconciler) fence(ctx context.Context, job *batchv1.Job, stop string) error {
-	if job.Annotations == nil {
-		job.Annotations = map[string]string{}
-	}
-	job.Annotations[StoppedAnnotation] = stop + " at " + r.clock.Now().UTC().Format(time.RFC3339Nano)
-	if err := r.client.Update(ctx, job); err != nil {
-		return client.IgnoreNotFound(err)
-	}
-	r.fences.mark(job.UID, stop)
-	return nil
-}
-
-// stopOf names a stopping Workload's stop: the Workload and when it was
-// evicted.
-func stopOf(wl *berthv1.Workload) string {
-	at := ""
-	if c := meta.FindStatusCondition(wl.Status.Conditions, berthv1.WorkloadEvicted); c != nil {
-		at = c.LastTransitionTime.UTC().Format(time.RFC3339)
-	}
-	return string(wl.UID) + " evicted " + at
-}
-
-// fences remembers, per Job, the stop it was last fenced for by this
-// replica: one write per stop, whatever the Job's annotations say (its
-// user may write them).
-type fences struct {
-	mu sync.Mutex
-	by map[types.UID]string
-}
-
-func (f *fences) needs(job types.UID, stop string) bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.by[job] != stop
-}
-
-func (f *fences) mark(job types.UID, stop string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.by == nil {
-		f.by = map[types.UID]string{}
-	}
-	f.by[job] = stop
-}
-
-func (f *fences) done(job types.UID) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	delete(f.by, job)
 }
 
 func deref(p *int32) int32 {

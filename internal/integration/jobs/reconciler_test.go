@@ -84,8 +84,8 @@ func TestAStaleStartFailsOnceTheStopIsFenced(t *testing.T) {
 		t.Fatal(err)
 	}
 	j, w := got()
-	if j.Annotations[StoppedAnnotation] == "" || !workload.HasQuota(w) {
-		t.Fatalf("first look at the stop: annotation %q, quota held %v; want the Job fenced and the quota still held", j.Annotations[StoppedAnnotation], workload.HasQuota(w))
+	if j.Annotations[integration.StoppedAnnotation] == "" || !workload.HasQuota(w) {
+		t.Fatalf("first look at the stop: annotation %q, quota held %v; want the Job fenced and the quota still held", j.Annotations[integration.StoppedAnnotation], workload.HasQuota(w))
 	}
 
 	err := integration.Start(context.Background(), c, reader{admitted}, events.NewFakeRecorder(10), Kind{}, &stale, admitted)

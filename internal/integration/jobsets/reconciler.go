@@ -42,6 +42,9 @@ type Reconciler struct {
 	// written holds the versions client's writes returned: a JobSet or
 	// Workload the cache shows from before them is not acted on again.
 	written *written.Versions
+	// fences keep a replica that led before from starting a JobSet whose
+	// quota is given back.
+	fences integration.Fences
 }
 
 // Setup registers the JobSet reconciler with mgr. It watches the Jobs
@@ -196,7 +199,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if !Stopped(&js, children.Items) {
 			return reconcile.Result{RequeueAfter: time.Second}, nil
 		}
-		return reconcile.Result{}, integration.Release(ctx, r.client, &wl, r.clock.Now())
+		return reconcile.Result{}, r.fences.Release(ctx, r.client, &js, &wl, Injected(&js), r.clock.Now())
 	}
 
 	if !prebuilt && Suspended(&js) {

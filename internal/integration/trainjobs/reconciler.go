@@ -42,6 +42,9 @@ type Reconciler struct {
 	clock     clock.Clock
 	podsReady bool
 	written   *written.Versions
+	// fences keep a replica that led before from starting a TrainJob
+	// whose quota is given back.
+	fences integration.Fences
 }
 
 // Setup registers the TrainJob reconciler with mgr. It watches the JobSets
@@ -281,7 +284,8 @@ func (r *Reconciler) stopping(ctx context.Context, tj *trainerv1.TrainJob, js *j
 	if Restore(tj) {
 		return reconcile.Result{}, client.IgnoreNotFound(r.client.Update(ctx, tj))
 	}
-	return reconcile.Result{}, integration.Release(ctx, r.client, wl, r.clock.Now())
+	// Restored, it no longer says whether it started: fenced either way.
+	return reconcile.Result{}, r.fences.Release(ctx, r.client, tj, wl, false, r.clock.Now())
 }
 
 func (r *Reconciler) stopped(ctx context.Context, from client.Reader, js *jobsetv1.JobSet) (bool, error) {
