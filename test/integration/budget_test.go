@@ -16,6 +16,13 @@ import (
 	. "github.com/berth-dev/berth/test/fixtures"
 )
 
+// tinyBudget is 0.002 cpu-hours (7.2 cpu-seconds) per rolling minute,
+// admitting nothing once spent: one Job of 1 cpu spends it in seconds.
+func tinyBudget() *berthv1.Budget {
+	return &berthv1.Budget{Resource: "cpu", ResourceHours: resource.MustParse("0.002"), Window: berthv1.RollingBudget,
+		Period: &metav1.Duration{Duration: time.Minute}, WhenSpent: berthv1.StopAdmitting}
+}
+
 // A ClusterQueue's budget of 0.002 cpu-hours (7.2 cpu-seconds) per rolling
 // minute is spent by one Job of 1 cpu within seconds: the queue says so in
 // its status and admits nothing more, the Job that runs runs on, and a
@@ -25,8 +32,7 @@ func TestSpentBudgetStopsAdmission(t *testing.T) {
 	rf, cq := env.Name("rf"), env.Name("cq")
 	env.Create(t, MakeResourceFlavor(rf).Obj())
 	q := MakeClusterQueue(cq).ResourceGroup(MakeFlavorQuotas(rf).Resource("cpu", "2").Obj()).Obj()
-	q.Spec.Budget = &berthv1.Budget{Resource: "cpu", ResourceHours: resource.MustParse("0.002"), Window: berthv1.RollingBudget,
-		Period: &metav1.Duration{Duration: time.Minute}, WhenSpent: berthv1.StopAdmitting}
+	q.Spec.Budget = tinyBudget()
 	env.Create(t, q)
 	env.Create(t, MakeLocalQueue("main", env.Namespace, cq).Obj())
 
@@ -80,8 +86,7 @@ func TestSpentLocalQueueBudgetStopsOnlyThatQueue(t *testing.T) {
 	env.Create(t, MakeResourceFlavor(rf).Obj())
 	env.Create(t, MakeClusterQueue(cq).ResourceGroup(MakeFlavorQuotas(rf).Resource("cpu", "4").Obj()).Obj())
 	capped := MakeLocalQueue("capped", env.Namespace, cq).Obj()
-	capped.Spec.Budget = &berthv1.Budget{Resource: "cpu", ResourceHours: resource.MustParse("0.002"), Window: berthv1.RollingBudget,
-		Period: &metav1.Duration{Duration: time.Minute}, WhenSpent: berthv1.StopAdmitting}
+	capped.Spec.Budget = tinyBudget()
 	env.Create(t, capped)
 	env.Create(t, MakeLocalQueue("main", env.Namespace, cq).Obj())
 
