@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/ptr"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
 	"github.com/berth-dev/berth/internal/integration"
@@ -17,7 +18,7 @@ import (
 
 func TestPodSetsCountRequestsAsTheSchedulerDoes(t *testing.T) {
 	job := MakeJob("j", "ns").Parallelism(4).Request("cpu", "1").Obj()
-	job.Spec.Completions = ptr(int32(3)) // fewer completions than parallelism: 3 pods at most
+	job.Spec.Completions = ptr.To(int32(3)) // fewer completions than parallelism: 3 pods at most
 	always := corev1.ContainerRestartPolicyAlways
 	spec := &job.Spec.Template.Spec
 	spec.InitContainers = []corev1.Container{
@@ -127,8 +128,6 @@ func TestRestoreRefusesADamagedAnnotation(t *testing.T) {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
-
-func ptr[T any](v T) *T { return &v }
 
 func TestResized(t *testing.T) {
 	job := MakeJob("j", "ns").Parallelism(2).Completions(10).Request("cpu", "1").Obj()
@@ -293,8 +292,8 @@ func TestMinParallelism(t *testing.T) {
 		annotations map[string]string
 		want        *int32
 	}{
-		{map[string]string{berthv1.JobMinParallelismAnnotation: "2"}, ptr(int32(2))},
-		{map[string]string{berthv1.KueueJobMinParallelismAnnotation: "3"}, ptr(int32(3))},
+		{map[string]string{berthv1.JobMinParallelismAnnotation: "2"}, ptr.To(int32(2))},
+		{map[string]string{berthv1.KueueJobMinParallelismAnnotation: "3"}, ptr.To(int32(3))},
 		{map[string]string{berthv1.JobMinParallelismAnnotation: "6"}, nil}, // not fewer than it asks: all or nothing
 		{nil, nil},
 	} {
@@ -355,7 +354,7 @@ func TestShrinkAndRestore(t *testing.T) {
 	if err := ShrinkToAdmitted(job, 3); err != nil {
 		t.Fatal(err)
 	}
-	job.Spec.Parallelism = ptr(int32(2)) // the user's
+	job.Spec.Parallelism = ptr.To(int32(2)) // the user's
 	if _, err := RestoreTemplate(job); err != nil || *job.Spec.Parallelism != 2 {
 		t.Fatalf("restored parallelism %d (%v), want the user's 2", *job.Spec.Parallelism, err)
 	}

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -281,7 +282,7 @@ func (r *Reconciler) evictResized(ctx context.Context, job *batchv1.Job, wl *ber
 // no longer looks resized; then its Workload's spec, so that it queues with
 // its new size if it is ever queued again.
 func (r *Reconciler) shrink(ctx context.Context, job *batchv1.Job, wl *berthv1.Workload, n int32) (reconcile.Result, error) {
-	if running := job.Status.Active + deref(job.Status.Terminating); running > n {
+	if running := job.Status.Active + ptr.Deref(job.Status.Terminating, 0); running > n {
 		return reconcile.Result{RequeueAfter: time.Second}, nil // the Job controller stops the rest; their quota stays till then
 	}
 	was := wl.Status.Admission.PodSetAssignments[0].Count
@@ -298,13 +299,6 @@ func (r *Reconciler) shrink(ctx context.Context, job *batchv1.Job, wl *berthv1.W
 	r.rec.Eventf(job, wl, corev1.EventTypeNormal, "Shrunk", "Admission",
 		"Job %s runs %d pods at once instead of %d: the quota of %d given back, its pods kept running", job.Name, n, was, was-n)
 	return reconcile.Result{}, nil
-}
-
-func deref(p *int32) int32 {
-	if p == nil {
-		return 0
-	}
-	return *p
 }
 
 // suspend stops the Job; its template is restored in a later step, once the
