@@ -111,3 +111,42 @@ func TestSpentLocalQueueBudgetStopsOnlyThatQueue(t *testing.T) {
 	env.Create(t, other)
 	waitAdmitted(t, env, env.Namespace, jobWorkload(t, env, other).Name)
 }
+
+// With whenSpent NoBorrowing, a spent budget keeps a ClusterQueue within
+// its nominal quota: a Job that would fit only by borrowing from its
+// cohort waits, saying why, while one that fits within the quota it has
+// left is admitted.
+func TestSpentBudgetStopsBorrowing(t *testing.T) {
+	env := testenv.New(t)
+	rf, cq, lender, co := env.Name("rf"), env.Name("cq"), env.Name("lender"), env.Name("co")
+	env.Create(t, MakeResourceFlavor(rf).Obj())
+	env.Create(t, MakeClusterQueue(lender).Cohort(co).ResourceGroup(MakeFlavorQuotas(rf).Resource("cpu", "4").Obj()).Obj())
+	q := MakeClusterQueue(cq).Cohort(co).ResourceGroup(MakeFlavorQuotas(rf).Resource("cpu", "2").Obj()).Obj()
+	q.Spec.Budget = tinyBudget()
+	q.Spec.Budget.WhenSpent = berthv1.NoBorrowing
+	env.Create(t, q)
+	env.Create(t, MakeLocalQueue("main", env.Namespace, cq).Obj())
+
+	first := MakeJob("first", env.Namespace).Queue("main").Request("cpu", "1").Obj()
+	env.Create(t, first)
+	waitAdmitted(t, env, env.Namespace, jobWorkload(t, env, first).Name)
+	testenv.Eventually(t, wait, func() error {
+		got, err := clusterQueue(env, cq)
+		if err != nil {
+			return err
+		}
+		if c := meta.FindStatusCondition(got.Status.Conditions, "BudgetSpent"); c == nil || c.Status != metav1.ConditionTrue {
+			return fmt.Errorf("ClusterQueue %s: BudgetSpent %+v", cq, c)
+		}
+		return nil
+	})
+
+	// 1 of 2 cpu used: 2 more fit only by borrowing from the lender.
+	big := MakeJob("big", env.Namespace).Queue("main").Request("cpu", "2").Obj()
+	env.Create(t, big)
+	waitPending(t, env, env.Namespace, jobWorkload(t, env, big).Name,
+		"is spent: it admits only within its nominal quota, without borrowing until")
+	small := MakeJob("small", env.Namespace).Queue("main").Request("cpu", "1").Obj()
+	env.Create(t, small)
+	waitAdmitted(t, env, env.Namespace, jobWorkload(t, env, small).Name)
+}
