@@ -10,7 +10,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
@@ -165,14 +164,14 @@ func ShareOf(lq *berthv1.LocalQueue) (admissionfairsharing.Share, bool) {
 
 // ShareStatusOf is what a LocalQueue's status says of its consumption and
 // score (unset when infinite: weight 0). Amounts are kept to the thousandth
-// (milli-units), as quotas are.
+// (milli-units), as quotas are, rounded up as a budget's are.
 func ShareStatusOf(sh admissionfairsharing.Share, score float64) *berthv1.LocalQueueFairSharingStatus {
 	st := &berthv1.AdmissionFairSharingStatus{ConsumedResources: corev1.ResourceList{}, LastUpdate: metav1.NewTime(sh.At)}
 	for _, r := range slices.Sorted(maps.Keys(sh.Consumed)) {
-		st.ConsumedResources[corev1.ResourceName(r)] = *milli(sh.Consumed[r])
+		st.ConsumedResources[corev1.ResourceName(r)] = *milliUp(sh.Consumed[r])
 	}
 	if !math.IsInf(score, 0) && !math.IsNaN(score) {
-		st.WeightedUsage = milli(score)
+		st.WeightedUsage = milliUp(score)
 	}
 	return &berthv1.LocalQueueFairSharingStatus{AdmissionFairSharingStatus: st}
 }
@@ -188,10 +187,6 @@ func ScoreOf(lq *berthv1.LocalQueue) float64 {
 		return fs.AdmissionFairSharingStatus.WeightedUsage.AsApproximateFloat64()
 	}
 	return 0
-}
-
-func milli(v float64) *resource.Quantity {
-	return resource.NewMilliQuantity(int64(math.Round(min(v, math.MaxInt64/1000)*1000)), resource.DecimalSI)
 }
 
 // unguarded is why a ClusterQueue admits nothing yet: berth admits through
