@@ -19,6 +19,7 @@ import (
 
 	kwokv1 "github.com/berth-dev/berth/api/kwok/v1alpha1"
 	"github.com/berth-dev/berth/internal/sim"
+	"github.com/berth-dev/berth/internal/sim/devices"
 	"github.com/berth-dev/berth/internal/sim/nodepool"
 	"github.com/berth-dev/berth/internal/sim/stage"
 )
@@ -28,7 +29,7 @@ import (
 type poolFlags struct {
 	nodes                       int
 	prefix, capacity, labels    string
-	taints                      string
+	taints, devices             string
 	nodesPerRack, racksPerBlock int
 }
 
@@ -38,11 +39,12 @@ func (f *poolFlags) add(fs *pflag.FlagSet) {
 	fs.StringVar(&f.capacity, "node-capacity", "cpu=32,memory=256Gi,pods=110", "capacity of each fake node, as resource=quantity pairs")
 	fs.StringVar(&f.labels, "node-labels", "", "extra labels on each fake node, as key=value pairs")
 	fs.StringVar(&f.taints, "node-taints", "", "taints on each fake node, as key=value:Effect or key:Effect, comma-separated")
+	fs.StringVar(&f.devices, "node-devices", "", "devices each fake node offers to Dynamic Resource Allocation, as driver=count pairs (published as its ResourceSlices; a DeviceClass selecting the driver lets pods claim them)")
 	fs.IntVar(&f.nodesPerRack, "nodes-per-rack", 0, "label fake nodes "+nodepool.RackLabel+" in racks of this many nodes (0: no topology labels)")
 	fs.IntVar(&f.racksPerBlock, "racks-per-block", 0, "group racks into "+nodepool.BlockLabel+" blocks of this many racks")
 }
 
-var poolFlagNames = []string{"nodes", "node-name-prefix", "node-capacity", "node-labels", "node-taints", "nodes-per-rack", "racks-per-block"}
+var poolFlagNames = []string{"nodes", "node-name-prefix", "node-capacity", "node-labels", "node-taints", "node-devices", "nodes-per-rack", "racks-per-block"}
 
 // forward returns the pool flags the user set, to pass on to a simulator.
 func forwardPoolFlags(fs *pflag.FlagSet) []string {
@@ -102,8 +104,12 @@ func (f *poolFlags) pool(fs *pflag.FlagSet, selector labels.Selector) (*nodepool
 		k, v, _ := strings.Cut(kv, "=")
 		taints = append(taints, corev1.Taint{Key: k, Value: v, Effect: corev1.TaintEffect(effect)})
 	}
+	devs, err := devices.ParseFlag(f.devices)
+	if err != nil {
+		return nil, err
+	}
 	p := &nodepool.Pool{Count: f.nodes, Prefix: f.prefix, Capacity: capacity, Labels: lbls, Taints: taints,
-		NodesPerRack: f.nodesPerRack, RacksPerBlock: f.racksPerBlock}
+		Devices: devs, NodesPerRack: f.nodesPerRack, RacksPerBlock: f.racksPerBlock}
 	if err := p.Validate(); err != nil {
 		return nil, fmt.Errorf("fake nodes: %w", err)
 	}

@@ -119,6 +119,7 @@ type Simulator struct {
 	queue    *delayqueue.Queue
 	ips      *ipam.Allocator
 	leases   *heartbeat
+	slices   *slicer
 	stages   atomic.Pointer[stageSet]
 	nodes    cache.SharedIndexInformer
 	pods     cache.SharedIndexInformer
@@ -207,6 +208,7 @@ func (s *Simulator) Run(ctx context.Context) error {
 			o.FieldSelector = fields.OneTermNotEqualSelector("spec.nodeName", "").String()
 		}))
 	s.nodes = nodeFactory.Core().V1().Nodes().Informer()
+	s.slices = newSlicer(s.client, s.nodes.GetStore(), s.recorder, s.log.WithName("slices"))
 	s.pods = podFactory.Core().V1().Pods().Informer()
 	if err := s.pods.AddIndexers(cache.Indexers{byNode: func(obj any) ([]string, error) {
 		return []string{obj.(*corev1.Pod).Spec.NodeName}, nil
@@ -260,6 +262,11 @@ func (s *Simulator) Run(ctx context.Context) error {
 		defer wg.Done()
 		s.leases.run(ctx)
 	}()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		s.slices.run(ctx)
+	}()
 	if s.cfg.Pool != nil {
 		if err := s.reconcilePool(ctx); err != nil {
 			return err
@@ -300,6 +307,7 @@ func (s *Simulator) onNode(obj any) {
 		}
 	}
 	s.leases.track(n)
+	s.slices.offer(n)
 	s.consider("Node", n)
 	if _, seen := s.knownNodes.LoadOrStore(n.Name, true); !seen {
 		// Pods may have been seen before their node: look at them now.
@@ -321,6 +329,7 @@ func (s *Simulator) onNodeDelete(obj any) {
 	s.forget(key("Node", n), string(n.UID))
 	s.knownNodes.Delete(n.Name)
 	s.leases.untrack(n.Name)
+	s.slices.forget(n.Name)
 	s.ips.ReleaseNode(n.Name)
 }
 

@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/berth-dev/berth/internal/sim/devices"
 )
 
 const (
@@ -44,6 +46,9 @@ type Pool struct {
 	// Taints on every node, e.g. to keep pods that do not tolerate fake
 	// nodes off them in a cluster that also has real ones.
 	Taints []corev1.Taint
+	// Devices each node offers to Dynamic Resource Allocation, by driver
+	// (package devices publishes them as its ResourceSlices).
+	Devices devices.Devices
 	// NodesPerRack > 0 labels nodes with racks of that many nodes;
 	// RacksPerBlock > 0 groups racks into blocks.
 	NodesPerRack, RacksPerBlock int
@@ -82,6 +87,9 @@ func (p Pool) Validate() error {
 		default:
 			return fmt.Errorf("node taint %s: effect %q is not NoSchedule, PreferNoSchedule or NoExecute", t.Key, t.Effect)
 		}
+	}
+	if err := p.Devices.Validate(); err != nil {
+		return err
 	}
 	for k, v := range p.Labels {
 		if errs := validation.IsQualifiedName(k); len(errs) > 0 {
@@ -126,13 +134,13 @@ func (p Pool) Node(i int) *corev1.Node {
 		capacity[string(k)] = v.String()
 	}
 	capJSON, _ := json.Marshal(capacity) // a map of strings always marshals
+	annotations := map[string]string{CapacityAnnotation: string(capJSON)}
+	if d := p.Devices.Annotate(); d != "" {
+		annotations[devices.Annotation] = d
+	}
 	return &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:        name,
-			Labels:      labels,
-			Annotations: map[string]string{CapacityAnnotation: string(capJSON)},
-		},
-		Spec: corev1.NodeSpec{Taints: p.Taints},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels, Annotations: annotations},
+		Spec:       corev1.NodeSpec{Taints: p.Taints},
 	}
 }
 
