@@ -46,6 +46,14 @@ type PodSet struct {
 	// +optional
 	NodeAffinity *corev1.NodeSelector `json:"nodeAffinity,omitempty"`
 
+	// ResourceClaims of each pod (Dynamic Resource Allocation), as
+	// submitted. When the controller maps DeviceClasses to quota resources
+	// (--device-class-mappings), the devices their ResourceClaimTemplates
+	// ask for count against quota as those resources.
+	// +optional
+	// +listType=atomic
+	ResourceClaims []corev1.PodResourceClaim `json:"resourceClaims,omitempty"`
+
 	// TopologyRequest asks for the pods to be placed close together in the
 	// topology of their flavor; the flavor must have one (topologyName).
 	// +optional

@@ -14,13 +14,14 @@ import (
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
 	"github.com/berth-dev/berth/internal/admissionfairsharing"
 	"github.com/berth-dev/berth/internal/controller"
+	"github.com/berth-dev/berth/internal/devicequota"
 	"github.com/berth-dev/berth/internal/integration/configured"
 	"github.com/berth-dev/berth/internal/scheduler"
 )
 
 func newControllerCommand() *cobra.Command {
 	o := controller.DefaultOptions()
-	var kubeconfig, configuredKinds, afsWeights string
+	var kubeconfig, configuredKinds, afsWeights, deviceClasses string
 	zapOpts := zap.Options{}
 	cmd := &cobra.Command{
 		Use:   "controller",
@@ -43,6 +44,9 @@ throughput long before the API server is busy.`,
 				return err
 			}
 			o.AdmissionFairSharing.ResourceWeights = weights
+			if o.DeviceClasses, err = devicequota.Parse(deviceClasses); err != nil {
+				return err
+			}
 			if err := o.AdmissionFairSharing.Validate(); err != nil {
 				return err
 			}
@@ -131,6 +135,8 @@ throughput long before the API server is busy.`,
 		"how often LocalQueues' usage is taken into their consumption (and written to their status)")
 	f.StringVar(&afsWeights, "admission-fair-sharing-resource-weights", "",
 		"weights of resources in a LocalQueue's usage, as nvidia.com/gpu=10,cpu=1 (in each resource's units: cores, bytes, devices); a resource not named weighs 1")
+	f.StringVar(&deviceClasses, "device-class-mappings", "",
+		"devices pods claim through Dynamic Resource Allocation count against quota: RESOURCE=CLASS[,CLASS...][;RESOURCE=...] makes each device of those DeviceClasses one of RESOURCE (as example.com/gpu=gpu.example.com); once set, a pod set whose claims cannot be counted (a ResourceClaim shared by name, all devices of a class, alternatives, an unmapped class) waits with a message saying why")
 	f.StringSliceVar(&o.Integrations, "integrations", o.Integrations,
 		"the kinds berth queues: batch/job (Jobs, those of CronJobs too), pod (Pods and pod groups), deployment (its pods, as Pods; needs pod), statefulset (its pods, as one pod group; needs pod), jobset.x-k8s.io/jobset (JobSets, where their CRD is installed), leaderworkerset.x-k8s.io/leaderworkerset (each group of a LeaderWorkerSet, as one pod group, where its CRD is installed; needs pod), trainer.kubeflow.org/trainjob (Kubeflow Trainer's TrainJobs, where their CRD is installed); the others' objects are left alone, whatever their labels")
 	f.StringVar(&configuredKinds, "configured-kinds", "",

@@ -64,6 +64,7 @@ import (
 	topoctrl "github.com/berth-dev/berth/internal/controller/topology"
 	visctrl "github.com/berth-dev/berth/internal/controller/visibility"
 	"github.com/berth-dev/berth/internal/controller/webhook"
+	"github.com/berth-dev/berth/internal/devicequota"
 	"github.com/berth-dev/berth/internal/integration"
 	"github.com/berth-dev/berth/internal/integration/configured"
 	"github.com/berth-dev/berth/internal/integration/deployments"
@@ -90,6 +91,7 @@ import (
 // +kubebuilder:rbac:groups=berth.dev,resources=clusterqueues/finalizers;localqueues/finalizers;resourceflavors/finalizers,verbs=update
 // +kubebuilder:rbac:groups=berth.dev,resources=clusterqueues/status;cohorts/status;localqueues/status;resourceflavors/status;workloads/status,verbs=get;patch
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
+// +kubebuilder:rbac:groups=resource.k8s.io,resources=resourceclaimtemplates,verbs=get;list;watch
 // +kubebuilder:rbac:groups=coordination.k8s.io,namespace=berth-system,resources=leases,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",namespace=berth-system,resources=serviceaccounts,verbs=get
 
@@ -180,6 +182,9 @@ type Options struct {
 	// ClusterQueues that order by it (admissionfairsharing.Default when
 	// zero).
 	AdmissionFairSharing admissionfairsharing.Config
+	// DeviceClasses maps DeviceClasses to the quota resources the devices
+	// pods claim through them count as (package devicequota).
+	DeviceClasses devicequota.Mappings
 }
 
 // Kinds reads which kinds to queue (nil Integrations: all), refusing
@@ -535,8 +540,9 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	var q *queues.Controller
 	checksSynced := func() bool { return false }
 	adm, err := admission.Setup(ctx, mgr, sched, admission.Options{
-		Writers: o.AdmissionWriters,
-		Synced:  func() bool { return q != nil && q.HasSynced() && checksSynced() },
+		Writers:       o.AdmissionWriters,
+		Synced:        func() bool { return q != nil && q.HasSynced() && checksSynced() },
+		DeviceClasses: o.DeviceClasses,
 	})
 	if err != nil {
 		return err

@@ -178,6 +178,10 @@ type Workload struct {
 	// AwaitsPods: once admitted, its pods' readiness is watched (a Job's),
 	// so it counts for SetBlockUntilPodsReady until they are all Ready.
 	AwaitsPods bool
+	// Inadmissible says why it cannot be admitted as it is, whatever the
+	// quota (its devices cannot be counted, say): it waits out of line,
+	// with this message, until it or what it refers to changes.
+	Inadmissible string
 }
 
 // SameDemand reports whether a and b ask for the same thing in the same

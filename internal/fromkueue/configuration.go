@@ -74,7 +74,7 @@ var chartSets = []string{"namespace", "internalCertManagement", "webhook", "metr
 // ImportConfiguration translates Kueue's Configuration (or the ConfigMap
 // that holds it) into berth chart values: the queueing of objects without a
 // queue label and in which namespaces, all-or-nothing start, fair sharing,
-// admission fair sharing, the API client's rate, MultiKueue's origin and lost-worker timeout,
+// admission fair sharing, DRA device-class mappings, the API client's rate, MultiKueue's origin and lost-worker timeout,
 // leader election, and integrations.frameworks as berth's integrations and
 // the configured kinds that describe the others. Anything else is listed in
 // Dropped with why.
@@ -130,6 +130,8 @@ func ImportConfiguration(in map[string]any) (Settings, error) {
 			c.admissionFairSharing(v)
 		case k == "multiKueue":
 			c.multiKueue(v)
+		case k == "resources":
+			c.resources(v)
 		case k == "leaderElection":
 			c.leaderElection(v)
 		case k == "featureGates":
@@ -276,6 +278,34 @@ func (c *conversion) admissionFairSharing(v any) {
 		c.notes = append(c.notes, "admissionFairSharing.usageHalfLifeTime 0 (usage forgotten at once) became halfLife 1s: berth needs a positive half-life")
 	}
 	c.set("admissionFairSharing", out)
+}
+
+// resources carries deviceClassMappings (chart value and Kueue's field
+// alike: a resource name and the DeviceClasses whose devices count as it).
+func (c *conversion) resources(v any) {
+	c.fields("resources", v, map[string]func(any){
+		"deviceClassMappings": func(x any) {
+			list, ok := x.([]any)
+			if !ok {
+				c.drop("resources.deviceClassMappings", "is not a list")
+				return
+			}
+			var out []any
+			for i, e := range list {
+				m := asMap(e)
+				name, _ := m["name"].(string)
+				classes, _ := m["deviceClassNames"].([]any)
+				if name == "" || len(classes) == 0 {
+					c.drop(fmt.Sprintf("resources.deviceClassMappings[%d]", i), "needs a name and deviceClassNames")
+					continue
+				}
+				out = append(out, map[string]any{"name": name, "deviceClassNames": classes})
+			}
+			if len(out) > 0 {
+				c.set("deviceClassMappings", out)
+			}
+		},
+	})
 }
 
 func (c *conversion) multiKueue(v any) {

@@ -83,6 +83,8 @@ func everything() map[string]any {
 			"origin": "manager-1", "workerLostTimeout": "2m", "dispatchSpreadAfter": "0s", "nodeFailureDelay": "1m", "logLevel": "debug",
 			"admissionFairSharing": map[string]any{"halfLife": "2h", "samplingInterval": "30s", "resourceWeights": map[string]any{"nvidia.com/gpu": 10, "cpu": 0.5}},
 			"integrations":         []any{"batch/job", "pod"},
+			"deviceClassMappings": []any{map[string]any{"name": "example.com/gpu", "deviceClassNames": []any{"gpu.example.com", "big-gpu.example.com"}},
+				map[string]any{"name": "example.com/nic", "deviceClassNames": []any{"nic.example.com"}}},
 			"configuredKinds": []any{map[string]any{"group": "kubeflow.org", "version": "v2beta1", "kind": "MPIJob", "resource": "mpijobs",
 				"suspend": "spec.runPolicy.suspend", "podSets": []any{map[string]any{"name": "worker", "template": "spec.mpiReplicaSpecs.Worker.template"}},
 				"finished": map[string]any{"succeeded": []any{"Succeeded"}}}},
@@ -171,7 +173,8 @@ func TestValues(t *testing.T) {
 		"--origin=manager-1", "--worker-lost-timeout=2m", "--dispatch-spread-after=0s", "--zap-log-level=debug", "--leader-elect-lease-duration=30s",
 		"--leader-elect-renew-deadline=20s", "--leader-elect-retry-period=5s", "--wait-for-pods-ready", "--pods-ready-timeout=10m",
 		"--pods-ready-backoff-base=30s", "--pods-ready-backoff-max=2h", "--pods-ready-requeue-limit=4", "--pods-ready-block-admission", "--integrations=batch/job,pod",
-		"--managed-jobs-namespace-selector=team in (a,b)", "--jobset-controllers=system:serviceaccount:js:manager"} {
+		"--managed-jobs-namespace-selector=team in (a,b)", "--jobset-controllers=system:serviceaccount:js:manager",
+		"--device-class-mappings=example.com/gpu=gpu.example.com,big-gpu.example.com;example.com/nic=nic.example.com"} {
 		if !slices.Contains(d.Spec.Template.Spec.Containers[0].Args, arg) {
 			t.Errorf("args %v lack %s", d.Spec.Template.Spec.Containers[0].Args, arg)
 		}

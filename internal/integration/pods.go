@@ -13,7 +13,7 @@ import (
 // PodSetOf describes count pods of spec: each requesting what kube-scheduler
 // would count for it (containers, init containers and sidecars, pod
 // overhead), with the node selector, tolerations and required node affinity
-// placement needs.
+// placement needs, and the ResourceClaims its devices are counted from.
 func PodSetOf(name string, count int32, spec *corev1.PodSpec) berthv1.PodSet {
 	ps := berthv1.PodSet{
 		Name:         name,
@@ -21,6 +21,8 @@ func PodSetOf(name string, count int32, spec *corev1.PodSpec) berthv1.PodSet {
 		Requests:     resourcehelper.PodRequests(&corev1.Pod{Spec: *spec}, resourcehelper.PodResourcesOptions{}),
 		NodeSelector: maps.Clone(spec.NodeSelector),
 		Tolerations:  slices.Clone(spec.Tolerations),
+		// Devices are counted from these when queued (package devicequota).
+		ResourceClaims: slices.Clone(spec.ResourceClaims),
 	}
 	if a := spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
 		ps.NodeAffinity = a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.DeepCopy()

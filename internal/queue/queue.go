@@ -670,6 +670,8 @@ func (m *Manager) route(e *entry) {
 	}
 	lq, ok := m.lqs[e.localQueue]
 	switch {
+	case e.w.Inadmissible != "":
+		m.park(e, e.w.Inadmissible)
 	case !ok:
 		m.park(e, fmt.Sprintf("LocalQueue %s does not exist", e.localQueue))
 	case lq.Stopped && lq.Deleting:

@@ -530,3 +530,25 @@ func TestFairQueueReordersWhenScoresChange(t *testing.T) {
 		t.Fatalf("line %+v; want b-old (score 5) before a-new (score 10)", line)
 	}
 }
+
+// A workload that cannot be admitted as it is (devices that cannot be
+// counted) waits out of line, saying why, in a queue that exists; offered
+// again as it can be, it is in line.
+func TestInadmissibleWaitsOutOfLine(t *testing.T) {
+	m := setup(core.BestEffortFIFO)
+	w := MakeWorkload("gpus", "").Obj()
+	w.Inadmissible = "pod set main: DeviceClass x is not mapped"
+	m.AddOrUpdate(w, "default/lq")
+	if m.Ready() {
+		t.Fatal("an inadmissible workload is handed out")
+	}
+	assertReason(t, m, "default/gpus", "DeviceClass x is not mapped")
+	m.SetClusterQueue("cq", core.BestEffortFIFO, nil) // a queue change does not let it in
+	if m.Ready() {
+		t.Fatal("an inadmissible workload is handed out after its ClusterQueue changed")
+	}
+	m.AddOrUpdate(MakeWorkload("gpus", "").Obj(), "default/lq")
+	if got := keys(m.Heads()); !slices.Equal(got, []string{"default/gpus"}) {
+		t.Fatalf("heads once it can be admitted: %v", got)
+	}
+}

@@ -11,6 +11,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
@@ -26,7 +27,7 @@ import (
 // exampleNames are the names the examples give to cluster-wide objects and
 // namespaces; the test prefixes them so that it shares nothing with other
 // tests, or with whatever else runs in the cluster.
-var exampleNames = regexp.MustCompile(`\b(name|namespace|clusterQueue|cohort): (team-a|team-b|shared|default)\b`)
+var exampleNames = regexp.MustCompile(`\b(name|namespace|clusterQueue|cohort): (team-a|team-b|shared|default|gpus)\b`)
 
 // The README's examples work as written: the queues apply, and a Job created
 // from examples/job.yaml is admitted in team-a's ClusterQueue.
@@ -186,6 +187,39 @@ func TestExamplesWork(t *testing.T) {
 			!workload.IsAdmitted(wl) && !strings.Contains(describe(wl), "needs 1500m cpu") {
 			return fmt.Errorf("StatefulSet cache: Workload in %q for %d pods, %s; want it in jobs for 3 pods, admitted or waiting for 1500m cpu",
 				wl.Spec.QueueName, wl.Spec.PodSets[0].Count, describe(wl))
+		}
+		return nil
+	})
+
+	// examples/dra.yaml (TestMain maps gpu.example.com to example.com/gpu,
+	// as its comment tells berth up to): train's 4 GPUs and evaluate's 1
+	// are more than the quota of 4, so one of them waits for the other.
+	kubectl("apply", "-f", example("dra.yaml"))
+	gpus := prefix + "gpus"
+	var names []string
+	for _, name := range []string{"train", "evaluate"} {
+		var job batchv1.Job
+		if err := env.Client.Get(ctx, types.NamespacedName{Namespace: gpus, Name: name}, &job); err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, jobWorkload(t, env, &job).Name)
+	}
+	testenv.Eventually(t, wait, func() error {
+		var admitted, waiting []string
+		for _, name := range names {
+			wl, err := getWorkload(env, gpus, name)
+			if err != nil {
+				return err
+			}
+			switch {
+			case workload.IsAdmitted(wl):
+				admitted = append(admitted, name)
+			case strings.Contains(describe(wl), "example.com/gpu"):
+				waiting = append(waiting, name)
+			}
+		}
+		if len(admitted) != 1 || len(waiting) != 1 {
+			return fmt.Errorf("admitted %v, waiting for GPUs %v; want one of each", admitted, waiting)
 		}
 		return nil
 	})

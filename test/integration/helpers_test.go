@@ -29,7 +29,8 @@ const afsSampling = "1s"
 
 func TestMain(m *testing.M) {
 	os.Exit(testenv.MainCluster(m, testenv.Cluster{Name: "testenv", With: []string{"jobset", "leaderworkerset"},
-		ControllerArgs: []string{"--admission-fair-sharing-sampling-interval=" + afsSampling, "--admission-fair-sharing-half-life=10m"}}))
+		ControllerArgs: []string{"--admission-fair-sharing-sampling-interval=" + afsSampling, "--admission-fair-sharing-half-life=10m",
+			"--device-class-mappings=" + gpuResource + "=" + gpuClass}}))
 }
 
 const wait = 30 * time.Second

@@ -27,6 +27,7 @@ import (
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
 	"github.com/berth-dev/berth/internal/core"
+	"github.com/berth-dev/berth/internal/devicequota"
 	"github.com/berth-dev/berth/internal/metrics"
 	"github.com/berth-dev/berth/internal/scheduler"
 	"github.com/berth-dev/berth/internal/workload"
@@ -52,6 +53,9 @@ type Options struct {
 	// tried before the scheduler stops counting on it, so a victim that
 	// cannot be evicted does not hold up its preemptor for ever.
 	VictimAttempts int
+	// DeviceClasses maps DeviceClasses to the quota resources their devices
+	// count as (package devicequota); empty, devices are not counted.
+	DeviceClasses devicequota.Mappings
 }
 
 // Controller is the admission loop.
@@ -120,6 +124,9 @@ func Setup(ctx context.Context, mgr manager.Manager, sched *scheduler.Scheduler,
 		return nil, err
 	}
 	c.synced = append(c.synced, reg)
+	if err := c.watchTemplates(ctx, mgr); err != nil {
+		return nil, err
+	}
 
 	for _, r := range c.runnables() {
 		if err := mgr.Add(r); err != nil {
@@ -250,7 +257,9 @@ func (c *Controller) onWorkload(obj any) {
 			c.deactMu.Unlock()
 		}
 	default:
-		c.sched.WorkloadPending(workload.ToCore(wl, c.labelsOf(wl.Namespace)), workload.LocalQueueKey(wl))
+		cw := workload.ToCore(wl, c.labelsOf(wl.Namespace))
+		c.countDevices(wl, cw)
+		c.sched.WorkloadPending(cw, workload.LocalQueueKey(wl))
 	}
 }
 

@@ -6,6 +6,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"strings"
 	"testing"
+
+	"github.com/berth-dev/berth/internal/sim/devices"
 )
 
 func TestTopologyLabels(t *testing.T) {
@@ -36,6 +38,13 @@ func TestCapacityAnnotation(t *testing.T) {
 	if got != `{"cpu":"32","memory":"256Gi","pods":"110"}` {
 		t.Fatalf("annotation %s", got)
 	}
+	if _, ok := p.Node(0).Annotations[devices.Annotation]; ok {
+		t.Error("a pool without devices annotates its nodes with some")
+	}
+	p.Devices = devices.Devices{"gpu.example.com": 4}
+	if got := p.Node(0).Annotations[devices.Annotation]; got != `{"gpu.example.com":4}` {
+		t.Errorf("devices annotation %s", got)
+	}
 }
 
 func TestReconcile(t *testing.T) {
@@ -64,6 +73,7 @@ func TestValidate(t *testing.T) {
 		{Pool{Prefix: "n-", Labels: map[string]string{"bad key!": "x"}}, `node label "bad key!"`},
 		{Pool{Prefix: "n-", Labels: map[string]string{"k": "bad value!"}}, `node label k="bad value!"`},
 		{Pool{Prefix: "n-", Taints: []corev1.Taint{{Key: "k", Effect: "Never"}}}, `node taint k: effect "Never"`},
+		{Pool{Prefix: "n-", Devices: devices.Devices{"gpu.example.com": 500}}, "gpu.example.com=500: a node offers 0 to 128 devices"},
 	} {
 		if err := tc.p.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: got %v, want %q", tc.p, err, tc.want)

@@ -1,0 +1,104 @@
+package admission
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	berthv1 "github.com/berth-dev/berth/api/v1beta1"
+	"github.com/berth-dev/berth/internal/core"
+	"github.com/berth-dev/berth/internal/devicequota"
+)
+
+// watchTemplates feeds ResourceClaimTemplates to the devices' count: one
+// made, changed or deleted offers again the pending workloads of its
+// namespace that claim through it. Only with device-class mappings: without
+// them devices are not counted and berth reads no templates.
+func (c *Controller) watchTemplates(ctx context.Context, mgr manager.Manager) error {
+	if len(c.opts.DeviceClasses) == 0 {
+		return nil
+	}
+	inf, err := mgr.GetCache().GetInformer(ctx, &resourcev1.ResourceClaimTemplate{})
+	if err != nil {
+		return err
+	}
+	reg, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    c.onTemplate,
+		UpdateFunc: func(_, obj any) { c.onTemplate(obj) },
+		DeleteFunc: c.onTemplate,
+	})
+	if err != nil {
+		return err
+	}
+	c.synced = append(c.synced, reg)
+	return nil
+}
+
+func (c *Controller) onTemplate(obj any) {
+	t, ok := unwrap(obj).(*resourcev1.ResourceClaimTemplate)
+	if !ok {
+		return
+	}
+	var list berthv1.WorkloadList
+	if err := c.client.List(context.Background(), &list, client.InNamespace(t.Namespace)); err != nil {
+		c.log.Error(err, "listing workloads after a ResourceClaimTemplate change", "namespace", t.Namespace)
+		return
+	}
+	for i := range list.Items {
+		if claimsThrough(&list.Items[i], t.Name) {
+			c.onWorkload(&list.Items[i])
+		}
+	}
+}
+
+func claimsThrough(wl *berthv1.Workload, template string) bool {
+	for _, ps := range wl.Spec.PodSets {
+		if slices.ContainsFunc(ps.ResourceClaims, func(rc corev1.PodResourceClaim) bool {
+			return rc.ResourceClaimTemplateName != nil && *rc.ResourceClaimTemplateName == template
+		}) {
+			return true
+		}
+	}
+	return false
+}
+
+// countDevices adds to each pod set of cw the devices its pods claim, as
+// the quota resources their classes map to; what cannot be counted makes
+// cw inadmissible, naming the pod set and the field.
+func (c *Controller) countDevices(wl *berthv1.Workload, cw *core.Workload) {
+	if len(c.opts.DeviceClasses) == 0 {
+		return
+	}
+	templates := func(name string) (*resourcev1.ResourceClaimTemplate, bool) {
+		var t resourcev1.ResourceClaimTemplate
+		err := c.client.Get(context.Background(), types.NamespacedName{Namespace: wl.Namespace, Name: name}, &t)
+		if err != nil && !apierrors.IsNotFound(err) {
+			c.log.Error(err, "reading a ResourceClaimTemplate", "namespace", wl.Namespace, "name", name)
+		}
+		return &t, err == nil
+	}
+	for i, ps := range wl.Spec.PodSets {
+		devices, err := c.opts.DeviceClasses.Requests(ps.ResourceClaims, templates)
+		if err != nil {
+			var missing *devicequota.MissingTemplate
+			if errors.As(err, &missing) {
+				cw.Inadmissible = fmt.Sprintf("pod set %s: %v: its devices are counted once it does", ps.Name, err)
+			} else {
+				cw.Inadmissible = fmt.Sprintf("pod set %s: %v", ps.Name, err)
+			}
+			return
+		}
+		for res, n := range devices {
+			cw.PodSets[i].Requests[string(res)] += n * 1000
+		}
+	}
+}
