@@ -89,6 +89,15 @@ const EvictedByBerth = "EvictedByBerth"
 // node.
 const PodsGoneFinalizer = "berth.dev/pods-gone"
 
+// DevicesCountedFinalizer keeps a ResourceClaimTemplate while a workload
+// whose devices were counted from it may still be admitted or make pods
+// (package devicequota). Without it the template could be deleted and made
+// again under the same name asking for more devices, and the workload's
+// later pods would claim those, past what its quota counted. A template's
+// spec cannot change in place (the API server refuses), and package guard
+// refuses the finalizer's removal by anyone but berth.
+const DevicesCountedFinalizer = "berth.dev/devices-counted"
+
 // PodSelectorAnnotation on a Workload is the label selector, in the
 // namespace of the Workload, of the pods that run for it: the pods of its
 // Job (batch.kubernetes.io/controller-uid=UID), of its JobSet's Jobs, ...

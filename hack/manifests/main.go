@@ -185,11 +185,11 @@ func guardTemplate(templates string) error {
 	for kind, c := range controllersOf {
 		controllers[kind] = []string{c.placeholder}
 	}
-	for _, o := range guard.Policies(guard.Options{
+	for _, o := range guard.All(guard.Options{
 		Identity:    "system:serviceaccount:" + releaseNamespace + ":" + manifests.ControllerName,
 		Namespace:   releaseNamespace,
 		Controllers: controllers,
-	}, guard.Kinds) {
+	}) {
 		data, err := yaml.Marshal(o)
 		if err != nil {
 			return err

@@ -56,6 +56,7 @@ import (
 	"github.com/berth-dev/berth/internal/admissionfairsharing"
 	"github.com/berth-dev/berth/internal/controller/admission"
 	checksctrl "github.com/berth-dev/berth/internal/controller/admissioncheck"
+	devicectrl "github.com/berth-dev/berth/internal/controller/devicequota"
 	"github.com/berth-dev/berth/internal/controller/fence"
 	mcctrl "github.com/berth-dev/berth/internal/controller/multicluster"
 	podsreadyctrl "github.com/berth-dev/berth/internal/controller/podsready"
@@ -562,6 +563,12 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		}
 	}
 	// Whatever kind made a Workload, its quota waits for its pods.
+	if len(o.DeviceClasses) > 0 {
+		// Templates counted stay as counted while their workloads may use them.
+		if err := devicectrl.Setup(ctx, mgr); err != nil {
+			return err
+		}
+	}
 	if err := podsgone.Setup(mgr); err != nil {
 		return err
 	}

@@ -60,7 +60,8 @@ func (m Mappings) String() string {
 }
 
 // Templates looks up a ResourceClaimTemplate of the pod's namespace by name;
-// false when there is none.
+// false when there is none. A template is counted only once it carries
+// Finalizer (Unkept until then).
 type Templates func(name string) (*resourcev1.ResourceClaimTemplate, bool)
 
 // Requests are the devices one pod with claims asks for, by quota resource,
@@ -83,6 +84,9 @@ func (m Mappings) Requests(claims []corev1.PodResourceClaim, templates Templates
 		t, ok := templates(name)
 		if !ok {
 			return nil, &MissingTemplate{Claim: c.Name, Name: name}
+		}
+		if !slices.Contains(t.Finalizers, Finalizer) {
+			return nil, &Unkept{Claim: c.Name, Name: name}
 		}
 		at += " (ResourceClaimTemplate " + name + ")"
 		for _, r := range t.Spec.Spec.Devices.Requests {
@@ -123,4 +127,13 @@ type MissingTemplate struct{ Claim, Name string }
 
 func (e *MissingTemplate) Error() string {
 	return fmt.Sprintf("resourceClaims[%s]: ResourceClaimTemplate %s does not exist", e.Claim, e.Name)
+}
+
+// Unkept is a claim whose ResourceClaimTemplate does not have Finalizer
+// yet: its devices are counted once berth has put it on, so that the
+// template stays what was counted.
+type Unkept struct{ Claim, Name string }
+
+func (e *Unkept) Error() string {
+	return fmt.Sprintf("resourceClaims[%s]: ResourceClaimTemplate %s: waiting for berth's finalizer %s, which keeps it as counted while workloads use it", e.Claim, e.Name, Finalizer)
 }

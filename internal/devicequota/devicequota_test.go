@@ -2,6 +2,7 @@ package devicequota
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -9,12 +10,14 @@ import (
 	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	berthv1 "github.com/berth-dev/berth/api/v1beta1"
 )
 
 // template is a ResourceClaimTemplate asking, per request, for count
 // devices of a class (count 0: the API server's default, one).
 func template(name string, reqs ...resourcev1.DeviceRequest) *resourcev1.ResourceClaimTemplate {
-	t := &resourcev1.ResourceClaimTemplate{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	t := &resourcev1.ResourceClaimTemplate{ObjectMeta: metav1.ObjectMeta{Name: name, Finalizers: []string{Finalizer}}}
 	t.Spec.Spec.Devices.Requests = reqs
 	return t
 }
@@ -140,5 +143,38 @@ func TestAMissingTemplateIsToldApart(t *testing.T) {
 	}
 	if err.Error() != "resourceClaims[g]: ResourceClaimTemplate later does not exist" {
 		t.Errorf("message: %q", err)
+	}
+}
+
+func TestATemplateIsCountedOnceKept(t *testing.T) {
+	m := Mappings{"gpu.example.com": "example.com/gpu"}
+	tmpl := template("gpus", exactly("gpu", "gpu.example.com", 2))
+	tmpl.Finalizers = nil
+	_, err := m.Requests([]corev1.PodResourceClaim{fromTemplate("g", "gpus")}, lookup(tmpl))
+	var unkept *Unkept
+	if !errors.As(err, &unkept) || unkept.Name != "gpus" || !strings.Contains(err.Error(), "waiting for berth's finalizer "+Finalizer) {
+		t.Fatalf("got %v, want Unkept for gpus", err)
+	}
+}
+
+func TestTemplatesOfAndKeeps(t *testing.T) {
+	wl := &berthv1.Workload{Spec: berthv1.WorkloadSpec{PodSets: []berthv1.PodSet{
+		{Name: "a", ResourceClaims: []corev1.PodResourceClaim{fromTemplate("x", "t2"), fromTemplate("y", "t1"), {Name: "s", ResourceClaimName: ptr.To("shared")}}},
+		{Name: "b", ResourceClaims: []corev1.PodResourceClaim{fromTemplate("x", "t2")}},
+	}}}
+	if got := TemplatesOf(wl); !slices.Equal(got, []string{"t1", "t2"}) {
+		t.Errorf("TemplatesOf = %v, want [t1 t2]", got)
+	}
+	if !Keeps(wl) {
+		t.Error("a pending workload does not keep its templates")
+	}
+	wl.Status.Conditions = []metav1.Condition{{Type: berthv1.WorkloadFinished, Status: metav1.ConditionTrue}}
+	if Keeps(wl) {
+		t.Error("a finished workload keeps its templates")
+	}
+	wl.Status.Conditions = nil
+	wl.DeletionTimestamp = &metav1.Time{}
+	if Keeps(wl) {
+		t.Error("a workload being deleted keeps its templates")
 	}
 }

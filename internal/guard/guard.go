@@ -178,6 +178,31 @@ func Policies(o Options, kinds []Kind) []client.Object {
 	return out
 }
 
+// All are the policies of Kinds and KeptTemplates: what berth up and the
+// chart install.
+func All(o Options) []client.Object {
+	p, b := KeptTemplates(o)
+	return append(Policies(o, Kinds), p, b)
+}
+
+// KeptTemplates is the policy by which nobody but berth takes its
+// finalizer off a ResourceClaimTemplate (berthv1.DevicesCountedFinalizer):
+// a workload's devices were counted from the template, and with the
+// finalizer gone it could be deleted and made again asking for more.
+func KeptTemplates(o Options) (*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding) {
+	fin := quote(berthv1.DevicesCountedFinalizer)
+	p, b := policy(o, "resourceclaimtemplates.guard.berth.dev", "resource.k8s.io", "v1", []string{"resourceclaimtemplates"},
+		"has(oldObject.metadata.finalizers) && "+fin+" in oldObject.metadata.finalizers")
+	forbidden := metav1.StatusReasonForbidden
+	p.Spec.Validations = []admissionregistrationv1.Validation{{
+		Expression: "has(object.metadata.finalizers) && " + fin + " in object.metadata.finalizers",
+		MessageExpression: quote("ResourceClaimTemplate ") + " + object.metadata.name + " + quote(": metadata.finalizers: "+berthv1.DevicesCountedFinalizer+
+			" is berth's to take off, once no workload whose devices were counted from this template may make pods"),
+		Reason: &forbidden,
+	}}
+	return p, b
+}
+
 // ChildPolicyName is the name of the policy that guards kind's children.
 func ChildPolicyName(k Kind, c Child) string {
 	return c.Resource + "-of-" + k.id() + ".guard.berth.dev"

@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	visibilityv1 "github.com/berth-dev/berth/api/visibility/v1beta1"
 	"github.com/berth-dev/berth/config"
@@ -215,14 +216,18 @@ func VisibilityAPIService(ctx context.Context, cfg *rest.Config, namespace strin
 // controller (o.Identity) and, for what they start, the kinds' own
 // controllers (o.Controllers).
 func Guard(ctx context.Context, cfg *rest.Config, o guard.Options) error {
-	return GuardKinds(ctx, cfg, o, guard.Kinds)
+	return applyPolicies(ctx, cfg, guard.All(o))
 }
 
-// GuardKinds applies the policies of kinds: Guard's, or those of the kinds
-// queued from configuration, which the controller applies itself.
+// GuardKinds applies the policies of kinds: those of the kinds queued from
+// configuration, which the controller applies itself.
 func GuardKinds(ctx context.Context, cfg *rest.Config, o guard.Options, kinds []guard.Kind) error {
+	return applyPolicies(ctx, cfg, guard.Policies(o, kinds))
+}
+
+func applyPolicies(ctx context.Context, cfg *rest.Config, policies []client.Object) error {
 	var objs []*unstructured.Unstructured
-	for _, o := range guard.Policies(o, kinds) {
+	for _, o := range policies {
 		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
 		if err != nil {
 			return err

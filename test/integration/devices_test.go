@@ -2,6 +2,8 @@ package integration
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -10,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	berthv1 "github.com/berth-dev/berth/api/v1beta1"
 	"github.com/berth-dev/berth/internal/sim/devices"
 	"github.com/berth-dev/berth/internal/testenv"
 	. "github.com/berth-dev/berth/test/fixtures"
@@ -26,7 +29,8 @@ const (
 // the devices count against the ClusterQueue's example.com/gpu quota, the
 // admitted Job's pods get them allocated on a simulated node that publishes
 // its devices, and the next Job waits for the quota, not for the node's
-// devices (4, twice the quota). A claim berth cannot count waits saying so.
+// devices (4, twice the quota). A claim berth cannot count waits saying so,
+// and a template counted cannot be made again asking for more.
 func TestDevicesClaimedThroughDRACountAgainstQuota(t *testing.T) {
 	env := testenv.New(t)
 	if err := env.Client.Create(ctx, MakeDeviceClass(gpuClass, gpuClass)); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -91,6 +95,24 @@ func TestDevicesClaimedThroughDRACountAgainstQuota(t *testing.T) {
 		return nil
 	})
 
+	// The template the admitted Job's pods claim through cannot be made
+	// again asking for more: deleted, it stays (berth's finalizer) while
+	// the Job may make pods, and the finalizer is berth's to take off.
+	if err := editor.Delete(ctx, MakeClaimTemplate("one-gpu", env.Namespace).Obj()); err != nil {
+		t.Fatal(err)
+	}
+	var kept resourcev1.ResourceClaimTemplate
+	if err := editor.Get(ctx, types.NamespacedName{Namespace: env.Namespace, Name: "one-gpu"}, &kept); err != nil || kept.DeletionTimestamp == nil {
+		t.Fatalf("a counted template deleted by its user: %v, %+v", err, kept.ObjectMeta)
+	}
+	err := editor.Patch(ctx, &kept, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`)))
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "metadata.finalizers: berth.dev/devices-counted is berth's to take off") {
+		t.Fatalf("an editor taking berth's finalizer off a counted template: %v, want it refused", err)
+	}
+	if err := editor.Create(ctx, MakeClaimTemplate("one-gpu", env.Namespace).Devices("gpu", gpuClass, 8).Obj()); !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("an editor making the counted template again with 8 GPUs: %v, want AlreadyExists", err)
+	}
+
 	waits := job("waits", "one-gpu", 1).Obj()
 	create(waits)
 	waitsWL := jobWorkload(t, env, waits).Name
@@ -100,6 +122,21 @@ func TestDevicesClaimedThroughDRACountAgainstQuota(t *testing.T) {
 	create(fpga)
 	waitPending(t, env, env.Namespace, jobWorkload(t, env, fpga).Name,
 		"pod set main: resourceClaims[dev] (ResourceClaimTemplate fpga): spec.spec.devices.requests[fpga]: exactly.deviceClassName: DeviceClass fpga.example.com is not mapped to a quota resource")
+
+	// A template no workload keeps is let go.
+	if err := editor.Delete(ctx, fpga, client.PropagationPolicy("Background")); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, wait, func() error {
+		var t resourcev1.ResourceClaimTemplate
+		if err := env.Client.Get(ctx, types.NamespacedName{Namespace: env.Namespace, Name: "fpga"}, &t); err != nil {
+			return err
+		}
+		if slices.Contains(t.Finalizers, berthv1.DevicesCountedFinalizer) {
+			return fmt.Errorf("template fpga keeps berth's finalizer after its only Job went")
+		}
+		return nil
+	})
 
 	// A template made after its Job is counted once it is there.
 	later := job("later", "later-gpu", 1).Obj()
