@@ -258,6 +258,26 @@ type WorkloadStatus struct {
 	// release, each time.
 	// +optional
 	AccumulatedPastExecutionTimeSeconds *int32 `json:"accumulatedPastExecutionTimeSeconds,omitempty"`
+
+	// ResourceRequests are what one pod of each pod set asks for as berth
+	// counts it against quota, where that is more than spec.podSets say:
+	// the devices its ResourceClaimTemplates ask for, as the controller's
+	// --device-class-mappings count them. Written with the reason a
+	// workload waits; empty once it is admitted (its admission says it).
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	ResourceRequests []PodSetRequest `json:"resourceRequests,omitempty"`
+}
+
+// PodSetRequest is what one pod of a pod set asks for.
+type PodSetRequest struct {
+	// Name of the pod set.
+	// +kubebuilder:validation:MaxLength=63
+	Name string `json:"name"`
+	// Resources one pod of it asks for.
+	// +optional
+	Resources corev1.ResourceList `json:"resources,omitempty"`
 }
 
 // CheckState is how an admission check has decided on a workload.

@@ -7,7 +7,9 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
@@ -63,11 +65,33 @@ func FromWorkloads(wls []berthv1.Workload, since time.Time, keepNames bool) Reco
 				q := ps.Requests[name]
 				req[string(name)] = q.String()
 			}
+			for name, q := range devicesOf(w, ps) {
+				req[string(name)] = q.String()
+			}
 			r.podSets = append(r.podSets, PodSet{Name: ps.Name, Count: ps.Count, Requests: req})
 		}
 		runs = append(runs, r)
 	}
 	return record(runs, since, keepNames)
+}
+
+// devicesOf is what one pod of ps was counted for beyond its spec's
+// requests (devices claimed through DRA): read from the admission, per pod.
+func devicesOf(w *berthv1.Workload, ps berthv1.PodSet) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	if a := w.Status.Admission; a != nil {
+		for _, psa := range a.PodSetAssignments {
+			if psa.Name != ps.Name || psa.Count <= 0 {
+				continue
+			}
+			for name, used := range psa.ResourceUsage {
+				if _, inSpec := ps.Requests[name]; !inSpec {
+					out[name] = *resource.NewMilliQuantity(used.MilliValue()/int64(psa.Count), used.Format)
+				}
+			}
+		}
+	}
+	return out
 }
 
 // trueSince is when a condition last became True, nil when it is not.

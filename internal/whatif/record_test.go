@@ -52,6 +52,15 @@ func TestFromWorkloads(t *testing.T) {
 	if ps := second.PodSets[0]; second.Priority != 5 || second.LocalQueue != "main" || ps.Count != 2 || ps.Requests["cpu"] != "500m" || ps.Requests["memory"] != "1Gi" {
 		t.Errorf("second: %+v", second)
 	}
+
+	// Devices claimed through DRA were counted in its admission, not its
+	// spec: a pod asks for its share of them.
+	gpus := recorded("gpus", 0, 1, 2)
+	gpus.Status.Admission = &berthv1.Admission{ClusterQueue: "cq", PodSetAssignments: []berthv1.PodSetAssignment{{Name: "main", Count: 2,
+		ResourceUsage: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), "example.com/gpu": resource.MustParse("4")}}}}
+	if ps := whatif.FromWorkloads([]berthv1.Workload{gpus}, time.Time{}, false).Workloads[0].PodSets[0]; ps.Requests["example.com/gpu"] != "2" || ps.Requests["cpu"] != "500m" {
+		t.Errorf("a pod of a Workload admitted with 4 GPUs for 2 pods asks for %v; want 2 example.com/gpu and its 500m cpu", ps.Requests)
+	}
 	want := map[string]int{whatif.SkipNotFinished: 1, whatif.SkipNeverRan: 1, whatif.SkipNoQueue: 1}
 	for why, n := range want {
 		if rec.Skipped[why] != n {

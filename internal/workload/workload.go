@@ -98,18 +98,36 @@ func ToCore(w *berthv1.Workload, nsLabels labels.Set) *core.Workload {
 	}
 	steerable := steerable(w)
 	for _, ps := range w.Spec.PodSets {
-		cps := core.PodSet{Name: ps.Name, Count: ps.Count, Requests: make(map[string]int64, len(ps.Requests)),
+		cps := core.PodSet{Name: ps.Name, Count: ps.Count, Requests: CoreRequests(RequestsOf(w, ps)),
 			NodeSelector: ps.NodeSelector, Tolerations: ps.Tolerations, NodeAffinity: ps.NodeAffinity,
 			Topology: TopologyRequestOf(ps.TopologyRequest), Steerable: steerable}
 		if ps.MinCount != nil {
 			cps.MinCount = *ps.MinCount
 		}
-		for r, q := range ps.Requests {
-			cps.Requests[string(r)] = core.Milli(q)
-		}
 		cw.PodSets = append(cw.PodSets, cps)
 	}
 	return cw
+}
+
+// RequestsOf is what one pod of ps, a pod set of w, asks for as quota
+// counts it: its status.resourceRequests when written (devices counted in),
+// else its spec's.
+func RequestsOf(w *berthv1.Workload, ps berthv1.PodSet) corev1.ResourceList {
+	for _, r := range w.Status.ResourceRequests {
+		if r.Name == ps.Name {
+			return r.Resources
+		}
+	}
+	return ps.Requests
+}
+
+// CoreRequests are requests in the core's milli-units.
+func CoreRequests(rl corev1.ResourceList) map[string]int64 {
+	out := make(map[string]int64, len(rl))
+	for r, q := range rl {
+		out[string(r)] = core.Milli(q)
+	}
+	return out
 }
 
 // steerable reports a Workload of a Job, a Pod or a pod group: berth gives
@@ -210,6 +228,7 @@ func Quantity(res string, milli int64) resource.Quantity {
 func SetAdmitted(w *berthv1.Workload, a *berthv1.Admission, checks []string, now time.Time) {
 	w.Status.Admission = a
 	w.Status.ClusterName = ""
+	w.Status.ResourceRequests = nil // the admission says what it holds
 	msg := fmt.Sprintf("quota reserved in ClusterQueue %s", a.ClusterQueue)
 	setCondition(w, berthv1.WorkloadQuotaReserved, metav1.ConditionTrue, "QuotaReserved", msg, now)
 	w.Status.AdmissionChecks = nil

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -117,6 +118,21 @@ func TestDevicesClaimedThroughDRACountAgainstQuota(t *testing.T) {
 	create(waits)
 	waitsWL := jobWorkload(t, env, waits).Name
 	waitPending(t, env, env.Namespace, waitsWL, gpuResource)
+	// What it waits for is written beside why, and berth why counts it.
+	testenv.Eventually(t, wait, func() error {
+		wl, err := getWorkload(env, env.Namespace, waitsWL)
+		if err != nil {
+			return err
+		}
+		if rr := wl.Status.ResourceRequests; len(rr) != 1 || rr[0].Resources.Name(gpuResource, resource.DecimalSI).String() != "1" {
+			return fmt.Errorf("status.resourceRequests of the waiting Job's Workload: %+v", rr)
+		}
+		return nil
+	})
+	out, err := berthCLI(t, env, "-n", env.Namespace)("why", "job", "waits")
+	if err != nil || !strings.Contains(out, "right now: it waits:") || !strings.Contains(out, gpuResource) {
+		t.Errorf("berth why job waits (%v): want it waiting for %s:\n%s", err, gpuResource, out)
+	}
 
 	fpga := job("fpga", "fpga", 1).Obj()
 	create(fpga)

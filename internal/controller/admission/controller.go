@@ -14,6 +14,7 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
@@ -485,7 +486,11 @@ func (c *Controller) writePending(ctx context.Context, key string) bool {
 		return false
 	}
 	orig := wl.DeepCopy()
-	if !workload.SetPending(wl, string(p.Reason), p.Message, c.clock.Now()) {
+	// What it asks for, devices counted, goes with why it waits, so that
+	// berth why and the dashboard count them too.
+	wl.Status.ResourceRequests, _ = c.deviceRequests(wl)
+	changed := workload.SetPending(wl, string(p.Reason), p.Message, c.clock.Now())
+	if !changed && equality.Semantic.DeepEqual(orig.Status.ResourceRequests, wl.Status.ResourceRequests) {
 		return false
 	}
 	err = c.client.Status().Patch(ctx, wl, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))

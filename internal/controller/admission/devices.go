@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -17,6 +18,7 @@ import (
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
 	"github.com/berth-dev/berth/internal/core"
 	"github.com/berth-dev/berth/internal/devicequota"
+	"github.com/berth-dev/berth/internal/workload"
 )
 
 // watchTemplates feeds ResourceClaimTemplates to the devices' count: one
@@ -71,12 +73,36 @@ func claimsThrough(wl *berthv1.Workload, template string) bool {
 	return false
 }
 
-// countDevices adds to each pod set of cw the devices its pods claim, as
-// the quota resources their classes map to; what cannot be counted makes
-// cw inadmissible, naming the pod set and the field.
+// countDevices makes cw's requests what berth counts against quota: each
+// pod set's spec requests and the devices its pods claim, as the quota
+// resources their classes map to. What cannot be counted makes cw
+// inadmissible, naming the pod set and the field.
 func (c *Controller) countDevices(wl *berthv1.Workload, cw *core.Workload) {
-	if len(c.opts.DeviceClasses) == 0 {
+	if len(wl.Status.ResourceRequests) == 0 && !slices.ContainsFunc(wl.Spec.PodSets, func(ps berthv1.PodSet) bool { return len(ps.ResourceClaims) > 0 }) {
 		return
+	}
+	counted, why := c.deviceRequests(wl)
+	if why != "" {
+		cw.Inadmissible = why
+		return
+	}
+	// From the spec, not a status written under other templates or mappings.
+	for i, ps := range wl.Spec.PodSets {
+		cw.PodSets[i].Requests = workload.CoreRequests(ps.Requests)
+		for _, r := range counted {
+			if r.Name == ps.Name {
+				cw.PodSets[i].Requests = workload.CoreRequests(r.Resources)
+			}
+		}
+	}
+}
+
+// deviceRequests are the requests of wl's pod sets whose pods claim
+// devices, with those devices counted in (status.resourceRequests), or why
+// they cannot be counted.
+func (c *Controller) deviceRequests(wl *berthv1.Workload) ([]berthv1.PodSetRequest, string) {
+	if len(c.opts.DeviceClasses) == 0 {
+		return nil, ""
 	}
 	templates := func(name string) (*resourcev1.ResourceClaimTemplate, bool) {
 		var t resourcev1.ResourceClaimTemplate
@@ -86,19 +112,28 @@ func (c *Controller) countDevices(wl *berthv1.Workload, cw *core.Workload) {
 		}
 		return &t, err == nil
 	}
-	for i, ps := range wl.Spec.PodSets {
+	var out []berthv1.PodSetRequest
+	for _, ps := range wl.Spec.PodSets {
 		devices, err := c.opts.DeviceClasses.Requests(ps.ResourceClaims, templates)
 		if err != nil {
-			var missing *devicequota.MissingTemplate
-			if errors.As(err, &missing) {
-				cw.Inadmissible = fmt.Sprintf("pod set %s: %v: its devices are counted once it does", ps.Name, err)
-			} else {
-				cw.Inadmissible = fmt.Sprintf("pod set %s: %v", ps.Name, err)
+			if missing := (*devicequota.MissingTemplate)(nil); errors.As(err, &missing) {
+				return nil, fmt.Sprintf("pod set %s: %v: its devices are counted once it does", ps.Name, err)
 			}
-			return
+			return nil, fmt.Sprintf("pod set %s: %v", ps.Name, err)
+		}
+		if len(devices) == 0 {
+			continue
+		}
+		all := ps.Requests.DeepCopy()
+		if all == nil {
+			all = corev1.ResourceList{}
 		}
 		for res, n := range devices {
-			cw.PodSets[i].Requests[string(res)] += n * 1000
+			q := all[res]
+			q.Add(*resource.NewQuantity(n, resource.DecimalSI))
+			all[res] = q
 		}
+		out = append(out, berthv1.PodSetRequest{Name: ps.Name, Resources: all})
 	}
+	return out, ""
 }
