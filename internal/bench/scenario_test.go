@@ -88,3 +88,15 @@ func TestLargeScaleHasKueuesShape(t *testing.T) {
 		t.Error("LargeScale changed Baseline's classes")
 	}
 }
+
+// The deep queue's bounds: 450 gangs of 32 cpu under 1,536 cpu run 48 at a
+// time, so 10 waves of 30 s; the last can start after 9.
+func TestDeepQueueBounds(t *testing.T) {
+	s := DeepQueueAt(1)
+	if s.AtOnce() != 48 || s.LastStartBound() != 270*time.Second || s.LowerBound() != 300*time.Second {
+		t.Errorf("at once %d, last start %v, bound %v; want 48, 4m30s, 5m0s", s.AtOnce(), s.LastStartBound(), s.LowerBound())
+	}
+	if len(s.units()) != 450 || queueOf("q2-gang-17") != 2 || queueOf(s.units()[449].Name) != 2 {
+		t.Errorf("%d units, the last %s", len(s.units()), s.units()[449].Name)
+	}
+}

@@ -174,9 +174,18 @@ func RunTAS(ctx context.Context, cfg *rest.Config, kubeconfig, bin string, s TAS
 	return res, runErr
 }
 
-// setUpTASQueue makes the bench's Topology (block, rack, host), a flavor of
-// the bench's nodes with it, and the bench's queue on that flavor.
+// setUpTASQueue makes the bench's topology and flavor (setUpTASFlavor),
+// and the bench's queue on that flavor.
 func setUpTASQueue(ctx context.Context, c client.Client, quota int64) error {
+	if err := setUpTASFlavor(ctx, c); err != nil {
+		return err
+	}
+	return setUpBenchQueue(ctx, c, tasFlavor, quota)
+}
+
+// setUpTASFlavor makes the bench's Topology (block, rack, host) and a
+// flavor of the bench's nodes with it.
+func setUpTASFlavor(ctx context.Context, c client.Client) error {
 	lbl := map[string]string{Label: "true"}
 	topo := &berthv1.Topology{ObjectMeta: metav1.ObjectMeta{Name: tasTopology, Labels: lbl},
 		Spec: berthv1.TopologySpec{Levels: []berthv1.TopologyLevel{{NodeLabel: nodepool.BlockLabel},
@@ -190,5 +199,5 @@ func setUpTASQueue(ctx context.Context, c client.Client, quota int64) error {
 			return fmt.Errorf("creating %T %s: %w", o, o.GetName(), err)
 		}
 	}
-	return setUpBenchQueue(ctx, c, tasFlavor, quota)
+	return nil
 }

@@ -35,6 +35,7 @@ const (
 	e2eJobSets = "e2e-jobsets"
 	podsRun    = "pods"
 	tasRun     = "tas"
+	deepRun    = "deep-queue"
 	mcRun      = "multicluster"
 	chaosRun   = "chaos"
 	vcRun      = "vcluster"
@@ -55,7 +56,7 @@ func newBenchCommand() *cobra.Command {
 		names = append(names, n)
 	}
 	// The runners of their own, one list for the help and the check below.
-	names = append(names, simScale, e2eJobs, e2eJobSets, podsRun, tasRun, mcRun, chaosRun, vcRun, creates)
+	names = append(names, simScale, e2eJobs, e2eJobSets, podsRun, tasRun, deepRun, mcRun, chaosRun, vcRun, creates)
 	sort.Strings(names)
 	cmd := &cobra.Command{
 		Use:   "bench <scenario>",
@@ -87,7 +88,13 @@ JobSet controller: berth up --with jobset). pods does the same with 5,000
 plain Pods and 500 pod groups of 8 (9,000 pods), timing single Pods and groups
 apart. tas sends 400 Jobs of 4, 8, 16 and 32 pods, each preferring one rack,
 through topology-aware placement on 64 nodes of 8 cpu in racks of 4, and
-reports their start times and how many racks each gang spans. multicluster
+reports their start times and how many racks each gang spans. deep-queue is
+the shape of Kueue's issue #14477: 200, 150 and 100 gangs of 8 pods of 4 cpu,
+each preferring one rack, queued at once in 3 ClusterQueues of 512 cpu in one
+cohort, on 1,300 nodes of 8 cpu in racks of 10; 48 gangs run at once, for 30
+s, so quota frees a wave at a time; it reports gangs started a minute and
+when the last started against the earliest the quota allows (run the
+instance with --controller-flag=--fair-sharing for Kueue's setting). multicluster
 sends 2,000 Jobs of one short pod through a manager to its Active worker
 clusters ('berth up --workers 2') with quotas that never bind, and reports
 dispatch throughput (Jobs admitted on a worker per second) and the time from
@@ -115,8 +122,8 @@ berth up --nodes 10). creates times how fast the API server creates
 and without it (Jobs with no queue label), first as dry runs (nothing stored:
 the webhook's call alone), then stored in a held queue (berth makes each
 queued Job's Workload too), and reports the rates and the webhook's latency.
-e2e-jobs, e2e-jobsets, pods
-and tas report
+e2e-jobs, e2e-jobsets, pods,
+tas and deep-queue report
 API writes per pod. --scale multiplies the workloads, Jobs,
 Pods and groups, or nodes and pods (0.01 runs in seconds).
 
@@ -206,6 +213,18 @@ controller. See docs/benchmarks.md.`,
 				res, runErr := bench.RunTAS(ctx, cfg, kubeconfig, self, bench.TASAt(o.Scale), o.Scale, o)
 				if err = runErr; res != nil {
 					summary = bench.TASMarkdown(*res)
+				}
+			case deepRun:
+				s := bench.DeepQueueAt(o.Scale)
+				if cmd.Flags().Changed("duration") {
+					if duration <= 0 {
+						return fmt.Errorf("deep-queue: --duration %s: want how long each gang runs, more than 0", duration)
+					}
+					s.Duration = duration
+				}
+				res, runErr := bench.RunDeepQueue(ctx, cfg, kubeconfig, self, s, o.Scale, o)
+				if err = runErr; res != nil {
+					summary = bench.DeepQueueMarkdown(*res)
 				}
 			case chaosRun:
 				if instanceDir == "" {
@@ -298,7 +317,7 @@ controller. See docs/benchmarks.md.`,
 	f.DurationVar(&o.Timeout, "timeout", time.Hour, "give up if the workloads have not all finished by then")
 	f.Uint64Var(&seed, "seed", 0, "chaos: the seed of the faults' order and moments (default: from the clock, printed)")
 	f.IntVar(&faults, "faults", 10, "chaos: how many faults to inject, the kinds in turn")
-	f.DurationVar(&duration, "duration", 2*time.Minute, "chaos: how long work arrives (the run lasts until the work is done and every fault injected)")
+	f.DurationVar(&duration, "duration", 2*time.Minute, "chaos: how long work arrives (the run lasts until the work is done and every fault injected); deep-queue: how long each gang runs (default 30s)")
 	f.StringVar(&o.Profile, "profile", "",
 		"save CPU profiles of kube-apiserver and berth's controller over the run into this directory "+
 			"(berth up --apiserver-arg=--profiling=true --controller-flag=--profiling)")

@@ -37,13 +37,16 @@ func TestBenchScenariosSmoke(t *testing.T) {
 	for name := range bench.Scenarios {
 		names = append(names, name)
 	}
-	names = append(names, "sim-scale", "e2e-jobs", "e2e-jobsets", "pods", "tas", "creates")
+	names = append(names, "sim-scale", "e2e-jobs", "e2e-jobsets", "pods", "tas", "deep-queue", "creates")
 	sort.Strings(names)
 	for _, name := range names {
 		t.Run(name, func(t *testing.T) {
 			out := t.TempDir()
 			args := []string{"bench", name, "--scale", "0.01", "--kubeconfig", env.Kubeconfig,
 				"--output", out, "--timeout", "3m"}
+			if name == "deep-queue" {
+				args = append(args, "--duration", "2s") // its gangs' run time
+			}
 			audited := name != "sim-scale" && name != "creates" // they admit nothing through berth's queues
 			if audited {
 				args = append(args, "--audit")
@@ -96,6 +99,23 @@ func TestBenchScenariosSmoke(t *testing.T) {
 				pods := float64(bench.TASAt(0.01).PodCount())
 				checkChart(t, out, map[string]float64{"pods of the bench/created (admitted)": pods,
 					"pods of the bench/running": 0, "pods of the bench/succeeded": pods})
+				return
+			case "deep-queue":
+				var r bench.DeepQueueResults
+				if err := json.Unmarshal(data, &r); err != nil {
+					t.Fatal(err)
+				}
+				s := bench.DeepQueueAt(0.01)
+				pods := 0
+				for _, d := range s.Depths {
+					pods += d * s.PodsPerGang
+				}
+				if r.Succeeded != pods || r.LastStartSeconds <= 0 || r.GangsPerMinute <= 0 || len(r.Start) != len(s.Depths) {
+					t.Errorf("deep-queue: %d of %d pods succeeded, last start %.1f s, %.1f gangs a minute, starts of %d queues",
+						r.Succeeded, pods, r.LastStartSeconds, r.GangsPerMinute, len(r.Start))
+				}
+				checkChart(t, out, map[string]float64{"pods of the bench/created (admitted)": float64(pods),
+					"pods of the bench/running": 0, "pods of the bench/succeeded": float64(pods)})
 				return
 			case "pods":
 				checkPods(t, data)
