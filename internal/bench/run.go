@@ -1,11 +1,13 @@
 package bench
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"time"
@@ -21,6 +23,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
 	"github.com/berth-dev/berth/internal/bench/plot"
@@ -328,7 +331,26 @@ func Run(ctx context.Context, cfg *rest.Config, s Scenario, o Options) (*Results
 	if err := writeFiles(o.Output, res, Markdown(res), ch); err != nil {
 		return &res, err
 	}
+	if err := writeQueues(filepath.Join(o.Output, "queues.yaml"), &s); err != nil {
+		return &res, err
+	}
 	return &res, runErr
+}
+
+// writeQueues writes the scenario's queues as YAML, for berth whatif to
+// replay a trace of the run against (docs/whatif.md).
+func writeQueues(path string, s *Scenario) error {
+	var b bytes.Buffer
+	b.WriteString("# The queues of berth bench " + s.Name + ", as created: berth whatif --config takes them as they are.\n")
+	for _, o := range QueueObjects(s) {
+		data, err := yaml.Marshal(o)
+		if err != nil {
+			return err
+		}
+		b.WriteString("---\n")
+		b.Write(data)
+	}
+	return os.WriteFile(path, b.Bytes(), 0o644)
 }
 
 // submit creates the plan's workloads on schedule, creators at a time.

@@ -53,6 +53,7 @@ var Scenarios = map[string]func(scale float64) Scenario{
 	"baseline":    Baseline,
 	"large-scale": LargeScale,
 	"throughput":  Throughput,
+	"fidelity":    Fidelity,
 }
 
 // Baseline is the shape of Kueue's own scheduler performance test, for a
@@ -123,6 +124,25 @@ func Throughput(scale float64) Scenario {
 	return Scenario{
 		Name: "throughput", Cohorts: 1, QueuesPerCohort: 10, NominalCPU: 1_000_000, Held: true,
 		Classes: []Class{{Name: "tiny", CPU: 1, Priority: 100, PerQueue: max(1, int(math.Round(1000*scale)))}},
+	}
+}
+
+// Fidelity is a run where the quota, not the API server, sets the pace,
+// for comparing berth whatif's replay of it with what happened
+// (docs/whatif.md): 2 cohorts of 3 ClusterQueues of 10 cpu (each may borrow
+// 10), workloads running tens of seconds and arriving over two minutes at
+// each queue, about 2.2 times what the quota can run in that time, so that
+// queues fill, borrow and preempt: 80 small, 20 medium and 6 large a queue
+// (636 at scale 1; scale multiplies them, at least one of each).
+func Fidelity(scale float64) Scenario {
+	per := func(n int) int { return max(1, int(math.Round(float64(n)*scale))) }
+	return Scenario{
+		Name: "fidelity", Cohorts: 2, QueuesPerCohort: 3, NominalCPU: 10, BorrowingCPU: 10, Preemption: true,
+		Classes: []Class{
+			{Name: "small", CPU: 1, Runtime: 10 * time.Second, Priority: 50, Interval: 1500 * time.Millisecond, PerQueue: per(80)},
+			{Name: "medium", CPU: 3, Runtime: 15 * time.Second, Priority: 100, Interval: 6 * time.Second, PerQueue: per(20)},
+			{Name: "large", CPU: 8, Runtime: 20 * time.Second, Priority: 200, Interval: 20 * time.Second, PerQueue: per(6)},
+		},
 	}
 }
 

@@ -1,8 +1,12 @@
 package bench
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/berth-dev/berth/internal/whatif"
 )
 
 func TestBaselineHasKueuesShape(t *testing.T) {
@@ -98,5 +102,25 @@ func TestDeepQueueBounds(t *testing.T) {
 	}
 	if len(s.units()) != 450 || queueOf("q2-gang-17") != 2 || queueOf(s.units()[449].Name) != 2 {
 		t.Errorf("%d units, the last %s", len(s.units()), s.units()[449].Name)
+	}
+}
+
+// The queues a run writes are a configuration berth whatif takes as it is.
+func TestQueuesYAMLIsAWhatifConfig(t *testing.T) {
+	s := Fidelity(1)
+	path := filepath.Join(t.TempDir(), "queues.yaml")
+	if err := writeQueues(path, &s); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := whatif.ParseConfig("queues.yaml", data)
+	if err != nil {
+		t.Fatalf("berth whatif refuses the bench's queues: %v\n%s", err, data)
+	}
+	if got := len(cfg.ClusterQueues); got != s.Cohorts*s.QueuesPerCohort {
+		t.Errorf("%d ClusterQueues, want %d", got, s.Cohorts*s.QueuesPerCohort)
 	}
 }

@@ -111,17 +111,40 @@ func setUpJobs(ctx context.Context, c client.Client, s *Scenario) error {
 }
 
 // setUp makes the scenario's flavor, namespaces, ClusterQueues and
-// LocalQueues, and waits until every ClusterQueue is active.
+// LocalQueues (QueueObjects), and waits until every ClusterQueue is active.
 func setUp(ctx context.Context, c client.Client, s *Scenario) error {
 	lbl := map[string]string{Label: "true"}
-	rf := &berthv1.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: flavor, Labels: lbl}}
-	if err := c.Create(ctx, rf); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating ResourceFlavor %s: %w", flavor, err)
+	for i, o := range QueueObjects(s) {
+		if err := c.Create(ctx, o); err != nil && !(i == 0 && apierrors.IsAlreadyExists(err)) {
+			return fmt.Errorf("creating %T %s: %w", o, o.GetName(), err)
+		}
 	}
+	return wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		var cqs berthv1.ClusterQueueList
+		if err := c.List(ctx, &cqs, client.MatchingLabels(lbl)); err != nil {
+			return false, err
+		}
+		ready := 0
+		for _, cq := range cqs.Items {
+			// A held queue is inactive, but has said so.
+			if c := meta.FindStatusCondition(cq.Status.Conditions, "Active"); c != nil && (c.Status == metav1.ConditionTrue || s.Held) {
+				ready++
+			}
+		}
+		return ready == s.Cohorts*s.QueuesPerCohort, nil
+	})
+}
+
+// QueueObjects are the scenario's flavor (first), then for each queue its
+// namespace, ClusterQueue and LocalQueue: what setUp creates, and what the
+// run writes to queues.yaml for berth whatif to replay it against.
+func QueueObjects(s *Scenario) []client.Object {
+	lbl := map[string]string{Label: "true"}
+	out := []client.Object{&berthv1.ResourceFlavor{TypeMeta: typeOf("ResourceFlavor"), ObjectMeta: metav1.ObjectMeta{Name: flavor, Labels: lbl}}}
 	for q := range s.Cohorts * s.QueuesPerCohort {
 		name := queueName(q)
 		borrowing := resource.NewQuantity(s.BorrowingCPU, resource.DecimalSI)
-		cq := &berthv1.ClusterQueue{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: lbl},
+		cq := &berthv1.ClusterQueue{TypeMeta: typeOf("ClusterQueue"), ObjectMeta: metav1.ObjectMeta{Name: name, Labels: lbl},
 			Spec: berthv1.ClusterQueueSpec{
 				Cohort:            fmt.Sprintf("bench-c%d", q/s.QueuesPerCohort),
 				NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: name}},
@@ -139,32 +162,17 @@ func setUp(ctx context.Context, c client.Client, s *Scenario) error {
 			cq.Spec.Preemption = &berthv1.ClusterQueuePreemption{
 				ReclaimWithinCohort: berthv1.PreemptionAny, WithinClusterQueue: berthv1.PreemptionLowerPriority}
 		}
-		objs := []client.Object{
-			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: lbl}},
+		out = append(out,
+			&corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}, ObjectMeta: metav1.ObjectMeta{Name: name, Labels: lbl}},
 			cq,
-			&berthv1.LocalQueue{ObjectMeta: metav1.ObjectMeta{Name: "bench", Namespace: name, Labels: lbl},
-				Spec: berthv1.LocalQueueSpec{ClusterQueue: name}},
-		}
-		for _, o := range objs {
-			if err := c.Create(ctx, o); err != nil {
-				return fmt.Errorf("creating %T %s: %w", o, o.GetName(), err)
-			}
-		}
+			&berthv1.LocalQueue{TypeMeta: typeOf("LocalQueue"), ObjectMeta: metav1.ObjectMeta{Name: "bench", Namespace: name, Labels: lbl},
+				Spec: berthv1.LocalQueueSpec{ClusterQueue: name}})
 	}
-	return wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		var cqs berthv1.ClusterQueueList
-		if err := c.List(ctx, &cqs, client.MatchingLabels(lbl)); err != nil {
-			return false, err
-		}
-		ready := 0
-		for _, cq := range cqs.Items {
-			// A held queue is inactive, but has said so.
-			if c := meta.FindStatusCondition(cq.Status.Conditions, "Active"); c != nil && (c.Status == metav1.ConditionTrue || s.Held) {
-				ready++
-			}
-		}
-		return ready == s.Cohorts*s.QueuesPerCohort, nil
-	})
+	return out
+}
+
+func typeOf(kind string) metav1.TypeMeta {
+	return metav1.TypeMeta{APIVersion: berthv1.GroupVersion.String(), Kind: kind}
 }
 
 // release lets held queues admit.

@@ -16,12 +16,13 @@ import (
 
 func newWhatifCommand() *cobra.Command {
 	var (
-		tracePath   string
-		configs     []string
-		fairSharing bool
-		output      string
-		top         int
-		chart       string
+		tracePath       string
+		configs         []string
+		fairSharing     bool
+		againstRecorded bool
+		output          string
+		top             int
+		chart           string
 	)
 	cmd := &cobra.Command{
 		Use:   "whatif --trace FILE --config QUEUES.yaml [--config OTHER.yaml]",
@@ -37,7 +38,10 @@ With one --config it reports, per ClusterQueue, LocalQueue and priority,
 how many workloads were admitted and their waits from arrival to first
 admission (mean, p50, p95, max), and how often they were preempted. With
 two, it replays both and lines them up, then lists the workloads whose wait
-changed most. --chart draws, over the trace's time, how many workloads wait
+changed most. With --against-recorded it lines the replay up with what
+happened in the cluster the trace was recorded from (berth trace record
+writes each workload's last admission), and says how many pairs of
+workloads were admitted in the same order. --chart draws, over the trace's time, how many workloads wait
 and how long those arriving then waited, a line per configuration.
 
 What it does not model is refused: topology-aware placement and admission
@@ -45,7 +49,8 @@ checks in the configuration. A preempted workload gives its quota back at
 once (in a cluster, once its pods are gone) and runs again in full.`,
 		Example: `  berth whatif --trace week.jsonl --config queues.yaml
   berth whatif --trace week.jsonl --config today.yaml --config lend-more.yaml --chart compare.png
-  berth whatif --trace week.jsonl --config queues.yaml --fair-sharing -o json`,
+  berth whatif --trace week.jsonl --config queues.yaml --fair-sharing -o json
+  berth whatif --trace week.jsonl --config queues.yaml --against-recorded`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			switch {
@@ -57,6 +62,8 @@ once (in a cluster, once its pods are gone) and runs again in full.`,
 				return fmt.Errorf("-o %q: unknown output format (use table or json)", output)
 			case top < 0:
 				return fmt.Errorf("--top %d: must not be negative", top)
+			case againstRecorded && len(configs) != 1:
+				return fmt.Errorf("--against-recorded compares one replay with what happened: give one --config (%d given)", len(configs))
 			}
 			f, err := os.Open(tracePath)
 			if err != nil {
@@ -86,6 +93,13 @@ once (in a cluster, once its pods are gone) and runs again in full.`,
 					len(trace), cfg.Name, time.Since(began).Round(time.Millisecond), r.Cycles)
 				results = append(results, r)
 			}
+			if againstRecorded {
+				rec, err := whatif.Recorded(trace, results[0])
+				if err != nil {
+					return fmt.Errorf("--against-recorded: %s: %w", tracePath, err)
+				}
+				results = []*whatif.Result{rec, results[0]}
+			}
 			if chart != "" {
 				f, err := os.Create(chart)
 				if err != nil {
@@ -109,6 +123,7 @@ once (in a cluster, once its pods are gone) and runs again in full.`,
 	f.StringVarP(&output, "output", "o", "table", "table or json")
 	f.StringVar(&chart, "chart", "", "also draw, as a PNG file, the workloads waiting and the mean wait over the trace's time, a line per configuration")
 	f.IntVar(&top, "top", 10, "with two configurations: how many of the workloads whose wait changed most to list")
+	f.BoolVar(&againstRecorded, "against-recorded", false, "compare the replay with what happened in the cluster the trace was recorded from (its admissions): how faithful the replay is")
 	return cmd
 }
 

@@ -136,8 +136,9 @@ func record(runs []ran, since time.Time, keepNames bool) Recording {
 		rec.Start = kept[0].created
 	}
 	for i, r := range kept {
+		admitted := seconds(r.admitted.Sub(rec.Start))
 		out := Workload{Name: r.name, Namespace: r.namespace, LocalQueue: r.queue, Priority: r.priority,
-			Arrival: seconds(r.created.Sub(rec.Start)), Run: seconds(r.finished.Sub(*r.admitted))}
+			Arrival: seconds(r.created.Sub(rec.Start)), Run: seconds(r.finished.Sub(*r.admitted)), Admitted: &admitted}
 		if !keepNames {
 			out.Name = fmt.Sprintf("w%d", i)
 		}

@@ -49,6 +49,9 @@ type Result struct {
 	End float64 `json:"end"`
 	// Cycles is how many admission cycles ran.
 	Cycles int `json:"cycles"`
+	// Recorded: not a replay but what happened (Recorded), whose
+	// preemptions the trace does not hold.
+	Recorded bool `json:"recorded,omitempty"`
 }
 
 // virtualClock is the replay's time, moved by the loop alone.

@@ -102,6 +102,83 @@ func rank(sorted []float64, p float64) float64 {
 	return sorted[max(0, min(i, len(sorted)-1))]
 }
 
+// Recorded is what happened in the cluster a trace was recorded from, as a
+// result to compare a replay with: each workload admitted when the trace
+// says it was last admitted, in the ClusterQueue the replay put it in. A
+// workload preempted there waited, by this account, until its last
+// admission. An error names a workload without a recorded admission (a
+// generated trace has none).
+func Recorded(trace []Workload, replay *Result) (*Result, error) {
+	r := &Result{Config: "recorded", Workloads: make([]Outcome, len(trace)), Recorded: true}
+	for i := range trace {
+		w := &trace[i]
+		if w.Admitted == nil {
+			return nil, fmt.Errorf("workload %s: no recorded admission (admitted): only a trace recorded from a cluster has them", w.Key())
+		}
+		o := Outcome{Key: w.Key(), LocalQueue: w.LocalQueue, Priority: w.Priority, Arrival: w.Arrival,
+			Admitted: w.Admitted, Wait: *w.Admitted - w.Arrival, Finished: true}
+		if i < len(replay.Workloads) {
+			o.ClusterQueue = replay.Workloads[i].ClusterQueue
+		}
+		r.Workloads[i] = o
+		r.End = max(r.End, *w.Admitted+w.Run)
+	}
+	return r, nil
+}
+
+// OrderAgreement is the share of pairs of workloads admitted in both
+// results that were admitted in the same order; a pair admitted in the
+// same whole second in either counts as agreeing (a recorded trace has
+// seconds). 1 when fewer than two were admitted in both.
+func OrderAgreement(a, b *Result) float64 {
+	type pair struct{ a, b float64 }
+	var ps []pair
+	for i := range a.Workloads {
+		if i < len(b.Workloads) && a.Workloads[i].Admitted != nil && b.Workloads[i].Admitted != nil {
+			ps = append(ps, pair{math.Floor(*a.Workloads[i].Admitted), math.Floor(*b.Workloads[i].Admitted)})
+		}
+	}
+	n := len(ps)
+	if n < 2 {
+		return 1
+	}
+	// Sorted by a (ties by b), the pairs b orders the other way are the
+	// inversions of the b column, counted by merge sort: n log n, for
+	// traces of hundreds of thousands.
+	slices.SortFunc(ps, func(x, y pair) int { return cmp.Or(cmp.Compare(x.a, y.a), cmp.Compare(x.b, y.b)) })
+	bs := make([]float64, n)
+	for i, p := range ps {
+		bs[i] = p.b
+	}
+	inversions := countInversions(bs, make([]float64, n))
+	return 1 - float64(inversions)/(float64(n)*float64(n-1)/2)
+}
+
+// countInversions counts the pairs i < j with xs[i] > xs[j], sorting xs.
+func countInversions(xs, tmp []float64) int64 {
+	if len(xs) < 2 {
+		return 0
+	}
+	mid := len(xs) / 2
+	n := countInversions(xs[:mid], tmp[:mid]) + countInversions(xs[mid:], tmp[mid:])
+	i, j, k := 0, mid, 0
+	for i < mid && j < len(xs) {
+		if xs[i] <= xs[j] {
+			tmp[k] = xs[i]
+			i++
+		} else {
+			tmp[k] = xs[j]
+			n += int64(mid - i)
+			j++
+		}
+		k++
+	}
+	k += copy(tmp[k:], xs[i:mid])
+	copy(tmp[k:], xs[j:])
+	copy(xs, tmp[:len(xs)])
+	return n
+}
+
 // Change is one workload's wait under two configurations.
 type Change struct {
 	Key string  `json:"key"`
@@ -129,12 +206,18 @@ type Comparison struct {
 	// PreemptionsA and PreemptionsB are the replays' preemptions.
 	PreemptionsA int `json:"preemptionsA"`
 	PreemptionsB int `json:"preemptionsB"`
+	// OrderAgreement is the share of pairs admitted in the same order
+	// under both (OrderAgreement).
+	OrderAgreement float64 `json:"orderAgreement"`
+	// Recorded: A is what happened (Recorded), its preemptions unknown.
+	Recorded bool `json:"recorded,omitempty"`
 }
 
 // Compare lines up two replays of the same trace: each group of either,
 // and the top workloads whose wait changed most.
 func Compare(a, b *Result, top int) Comparison {
-	c := Comparison{A: a.Config, B: b.Config, PreemptionsA: a.Preemptions, PreemptionsB: b.Preemptions}
+	c := Comparison{A: a.Config, B: b.Config, PreemptionsA: a.Preemptions, PreemptionsB: b.Preemptions, OrderAgreement: OrderAgreement(a, b),
+		Recorded: a.Recorded}
 	ga, gb := Summarize(a), Summarize(b)
 	index := func(gs []Group) map[[2]string]Stats {
 		m := map[[2]string]Stats{}
@@ -183,11 +266,22 @@ func WriteSummary(w io.Writer, r *Result) error {
 // wait changed most.
 func WriteComparison(w io.Writer, c Comparison) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "A = %s (%d preemptions), B = %s (%d preemptions)\n", c.A, c.PreemptionsA, c.B, c.PreemptionsB)
+	preempted := func(n int, unknown bool) string {
+		if unknown {
+			return "-"
+		}
+		return strconv.Itoa(n)
+	}
+	a := fmt.Sprintf("%d preemptions", c.PreemptionsA)
+	if c.Recorded {
+		a = "what happened; preemptions are not in the trace, and a preempted workload's wait runs to its last admission"
+	}
+	fmt.Fprintf(tw, "A = %s (%s), B = %s (%d preemptions); admitted in the same order: %.1f %% of pairs\n",
+		c.A, a, c.B, c.PreemptionsB, 100*c.OrderAgreement)
 	fmt.Fprintln(tw, "BY\tNAME\tADMITTED A\tADMITTED B\tMEAN WAIT A\tMEAN WAIT B\tP95 A\tP95 B\tPREEMPTED A\tPREEMPTED B")
 	for _, g := range c.Groups {
-		fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%d/%d\t%s\t%s\t%s\t%s\t%d\t%d\n", g.By, g.Name, g.A.Admitted, g.A.Workloads, g.B.Admitted, g.B.Workloads,
-			secs(g.A.Mean), secs(g.B.Mean), secs(g.A.P95), secs(g.B.P95), g.A.Preempted, g.B.Preempted)
+		fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%d/%d\t%s\t%s\t%s\t%s\t%s\t%d\n", g.By, g.Name, g.A.Admitted, g.A.Workloads, g.B.Admitted, g.B.Workloads,
+			secs(g.A.Mean), secs(g.B.Mean), secs(g.A.P95), secs(g.B.P95), preempted(g.A.Preempted, c.Recorded), g.B.Preempted)
 	}
 	if len(c.Changed) > 0 {
 		fmt.Fprintln(tw, "\nWORKLOAD\tWAIT A\tWAIT B")

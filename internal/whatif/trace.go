@@ -42,6 +42,10 @@ type Workload struct {
 	// end, not to its deletion).
 	Run     float64  `json:"run"`
 	PodSets []PodSet `json:"podSets"`
+	// Admitted is when it was last admitted as recorded, seconds after the
+	// header's start: what happened, to compare a replay with
+	// (Recorded). A generated trace has none.
+	Admitted *float64 `json:"admitted,omitempty"`
 }
 
 // PodSet is a group of identical pods of a workload.
@@ -112,6 +116,8 @@ func (w *Workload) check() error {
 		return fmt.Errorf("arrival: %v is before the trace's start", w.Arrival)
 	case w.Run < 0:
 		return fmt.Errorf("run: %v is negative", w.Run)
+	case w.Admitted != nil && *w.Admitted < w.Arrival:
+		return fmt.Errorf("admitted: %v is before its arrival (%v)", *w.Admitted, w.Arrival)
 	case len(w.PodSets) == 0:
 		return errors.New("podSets: at least one")
 	}
