@@ -46,7 +46,8 @@ and how long those arriving then waited, a line per configuration.
 
 What it does not model is refused: topology-aware placement and admission
 checks in the configuration. A preempted workload gives its quota back at
-once (in a cluster, once its pods are gone) and runs again in full.`,
+once (in a cluster, once its pods are gone), waits out the backoff the
+controller gives an evicted workload, and runs again in full.`,
 		Example: `  berth whatif --trace week.jsonl --config queues.yaml
   berth whatif --trace week.jsonl --config today.yaml --config lend-more.yaml --chart compare.png
   berth whatif --trace week.jsonl --config queues.yaml --fair-sharing -o json
@@ -98,7 +99,7 @@ once (in a cluster, once its pods are gone) and runs again in full.`,
 				if err != nil {
 					return fmt.Errorf("--against-recorded: %s: %w", tracePath, err)
 				}
-				results = []*whatif.Result{rec, results[0]}
+				results = []*whatif.Result{rec, whatif.ByLastAdmission(results[0])}
 			}
 			if chart != "" {
 				f, err := os.Create(chart)

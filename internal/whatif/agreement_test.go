@@ -80,3 +80,13 @@ func TestRecordedNeedsAdmissions(t *testing.T) {
 		t.Errorf("a trace without admissions: %v", err)
 	}
 }
+
+func TestByLastAdmission(t *testing.T) {
+	at := 9.0
+	r := &Result{Workloads: []Outcome{{Arrival: 1, Admitted: &at, Wait: 2}, {Arrival: 1, Wait: 20}}}
+	got := ByLastAdmission(r)
+	if got.Workloads[0].Wait != 8 || got.Workloads[1].Wait != 20 || r.Workloads[0].Wait != 2 {
+		t.Errorf("waits %v and %v (the original's first: %v); want 8, 20 (never admitted: as it was), and 2 left alone",
+			got.Workloads[0].Wait, got.Workloads[1].Wait, r.Workloads[0].Wait)
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/berth-dev/berth/internal/controller/queues"
 	"github.com/berth-dev/berth/internal/core"
 	"github.com/berth-dev/berth/internal/scheduler"
+	"github.com/berth-dev/berth/internal/workload"
 )
 
 // Options change how a trace is replayed.
@@ -201,6 +202,8 @@ func Replay(cfg *Config, start time.Time, trace []Workload, o Options) (*Result,
 					res.Preemptions++
 					again := *cws[i]
 					again.Timestamp = now // queued again in the order of its eviction
+					// and held back as the controller holds an evicted one.
+					again.NotBefore = now.Add(workload.BackoffFor(int32(res.Workloads[i].Preempted)))
 					cws[i] = &again
 					s.WorkloadPending(cws[i], res.Workloads[i].LocalQueue)
 					progress = true

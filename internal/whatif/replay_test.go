@@ -236,3 +236,18 @@ spec: {clusterQueue: cq}
 		check(t, r, map[string]want{"team/q1": {admitted: true, wait: at - 1, finished: true, lastAdmittedAt: at, checkLastAdmitAt: true}})
 	}
 }
+
+// Worked by hand: a preempted workload is held back as the controller
+// holds an evicted one (1 s after its first eviction), so the quota freed
+// half a second after its preemption waits for it until then.
+func TestAPreemptedWorkloadBacksOff(t *testing.T) {
+	trace := []whatif.Workload{wl("low", 0, 10, "1", 0), wl("high", 1, 0.5, "1", 100)}
+	r, err := whatif.Replay(config(t, "one", "1", "LowerPriority"), start, trace, whatif.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(t, r, map[string]want{
+		"team/high": {admitted: true, wait: 0, finished: true},
+		"team/low":  {admitted: true, wait: 0, preempted: 1, finished: true, lastAdmittedAt: 2, checkLastAdmitAt: true},
+	})
+}
