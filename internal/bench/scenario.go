@@ -133,15 +133,18 @@ func Throughput(scale float64) Scenario {
 // 10), workloads running tens of seconds and arriving over two minutes at
 // each queue, about 2.2 times what the quota can run in that time, so that
 // queues fill, borrow and preempt: 80 small, 20 medium and 6 large a queue
-// (636 at scale 1; scale multiplies them, at least one of each).
+// (636 at scale 1; scale multiplies them, at least one of each). Below
+// scale 0.1 the run times shrink too (by 10 x scale), so that a smoke run
+// of a few workloads takes seconds.
 func Fidelity(scale float64) Scenario {
 	per := func(n int) int { return max(1, int(math.Round(float64(n)*scale))) }
+	run := func(d time.Duration) time.Duration { return time.Duration(float64(d) * min(1, 10*scale)) }
 	return Scenario{
 		Name: "fidelity", Cohorts: 2, QueuesPerCohort: 3, NominalCPU: 10, BorrowingCPU: 10, Preemption: true,
 		Classes: []Class{
-			{Name: "small", CPU: 1, Runtime: 10 * time.Second, Priority: 50, Interval: 1500 * time.Millisecond, PerQueue: per(80)},
-			{Name: "medium", CPU: 3, Runtime: 15 * time.Second, Priority: 100, Interval: 6 * time.Second, PerQueue: per(20)},
-			{Name: "large", CPU: 8, Runtime: 20 * time.Second, Priority: 200, Interval: 20 * time.Second, PerQueue: per(6)},
+			{Name: "small", CPU: 1, Runtime: run(10 * time.Second), Priority: 50, Interval: 1500 * time.Millisecond, PerQueue: per(80)},
+			{Name: "medium", CPU: 3, Runtime: run(15 * time.Second), Priority: 100, Interval: 6 * time.Second, PerQueue: per(20)},
+			{Name: "large", CPU: 8, Runtime: run(20 * time.Second), Priority: 200, Interval: 20 * time.Second, PerQueue: per(6)},
 		},
 	}
 }

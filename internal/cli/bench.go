@@ -94,7 +94,11 @@ each preferring one rack, queued at once in 3 ClusterQueues of 512 cpu in one
 cohort, on 1,300 nodes of 8 cpu in racks of 10; 48 gangs run at once, for 30
 s, so quota frees a wave at a time; it reports gangs started a minute and
 when the last started against the earliest the quota allows (run the
-instance with --controller-flag=--fair-sharing for Kueue's setting). multicluster
+instance with --controller-flag=--fair-sharing for Kueue's setting). fidelity
+is a run where quota, not the API server, sets the pace (6 ClusterQueues of
+10 cpu in 2 cohorts, 636 workloads of 10 to 20 s arriving over 2 minutes),
+for comparing berth whatif's replay of its trace with what happened
+(docs/whatif.md); every queue scenario writes its queues.yaml for that. multicluster
 sends 2,000 Jobs of one short pod through a manager to its Active worker
 clusters ('berth up --workers 2') with quotas that never bind, and reports
 dispatch throughput (Jobs admitted on a worker per second) and the time from
