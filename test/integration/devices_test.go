@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
+	"github.com/berth-dev/berth/internal/integration/pods"
 	"github.com/berth-dev/berth/internal/sim/devices"
 	"github.com/berth-dev/berth/internal/testenv"
 	. "github.com/berth-dev/berth/test/fixtures"
@@ -171,4 +172,29 @@ func TestDevicesClaimedThroughDRACountAgainstQuota(t *testing.T) {
 	if err := env.Client.List(ctx, &pods, client.InNamespace(env.Namespace), client.MatchingLabels{"job-name": "fpga"}); err != nil || len(pods.Items) != 0 {
 		t.Errorf("the Job whose devices cannot be counted has pods (%v): %d", err, len(pods.Items))
 	}
+}
+
+// Devices are counted in the seam every kind shares: plain Pods' claims
+// count against quota as a Job's do.
+func TestAQueuedPodsDevicesCountAgainstQuota(t *testing.T) {
+	env := testenv.New(t)
+	rf, cq := env.Name("rf"), env.Name("cq")
+	env.Create(t, MakeResourceFlavor(rf).Obj())
+	env.Create(t, MakeClusterQueue(cq).ResourceGroup(MakeFlavorQuotas(rf).Resource("cpu", "10").Resource(gpuResource, "2").Obj()).Obj())
+	env.Create(t, MakeLocalQueue("main", env.Namespace, cq).Obj())
+	env.Create(t, MakeClaimTemplate("two-gpus", env.Namespace).Devices("gpu", gpuClass, 2).Obj())
+	claiming := func(name string) *corev1.Pod {
+		p := plainPod(name, env.Namespace, "100m", "10m", map[string]string{berthv1.QueueNameLabel: "main"})
+		p.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpus", ResourceClaimTemplateName: ptr("two-gpus")}}
+		p.Spec.Containers[0].Resources.Claims = []corev1.ResourceClaim{{Name: "gpus"}}
+		return p
+	}
+	first, second := claiming("first"), claiming("second")
+	env.Create(t, first)
+	wl := waitAdmitted(t, env, env.Namespace, pods.WorkloadName(first))
+	if used := wl.Status.Admission.PodSetAssignments[0].ResourceUsage[gpuResource]; used.String() != "2" {
+		t.Errorf("the admitted Pod of two GPUs holds %s %s", used.String(), gpuResource)
+	}
+	env.Create(t, second)
+	waitPending(t, env, env.Namespace, pods.WorkloadName(second), gpuResource)
 }
