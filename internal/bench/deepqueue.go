@@ -98,13 +98,8 @@ type DeepQueueResults struct {
 	GangsPerMinute float64 `json:"gangsPerMinute"`
 	// Start is from a gang's creation until all its pods are Running, by
 	// ClusterQueue ("0", "1", ...).
-	Start                 map[string]Latency `json:"start"`
-	APIServerCPUSeconds   *float64           `json:"apiServerCPUSeconds,omitempty"`
-	ControllerPeakRSSMiB  *float64           `json:"controllerPeakRSSMiB,omitempty"`
-	ControllerPeakAnonMiB *float64           `json:"controllerPeakAnonMiB,omitempty"`
-	APIWrites             map[string]float64 `json:"apiWrites,omitempty"`
-	Audit                 *AuditResult       `json:"audit,omitempty"`
-	Cost                  Cost               `json:"cost"`
+	Start map[string]Latency `json:"start"`
+	SimCosts
 }
 
 // DeepQueueMarkdown is deep-queue's summary for people.
@@ -120,7 +115,7 @@ func DeepQueueMarkdown(r DeepQueueResults) string {
 		fmt.Fprintf(&b, "| ClusterQueue %d: creation to all Running, p50 / p90 / p99 / max | %.1f / %.1f / %.1f / %.1f s |\n",
 			q, l.P50, l.P90, l.P99, l.Max)
 	}
-	summaryCosts(&b, r.APIServerCPUSeconds, r.ControllerPeakRSSMiB, r.ControllerPeakAnonMiB, r.APIWrites, r.Pods, r.Audit, r.Cost)
+	r.rows(&b, r.Pods)
 	return b.String()
 }
 
@@ -154,8 +149,7 @@ func RunDeepQueue(ctx context.Context, cfg *rest.Config, kubeconfig, bin string,
 	res := &DeepQueueResults{Scenario: "deep-queue", Scale: scale, Date: time.Now().UTC(), Version: version(), Jobs: len(units),
 		Pods: w.pods, Succeeded: len(w.succeeded), WallSeconds: w.last.Seconds(), LowerBoundSeconds: s.LowerBound().Seconds(),
 		LastStartBoundSeconds: s.LastStartBound().Seconds(), Start: map[string]Latency{},
-		APIServerCPUSeconds: st.APIServerCPUSeconds, ControllerPeakRSSMiB: st.PeakRSS, ControllerPeakAnonMiB: st.PeakAnon,
-		APIWrites: st.Writes, Audit: st.Audit, Cost: st.Cost}
+		SimCosts: st.costs()}
 	w.mu.Lock()
 	for _, at := range w.startedAt {
 		res.LastStartSeconds = max(res.LastStartSeconds, at.Seconds())

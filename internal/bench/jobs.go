@@ -53,18 +53,11 @@ type JobResults struct {
 	WallSeconds       float64   `json:"wallSeconds"`
 	LowerBoundSeconds float64   `json:"lowerBoundSeconds"`
 	// Seconds from a Job's creation until all its pods are Running.
-	StartP50              float64  `json:"startP50Seconds"`
-	StartP90              float64  `json:"startP90Seconds"`
-	StartP99              float64  `json:"startP99Seconds"`
-	StartMax              float64  `json:"startMaxSeconds"`
-	APIServerCPUSeconds   *float64 `json:"apiServerCPUSeconds,omitempty"`
-	ControllerPeakRSSMiB  *float64 `json:"controllerPeakRSSMiB,omitempty"`
-	ControllerPeakAnonMiB *float64 `json:"controllerPeakAnonMiB,omitempty"`
-	// APIWrites are the writes kube-apiserver served during the run, by
-	// anyone, by resource.
-	APIWrites map[string]float64 `json:"apiWrites,omitempty"`
-	Audit     *AuditResult       `json:"audit,omitempty"`
-	Cost      Cost               `json:"cost"`
+	StartP50 float64 `json:"startP50Seconds"`
+	StartP90 float64 `json:"startP90Seconds"`
+	StartP99 float64 `json:"startP99Seconds"`
+	StartMax float64 `json:"startMaxSeconds"`
+	SimCosts
 }
 
 // Percentile is the p-th percentile (0 < p <= 100) of sorted values, by the
@@ -88,7 +81,7 @@ func JobMarkdown(r JobResults) string {
 	fmt.Fprintf(&b, "| %s succeeded | %d of %d (%d pods) |\n", what, r.Succeeded, r.Jobs, r.Pods)
 	fmt.Fprintf(&b, "| creation to all pods Running: p50 / p90 / p99 / max | %.2f / %.2f / %.2f / %.2f s |\n",
 		r.StartP50, r.StartP90, r.StartP99, r.StartMax)
-	summaryCosts(&b, r.APIServerCPUSeconds, r.ControllerPeakRSSMiB, r.ControllerPeakAnonMiB, r.APIWrites, r.Pods, r.Audit, r.Cost)
+	r.rows(&b, r.Pods)
 	return b.String()
 }
 
@@ -132,8 +125,7 @@ func runE2E(ctx context.Context, cfg *rest.Config, kubeconfig, bin string, e E2E
 		Jobs: e.Jobs, Pods: w.pods, Started: len(w.startedAt), Succeeded: len(w.succeeded) / max(1, e.Parallelism),
 		WallSeconds: w.last.Seconds(), LowerBoundSeconds: e.LowerBound().Seconds(),
 		StartP50: lat.P50, StartP90: lat.P90, StartP99: lat.P99, StartMax: lat.Max,
-		APIServerCPUSeconds: st.APIServerCPUSeconds, ControllerPeakRSSMiB: st.PeakRSS, ControllerPeakAnonMiB: st.PeakAnon,
-		APIWrites: st.Writes, Audit: st.Audit, Cost: st.Cost}
+		SimCosts: st.costs()}
 	if err := writeFiles(o.Output, res, JobMarkdown(*res), st.chart); err != nil {
 		return res, err
 	}

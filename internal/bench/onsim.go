@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -54,6 +55,29 @@ type simRunStats struct {
 	Audit  *AuditResult
 	Cost   Cost
 	chart  plot.Chart
+}
+
+// SimCosts are what a run on the simulator measured of its cost; the
+// results of each such scenario embed them (flat in results.json).
+type SimCosts struct {
+	APIServerCPUSeconds   *float64 `json:"apiServerCPUSeconds,omitempty"`
+	ControllerPeakRSSMiB  *float64 `json:"controllerPeakRSSMiB,omitempty"`
+	ControllerPeakAnonMiB *float64 `json:"controllerPeakAnonMiB,omitempty"`
+	// APIWrites are the writes kube-apiserver served during the run, by
+	// anyone, by resource.
+	APIWrites map[string]float64 `json:"apiWrites,omitempty"`
+	Audit     *AuditResult       `json:"audit,omitempty"`
+	Cost      Cost               `json:"cost"`
+}
+
+func (st *simRunStats) costs() SimCosts {
+	return SimCosts{APIServerCPUSeconds: st.APIServerCPUSeconds, ControllerPeakRSSMiB: st.PeakRSS, ControllerPeakAnonMiB: st.PeakAnon,
+		APIWrites: st.Writes, Audit: st.Audit, Cost: st.Cost}
+}
+
+// rows adds the costs to a summary's table, writes per pod of pods.
+func (c SimCosts) rows(b *strings.Builder, pods int) {
+	summaryCosts(b, c.APIServerCPUSeconds, c.ControllerPeakRSSMiB, c.ControllerPeakAnonMiB, c.APIWrites, pods, c.Audit, c.Cost)
 }
 
 // runOnSim runs r with a `berth sim` (binary bin) of its own for the nodes,

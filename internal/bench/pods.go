@@ -76,14 +76,9 @@ type PodResults struct {
 	LowerBoundSeconds float64   `json:"lowerBoundSeconds"`
 	// From a single Pod's creation until it is Running, and from the
 	// creation of a group's first Pod until all its Pods are.
-	SingleStart           Latency            `json:"singleStart"`
-	GroupStart            Latency            `json:"groupStart"`
-	APIServerCPUSeconds   *float64           `json:"apiServerCPUSeconds,omitempty"`
-	ControllerPeakRSSMiB  *float64           `json:"controllerPeakRSSMiB,omitempty"`
-	ControllerPeakAnonMiB *float64           `json:"controllerPeakAnonMiB,omitempty"`
-	APIWrites             map[string]float64 `json:"apiWrites,omitempty"`
-	Audit                 *AuditResult       `json:"audit,omitempty"`
-	Cost                  Cost               `json:"cost"`
+	SingleStart Latency `json:"singleStart"`
+	GroupStart  Latency `json:"groupStart"`
+	SimCosts
 }
 
 // PodMarkdown is pods' summary for people.
@@ -95,7 +90,7 @@ func PodMarkdown(r PodResults) string {
 		r.SingleStart.P50, r.SingleStart.P90, r.SingleStart.P99, r.SingleStart.Max)
 	fmt.Fprintf(&b, "| group, first Pod's creation to all Running: p50 / p90 / p99 / max | %.2f / %.2f / %.2f / %.2f s |\n",
 		r.GroupStart.P50, r.GroupStart.P90, r.GroupStart.P99, r.GroupStart.Max)
-	summaryCosts(&b, r.APIServerCPUSeconds, r.ControllerPeakRSSMiB, r.ControllerPeakAnonMiB, r.APIWrites, r.Pods, r.Audit, r.Cost)
+	r.rows(&b, r.Pods)
 	return b.String()
 }
 
@@ -130,10 +125,9 @@ func RunPods(ctx context.Context, cfg *rest.Config, kubeconfig, bin string, p Po
 	res := &PodResults{Scenario: "pods", Scale: scale, Date: time.Now().UTC(), Version: version(),
 		Singles: p.Singles, Groups: p.Groups, GroupSize: p.GroupSize, Pods: w.pods, Succeeded: len(w.succeeded),
 		WallSeconds: w.last.Seconds(), LowerBoundSeconds: p.LowerBound().Seconds(),
-		SingleStart:         latencyOf(w.startLatencies(func(u string) bool { return w.size[u] == 1 })),
-		GroupStart:          latencyOf(w.startLatencies(func(u string) bool { return w.size[u] > 1 })),
-		APIServerCPUSeconds: st.APIServerCPUSeconds, ControllerPeakRSSMiB: st.PeakRSS, ControllerPeakAnonMiB: st.PeakAnon,
-		APIWrites: st.Writes, Audit: st.Audit, Cost: st.Cost}
+		SingleStart: latencyOf(w.startLatencies(func(u string) bool { return w.size[u] == 1 })),
+		GroupStart:  latencyOf(w.startLatencies(func(u string) bool { return w.size[u] > 1 })),
+		SimCosts:    st.costs()}
 	if err := writeFiles(o.Output, res, PodMarkdown(*res), st.chart); err != nil {
 		return res, err
 	}

@@ -158,7 +158,7 @@ func TestPods(t *testing.T) {
 		t.Errorf("%d units, groups at %v; want 22, groups at 0 and 11", len(units), groupsAt)
 	}
 	md := PodMarkdown(PodResults{Pods: 18, Succeeded: 18, Singles: 10, Groups: 1, GroupSize: 8,
-		GroupStart: Latency{P50: 1, P90: 2, P99: 3, Max: 4}, APIWrites: map[string]float64{"pods": 36, "pods/binding": 18, "leases": 0.5}})
+		GroupStart: Latency{P50: 1, P90: 2, P99: 3, Max: 4}, SimCosts: SimCosts{APIWrites: map[string]float64{"pods": 36, "pods/binding": 18, "leases": 0.5}}})
 	for _, want := range []string{
 		"| group, first Pod's creation to all Running: p50 / p90 / p99 / max | 1.00 / 2.00 / 3.00 / 4.00 s |",
 		"| API writes per pod (by anyone; by resource) | 3.03 (pods 2.00, pods/binding 1.00) |",

@@ -81,13 +81,8 @@ type TASResults struct {
 	Start map[string]Latency `json:"start"`
 	// RacksSpanned counts, by gang size, the gangs whose pods ran in 1, 2,
 	// ... racks ("16": {"1": 90, "2": 10}).
-	RacksSpanned          map[string]map[string]int `json:"racksSpanned"`
-	APIServerCPUSeconds   *float64                  `json:"apiServerCPUSeconds,omitempty"`
-	ControllerPeakRSSMiB  *float64                  `json:"controllerPeakRSSMiB,omitempty"`
-	ControllerPeakAnonMiB *float64                  `json:"controllerPeakAnonMiB,omitempty"`
-	APIWrites             map[string]float64        `json:"apiWrites,omitempty"`
-	Audit                 *AuditResult              `json:"audit,omitempty"`
-	Cost                  Cost                      `json:"cost"`
+	RacksSpanned map[string]map[string]int `json:"racksSpanned"`
+	SimCosts
 }
 
 // TASMarkdown is tas' summary for people.
@@ -106,7 +101,7 @@ func TASMarkdown(r TASResults) string {
 		}
 		fmt.Fprintf(&b, "| gangs of %s: racks spanned | %s |\n", size, strings.Join(spans, ", "))
 	}
-	summaryCosts(&b, r.APIServerCPUSeconds, r.ControllerPeakRSSMiB, r.ControllerPeakAnonMiB, r.APIWrites, r.Pods, r.Audit, r.Cost)
+	r.rows(&b, r.Pods)
 	return b.String()
 }
 
@@ -146,8 +141,7 @@ func RunTAS(ctx context.Context, cfg *rest.Config, kubeconfig, bin string, s TAS
 	res := &TASResults{Scenario: "tas", Scale: scale, Date: time.Now().UTC(), Version: version(), Jobs: s.Jobs,
 		Pods: w.pods, Succeeded: len(w.succeeded), WallSeconds: w.last.Seconds(), LowerBoundSeconds: s.LowerBound().Seconds(),
 		Start: map[string]Latency{}, RacksSpanned: map[string]map[string]int{},
-		APIServerCPUSeconds: st.APIServerCPUSeconds, ControllerPeakRSSMiB: st.PeakRSS, ControllerPeakAnonMiB: st.PeakAnon,
-		APIWrites: st.Writes, Audit: st.Audit, Cost: st.Cost}
+		SimCosts: st.costs()}
 	for _, size := range s.Sizes {
 		res.Start[strconv.Itoa(size)] = latencyOf(w.startLatencies(func(u string) bool { return w.size[u] == size }))
 	}
