@@ -56,21 +56,10 @@ func (c *Controller) onTemplate(obj any) {
 		return
 	}
 	for i := range list.Items {
-		if claimsThrough(&list.Items[i], t.Name) {
+		if slices.Contains(devicequota.TemplatesOf(&list.Items[i]), t.Name) {
 			c.onWorkload(&list.Items[i])
 		}
 	}
-}
-
-func claimsThrough(wl *berthv1.Workload, template string) bool {
-	for _, ps := range wl.Spec.PodSets {
-		if slices.ContainsFunc(ps.ResourceClaims, func(rc corev1.PodResourceClaim) bool {
-			return rc.ResourceClaimTemplateName != nil && *rc.ResourceClaimTemplateName == template
-		}) {
-			return true
-		}
-	}
-	return false
 }
 
 // countDevices makes cw's requests what berth counts against quota: each
