@@ -28,11 +28,22 @@ const StoppedAnnotation = "berth.dev/stopped"
 // on it. An object that started was written by its stop (suspended).
 //
 // The stops written are remembered per object by this replica, not read
-// from the annotation: its user may write that.
+// from the annotation: its user may write that. One whose object went
+// before its quota was given back is forgotten after fenceMemory.
 type Fences struct {
 	mu sync.Mutex
-	by map[types.UID]string
+	by map[types.UID]fence
 }
+
+type fence struct {
+	stop string
+	at   time.Time
+}
+
+// fenceMemory is how long a fence is remembered: longer than pods take to
+// go, as a rule. A stop that outlasts it is fenced once more before its
+// quota goes back: one write more, never one less.
+const fenceMemory = time.Hour
 
 // Release gives back the quota of stopping wl, whose object obj's pods are
 // gone (Release), first fencing obj when it never started in that
@@ -50,7 +61,7 @@ func (f *Fences) Release(ctx context.Context, c client.Client, obj client.Object
 		if err := c.Update(ctx, obj); err != nil {
 			return client.IgnoreNotFound(err)
 		}
-		f.mark(obj.GetUID(), stop)
+		f.mark(obj.GetUID(), stop, now)
 		return nil
 	}
 	if err := Release(ctx, c, wl, now); err != nil {
@@ -73,16 +84,23 @@ func stopOf(wl *berthv1.Workload) string {
 func (f *Fences) needs(obj types.UID, stop string) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.by[obj] != stop
+	return f.by[obj].stop != stop
 }
 
-func (f *Fences) mark(obj types.UID, stop string) {
+// mark remembers obj's fence for stop, and forgets those older than
+// fenceMemory (of objects deleted before their quota was given back).
+func (f *Fences) mark(obj types.UID, stop string, now time.Time) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.by == nil {
-		f.by = map[types.UID]string{}
+		f.by = map[types.UID]fence{}
 	}
-	f.by[obj] = stop
+	for uid, old := range f.by {
+		if now.Sub(old.at) > fenceMemory {
+			delete(f.by, uid)
+		}
+	}
+	f.by[obj] = fence{stop: stop, at: now}
 }
 
 func (f *Fences) forget(obj types.UID) {
