@@ -42,7 +42,8 @@ func newTraceRecordCommand() *cobra.Command {
 		Short: "Write a trace (JSON Lines on stdout) of the workloads a cluster's berth ran to their end, for berth whatif",
 		Long: `Read the cluster's berth Workloads and write, for each that ran to its end,
 its arrival (its creation), LocalQueue, priority, pod sets with their
-requests, and run time (from its last admission to its end). Workloads
+requests, run time (from its last admission to its end), and, as it
+happened, when it was last admitted and how often it was evicted. Workloads
 still pending or running, and those that ended without being admitted, are
 left out and counted on stderr. Names are replaced by w0, w1, ... in order
 of arrival unless --names: a trace needs only a workload's namespace, where

@@ -66,14 +66,14 @@ func TestOrderAgreementMatchesEveryPair(t *testing.T) {
 
 func TestRecordedNeedsAdmissions(t *testing.T) {
 	at := 5.0
-	trace := []Workload{{Name: "a", Namespace: "ns", LocalQueue: "lq", Arrival: 2, Run: 10, Admitted: &at}}
+	trace := []Workload{{Name: "a", Namespace: "ns", LocalQueue: "lq", Arrival: 2, Run: 10, Admitted: &at, Evicted: 2}}
 	replay := &Result{Workloads: []Outcome{{ClusterQueue: "cq"}}}
 	r, err := Recorded(trace, replay)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o := r.Workloads[0]; o.Wait != 3 || o.ClusterQueue != "cq" || !r.Recorded || r.End != 15 {
-		t.Errorf("recorded %+v, end %v", o, r.End)
+	if o := r.Workloads[0]; o.Wait != 3 || o.ClusterQueue != "cq" || o.LocalQueue != "ns/lq" || o.Preempted != 2 || !r.Recorded || r.End != 15 || r.Preemptions != 2 {
+		t.Errorf("recorded %+v, end %v, preemptions %d", o, r.End, r.Preemptions)
 	}
 	trace[0].Admitted = nil
 	if _, err := Recorded(trace, replay); err == nil || !strings.Contains(err.Error(), "workload ns/a: no recorded admission") {

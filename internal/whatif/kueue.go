@@ -47,7 +47,10 @@ type kueueWorkload struct {
 		} `json:"podSets"`
 	} `json:"spec"`
 	Status struct {
-		Conditions []metav1.Condition `json:"conditions"`
+		Conditions   []metav1.Condition `json:"conditions"`
+		RequeueState *struct {
+			Count *int32 `json:"count"`
+		} `json:"requeueState"`
 	} `json:"status"`
 }
 
@@ -60,6 +63,9 @@ func kueueRan(u *unstructured.Unstructured) ran {
 		admitted: trueSince(w.Status.Conditions, "Admitted"), finished: trueSince(w.Status.Conditions, "Finished")}
 	if w.Spec.Priority != nil {
 		r.priority = *w.Spec.Priority
+	}
+	if rs := w.Status.RequeueState; rs != nil && rs.Count != nil {
+		r.evicted = *rs.Count
 	}
 	for _, ps := range w.Spec.PodSets {
 		pod := &corev1.Pod{Spec: ps.Template.Spec}

@@ -40,6 +40,7 @@ type ran struct {
 	priority               int32
 	created                time.Time
 	admitted, finished     *time.Time
+	evicted                int32 // times, as its status counts them
 	podSets                []PodSet
 	problem                string // why it cannot be read, "" when it can
 }
@@ -58,6 +59,9 @@ func FromWorkloads(wls []berthv1.Workload, since time.Time, keepNames bool) Reco
 			admitted: trueSince(w.Status.Conditions, berthv1.WorkloadAdmitted), finished: trueSince(w.Status.Conditions, berthv1.WorkloadFinished)}
 		if w.Spec.Priority != nil {
 			r.priority = *w.Spec.Priority
+		}
+		if rs := w.Status.RequeueState; rs != nil && rs.Count != nil {
+			r.evicted = *rs.Count
 		}
 		for _, ps := range w.Spec.PodSets {
 			req := map[string]string{}
@@ -138,7 +142,7 @@ func record(runs []ran, since time.Time, keepNames bool) Recording {
 	for i, r := range kept {
 		admitted := seconds(r.admitted.Sub(rec.Start))
 		out := Workload{Name: r.name, Namespace: r.namespace, LocalQueue: r.queue, Priority: r.priority,
-			Arrival: seconds(r.created.Sub(rec.Start)), Run: seconds(r.finished.Sub(*r.admitted)), Admitted: &admitted}
+			Arrival: seconds(r.created.Sub(rec.Start)), Run: seconds(r.finished.Sub(*r.admitted)), Admitted: &admitted, Evicted: r.evicted}
 		if !keepNames {
 			out.Name = fmt.Sprintf("w%d", i)
 		}

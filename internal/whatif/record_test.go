@@ -55,6 +55,17 @@ func TestFromWorkloads(t *testing.T) {
 
 	// Devices claimed through DRA were counted in its admission, not its
 	// spec: a pod asks for its share of them.
+	// Its admission and evictions as they happened are kept.
+	if second.Admitted == nil || *second.Admitted != 11 || second.Evicted != 0 {
+		t.Errorf("second: admitted at %v, evicted %d; want 11 s after the start, never", second.Admitted, second.Evicted)
+	}
+	twice := recorded("twice", 0, 1, 2)
+	n := int32(2)
+	twice.Status.RequeueState = &berthv1.RequeueState{Count: &n}
+	if got := whatif.FromWorkloads([]berthv1.Workload{twice}, time.Time{}, false).Workloads[0].Evicted; got != 2 {
+		t.Errorf("a Workload evicted twice is recorded evicted %d times", got)
+	}
+
 	gpus := recorded("gpus", 0, 1, 2)
 	gpus.Status.Admission = &berthv1.Admission{ClusterQueue: "cq", PodSetAssignments: []berthv1.PodSetAssignment{{Name: "main", Count: 2,
 		ResourceUsage: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), "example.com/gpu": resource.MustParse("4")}}}}

@@ -50,8 +50,8 @@ type Result struct {
 	End float64 `json:"end"`
 	// Cycles is how many admission cycles ran.
 	Cycles int `json:"cycles"`
-	// Recorded: not a replay but what happened (Recorded), whose
-	// preemptions the trace does not hold.
+	// Recorded: not a replay but what happened (Recorded); its
+	// preemptions are the evictions the trace holds.
 	Recorded bool `json:"recorded,omitempty"`
 }
 

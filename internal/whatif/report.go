@@ -104,9 +104,10 @@ func rank(sorted []float64, p float64) float64 {
 
 // Recorded is what happened in the cluster a trace was recorded from, as a
 // result to compare a replay with: each workload admitted when the trace
-// says it was last admitted, in the ClusterQueue the replay put it in. A
-// workload preempted there waited, by this account, until its last
-// admission. An error names a workload without a recorded admission (a
+// says it was last admitted, in the ClusterQueue the replay put it in, and
+// evicted as often as it was there (preempted, or sent back for another
+// reason: a recording does not tell them apart). A workload preempted there
+// waited, by this account, until its last admission. An error names a workload without a recorded admission (a
 // generated trace has none).
 func Recorded(trace []Workload, replay *Result) (*Result, error) {
 	r := &Result{Config: "recorded", Workloads: make([]Outcome, len(trace)), Recorded: true}
@@ -116,7 +117,8 @@ func Recorded(trace []Workload, replay *Result) (*Result, error) {
 			return nil, fmt.Errorf("workload %s: no recorded admission (admitted): only a trace recorded from a cluster has them", w.Key())
 		}
 		o := Outcome{Key: w.Key(), LocalQueue: w.Namespace + "/" + w.LocalQueue, Priority: w.Priority, Arrival: w.Arrival,
-			Admitted: w.Admitted, Wait: *w.Admitted - w.Arrival, Finished: true}
+			Admitted: w.Admitted, Wait: *w.Admitted - w.Arrival, Finished: true, Preempted: int(w.Evicted)}
+		r.Preemptions += int(w.Evicted)
 		if i < len(replay.Workloads) {
 			o.ClusterQueue = replay.Workloads[i].ClusterQueue
 		}
@@ -223,7 +225,8 @@ type Comparison struct {
 	// OrderAgreement is the share of pairs admitted in the same order
 	// under both (OrderAgreement).
 	OrderAgreement float64 `json:"orderAgreement"`
-	// Recorded: A is what happened (Recorded), its preemptions unknown.
+	// Recorded: A is what happened (Recorded); its preemptions are the
+	// evictions recorded.
 	Recorded bool `json:"recorded,omitempty"`
 }
 
@@ -280,22 +283,16 @@ func WriteSummary(w io.Writer, r *Result) error {
 // wait changed most.
 func WriteComparison(w io.Writer, c Comparison) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	preempted := func(n int, unknown bool) string {
-		if unknown {
-			return "-"
-		}
-		return strconv.Itoa(n)
-	}
 	a := fmt.Sprintf("%d preemptions", c.PreemptionsA)
 	if c.Recorded {
-		a = "what happened; preemptions are not in the trace, and waits run to each workload's last admission, in both"
+		a = fmt.Sprintf("what happened: %d evictions; waits run to each workload's last admission, in both", c.PreemptionsA)
 	}
 	fmt.Fprintf(tw, "A = %s (%s), B = %s (%d preemptions); admitted in the same order: %.1f %% of pairs\n",
 		c.A, a, c.B, c.PreemptionsB, 100*c.OrderAgreement)
 	fmt.Fprintln(tw, "BY\tNAME\tADMITTED A\tADMITTED B\tMEAN WAIT A\tMEAN WAIT B\tP95 A\tP95 B\tPREEMPTED A\tPREEMPTED B")
 	for _, g := range c.Groups {
-		fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%d/%d\t%s\t%s\t%s\t%s\t%s\t%d\n", g.By, g.Name, g.A.Admitted, g.A.Workloads, g.B.Admitted, g.B.Workloads,
-			secs(g.A.Mean), secs(g.B.Mean), secs(g.A.P95), secs(g.B.P95), preempted(g.A.Preempted, c.Recorded), g.B.Preempted)
+		fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%d/%d\t%s\t%s\t%s\t%s\t%d\t%d\n", g.By, g.Name, g.A.Admitted, g.A.Workloads, g.B.Admitted, g.B.Workloads,
+			secs(g.A.Mean), secs(g.B.Mean), secs(g.A.P95), secs(g.B.P95), g.A.Preempted, g.B.Preempted)
 	}
 	if len(c.Changed) > 0 {
 		fmt.Fprintln(tw, "\nWORKLOAD\tWAIT A\tWAIT B")

@@ -46,6 +46,9 @@ type Workload struct {
 	// header's start: what happened, to compare a replay with
 	// (Recorded). A generated trace has none.
 	Admitted *float64 `json:"admitted,omitempty"`
+	// Evicted is how many times it was evicted (preempted, or sent back
+	// for another reason), as recorded; the replay makes its own.
+	Evicted int32 `json:"evicted,omitempty"`
 }
 
 // PodSet is a group of identical pods of a workload.
@@ -116,6 +119,8 @@ func (w *Workload) check() error {
 		return fmt.Errorf("arrival: %v is before the trace's start", w.Arrival)
 	case w.Run < 0:
 		return fmt.Errorf("run: %v is negative", w.Run)
+	case w.Evicted < 0:
+		return fmt.Errorf("evicted: %d is negative", w.Evicted)
 	case w.Admitted != nil && *w.Admitted < w.Arrival:
 		return fmt.Errorf("admitted: %v is before its arrival (%v)", *w.Admitted, w.Arrival)
 	case len(w.PodSets) == 0:
