@@ -140,9 +140,13 @@ func record(runs []ran, since time.Time, keepNames bool) Recording {
 		rec.Start = kept[0].created
 	}
 	for i, r := range kept {
-		admitted := seconds(r.admitted.Sub(rec.Start))
+		// A clock behind the API server's, or conditions copied from another
+		// object, can date an admission before the creation: it is taken as
+		// admitted on arrival.
+		arrival, admitted := seconds(r.created.Sub(rec.Start)), seconds(r.admitted.Sub(rec.Start))
+		admitted = max(admitted, arrival)
 		out := Workload{Name: r.name, Namespace: r.namespace, LocalQueue: r.queue, Priority: r.priority,
-			Arrival: seconds(r.created.Sub(rec.Start)), Run: seconds(r.finished.Sub(*r.admitted)), Admitted: &admitted, Evicted: r.evicted}
+			Arrival: arrival, Run: seconds(r.finished.Sub(*r.admitted)), Admitted: &admitted, Evicted: r.evicted}
 		if !keepNames {
 			out.Name = fmt.Sprintf("w%d", i)
 		}

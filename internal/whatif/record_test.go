@@ -59,6 +59,11 @@ func TestFromWorkloads(t *testing.T) {
 	if second.Admitted == nil || *second.Admitted != 11 || second.Evicted != 0 {
 		t.Errorf("second: admitted at %v, evicted %d; want 11 s after the start, never", second.Admitted, second.Evicted)
 	}
+	early := recorded("early", 5, 3, 9) // admitted, by its conditions, before it was made
+	if w := whatif.FromWorkloads([]berthv1.Workload{early}, time.Time{}, false).Workloads[0]; *w.Admitted != w.Arrival || w.Run != 6 {
+		t.Errorf("a Workload whose admission is dated before its creation: admitted %v, arrival %v, run %v; want admitted on arrival, run 6",
+			*w.Admitted, w.Arrival, w.Run)
+	}
 	twice := recorded("twice", 0, 1, 2)
 	n := int32(2)
 	twice.Status.RequeueState = &berthv1.RequeueState{Count: &n}
