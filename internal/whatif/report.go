@@ -107,8 +107,8 @@ func rank(sorted []float64, p float64) float64 {
 // says it was last admitted, in the ClusterQueue the replay put it in, and
 // evicted as often as it was there (preempted, or sent back for another
 // reason: a recording does not tell them apart). A workload preempted there
-// waited, by this account, until its last admission. An error names a workload without a recorded admission (a
-// generated trace has none).
+// waited, by this account, until its last admission. An error names a
+// workload without a recorded admission (a generated trace has none).
 func Recorded(trace []Workload, replay *Result) (*Result, error) {
 	r := &Result{Config: "recorded", Workloads: make([]Outcome, len(trace)), Recorded: true}
 	for i := range trace {
