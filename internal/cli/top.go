@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
@@ -103,7 +104,8 @@ a berth instance (--name/--data-dir) or any cluster running berth
 	return cmd
 }
 
-// snapshotTree reads every ClusterQueue and Cohort and arranges them.
+// snapshotTree reads every ClusterQueue, Cohort and LocalQueue and
+// arranges them.
 func snapshotTree(ctx context.Context, c client.Client) ([]top.Node, error) {
 	var cqs berthv1.ClusterQueueList
 	if err := c.List(ctx, &cqs); err != nil {
@@ -113,5 +115,11 @@ func snapshotTree(ctx context.Context, c client.Client) ([]top.Node, error) {
 	if err := c.List(ctx, &cohorts); err != nil {
 		return nil, fmt.Errorf("listing Cohorts: %w", err)
 	}
-	return top.Tree(cqs.Items, cohorts.Items), nil
+	var lqs berthv1.LocalQueueList
+	// Only for their budgets: one who may not read every namespace's
+	// LocalQueues sees the tree without them.
+	if err := c.List(ctx, &lqs); err != nil && !apierrors.IsForbidden(err) {
+		return nil, fmt.Errorf("listing LocalQueues: %w", err)
+	}
+	return top.Tree(cqs.Items, cohorts.Items, lqs.Items), nil
 }

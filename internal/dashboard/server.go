@@ -425,7 +425,11 @@ func (s *Server) tree(ctx context.Context) (Tree, error) {
 	if err := s.cache.List(ctx, &cohorts); err != nil {
 		return Tree{}, err
 	}
-	roots := top.Tree(cqs.Items, cohorts.Items)
+	var lqs berthv1.LocalQueueList
+	if err := s.cache.List(ctx, &lqs); err != nil {
+		return Tree{}, err
+	}
+	roots := top.Tree(cqs.Items, cohorts.Items, lqs.Items)
 	if roots == nil {
 		roots = []top.Node{}
 	}

@@ -197,7 +197,7 @@ func snapshot(ctx context.Context, c client.Client, namespaces map[string]bool) 
 		}
 		wls = append(wls, w.Items...)
 	}
-	return Summarize(cqs.Items, lqs, jobs, wls), top.Tree(cqs.Items, cohorts.Items), nil
+	return Summarize(cqs.Items, lqs, jobs, wls), top.Tree(cqs.Items, cohorts.Items, lqs), nil
 }
 
 func jobCount(rows []Row) int {

@@ -26,12 +26,15 @@ type Node struct {
 	StopPolicy string `json:"stopPolicy,omitempty"`
 	// Budget says what a ClusterQueue's spec.budget has spent, as its
 	// status says; "" without one.
-	Budget    string     `json:"budget,omitempty"`
-	Pending   int32      `json:"pending"`
-	Reserving int32      `json:"reserving"`
-	Admitted  int32      `json:"admitted"`
-	Resources []Resource `json:"resources,omitempty"`
-	Children  []Node     `json:"children,omitempty"`
+	Budget string `json:"budget,omitempty"`
+	// LocalQueueBudgets say the same of its LocalQueues' budgets, by
+	// namespace/name.
+	LocalQueueBudgets map[string]string `json:"localQueueBudgets,omitempty"`
+	Pending           int32             `json:"pending"`
+	Reserving         int32             `json:"reserving"`
+	Admitted          int32             `json:"admitted"`
+	Resources         []Resource        `json:"resources,omitempty"`
+	Children          []Node            `json:"children,omitempty"`
 }
 
 // Resource is the quota and use of one resource in one flavor.
@@ -47,9 +50,25 @@ type Resource struct {
 
 // Tree arranges ClusterQueues under their cohorts, cohorts under their
 // parents (named by Cohort objects or only by a queue's spec.cohort), roots
-// and children in name order. A cohort whose parents form a cycle is shown
-// as a root, so that the tree is always finite.
-func Tree(cqs []berthv1.ClusterQueue, cohorts []berthv1.Cohort) []Node {
+// and children in name order, each ClusterQueue with the budgets of the
+// LocalQueues lqs that point at it. A cohort whose parents form a cycle is
+// shown as a root, so that the tree is always finite.
+func Tree(cqs []berthv1.ClusterQueue, cohorts []berthv1.Cohort, lqs []berthv1.LocalQueue) []Node {
+	lqBudgets := map[string]map[string]string{}
+	for i := range lqs {
+		lq := &lqs[i]
+		if text := budgetText(lq.Spec.Budget, lq.Status.Budget); text != "" {
+			if lqBudgets[lq.Spec.ClusterQueue] == nil {
+				lqBudgets[lq.Spec.ClusterQueue] = map[string]string{}
+			}
+			lqBudgets[lq.Spec.ClusterQueue][lq.Namespace+"/"+lq.Name] = text
+		}
+	}
+	withLQs := func(cq *berthv1.ClusterQueue) Node {
+		n := queueNode(cq)
+		n.LocalQueueBudgets = lqBudgets[cq.Name]
+		return n
+	}
 	parent := map[string]string{}
 	own := map[string]*berthv1.Cohort{}
 	for i := range cohorts {
@@ -66,7 +85,7 @@ func Tree(cqs []berthv1.ClusterQueue, cohorts []berthv1.Cohort) []Node {
 	for i := range cqs {
 		cq := &cqs[i]
 		if cq.Spec.Cohort == "" {
-			roots = append(roots, queueNode(cq))
+			roots = append(roots, withLQs(cq))
 			continue
 		}
 		queues[cq.Spec.Cohort] = append(queues[cq.Spec.Cohort], cq)
@@ -101,7 +120,7 @@ func Tree(cqs []berthv1.ClusterQueue, cohorts []berthv1.Cohort) []Node {
 			}
 		}
 		for _, cq := range queues[name] {
-			n.Children = append(n.Children, queueNode(cq))
+			n.Children = append(n.Children, withLQs(cq))
 		}
 		for _, sub := range children[name] {
 			n.Children = append(n.Children, build(sub))
@@ -161,13 +180,7 @@ func queueNode(cq *berthv1.ClusterQueue) Node {
 	if p := cq.Spec.StopPolicy; p != "" && p != berthv1.StopPolicyNone {
 		n.StopPolicy = string(p)
 	}
-	if b, st := cq.Spec.Budget, cq.Status.Budget; b != nil && st != nil {
-		hours := func(q resource.Quantity) string { return strconv.FormatFloat(q.AsApproximateFloat64(), 'f', -1, 64) }
-		n.Budget = fmt.Sprintf("%s of %s %s-hours spent", hours(st.SpentResourceHours), hours(b.ResourceHours), b.Resource)
-		if st.FreeAgainAt != nil {
-			n.Budget += ", free again at " + st.FreeAgainAt.UTC().Format("2006-01-02T15:04:05Z")
-		}
-	}
+	n.Budget = budgetText(cq.Spec.Budget, cq.Status.Budget)
 	used := map[[2]string]berthv1.ResourceUsage{}
 	for _, f := range cq.Status.FlavorsUsage {
 		for _, r := range f.Resources {
@@ -185,6 +198,20 @@ func queueNode(cq *berthv1.ClusterQueue) Node {
 		}
 	}
 	return n
+}
+
+// budgetText says what a budget has spent, as its status says; "" without
+// either.
+func budgetText(b *berthv1.Budget, st *berthv1.BudgetStatus) string {
+	if b == nil || st == nil {
+		return ""
+	}
+	hours := func(q resource.Quantity) string { return strconv.FormatFloat(q.AsApproximateFloat64(), 'f', -1, 64) }
+	text := fmt.Sprintf("%s of %s %s-hours spent", hours(st.SpentResourceHours), hours(b.ResourceHours), b.Resource)
+	if st.FreeAgainAt != nil {
+		text += ", free again at " + st.FreeAgainAt.UTC().Format("2006-01-02T15:04:05Z")
+	}
+	return text
 }
 
 // Render draws the tree as a table: one line per flavor and resource of each
@@ -233,6 +260,9 @@ func Render(roots []Node) string {
 		}
 		if n.Budget != "" {
 			budgets = append(budgets, fmt.Sprintf("%s: %s", n.Name, n.Budget))
+		}
+		for _, lq := range slices.Sorted(maps.Keys(n.LocalQueueBudgets)) {
+			budgets = append(budgets, fmt.Sprintf("LocalQueue %s (in %s): %s", lq, n.Name, n.LocalQueueBudgets[lq]))
 		}
 		for _, c := range n.Children {
 			note(c)

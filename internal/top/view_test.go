@@ -32,7 +32,7 @@ func status(cq *berthv1.ClusterQueue, pending, reserving, admitted int32, cpu ..
 	return *cq
 }
 
-func example() ([]berthv1.ClusterQueue, []berthv1.Cohort) {
+func example() ([]berthv1.ClusterQueue, []berthv1.Cohort, []berthv1.LocalQueue) {
 	teamA := status(MakeClusterQueue("team-a").Cohort("research").
 		ResourceGroup(MakeFlavorQuotas("on-demand").Resource("cpu", "10", "4").Resource("memory", "40Gi").Obj()).Obj(),
 		3, 2, 2, "on-demand", "12", "2")
@@ -49,13 +49,18 @@ func example() ([]berthv1.ClusterQueue, []berthv1.Cohort) {
 	solo.Status.Budget = &berthv1.BudgetStatus{SpentResourceHours: resource.MustParse("100.5"), FreeAgainAt: &free}
 	cohorts := []berthv1.Cohort{*MakeCohort("research").Parent("org").
 		ResourceGroup(MakeFlavorQuotas("on-demand").Resource("cpu", "5").Obj()).Obj()}
-	return []berthv1.ClusterQueue{teamB, solo, gated, teamA}, cohorts
+	capped := MakeLocalQueue("interns", "research", "team-a").Obj()
+	capped.Spec.Budget = &berthv1.Budget{Resource: "cpu", ResourceHours: resource.MustParse("10"), Window: berthv1.RollingBudget,
+		WhenSpent: berthv1.StopAdmitting}
+	capped.Status.Budget = &berthv1.BudgetStatus{SpentResourceHours: resource.MustParse("4.25")}
+	lqs := []berthv1.LocalQueue{*capped, *MakeLocalQueue("main", "research", "team-a").Obj()}
+	return []berthv1.ClusterQueue{teamB, solo, gated, teamA}, cohorts, lqs
 }
 
 // The tree and its table, against golden files.
 func TestRender(t *testing.T) {
-	cqs, cohorts := example()
-	roots := top.Tree(cqs, cohorts)
+	cqs, cohorts, lqs := example()
+	roots := top.Tree(cqs, cohorts, lqs)
 	data, err := json.MarshalIndent(roots, "", "  ")
 	if err != nil {
 		t.Fatal(err)
@@ -81,7 +86,7 @@ func TestRender(t *testing.T) {
 func TestTreeWithACycleOfParents(t *testing.T) {
 	cohorts := []berthv1.Cohort{*MakeCohort("a").Parent("b").Obj(), *MakeCohort("b").Parent("a").Obj()}
 	cq := *MakeClusterQueue("q").Cohort("a").ResourceGroup(MakeFlavorQuotas("f").Resource("cpu", "1").Obj()).Obj()
-	roots := top.Tree([]berthv1.ClusterQueue{cq}, cohorts)
+	roots := top.Tree([]berthv1.ClusterQueue{cq}, cohorts, nil)
 	if len(roots) != 2 || roots[0].Name != "a" || len(roots[0].Children) != 1 || roots[0].Children[0].Name != "q" {
 		t.Errorf("%+v", roots)
 	}
