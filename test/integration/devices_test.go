@@ -172,6 +172,37 @@ func TestDevicesClaimedThroughDRACountAgainstQuota(t *testing.T) {
 	if err := env.Client.List(ctx, &pods, client.InNamespace(env.Namespace), client.MatchingLabels{"job-name": "fpga"}); err != nil || len(pods.Items) != 0 {
 		t.Errorf("the Job whose devices cannot be counted has pods (%v): %d", err, len(pods.Items))
 	}
+
+	// The node's devices follow its annotation: more devices are a new
+	// generation of its pool, and none leave no slice.
+	slice := func(want func(*resourcev1.ResourceSlice, error) error) {
+		t.Helper()
+		testenv.Eventually(t, wait, func() error {
+			var s resourcev1.ResourceSlice
+			return want(&s, env.Client.Get(ctx, types.NamespacedName{Name: devices.SliceName(node.Name, gpuClass)}, &s))
+		})
+	}
+	annotate := func(value string) {
+		t.Helper()
+		patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%s}}}`, devices.Annotation, value)
+		if err := env.Client.Patch(ctx, node, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	annotate(fmt.Sprintf("%q", `{"`+gpuClass+`":6}`))
+	slice(func(s *resourcev1.ResourceSlice, err error) error {
+		if err != nil || len(s.Spec.Devices) != 6 || s.Spec.Pool.Generation < 2 {
+			return fmt.Errorf("node %s's slice after it offers 6 GPUs: %v, %d devices, generation %d", node.Name, err, len(s.Spec.Devices), s.Spec.Pool.Generation)
+		}
+		return nil
+	})
+	annotate("null")
+	slice(func(_ *resourcev1.ResourceSlice, err error) error {
+		if !apierrors.IsNotFound(err) {
+			return fmt.Errorf("node %s offers no devices, and its slice is still there (%v)", node.Name, err)
+		}
+		return nil
+	})
 }
 
 // Devices are counted in the seam every kind shares: plain Pods' claims
