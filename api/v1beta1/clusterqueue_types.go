@@ -255,8 +255,8 @@ type ClusterQueueSpec struct {
 	AdmissionChecks []string `json:"admissionChecks,omitempty"`
 
 	// Budget caps the resource-time its workloads may use over a window:
-	// once spent, it admits only within its nominal quota or nothing, until
-	// the window frees some (docs/budgets.md).
+	// once spent, it admits only within its nominal quota, or nothing, or
+	// at a lower priority, until the window frees some (docs/budgets.md).
 	// +optional
 	Budget *Budget `json:"budget,omitempty"`
 
@@ -279,7 +279,7 @@ const (
 )
 
 // BudgetAction is what a ClusterQueue whose budget is spent still admits.
-// +kubebuilder:validation:Enum=NoBorrowing;Stop
+// +kubebuilder:validation:Enum=NoBorrowing;Stop;LowerPriority
 type BudgetAction string
 
 const (
@@ -287,6 +287,9 @@ const (
 	NoBorrowing BudgetAction = "NoBorrowing"
 	// StopAdmitting admits nothing.
 	StopAdmitting BudgetAction = "Stop"
+	// LowerPriority admits at spentPriority: what it admits then may be
+	// preempted as work of that priority for as long as it runs.
+	LowerPriority BudgetAction = "LowerPriority"
 )
 
 // Budget is how much of one resource, held for how long, a ClusterQueue's
@@ -294,6 +297,7 @@ const (
 // quota's release; what is admitted when it is spent runs on.
 // +kubebuilder:validation:XValidation:rule="self.window == 'Rolling' ? has(self.period) : !has(self.period)",message="period is set for a Rolling window, and only for it"
 // +kubebuilder:validation:XValidation:rule="quantity(string(self.resourceHours)).isGreaterThan(quantity('0'))",message="resourceHours must be positive"
+// +kubebuilder:validation:XValidation:rule="self.whenSpent == 'LowerPriority' ? has(self.spentPriority) : !has(self.spentPriority)",message="spentPriority is set for whenSpent: LowerPriority, and only for it"
 type Budget struct {
 	// Resource counted, in every flavor, in its units (cores, bytes, devices).
 	// +kubebuilder:validation:XValidation:rule="size(self) >= 1 && size(self) <= 253",message="resource must be 1 to 253 characters"
@@ -308,8 +312,15 @@ type Budget struct {
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1m')",message="period must be at least 1m"
 	Period *metav1.Duration `json:"period,omitempty"`
 	// WhenSpent: NoBorrowing admits only within the nominal quota; Stop
-	// admits nothing.
+	// admits nothing; LowerPriority admits as before, but at spentPriority.
 	WhenSpent BudgetAction `json:"whenSpent"`
+	// SpentPriority is the priority workloads are admitted at while the
+	// budget is spent (whenSpent: LowerPriority), when their own is
+	// higher. They compete for the cohort's room and preempt as work of
+	// this priority, and may be preempted as such until their quota is
+	// given back (status.admission.priority).
+	// +optional
+	SpentPriority *int32 `json:"spentPriority,omitempty"`
 }
 
 // BudgetStatus is what a ClusterQueue's budget has spent: the ledger a

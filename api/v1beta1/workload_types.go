@@ -181,6 +181,11 @@ type Admission struct {
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=8
 	PodSetAssignments []PodSetAssignment `json:"podSetAssignments"`
+	// Priority it was admitted at, when lower than its own: its
+	// ClusterQueue's budget was spent (whenSpent: LowerPriority). It may be
+	// preempted as work of this priority until its quota is given back.
+	// +optional
+	Priority *int32 `json:"priority,omitempty"`
 }
 
 // RequeueState tracks a workload sent back to the queue after eviction.

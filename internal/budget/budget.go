@@ -18,9 +18,11 @@ type Spec struct {
 	// Rolling is the length of a rolling window; 0 for a calendar month
 	// (UTC).
 	Rolling time.Duration
-	// Stop: when spent the queue admits nothing; otherwise only within its
-	// nominal quota, without borrowing.
-	Stop bool
+	// Stop: when spent the queue admits nothing; with LowerTo, it admits at
+	// that priority (when a workload's own is higher); otherwise only
+	// within its nominal quota, without borrowing.
+	Stop    bool
+	LowerTo *int32
 }
 
 // Bucket is what was spent from Start to the next bucket's Start.
@@ -165,8 +167,11 @@ func (s Spec) Describe() string {
 func (s Spec) Why(l Ledger, now time.Time) string {
 	at, _ := s.FreeAt(l, now)
 	what := "admits only within its nominal quota, without borrowing"
-	if s.Stop {
+	switch {
+	case s.Stop:
 		what = "admits nothing"
+	case s.LowerTo != nil:
+		what = fmt.Sprintf("admits at priority %d at most", *s.LowerTo)
 	}
 	return fmt.Sprintf("its budget of %s is spent: it %s until %s at the earliest",
 		s.Describe(), what, at.UTC().Format(time.RFC3339))

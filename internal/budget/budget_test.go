@@ -97,6 +97,10 @@ func TestWhySaysWhenItIsFreeAgain(t *testing.T) {
 	if s.Stop = false; !strings.Contains(s.Why(l, now), "admits only within its nominal quota, without borrowing") {
 		t.Fatal(s.Why(l, now))
 	}
+	low := int32(-5)
+	if s.LowerTo = &low; !strings.Contains(s.Why(l, now), "admits at priority -5 at most until") {
+		t.Fatal(s.Why(l, now))
+	}
 }
 
 // Whatever is held when, a window longer than the trace has spent exactly

@@ -39,10 +39,19 @@ func (c *Cluster) Cycle(heads []*Workload, now time.Time) []Decision {
 	}
 	for i, w := range heads {
 		decisions[i].Workload = w
+		// A spent budget may lower the priority it competes at, and is
+		// admitted at: it then preempts, and is preempted, as such.
+		low := c.atSpentPriority(w)
+		if low != nil {
+			w = low
+		}
 		a, p := c.Assign(w)
 		if p != nil {
 			decisions[i].Pending = p
 			continue
+		}
+		if low != nil {
+			a.Priority = &low.Priority
 		}
 		cd := candidate{w: w, a: a, idx: i, queue: c.cqs[a.ClusterQueue]}
 		if c.fairSharing {

@@ -255,6 +255,9 @@ type Assignment struct {
 	// Preempt lists the flavor-resources that only preemption can free
 	// enough of; empty when the workload fits as things are.
 	Preempt []FlavorResource
+	// Priority, when set, is the priority it is admitted at, lower than its
+	// own: its ClusterQueue's budget is spent (Spent.Priority).
+	Priority *int32
 }
 
 // Decision is the outcome of a cycle for one workload.

@@ -127,7 +127,7 @@ func (s *Scheduler) holdBack(o BudgetOwner, spec *budget.Spec, why string) {
 	if spec == nil {
 		s.cluster.SetBudgetSpent(o.Name, nil)
 	} else {
-		s.cluster.SetBudgetSpent(o.Name, &core.Spent{Stop: spec.Stop, Why: why})
+		s.cluster.SetBudgetSpent(o.Name, core.SpentOf(spec, why))
 	}
 	if was != "" && spec == nil {
 		s.queueInadmissible(s.cluster.CohortTree(o.Name)...)

@@ -1,6 +1,7 @@
 package whatif
 
 import (
+	"cmp"
 	"container/heap"
 	"fmt"
 	"maps"
@@ -213,7 +214,7 @@ func Replay(cfg *Config, start time.Time, trace []Workload, o Options) (*Result,
 				}
 				i := byKey[d.Workload.Key]
 				s.WorkloadAdmitted(core.Admitted{Key: d.Workload.Key, ClusterQueue: d.Admit.ClusterQueue, Usage: d.Admit.Usage,
-					Priority: d.Workload.Priority, Timestamp: d.Workload.Timestamp, AdmittedAt: now}, res.Workloads[i].LocalQueue)
+					Priority: *cmp.Or(d.Admit.Priority, &d.Workload.Priority), Timestamp: d.Workload.Timestamp, AdmittedAt: now}, res.Workloads[i].LocalQueue)
 				o := &res.Workloads[i]
 				t := now.Sub(start).Seconds()
 				if o.Admitted == nil {

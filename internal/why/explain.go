@@ -156,6 +156,10 @@ func Explain(in Input) Report {
 		r.Notes = append(r.Notes, fmt.Sprintf("LocalQueue %s is stopped (stopPolicy %s)", r.LocalQueue, p))
 	}
 	if a := w.Status.Admission; a != nil {
+		if a.Priority != nil {
+			r.Notes = append(r.Notes, fmt.Sprintf("admitted at priority %d, not its own %d: its ClusterQueue's budget was spent "+
+				"(whenSpent: LowerPriority); it may be preempted as work of priority %d", *a.Priority, workload.Priority(w), *a.Priority))
+		}
 		for i, psa := range a.PodSetAssignments {
 			if i < len(w.Spec.PodSets) && psa.Count < w.Spec.PodSets[i].Count {
 				r.Notes = append(r.Notes, fmt.Sprintf("pod set %s was admitted with %d of its %d pods (partial admission)",
@@ -251,7 +255,7 @@ func simulated(in Input, cqName string) (*core.Cluster, core.ClusterQueue) {
 		// A spent budget holds the queue back as the controller's last
 		// charge found it (the copy charges nothing).
 		if b := meta.FindStatusCondition(obj.Status.Conditions, "BudgetSpent"); b != nil && b.Status == metav1.ConditionTrue && cq.Budget != nil {
-			c.SetBudgetSpent(cq.Name, &core.Spent{Stop: cq.Budget.Stop, Why: b.Message})
+			c.SetBudgetSpent(cq.Name, core.SpentOf(cq.Budget, b.Message))
 		}
 	}
 	for i := range in.Workloads {

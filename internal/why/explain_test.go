@@ -156,6 +156,13 @@ func TestExplainBlockedAndPartial(t *testing.T) {
 	if r := why.Explain(in); !slices.Contains(r.Notes, "pod set main was admitted with 1 of its 4 pods (partial admission)") {
 		t.Errorf("partial: notes %q", r.Notes)
 	}
+	in.Workload.Spec.Priority = ptrTo(int32(100))
+	in.Workload.Status.Admission.Priority = ptrTo(int32(-5))
+	if r := why.Explain(in); !slices.ContainsFunc(r.Notes, func(n string) bool {
+		return strings.HasPrefix(n, "admitted at priority -5, not its own 100: its ClusterQueue's budget was spent")
+	}) {
+		t.Errorf("lowered by a budget: notes %q", r.Notes)
+	}
 }
 
 // A stopped ClusterQueue is named as the blocker.

@@ -147,6 +147,9 @@ func steerable(w *berthv1.Workload) bool {
 func AdmittedOf(w *berthv1.Workload) core.Admitted {
 	a := core.Admitted{Key: Key(w), ClusterQueue: w.Status.Admission.ClusterQueue, Usage: UsageOf(w.Status.Admission),
 		Priority: Priority(w), Timestamp: QueueTimestamp(w), ChecksPending: !IsAdmitted(w), PodsPending: AwaitsPods(w)}
+	if p := w.Status.Admission.Priority; p != nil && *p < a.Priority {
+		a.Priority = *p // admitted lowered by a spent budget
+	}
 	if c := meta.FindStatusCondition(w.Status.Conditions, berthv1.WorkloadQuotaReserved); c != nil {
 		a.AdmittedAt = c.LastTransitionTime.Time
 	}
@@ -198,7 +201,7 @@ func UsageOf(a *berthv1.Admission) core.Usage {
 
 // AdmissionOf renders a core assignment as a Workload admission.
 func AdmissionOf(a *core.Assignment) *berthv1.Admission {
-	out := &berthv1.Admission{ClusterQueue: a.ClusterQueue}
+	out := &berthv1.Admission{ClusterQueue: a.ClusterQueue, Priority: a.Priority}
 	for _, ps := range a.PodSets {
 		psa := berthv1.PodSetAssignment{Name: ps.Name, Count: ps.Count,
 			Flavors: map[corev1.ResourceName]string{}, ResourceUsage: corev1.ResourceList{},
@@ -230,6 +233,9 @@ func SetAdmitted(w *berthv1.Workload, a *berthv1.Admission, checks []string, now
 	w.Status.ClusterName = ""
 	w.Status.ResourceRequests = nil // the admission says what it holds
 	msg := fmt.Sprintf("quota reserved in ClusterQueue %s", a.ClusterQueue)
+	if a.Priority != nil {
+		msg += fmt.Sprintf(" at priority %d: its budget is spent", *a.Priority)
+	}
 	setCondition(w, berthv1.WorkloadQuotaReserved, metav1.ConditionTrue, "QuotaReserved", msg, now)
 	w.Status.AdmissionChecks = nil
 	if len(checks) == 0 {

@@ -35,6 +35,28 @@ func TestAdmissionRoundTrip(t *testing.T) {
 	}
 }
 
+// Admitted at a priority lowered by a spent budget, a workload is
+// preempted as work of that priority until it gives its quota back; a
+// stored priority above its own (not written by berth) lowers nothing
+// and raises nothing.
+func TestAdmittedAtLoweredPriority(t *testing.T) {
+	own, low := int32(100), int32(-5)
+	w := &berthv1.Workload{Spec: berthv1.WorkloadSpec{Priority: &own}}
+	SetAdmitted(w, AdmissionOf(&core.Assignment{ClusterQueue: "cq", Priority: &low}), nil, time.Now())
+	if got := AdmittedOf(w).Priority; got != low {
+		t.Fatalf("admitted lowered to -5, counts at %d", got)
+	}
+	high := int32(1000)
+	w.Status.Admission.Priority = &high
+	if got := AdmittedOf(w).Priority; got != own {
+		t.Fatalf("a stored admission priority above its own: counts at %d", got)
+	}
+	SetEvicted(w, "Preempted", "preempted", time.Now(), false)
+	if w.Status.Admission != nil {
+		t.Fatal("evicted, it keeps its admission (and the lowered priority)")
+	}
+}
+
 func TestConditionTransitions(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	w := &berthv1.Workload{}

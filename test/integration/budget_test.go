@@ -13,6 +13,7 @@ import (
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
 	"github.com/berth-dev/berth/internal/testenv"
+	"github.com/berth-dev/berth/internal/workload"
 	. "github.com/berth-dev/berth/test/fixtures"
 )
 
@@ -149,4 +150,68 @@ func TestSpentBudgetStopsBorrowing(t *testing.T) {
 	small := MakeJob("small", env.Namespace).Queue("main").Request("cpu", "1").Obj()
 	env.Create(t, small)
 	waitAdmitted(t, env, env.Namespace, jobWorkload(t, env, small).Name)
+}
+
+// With whenSpent LowerPriority, a spent budget lets a ClusterQueue borrow
+// still, but at its spentPriority: its Job of priority 100 is admitted at
+// 0, and another queue of the cohort reclaims the borrowed quota with work
+// of priority 50, which could not preempt it at its own priority.
+func TestSpentBudgetLowersPriority(t *testing.T) {
+	env := testenv.New(t)
+	rf, cq, other, co := env.Name("rf"), env.Name("cq"), env.Name("other"), env.Name("co")
+	high, mid := env.Name("high"), env.Name("mid")
+	env.Create(t, &berthv1.WorkloadPriorityClass{ObjectMeta: metav1.ObjectMeta{Name: high}, Value: 100})
+	env.Create(t, &berthv1.WorkloadPriorityClass{ObjectMeta: metav1.ObjectMeta{Name: mid}, Value: 50})
+	env.Create(t, MakeResourceFlavor(rf).Obj())
+	o := MakeClusterQueue(other).Cohort(co).ResourceGroup(MakeFlavorQuotas(rf).Resource("cpu", "4").Obj()).Obj()
+	o.Spec.Preemption = &berthv1.ClusterQueuePreemption{ReclaimWithinCohort: berthv1.PreemptionLowerPriority}
+	env.Create(t, o)
+	q := MakeClusterQueue(cq).Cohort(co).ResourceGroup(MakeFlavorQuotas(rf).Resource("cpu", "2").Obj()).Obj()
+	q.Spec.Budget = tinyBudget()
+	q.Spec.Budget.WhenSpent, q.Spec.Budget.SpentPriority = berthv1.LowerPriority, ptr(int32(0))
+	env.Create(t, q)
+	env.Create(t, MakeLocalQueue("main", env.Namespace, cq).Obj())
+	env.Create(t, MakeLocalQueue("other", env.Namespace, other).Obj())
+
+	first := MakeJob("first", env.Namespace).Queue("main").Label(berthv1.PriorityClassLabel, high).Request("cpu", "1").Obj()
+	env.Create(t, first)
+	firstWL := jobWorkload(t, env, first).Name
+	if wl := waitAdmitted(t, env, env.Namespace, firstWL); wl.Status.Admission.Priority != nil {
+		t.Fatalf("admitted with budget left, at priority %d", *wl.Status.Admission.Priority)
+	}
+	testenv.Eventually(t, wait, func() error {
+		got, err := clusterQueue(env, cq)
+		if err != nil {
+			return err
+		}
+		if c := meta.FindStatusCondition(got.Status.Conditions, "BudgetSpent"); c == nil || c.Status != metav1.ConditionTrue ||
+			!strings.Contains(c.Message, "is spent: it admits at priority 0 at most until") {
+			return fmt.Errorf("ClusterQueue %s: BudgetSpent %+v", cq, c)
+		}
+		return nil
+	})
+
+	// 1 of 2 cpu used: 2 more borrow 1 from the other queue, at priority 0.
+	big := MakeJob("big", env.Namespace).Queue("main").Label(berthv1.PriorityClassLabel, high).Request("cpu", "2").Obj()
+	env.Create(t, big)
+	bigWL := jobWorkload(t, env, big).Name
+	wl := waitAdmitted(t, env, env.Namespace, bigWL)
+	if p := wl.Status.Admission.Priority; p == nil || *p != 0 || wl.Spec.Priority == nil || *wl.Spec.Priority != 100 {
+		t.Fatalf("admitted with the budget spent: at priority %v, its own %v", p, wl.Spec.Priority)
+	}
+	if c := meta.FindStatusCondition(wl.Status.Conditions, berthv1.WorkloadQuotaReserved); c == nil ||
+		!strings.Contains(c.Message, "at priority 0: its budget is spent") {
+		t.Fatalf("QuotaReserved does not say it was lowered: %+v", c)
+	}
+
+	// The other queue's work of priority 50 takes its quota back.
+	reclaimer := MakeJob("reclaimer", env.Namespace).Queue("other").Label(berthv1.PriorityClassLabel, mid).Request("cpu", "4").Obj()
+	env.Create(t, reclaimer)
+	waitAdmitted(t, env, env.Namespace, jobWorkload(t, env, reclaimer).Name)
+	if wl, err := getWorkload(env, env.Namespace, bigWL); err != nil || workload.HasQuota(wl) {
+		t.Fatalf("the Job admitted at the lowered priority still holds quota beside the reclaimer: %v %s", err, describe(wl))
+	}
+	if wl, err := getWorkload(env, env.Namespace, firstWL); err != nil || !workload.HasQuota(wl) {
+		t.Fatalf("the Job admitted before the budget was spent lost its quota: %v %s", err, describe(wl))
+	}
 }

@@ -92,11 +92,22 @@ func TestClusterQueueValidation(t *testing.T) {
 			cq.Spec.Budget = &berthv1.Budget{Resource: "cpu", ResourceHours: resource.MustParse("5"), Window: berthv1.RollingBudget, WhenSpent: berthv1.StopAdmitting}
 			return cq
 		}(), []string{"spec.budget", "period is set for a Rolling window, and only for it"}},
-		{"a budget that lowers priority", func() *berthv1.ClusterQueue {
+		{"a budget that lowers priority to no priority", func() *berthv1.ClusterQueue {
 			cq := MakeClusterQueue("").ResourceGroup(fq("a").Resource("cpu", "1").Obj()).Obj()
-			cq.Spec.Budget = &berthv1.Budget{Resource: "cpu", ResourceHours: resource.MustParse("5"), Window: berthv1.CalendarMonthBudget, WhenSpent: "LowerPriority"}
+			cq.Spec.Budget = &berthv1.Budget{Resource: "cpu", ResourceHours: resource.MustParse("5"), Window: berthv1.CalendarMonthBudget, WhenSpent: berthv1.LowerPriority}
 			return cq
-		}(), []string{"spec.budget.whenSpent", `supported values: "NoBorrowing", "Stop"`}},
+		}(), []string{"spec.budget", "spentPriority is set for whenSpent: LowerPriority, and only for it"}},
+		{"a budget that stops, with a priority it would not use", func() *berthv1.ClusterQueue {
+			cq := MakeClusterQueue("").ResourceGroup(fq("a").Resource("cpu", "1").Obj()).Obj()
+			cq.Spec.Budget = &berthv1.Budget{Resource: "cpu", ResourceHours: resource.MustParse("5"), Window: berthv1.CalendarMonthBudget,
+				WhenSpent: berthv1.StopAdmitting, SpentPriority: ptr(int32(0))}
+			return cq
+		}(), []string{"spec.budget", "spentPriority is set for whenSpent: LowerPriority, and only for it"}},
+		{"a budget that does what berth cannot", func() *berthv1.ClusterQueue {
+			cq := MakeClusterQueue("").ResourceGroup(fq("a").Resource("cpu", "1").Obj()).Obj()
+			cq.Spec.Budget = &berthv1.Budget{Resource: "cpu", ResourceHours: resource.MustParse("5"), Window: berthv1.CalendarMonthBudget, WhenSpent: "Deactivate"}
+			return cq
+		}(), []string{"spec.budget.whenSpent", `supported values: "NoBorrowing", "Stop", "LowerPriority"`}},
 		{"a run time of zero", func() *berthv1.ClusterQueue {
 			cq := MakeClusterQueue("").ResourceGroup(fq("a").Resource("cpu", "1").Obj()).Obj()
 			cq.Spec.RunTime = &berthv1.RunTimePolicy{MaximumSeconds: ptr(int32(0))}

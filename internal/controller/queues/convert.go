@@ -86,7 +86,12 @@ func BudgetOf(b *berthv1.Budget) (*budget.Spec, string) {
 		return nil, ""
 	}
 	out := &budget.Spec{Resource: string(b.Resource), Hours: b.ResourceHours.AsApproximateFloat64(), Stop: b.WhenSpent == berthv1.StopAdmitting}
+	if b.WhenSpent == berthv1.LowerPriority {
+		out.LowerTo = b.SpentPriority
+	}
 	switch {
+	case b.WhenSpent == berthv1.LowerPriority && b.SpentPriority == nil:
+		return nil, "spec.budget.spentPriority: whenSpent: LowerPriority needs the priority to admit at"
 	case out.Hours <= 0:
 		return nil, fmt.Sprintf("spec.budget.resourceHours %s: must be positive", b.ResourceHours.String())
 	case b.Window == berthv1.RollingBudget && (b.Period == nil || b.Period.Duration < time.Minute):
