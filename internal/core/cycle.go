@@ -24,13 +24,6 @@ import (
 // evicting; the caller confirms or undoes that after writing to the API.
 // Every head gets a Decision, in the order given.
 func (c *Cluster) Cycle(heads []*Workload, now time.Time) []Decision {
-	type candidate struct {
-		w     *Workload
-		a     *Assignment
-		idx   int
-		path  []pathShare
-		queue *cqNode
-	}
 	decisions := make([]Decision, len(heads))
 	candidates := make([]candidate, 0, len(heads))
 	// A head that held quota as a preemptor is looked at afresh.
@@ -74,6 +67,9 @@ func (c *Cluster) Cycle(heads []*Workload, now time.Time) []Decision {
 		return Before(a.w, b.w)
 	})
 	preempting := map[*node]bool{} // cohort-tree roots with a preemption this cycle
+	// ahead are, per cohort-tree root, the queues whose head was admitted
+	// this cycle with more of their work waiting behind it.
+	ahead := map[*node][]candidate{}
 	pl := c.newPlaces()
 	for _, cand := range candidates {
 		d := &decisions[cand.idx]
@@ -86,6 +82,16 @@ func (c *Cluster) Cycle(heads []*Workload, now time.Time) []Decision {
 					Message: "the quota it fitted in was taken by workloads admitted before it in the same cycle"}
 				continue
 			}
+			if first := c.firstClaim(ahead[rootOf(cand.queue)], cand); first != "" && !cand.w.Nominated {
+				// What it would borrow, the next workload of a queue that
+				// comes first would take back by preemption: it is left for
+				// the next cycle, where that workload is a head and goes
+				// before it. Each cycle admits the first of its candidates,
+				// so this only orders.
+				d.Pending = &Pending{Reason: Contention,
+					Message: "ClusterQueue " + first + " comes first in the cohort and has more work waiting; looked at again in the next cycle"}
+				continue
+			}
 			placements, p := pl.place(cand.w, cand.a)
 			if p != nil && (p.Reason != NoFit || !c.mayPreempt(cand.queue)) {
 				d.Pending = p
@@ -96,6 +102,9 @@ func (c *Cluster) Cycle(heads []*Workload, now time.Time) []Decision {
 					Priority: cand.w.Priority, Timestamp: cand.w.Timestamp, AdmittedAt: now, Placements: placements,
 					PodsPending: cand.w.AwaitsPods && len(cand.a.AdmissionChecks) == 0})
 				d.Admit = cand.a
+				if cand.w.Behind {
+					ahead[rootOf(cand.queue)] = append(ahead[rootOf(cand.queue)], cand)
+				}
 				continue
 			}
 			roomless = p
@@ -143,6 +152,42 @@ func (c *Cluster) Cycle(heads []*Workload, now time.Time) []Decision {
 		}
 	}
 	return decisions
+}
+
+// firstClaim names a queue admitted ahead this cycle, with more waiting,
+// whose next workload could take back what candidate cd borrows by
+// reclaiming it: under fair sharing, one whose share stays below cd's
+// queue's (fair sharing's preemption evens the shares out); otherwise one
+// within its nominal quota. "" when there is none, or cd does not borrow.
+func (c *Cluster) firstClaim(ahead []candidate, cd candidate) string {
+	if !cd.a.Borrows {
+		return ""
+	}
+	for _, h := range ahead {
+		p := h.queue.spec.Preemption.ReclaimWithinCohort
+		// The next of h's queue has no higher priority than h.
+		if h.queue == cd.queue || !p.allows() || (p != PreemptAny && h.w.Priority <= cd.w.Priority) {
+			continue
+		}
+		if c.fairSharing {
+			if before, decided := fairBefore(h.path, cd.path); before && decided {
+				return h.queue.name
+			}
+		} else if !h.a.Borrows {
+			return h.queue.name
+		}
+	}
+	return ""
+}
+
+// candidate is a head of a cycle with its flavors assigned: the index of
+// its decision, and under fair sharing its share path once admitted.
+type candidate struct {
+	w     *Workload
+	a     *Assignment
+	idx   int
+	path  []pathShare
+	queue *cqNode
 }
 
 // mayPreempt reports whether the queue's policies let its workloads evict

@@ -618,3 +618,54 @@ func TestPartialAdmissionBeforePreemption(t *testing.T) {
 		t.Fatalf("admit %+v, preempt %v; want a preemption", d.Admit, d.Preempt)
 	}
 }
+
+// A workload that would borrow what another queue of its cohort, with
+// more work waiting, would take back at once by preemption waits a cycle
+// instead: the other queue's next workload is then a head and goes first,
+// and nothing is admitted only to be preempted. With nothing more waiting
+// there, it borrows at once.
+func TestBorrowingWaitsForAQueueThatWouldReclaim(t *testing.T) {
+	for _, fair := range []bool{false, true} {
+		setup := func() *core.Cluster {
+			c := core.NewCluster()
+			c.SetFairSharing(fair)
+			c.SetFlavor(MakeFlavor("default").Obj())
+			for _, q := range []string{"q0", "q1"} {
+				c.SetClusterQueue(MakeClusterQueue(q).Cohort("co").Preemption(core.PreemptNever, core.PreemptAny).
+					ResourceGroup(MakeFlavorQuotas("default").Resource("cpu", "2").Obj()).Obj())
+			}
+			return c
+		}
+		borrower := func() *core.Workload { return MakeWorkload("b", "q0").PodSet("main", 1).Request("cpu", "3").Obj() }
+		first := func() *WorkloadWrapper { return MakeWorkload("a", "q1").PodSet("main", 1).Request("cpu", "1") }
+
+		c := setup()
+		d := c.Cycle([]*core.Workload{borrower(), first().Obj()}, Epoch)
+		if d[0].Admit == nil || d[1].Admit == nil {
+			t.Fatalf("fair sharing %v, nothing behind: both fit, borrowing:\n%s", fair, Describe(d))
+		}
+
+		c = setup()
+		b := borrower()
+		d = c.Cycle([]*core.Workload{b, first().Behind().Obj()}, Epoch)
+		if d[1].Admit == nil || d[0].Admit != nil || d[0].Pending.Reason != core.Contention ||
+			!strings.Contains(d[0].Pending.Message, "ClusterQueue q1 comes first in the cohort and has more work waiting") {
+			t.Fatalf("fair sharing %v, more behind a: b borrows what q1's next takes back:\n%s", fair, Describe(d))
+		}
+		next := MakeWorkload("a2", "q1").PodSet("main", 1).Request("cpu", "1").Obj()
+		d = c.Cycle([]*core.Workload{b, next}, Epoch)
+		if d[1].Admit == nil || d[0].Admit != nil || len(d[0].Preempt) > 0 || len(d[1].Preempt) > 0 {
+			t.Fatalf("fair sharing %v, the next cycle: a2 goes, b waits, nobody is preempted:\n%s", fair, Describe(d))
+		}
+
+		// Reclaiming only from lower priorities, q1 could not take back
+		// what b borrows at its own priority: b goes at once.
+		c = setup()
+		c.SetClusterQueue(MakeClusterQueue("q1").Cohort("co").Preemption(core.PreemptNever, core.PreemptLowerPriority).
+			ResourceGroup(MakeFlavorQuotas("default").Resource("cpu", "2").Obj()).Obj())
+		d = c.Cycle([]*core.Workload{borrower(), first().Behind().Obj()}, Epoch)
+		if d[0].Admit == nil || d[1].Admit == nil {
+			t.Fatalf("fair sharing %v, q1 reclaims only from lower priorities: both fit:\n%s", fair, Describe(d))
+		}
+	}
+}

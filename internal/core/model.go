@@ -172,6 +172,10 @@ type Workload struct {
 	NotBefore time.Time
 	// Aged is what aging added to Priority for ordering; set by the queue.
 	Aged int32
+	// Behind: more of its ClusterQueue's workloads wait behind it; set by
+	// the queue. A queue with more to come may take back by preemption
+	// what another borrows in the same cycle, so that one waits a cycle.
+	Behind bool
 	// Nominated marks a workload that preempted others and waits for their
 	// quota: it goes first, so the quota freed for it is not taken by others.
 	Nominated bool

@@ -333,6 +333,7 @@ func (m *Manager) Heads() []*core.Workload {
 		e := heap.Pop(&q.heap).(*entry)
 		e.place = inFlight
 		q.inFlight[e.w.Key] = e
+		e.w.Behind = len(q.heap) > 0
 		out = append(out, e.w)
 	}
 	// A stable order keeps cycles reproducible.

@@ -65,6 +65,21 @@ func TestOrderIsPriorityThenAge(t *testing.T) {
 	}
 }
 
+// A head says whether more of its queue waits behind it, in line (the core
+// lets that queue go first where it would take back what another borrows).
+func TestHeadsSayWhatWaitsBehind(t *testing.T) {
+	m := setup(core.BestEffortFIFO)
+	m.AddOrUpdate(MakeWorkload("first", "").Priority(5).Obj(), "default/lq")
+	m.AddOrUpdate(MakeWorkload("second", "").Priority(1).Obj(), "default/lq")
+	for _, want := range []bool{true, false} {
+		hs := m.Heads()
+		if len(hs) != 1 || hs[0].Behind != want {
+			t.Fatalf("heads %v: behind %v, want %v", keys(hs), len(hs) == 1 && hs[0].Behind, want)
+		}
+		m.Done(admit(hs[0]))
+	}
+}
+
 func TestBestEffortFIFOStepsAside(t *testing.T) {
 	m := setup(core.BestEffortFIFO)
 	big := MakeWorkload("big", "").Priority(5).Obj()

@@ -204,6 +204,9 @@ func (w *WorkloadWrapper) MinCount(n int32) *WorkloadWrapper { w.last().MinCount
 // AwaitsPods marks a workload whose pods' readiness is watched once admitted.
 func (w *WorkloadWrapper) AwaitsPods() *WorkloadWrapper { w.w.AwaitsPods = true; return w }
 
+// Behind marks more of its queue's workloads as waiting behind it.
+func (w *WorkloadWrapper) Behind() *WorkloadWrapper { w.w.Behind = true; return w }
+
 func (w *WorkloadWrapper) last() *core.PodSet {
 	if len(w.w.PodSets) == 0 {
 		w.PodSet("main", 1)
