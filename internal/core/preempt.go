@@ -123,8 +123,9 @@ func (c *Cluster) candidates(w *Workload, q *cqNode, needed map[FlavorResource]b
 	p := q.spec.Preemption
 	if p.WithinClusterQueue.allows() {
 		for _, a := range c.byCQ[q.name] {
-			if uses(a, needed) && (a.Priority < w.Priority ||
-				(p.WithinClusterQueue == PreemptLowerOrNewerEqualPriority && a.Priority == w.Priority && w.Timestamp.Before(a.Timestamp))) {
+			// Priorities first: they are compared, usage is looked up.
+			if (a.Priority < w.Priority ||
+				(p.WithinClusterQueue == PreemptLowerOrNewerEqualPriority && a.Priority == w.Priority && w.Timestamp.Before(a.Timestamp))) && uses(a, needed) {
 				out = append(out, a)
 			}
 		}
@@ -136,7 +137,7 @@ func (c *Cluster) candidates(w *Workload, q *cqNode, needed map[FlavorResource]b
 				continue
 			}
 			for _, a := range c.byCQ[other] {
-				if uses(a, needed) && (p.ReclaimWithinCohort == PreemptAny || a.Priority < w.Priority) {
+				if (p.ReclaimWithinCohort == PreemptAny || a.Priority < w.Priority) && uses(a, needed) {
 					out = append(out, a)
 				}
 			}
