@@ -63,7 +63,10 @@ func TestDashboardShowsQueuesLiveInABrowser(t *testing.T) {
 	q.Spec.Budget = &berthv1.Budget{Resource: "cpu", ResourceHours: resource.MustParse("1000"), Window: berthv1.CalendarMonthBudget,
 		WhenSpent: berthv1.StopAdmitting}
 	env.Create(t, q)
-	env.Create(t, MakeLocalQueue("main", env.Namespace, cq).Obj())
+	lq := MakeLocalQueue("main", env.Namespace, cq).Obj()
+	lq.Spec.Budget = &berthv1.Budget{Resource: "cpu", ResourceHours: resource.MustParse("300"), Window: berthv1.CalendarMonthBudget,
+		WhenSpent: berthv1.StopAdmitting}
+	env.Create(t, lq)
 	url := testenv.Dashboard(t, env.Config, func(s *dashboard.Server) { s.SampleEvery(time.Second) })
 
 	// The API the page uses.
@@ -104,6 +107,7 @@ func TestDashboardShowsQueuesLiveInABrowser(t *testing.T) {
 	waitText(t, ctx, `[data-node="Cohort/`+cohort+`"] > .head`, cohort)
 	waitText(t, ctx, node+` [data-resource="`+rf+`/cpu"] [data-field="usage"]`, "0 of 2")
 	waitText(t, ctx, node+` [data-field="budget"]`, "of 1000 cpu-hours spent")
+	waitText(t, ctx, node+` [data-localqueue="`+env.Namespace+`/main"]`, "of 300 cpu-hours spent")
 	waitText(t, ctx, "#queue-title", "ClusterQueue "+cq)
 
 	first := MakeJob("first", env.Namespace).Queue("main").Request("cpu", "2").Obj()

@@ -106,6 +106,12 @@ function nodeView(n) {
     b.dataset.field = "budget";
     head.append(b);
   }
+  // Its LocalQueues' budgets, when the viewer may list LocalQueues.
+  for (const lq of Object.keys(n.localQueueBudgets ?? {}).sort()) {
+    const b = el("span", "budget", "LocalQueue " + lq + " budget: " + n.localQueueBudgets[lq]);
+    Object.assign(b.dataset, { field: "localqueue-budget", localqueue: lq });
+    head.append(b);
+  }
   box.append(head);
   for (const r of n.resources ?? []) box.append(resourceRow(r));
   if (n.kind === "ClusterQueue" && n.name === selected) box.classList.add("selected");
