@@ -36,9 +36,10 @@ cycles take.
 
 With one --config it reports, per ClusterQueue, LocalQueue and priority,
 how many workloads were admitted and their waits from arrival to first
-admission (mean, p50, p95, max), and how often they were preempted. With
-two, it replays both and lines them up, then lists the workloads whose wait
-changed most. With --against-recorded it lines the replay up with what
+admission (mean, p50, p95, max), and how often they were preempted; and
+per ClusterQueue, flavor and resource, what it held on average against its
+nominal quota and how much of that it borrowed. With two, it replays both
+and lines them up, then lists the workloads whose wait changed most. With --against-recorded it lines the replay up with what
 happened in the cluster the trace was recorded from (berth trace record
 writes each workload's last admission), and says how many pairs of
 workloads were admitted in the same order. --chart draws, over the trace's time, how many workloads wait

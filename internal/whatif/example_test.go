@@ -55,4 +55,7 @@ spec: {clusterQueue: cq}
 	// ClusterQueue  cq         2          2         0             25s        0.0s  50s  50s  0
 	// LocalQueue    team/main  2          2         0             25s        0.0s  50s  50s  0
 	// priority      0          2          2         0             25s        0.0s  50s  50s  0
+	//
+	// CLUSTERQUEUE  FLAVOR   RESOURCE  USED OF NOMINAL  BORROWED
+	// cq            default  cpu       4 of 4 (100 %)   0
 }

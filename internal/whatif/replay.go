@@ -54,6 +54,9 @@ type Result struct {
 	// Recorded: not a replay but what happened (Recorded); its
 	// preemptions are the evictions the trace holds.
 	Recorded bool `json:"recorded,omitempty"`
+	// Quota is what each ClusterQueue held on average, per flavor and
+	// resource (none for what was recorded: a trace has no flavors).
+	Quota []QuotaUse `json:"quota,omitempty"`
 }
 
 // virtualClock is the replay's time, moved by the loop alone.
@@ -104,9 +107,13 @@ func Replay(cfg *Config, start time.Time, trace []Workload, o Options) (*Result,
 	for i := range cfg.Cohorts {
 		s.SetCohort(queues.CohortOf(&cfg.Cohorts[i]))
 	}
+	var cqs []core.ClusterQueue
 	for i := range cfg.ClusterQueues {
-		s.SetClusterQueue(queues.ClusterQueueOf(&cfg.ClusterQueues[i]))
+		cq := queues.ClusterQueueOf(&cfg.ClusterQueues[i])
+		s.SetClusterQueue(cq)
+		cqs = append(cqs, cq)
 	}
+	m := newMeter(cqs)
 	cqOf := map[string]string{}
 	for i := range cfg.LocalQueues {
 		lq := queues.LocalQueueOf(&cfg.LocalQueues[i])
@@ -152,6 +159,18 @@ func Replay(cfg *Config, start time.Time, trace []Workload, o Options) (*Result,
 
 	var running finishes
 	gen := make([]int, len(trace))
+	// held is what each running workload holds, and where.
+	type holding struct {
+		cq    string
+		usage core.Usage
+	}
+	held := make([]holding, len(trace))
+	release := func(i int, now time.Time) {
+		if h := held[i]; h.cq != "" {
+			m.add(h.cq, h.usage, -1, now)
+			held[i] = holding{}
+		}
+	}
 	next := 0
 	for {
 		// The next instant anything happens.
@@ -186,6 +205,7 @@ func Replay(cfg *Config, start time.Time, trace []Workload, o Options) (*Result,
 				continue
 			}
 			res.Workloads[f.i].Finished = true
+			release(f.i, now)
 			s.WorkloadGone(cws[f.i].Key)
 		}
 		for n := 0; ; n++ {
@@ -199,6 +219,7 @@ func Replay(cfg *Config, start time.Time, trace []Workload, o Options) (*Result,
 				for _, v := range d.Preempt {
 					i := byKey[v.Key]
 					gen[i]++
+					release(i, now)
 					res.Workloads[i].Preempted++
 					res.Preemptions++
 					again := *cws[i]
@@ -221,6 +242,8 @@ func Replay(cfg *Config, start time.Time, trace []Workload, o Options) (*Result,
 					o.Wait = t - o.Arrival
 				}
 				o.Admitted, o.ClusterQueue = &t, d.Admit.ClusterQueue
+				held[i] = holding{cq: d.Admit.ClusterQueue, usage: d.Admit.Usage}
+				m.add(d.Admit.ClusterQueue, d.Admit.Usage, 1, now)
 				heap.Push(&running, finish{at: at(now, trace[i].Run), i: i, gen: gen[i]})
 				progress = true
 			}
@@ -230,6 +253,7 @@ func Replay(cfg *Config, start time.Time, trace []Workload, o Options) (*Result,
 		}
 	}
 	res.End = clk.now.Sub(start).Seconds()
+	res.Quota = m.uses(start, clk.now)
 	for i := range res.Workloads {
 		if o := &res.Workloads[i]; o.Admitted == nil {
 			o.Wait = res.End - o.Arrival

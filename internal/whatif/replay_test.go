@@ -251,3 +251,49 @@ func TestAPreemptedWorkloadBacksOff(t *testing.T) {
 		"team/low":  {admitted: true, wait: 0, preempted: 1, finished: true, lastAdmittedAt: 2, checkLastAdmitAt: true},
 	})
 }
+
+// What a ClusterQueue held is averaged over the replay, and what it held
+// above its nominal quota counted as borrowed: 3 cpu for 10 s (1 of them
+// borrowed from an idle queue of the cohort), then 1 cpu for 10 s, over 20
+// s, is 2 cpu used and 0.5 borrowed; the idle queue used nothing.
+func TestReplayAveragesTheQuotaHeld(t *testing.T) {
+	yaml := strings.Replace(queueYAML("2", "cohort: co"), "---\napiVersion: v1\n", `---
+apiVersion: berth.dev/v1beta1
+kind: ClusterQueue
+metadata: {name: idle}
+spec:
+  cohort: co
+  namespaceSelector: {}
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors:
+    - name: default
+      resources: [{name: cpu, nominalQuota: "2"}]
+---
+apiVersion: v1
+`, 1)
+	r, err := whatif.Replay(parse(t, "cfg", yaml), start, []whatif.Workload{wl("big", 0, 10, "3", 0), wl("small", 10, 10, "1", 0)}, whatif.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []whatif.QuotaUse{
+		{ClusterQueue: "cq", Flavor: "default", Resource: "cpu", Nominal: 2, Used: 2, Borrowed: 0.5},
+		{ClusterQueue: "idle", Flavor: "default", Resource: "cpu", Nominal: 2},
+	}
+	if r.End != 20 || len(r.Quota) != len(want) {
+		t.Fatalf("end %v, quota %+v", r.End, r.Quota)
+	}
+	for i, w := range want {
+		if g := r.Quota[i]; g.ClusterQueue != w.ClusterQueue || g.Flavor != w.Flavor || g.Resource != w.Resource ||
+			g.Nominal != w.Nominal || math.Abs(g.Used-w.Used) > 1e-9 || math.Abs(g.Borrowed-w.Borrowed) > 1e-9 {
+			t.Errorf("quota %d: %+v, want %+v", i, g, w)
+		}
+	}
+	var out strings.Builder
+	if err := whatif.WriteSummary(&out, r); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "2 of 2 (100 %)") {
+		t.Errorf("the summary does not say cq used 2 cpu, all its nominal quota:\n%s", out.String())
+	}
+}

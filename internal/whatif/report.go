@@ -7,8 +7,11 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/berth-dev/berth/internal/core"
 )
 
 // Stats sum up the waits of a group of workloads: over those admitted (a
@@ -228,13 +231,55 @@ type Comparison struct {
 	// Recorded: A is what happened (Recorded); its preemptions are the
 	// evictions recorded.
 	Recorded bool `json:"recorded,omitempty"`
+	// Quota lines up what each ClusterQueue held on average under each
+	// (QuotaUse); A is nil where it has none (what was recorded).
+	Quota []QuotaPair `json:"quota,omitempty"`
+}
+
+// QuotaPair is one ClusterQueue's average use of one resource in one
+// flavor under two configurations; nil where one has none.
+type QuotaPair struct {
+	ClusterQueue string    `json:"clusterQueue"`
+	Flavor       string    `json:"flavor"`
+	Resource     string    `json:"resource"`
+	A            *QuotaUse `json:"a,omitempty"`
+	B            *QuotaUse `json:"b,omitempty"`
+}
+
+func pairQuota(a, b []QuotaUse) []QuotaPair {
+	var out []QuotaPair
+	index := map[[3]string]int{}
+	for _, side := range []struct {
+		uses []QuotaUse
+		a    bool
+	}{{a, true}, {b, false}} {
+		for i := range side.uses {
+			u := &side.uses[i]
+			k := [3]string{u.ClusterQueue, u.Flavor, u.Resource}
+			j, ok := index[k]
+			if !ok {
+				j = len(out)
+				index[k] = j
+				out = append(out, QuotaPair{ClusterQueue: u.ClusterQueue, Flavor: u.Flavor, Resource: u.Resource})
+			}
+			if side.a {
+				out[j].A = u
+			} else {
+				out[j].B = u
+			}
+		}
+	}
+	slices.SortFunc(out, func(x, y QuotaPair) int {
+		return cmp.Or(cmp.Compare(x.ClusterQueue, y.ClusterQueue), cmp.Compare(x.Flavor, y.Flavor), cmp.Compare(x.Resource, y.Resource))
+	})
+	return out
 }
 
 // Compare lines up two replays of the same trace: each group of either,
 // and the top workloads whose wait changed most.
 func Compare(a, b *Result, top int) Comparison {
 	c := Comparison{A: a.Config, B: b.Config, PreemptionsA: a.Preemptions, PreemptionsB: b.Preemptions, OrderAgreement: OrderAgreement(a, b),
-		Recorded: a.Recorded}
+		Recorded: a.Recorded, Quota: pairQuota(a.Quota, b.Quota)}
 	ga, gb := Summarize(a), Summarize(b)
 	index := func(gs []Group) map[[2]string]Stats {
 		m := map[[2]string]Stats{}
@@ -275,7 +320,48 @@ func WriteSummary(w io.Writer, r *Result) error {
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%d\n", g.By, g.Name, s.Workloads, s.Admitted, s.NotAdmitted,
 			secs(s.Mean), secs(s.P50), secs(s.P95), secs(s.Max), s.Preempted)
 	}
+	if len(r.Quota) > 0 {
+		fmt.Fprintln(tw, "\nCLUSTERQUEUE\tFLAVOR\tRESOURCE\tUSED OF NOMINAL\tBORROWED")
+		for i := range r.Quota {
+			u := &r.Quota[i]
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", u.ClusterQueue, u.Flavor, u.Resource, used(u), borrowed(u))
+		}
+	}
 	return tw.Flush()
+}
+
+// used says a queue's average use of its nominal quota: "6.11 of 4 (153 %)".
+func used(u *QuotaUse) string {
+	if u == nil {
+		return "-"
+	}
+	if u.Nominal > 0 {
+		return fmt.Sprintf("%s of %s (%.0f %%)", amount(u.Resource, u.Used), amount(u.Resource, u.Nominal), 100*u.Used/u.Nominal)
+	}
+	return amount(u.Resource, u.Used) + " of 0"
+}
+
+func borrowed(u *QuotaUse) string {
+	if u == nil {
+		return "-"
+	}
+	return amount(u.Resource, u.Borrowed)
+}
+
+// amount writes an average amount of a resource in its units, to three
+// significant figures; bytes in the largest binary unit below them.
+func amount(res string, v float64) string {
+	// core.FormatQuantity writes the resources counted in bytes in binary
+	// units, so 1024 of them as 1Ki.
+	if b := core.FormatQuantity(res, 1000*1024); !strings.HasSuffix(b, "Ki") || v < 1024 {
+		return strconv.FormatFloat(v, 'g', 3, 64)
+	}
+	unit := 0
+	for v >= 1024 && unit < 5 {
+		v /= 1024
+		unit++
+	}
+	return strconv.FormatFloat(v, 'g', 3, 64) + []string{"", "Ki", "Mi", "Gi", "Ti", "Pi"}[unit]
 }
 
 // WriteComparison writes a comparison as tables: per group, mean and p95
@@ -293,6 +379,13 @@ func WriteComparison(w io.Writer, c Comparison) error {
 	for _, g := range c.Groups {
 		fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%d/%d\t%s\t%s\t%s\t%s\t%d\t%d\n", g.By, g.Name, g.A.Admitted, g.A.Workloads, g.B.Admitted, g.B.Workloads,
 			secs(g.A.Mean), secs(g.B.Mean), secs(g.A.P95), secs(g.B.P95), g.A.Preempted, g.B.Preempted)
+	}
+	if len(c.Quota) > 0 {
+		fmt.Fprintln(tw, "\nCLUSTERQUEUE\tFLAVOR\tRESOURCE\tUSED OF NOMINAL A\tUSED OF NOMINAL B\tBORROWED A\tBORROWED B")
+		for _, q := range c.Quota {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", q.ClusterQueue, q.Flavor, q.Resource, used(q.A), used(q.B),
+				borrowed(q.A), borrowed(q.B))
+		}
 	}
 	if len(c.Changed) > 0 {
 		fmt.Fprintln(tw, "\nWORKLOAD\tWAIT A\tWAIT B")
