@@ -49,6 +49,21 @@ const (
 	PrebuiltWorkloadLabel = "berth.dev/prebuilt-workload-name"
 	// KueuePodGroupTotalCountAnnotation is honoured too.
 	KueuePodGroupTotalCountAnnotation = "kueue.x-k8s.io/pod-group-total-count"
+	// PendingParallelismAnnotation on a running Job is a raise of its
+	// parallelism waiting for quota: berth's webhook keeps spec.parallelism
+	// at what is admitted and records the raise here, admits the increase
+	// as a growth Workload of its own, and sets spec.parallelism once it is
+	// admitted. The running pods keep running meanwhile.
+	PendingParallelismAnnotation = "berth.dev/pending-parallelism"
+	// GrowthOfAnnotation on a growth Workload names the Job whose increase
+	// it queues; GrowthFromAnnotation and GrowthToAnnotation the pods at once
+	// it grows from and to; GrowthFlavorsAnnotation (JSON, resource to
+	// flavor) the flavors its pods run in, the only ones it may be admitted
+	// in. Only berth writes Workloads.
+	GrowthOfAnnotation      = "berth.dev/growth-of"
+	GrowthFromAnnotation    = "berth.dev/growth-from"
+	GrowthToAnnotation      = "berth.dev/growth-to"
+	GrowthFlavorsAnnotation = "berth.dev/growth-flavors"
 	// JobMinParallelismAnnotation on a Job allows partial admission: when
 	// its parallelism does not fit, it runs with as many pods at once as
 	// do, at least this many.

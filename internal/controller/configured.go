@@ -8,7 +8,6 @@ import (
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	authenticationv1 "k8s.io/api/authentication/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -57,15 +56,11 @@ func configuredReady(ctx context.Context, c client.Client, disc discovery.Discov
 var errConfiguration = errors.New("--configured-kinds")
 
 // turnOnConfigured applies k's admission policies (package guard) with
-// berth's own identity, then starts its reconciler and serves its webhook
+// berth's own identity (self), then starts its reconciler and serves its webhook
 // handlers; the caller adds it to the webhook configuration.
-func turnOnConfigured(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, direct client.Client, namespace string, podsReady bool, k *configured.Compiled,
-	owners *integration.Owners) error {
-	var who authenticationv1.SelfSubjectReview
-	if err := direct.Create(ctx, &who); err != nil {
-		return fmt.Errorf("asking the API server who berth's controller is: %w", err)
-	}
-	o := guard.Options{Identity: who.Status.UserInfo.Username, Namespace: namespace}
+func turnOnConfigured(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, direct client.Client, self, namespace string, podsReady bool,
+	k *configured.Compiled, owners *integration.Owners) error {
+	o := guard.Options{Identity: self, Namespace: namespace}
 	if err := manifests.GuardKinds(ctx, cfg, o, []guard.Kind{k.Guard()}); err != nil {
 		return fmt.Errorf("applying the admission policies of %s (berth's controller needs get, create, update and patch on validatingadmissionpolicies and validatingadmissionpolicybindings): %w", k.Kind, err)
 	}

@@ -18,6 +18,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -578,15 +579,20 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		ctrl.Log.Info("integration off until the CRDs it needs are installed: "+why, "integration", name)
 	}
 	owners := o.owners(mgr)
+	var who authenticationv1.SelfSubjectReview
+	if err := direct.Create(ctx, &who); err != nil {
+		return fmt.Errorf("asking the API server who berth's controller is: %w", err)
+	}
+	self := who.Status.UserInfo.Username
 	if kinds.On(integration.BatchJob) {
 		if err := jobs.Setup(mgr, o.WaitForPodsReady); err != nil {
 			return err
 		}
 		dispatched := mcctrl.Dispatched(mgr.GetClient())
 		mgr.GetWebhookServer().Register(jobs.WebhookPath,
-			&crwebhook.Admission{Handler: integration.NewHolder(jobs.Kind{Dispatched: dispatched}).Vouching(owners)})
+			&crwebhook.Admission{Handler: integration.NewHolder(jobs.Kind{Dispatched: dispatched}).Vouching(owners).Trusting(self)})
 		mgr.GetWebhookServer().Register(jobs.DefaultWebhookPath,
-			&crwebhook.Admission{Handler: integration.NewHolder(jobs.Kind{Default: true, Dispatched: dispatched}).Vouching(owners)})
+			&crwebhook.Admission{Handler: integration.NewHolder(jobs.Kind{Default: true, Dispatched: dispatched}).Vouching(owners).Trusting(self)})
 	}
 	if o.WaitForPodsReady {
 		if err := podsreadyctrl.Setup(mgr, o.PodsReady, clock.RealClock{}); err != nil {
@@ -709,7 +715,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 				turningOn.Lock()
 				defer turningOn.Unlock()
 				if !served {
-					if err := turnOnConfigured(ctx, mgr, cfg, direct, o.Namespace, o.WaitForPodsReady, k, owners); err != nil {
+					if err := turnOnConfigured(ctx, mgr, cfg, direct, self, o.Namespace, o.WaitForPodsReady, k, owners); err != nil {
 						return err
 					}
 					served = true

@@ -195,6 +195,11 @@ func (c *Cluster) chooseFlavor(q *cqNode, ps PodSet, rg *ResourceGroup, needs ma
 	borrowFallback, preemptFallback := "", ""
 	for _, fq := range rg.Flavors {
 		f := c.flavors[fq.Name]
+		if why := pinnedElsewhere(ps, rg, fq.Name); why != "" {
+			out.reasons = append(out.reasons, fmt.Sprintf("flavor %s: %s", fq.Name, why))
+			out.stable = append(out.stable, out.reasons[len(out.reasons)-1])
+			continue
+		}
 		if why := incompatible(ps, f); why != "" {
 			out.reasons = append(out.reasons, fmt.Sprintf("flavor %s: %s", f.Name, why))
 			out.stable = append(out.stable, out.reasons[len(out.reasons)-1])
@@ -291,6 +296,17 @@ func totalRequests(q *cqNode, ps PodSet) map[string]int64 {
 // a taint it does not tolerate, or a node selector or required node affinity
 // that the flavor's node labels contradict. Only the keys the flavor defines
 // are compared; the rest is for kube-scheduler to decide among the nodes.
+// pinnedElsewhere says why a pod set whose flavors are set (PodSet.Flavors)
+// may not take flavor of resource group rg; "" when it may.
+func pinnedElsewhere(ps PodSet, rg *ResourceGroup, flavor string) string {
+	for _, r := range rg.Resources {
+		if f, ok := ps.Flavors[r]; ok && f != flavor {
+			return fmt.Sprintf("its pods run in flavor %s for %s", f, r)
+		}
+	}
+	return ""
+}
+
 func incompatible(ps PodSet, f *Flavor) string {
 	if ps.Topology != nil && f.TopologyName == "" {
 		return "it has no topology, and the pod set asks for topology-aware placement"

@@ -669,3 +669,26 @@ func TestBorrowingWaitsForAQueueThatWouldReclaim(t *testing.T) {
 		}
 	}
 }
+
+// A pod set whose flavors are set (the increase of a running Job) is
+// admitted only in them, though another flavor listed first has room, and
+// waits, saying why, when they have none.
+func TestPinnedFlavors(t *testing.T) {
+	c := core.NewCluster()
+	c.SetFlavor(MakeFlavor("a").Obj())
+	c.SetFlavor(MakeFlavor("b").Obj())
+	c.SetClusterQueue(MakeClusterQueue("cq").ResourceGroup(MakeFlavorQuotas("a").Resource("cpu", "4").Obj(),
+		MakeFlavorQuotas("b").Resource("cpu", "1").Obj()).Obj())
+	grow := func(cpu string) *core.Workload {
+		w := MakeWorkload("grow", "cq").PodSet("main", 1).Request("cpu", cpu).Obj()
+		w.PodSets[0].Flavors = map[string]string{"cpu": "b"}
+		return w
+	}
+	if d := c.Cycle([]*core.Workload{grow("2")}, Epoch); d[0].Admit != nil || !strings.Contains(d[0].Pending.Message, "flavor a: its pods run in flavor b for cpu") {
+		t.Fatalf("pinned to b, too big for it:\n%s", Describe(d))
+	}
+	d := c.Cycle([]*core.Workload{grow("1")}, Epoch)
+	if d[0].Admit == nil || d[0].Admit.PodSets[0].Flavors["cpu"] != "b" {
+		t.Fatalf("pinned to b, fits there:\n%s", Describe(d))
+	}
+}

@@ -228,6 +228,10 @@ type PodSet struct {
 	// Topology, when set, asks for the pods to be placed close together in
 	// the topology of their flavor, which must have one.
 	Topology *topology.Request
+	// Flavors, when set, are the only flavors it may be admitted in, by
+	// resource: the pods it adds to a running workload run in that
+	// workload's flavors.
+	Flavors map[string]string
 	// Steerable: its integration can give each pod a domain (a Job's pods
 	// are gated until berth does). Without a topology request, such a pod
 	// set admitted in a flavor with a topology is placed anyway, anywhere

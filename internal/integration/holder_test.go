@@ -33,6 +33,14 @@ func TestHolderPatchesOnlyWhatHoldChanges(t *testing.T) {
 		return j
 	}
 	suspended := func(j *batchv1.Job) *batchv1.Job { yes := true; j.Spec.Suspend = &yes; return j }
+	started := func(j *batchv1.Job) *batchv1.Job {
+		if err := jobs.StartTemplate(j, nil); err != nil {
+			t.Fatal(err)
+		}
+		no := false
+		j.Spec.Suspend = &no
+		return j
+	}
 	dispatched := jobs.Kind{Dispatched: func(string, string) bool { return true }}
 	for _, tc := range []struct {
 		name      string
@@ -47,6 +55,8 @@ func TestHolderPatchesOnlyWhatHoldChanges(t *testing.T) {
 		{name: "dispatched Job", kind: dispatched, obj: MakeJob("j", "ns").Queue("q").Obj(), wantPatch: true},
 		{name: "running Job that grows", kind: jobs.Kind{}, old: MakeJob("j", "ns").Queue("q").Parallelism(1).Obj(),
 			obj: MakeJob("j", "ns").Queue("q").Parallelism(3).Obj(), wantPatch: true},
+		{name: "running Job raised, kept back", kind: jobs.Kind{}, old: started(MakeJob("j", "ns").Queue("q").Parallelism(1).Obj()),
+			obj: started(MakeJob("j", "ns").Queue("q").Parallelism(3).Obj()), wantPatch: true},
 		{name: "queued JobSet", kind: jobsets.Kind{}, obj: MakeJobSet("js", "ns").Queue("q").ReplicatedJob("w", 1, 1).Obj(), wantPatch: true},
 		{name: "JobSet asking for topology", kind: jobsets.Kind{}, obj: MakeJobSet("js", "ns").Queue("q").ReplicatedJob("d", 1, 1).
 			ReplicatedJob("w", 2, 2).PodAnnotation(integration.RequiredTopologyAnnotation, "rack").Obj(), wantPatch: true},
@@ -104,6 +114,29 @@ func TestHolderPatchesOnlyWhatHoldChanges(t *testing.T) {
 				t.Errorf("patched object:\n%s\nwant what Hold makes:\n%s", mustJSON(t, got), mustJSON(t, want))
 			}
 		})
+	}
+}
+
+// berth's controller raises a running Job's parallelism itself once the
+// increase is admitted: its own update is not kept back, anyone else's is.
+func TestHolderTrustsBerthsOwnRaise(t *testing.T) {
+	started := func(n int32) *batchv1.Job {
+		j := MakeJob("j", "ns").Queue("q").Parallelism(n).Obj()
+		if err := jobs.StartTemplate(j, nil); err != nil {
+			t.Fatal(err)
+		}
+		no := false
+		j.Spec.Suspend = &no
+		return j
+	}
+	h := integration.NewHolder(jobs.Kind{}).Trusting("system:serviceaccount:berth-system:berth-controller")
+	for user, held := range map[string]bool{"system:serviceaccount:berth-system:berth-controller": false, "mallory": true} {
+		req := admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{Operation: admissionv1.Update,
+			Object: runtime.RawExtension{Raw: mustJSON(t, started(3))}, OldObject: runtime.RawExtension{Raw: mustJSON(t, started(1))}}}
+		req.UserInfo.Username = user
+		if resp := h.Handle(context.Background(), req); !resp.Allowed || (len(resp.Patches) > 0) != held {
+			t.Errorf("%s raising a running Job: allowed %v, patched %v; want patched %v", user, resp.Allowed, resp.Patches, held)
+		}
 	}
 }
 

@@ -5,6 +5,7 @@
 package workload
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"slices"
@@ -97,10 +98,16 @@ func ToCore(w *berthv1.Workload, nsLabels labels.Set) *core.Workload {
 		cw.NotBefore = rs.RequeueAt.Time
 	}
 	steerable := steerable(w)
+	// A growth Workload (written by berth alone) is admitted only in the
+	// flavors its Job's pods run in.
+	var pinned map[string]string
+	if data, ok := w.Annotations[berthv1.GrowthFlavorsAnnotation]; ok {
+		_ = json.Unmarshal([]byte(data), &pinned)
+	}
 	for _, ps := range w.Spec.PodSets {
 		cps := core.PodSet{Name: ps.Name, Count: ps.Count, Requests: CoreRequests(RequestsOf(w, ps)),
 			NodeSelector: ps.NodeSelector, Tolerations: ps.Tolerations, NodeAffinity: ps.NodeAffinity,
-			Topology: TopologyRequestOf(ps.TopologyRequest), Steerable: steerable}
+			Topology: TopologyRequestOf(ps.TopologyRequest), Steerable: steerable, Flavors: pinned}
 		if ps.MinCount != nil {
 			cps.MinCount = *ps.MinCount
 		}
@@ -550,11 +557,12 @@ func conditionRank(t string) int {
 	return 100
 }
 
-// ShrinkAdmission has an admitted workload of one pod set hold quota for
-// count pods instead of the more it was admitted with (an elastic Job
-// whose parallelism was lowered): the pod set's count and usage scaled down
-// in its admission. The caller checks count is below what was admitted.
-func ShrinkAdmission(w *berthv1.Workload, count int32) {
+// ResizeAdmission has an admitted workload of one pod set hold quota for
+// count pods instead of what it was admitted with (an elastic Job whose
+// parallelism was lowered, or raised and the increase admitted): the pod
+// set's count and usage scaled in its admission. The caller checks that
+// the quota held covers what runs.
+func ResizeAdmission(w *berthv1.Workload, count int32) {
 	psa := &w.Status.Admission.PodSetAssignments[0]
 	was := int64(psa.Count)
 	for r, q := range psa.ResourceUsage {

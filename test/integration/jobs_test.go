@@ -8,8 +8,10 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
@@ -325,9 +327,11 @@ func TestPriorityClassCreatedAfterItsJob(t *testing.T) {
 	})
 }
 
-// Raising the parallelism of a running Job would run pods its quota does not
-// cover: berth suspends it and queues it again with its new size.
-func TestResizedJobIsQueuedAgain(t *testing.T) {
+// Raising the parallelism of a running Job past its quota keeps it running
+// as admitted while the increase waits (its growth Workload); raised again
+// to what fits, the increase is admitted and the Job runs with it, never
+// suspended.
+func TestRaisedJobGrowsOnceTheIncreaseFits(t *testing.T) {
 	env := testenv.New(t)
 	rf, cq := env.Name("rf"), env.Name("cq")
 	env.Create(t, MakeResourceFlavor(rf).NodeLabel("example.com/pool", "x").Obj())
@@ -344,7 +348,7 @@ func TestResizedJobIsQueuedAgain(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			if jobs.Suspended(j) && n > 3 {
+			if jobs.Suspended(j) {
 				return fmt.Errorf("job not started yet")
 			}
 			patch := client.MergeFromWithOptions(j.DeepCopy(), client.MergeFromWithOptimisticLock{})
@@ -353,36 +357,36 @@ func TestResizedJobIsQueuedAgain(t *testing.T) {
 		})
 	}
 	setParallelism(4)
-	// 4 pods of 1 cpu do not fit in 3: suspended with its own template, and
-	// its Workload, re-made for 4 pods, waits.
-	waitPending(t, env, env.Namespace, wl.Name, "needs 4 cpu")
-	waitSuspendedAsSubmitted(t, env, job.Name)
-	cur, err := getWorkload(env, env.Namespace, wl.Name)
-	if err != nil {
-		t.Fatal(err)
+	// 2 more pods of 1 cpu do not fit in the 1 left: they wait as the
+	// growth Workload, and the Job runs on with 2.
+	waitPending(t, env, env.Namespace, jobs.GrowthName(wl.Name), "needs 2 cpu")
+	if j, err := getJob(env, env.Namespace, job.Name); err != nil || jobs.Suspended(j) || *j.Spec.Parallelism != 2 ||
+		j.Annotations[berthv1.PendingParallelismAnnotation] != "4" {
+		t.Fatalf("the raised Job while its increase waits: %v %+v", err, j.Annotations)
 	}
-	if c := cur.Spec.PodSets[0].Count; c != 4 {
-		t.Errorf("workload re-made with %d pods, want 4", c)
-	}
-	// Down to 3: it fits, and runs again with exactly that admitted.
+	// Down to 3: the increase of 1 fits, and the Job runs with 3.
 	setParallelism(3)
 	testenv.Eventually(t, wait, func() error {
 		wl, err := getWorkload(env, env.Namespace, wl.Name)
 		if err != nil {
 			return err
 		}
-		if !workload.IsAdmitted(wl) || wl.Status.Admission.PodSetAssignments[0].Count != 3 {
+		if !workload.IsAdmitted(wl) || wl.Status.Admission.PodSetAssignments[0].Count != 3 || wl.Spec.PodSets[0].Count != 3 {
 			return fmt.Errorf("workload not admitted with 3 pods: %s", describe(wl))
 		}
 		j, err := getJob(env, env.Namespace, job.Name)
 		if err != nil {
 			return err
 		}
-		if jobs.Suspended(j) {
-			return fmt.Errorf("job not restarted")
+		if jobs.Suspended(j) || *j.Spec.Parallelism != 3 || j.Annotations[berthv1.PendingParallelismAnnotation] != "" {
+			return fmt.Errorf("job suspended %v, parallelism %d, annotations %v", jobs.Suspended(j), *j.Spec.Parallelism, j.Annotations)
+		}
+		if _, err := getWorkload(env, env.Namespace, jobs.GrowthName(wl.Name)); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("the growth Workload is still there (%v)", err)
 		}
 		return nil
 	})
+	waitEvent(t, env, job.Name, "Grown", "runs 3 pods at once instead of 2")
 }
 
 // A workload evicted by HoldAndDrain stops its Job: suspended again, with the
@@ -454,39 +458,37 @@ func waitSuspendedAsSubmitted(t *testing.T, env *testenv.Env, name string) {
 }
 
 // Raising a running Job's parallelism past its quota never runs a pod the
-// quota does not cover, not even for a moment: the webhook suspends the Job
-// in the same write, before the Job controller can create more pods. Every
-// pod event is watched throughout.
+// quota does not cover, not even for a moment: the webhook keeps the raise
+// back in the same write, before the Job controller can create more pods,
+// and the Job runs on as admitted. Once quota frees, the increase is
+// admitted and the Job grows while its pods keep running. The user is an
+// editor of the namespace; every pod event is watched throughout.
 func TestGrowingAJobNeverRunsPastItsQuota(t *testing.T) {
 	env := testenv.New(t)
 	env.CreateSimNode(t, env.Name("n1"), nil)
 	rf, cq := env.Name("rf"), env.Name("cq")
 	env.Create(t, MakeResourceFlavor(rf).Obj())
-	env.Create(t, MakeClusterQueue(cq).ResourceGroup(MakeFlavorQuotas(rf).Resource("cpu", "2").Obj()).Obj())
+	env.Create(t, MakeClusterQueue(cq).ResourceGroup(MakeFlavorQuotas(rf).Resource("cpu", "4").Obj()).Obj())
 	env.Create(t, MakeLocalQueue("main", env.Namespace, cq).Obj())
-	job := MakeJob("grows", env.Namespace).Queue("main").Parallelism(2).Completions(10).Request("cpu", "1").
+	editor := env.AsEditor(t, "erin")
+	job := MakeJob("grows", env.Namespace).Queue("main").Parallelism(2).Completions(40).Request("cpu", "1").
 		Toleration(env.Toleration()).PodAnnotation("berth.dev/sim-duration", "10m").Obj()
-	env.Create(t, job)
+	if err := editor.Create(ctx, job); err != nil {
+		t.Fatal(err)
+	}
 	wl := waitAdmitted(t, env, env.Namespace, jobWorkload(t, env, job).Name)
+	blocker := MakeJob("blocker", env.Namespace).Queue("main").Parallelism(2).Request("cpu", "1").
+		Toleration(env.Toleration()).PodAnnotation("berth.dev/sim-duration", "10m").Obj()
+	env.Create(t, blocker)
+	waitAdmitted(t, env, env.Namespace, jobWorkload(t, env, blocker).Name)
+	waitRunningPods(t, env, "grows", 2)
 
 	var pods corev1.PodList
-	testenv.Eventually(t, wait, func() error {
-		if err := env.Client.List(ctx, &pods, client.InNamespace(env.Namespace)); err != nil {
-			return err
-		}
-		running := 0
-		for _, p := range pods.Items {
-			if p.Status.Phase == corev1.PodRunning {
-				running++
-			}
-		}
-		if running != 2 {
-			return fmt.Errorf("%d of 2 pods running", running)
-		}
-		return nil
-	})
-	// From here on, every change of every pod of the namespace.
-	w, err := env.Kube.CoreV1().Pods(env.Namespace).Watch(ctx, metav1.ListOptions{ResourceVersion: pods.ResourceVersion})
+	if err := env.Client.List(ctx, &pods, client.InNamespace(env.Namespace), client.MatchingLabels{"job-name": "grows"}); err != nil {
+		t.Fatal(err)
+	}
+	// From here on, every change of every pod of the Job.
+	w, err := env.Kube.CoreV1().Pods(env.Namespace).Watch(ctx, metav1.ListOptions{ResourceVersion: pods.ResourceVersion, LabelSelector: "job-name=grows"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -504,51 +506,79 @@ func TestGrowingAJobNeverRunsPastItsQuota(t *testing.T) {
 		}
 		return n
 	}
-	most, events := count(), 0
-
-	j, err := getJob(env, env.Namespace, job.Name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	patch := client.MergeFrom(j.DeepCopy())
-	j.Spec.Parallelism = ptr(int32(6))
-	if err := env.Client.Patch(ctx, j, patch); err != nil {
-		t.Fatal(err)
-	}
-	// Until the Job waits with its new size and its old pods are gone.
-	deadline := time.After(wait)
-	for done := false; !done; {
-		select {
-		case ev, ok := <-w.ResultChan():
-			if !ok {
-				t.Fatal("the pod watch ended")
+	// watch follows the pods until done says so, and returns the most that
+	// were placed at once.
+	watch := func(what string, done func() bool) int {
+		t.Helper()
+		most := count()
+		deadline := time.After(wait)
+		for {
+			select {
+			case ev, ok := <-w.ResultChan():
+				if !ok {
+					t.Fatal("the pod watch ended")
+				}
+				if p, isPod := ev.Object.(*corev1.Pod); isPod {
+					placed[p.Name] = ev.Type != "DELETED" && p.Spec.NodeName != "" &&
+						p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
+					most = max(most, count())
+				}
+			case <-deadline:
+				t.Fatalf("%s: not within %s; %d pods placed", what, wait, count())
+			case <-time.After(200 * time.Millisecond):
+				if done() {
+					return most
+				}
 			}
-			p, isPod := ev.Object.(*corev1.Pod)
-			if !isPod {
-				continue
-			}
-			events++
-			placed[p.Name] = ev.Type != "DELETED" && p.Spec.NodeName != "" &&
-				p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
-			most = max(most, count())
-		case <-deadline:
-			t.Fatalf("not settled within %s: %d pods placed; workload %s", wait, count(), func() string {
-				cur, _ := getWorkload(env, env.Namespace, wl.Name)
-				return describe(cur)
-			}())
-		case <-time.After(200 * time.Millisecond):
-			cur, err := getWorkload(env, env.Namespace, wl.Name)
-			if err != nil {
-				t.Fatal(err)
-			}
-			done = count() == 0 && !workload.HasQuota(cur) && cur.Spec.PodSets[0].Count == 6
 		}
 	}
+
+	var j batchv1.Job
+	if err := editor.Get(ctx, client.ObjectKeyFromObject(job), &j); err != nil {
+		t.Fatal(err)
+	}
+	if err := editor.Patch(ctx, &j, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"parallelism":4}}`))); err != nil {
+		t.Fatalf("an editor raising their running Job's parallelism: %v", err)
+	}
+	growth := jobs.GrowthName(wl.Name)
+	most := watch("the increase queued", func() bool {
+		g, err := getWorkload(env, env.Namespace, growth)
+		return err == nil && strings.Contains(describe(g), "needs 2 cpu")
+	})
 	if most > 2 {
-		t.Errorf("%d pods placed at once under a quota of 2 cpu (1 cpu each), over %d pod events", most, events)
+		t.Errorf("%d pods placed at once with 2 admitted, while the increase waits", most)
 	}
-	if j, err := getJob(env, env.Namespace, job.Name); err != nil || !jobs.Suspended(j) {
-		t.Errorf("the grown Job is not suspended while it waits: %v", err)
+	if j, err := getJob(env, env.Namespace, "grows"); err != nil || jobs.Suspended(j) || *j.Spec.Parallelism != 2 ||
+		j.Annotations[berthv1.PendingParallelismAnnotation] != "4" {
+		t.Fatalf("while the increase waits, the Job runs on as admitted: %v, %+v", err, j.Spec)
 	}
-	waitPending(t, env, env.Namespace, wl.Name, "needs 6 cpu")
+
+	// Quota frees: the increase is admitted, and the Job grows in place.
+	if err := env.Client.Delete(ctx, blocker, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
+		t.Fatal(err)
+	}
+	most = watch("grown to 4", func() bool {
+		cur, err := getWorkload(env, env.Namespace, wl.Name)
+		_, gerr := getWorkload(env, env.Namespace, growth)
+		return err == nil && count() == 4 && cur.Status.Admission != nil && cur.Status.Admission.PodSetAssignments[0].Count == 4 &&
+			apierrors.IsNotFound(gerr)
+	})
+	if most > 4 {
+		t.Errorf("%d pods placed at once with 4 admitted", most)
+	}
+	if j, err := getJob(env, env.Namespace, "grows"); err != nil || jobs.Suspended(j) || *j.Spec.Parallelism != 4 {
+		t.Fatalf("the grown Job: %v, %+v", err, j.Spec)
+	}
+	waitEvent(t, env, "grows", "Grown", "runs 4 pods at once instead of 2")
+	// Its ClusterQueue counts the 4 cpu once (the growth Workload's gone).
+	testenv.Eventually(t, wait, func() error {
+		q, err := clusterQueue(env, cq)
+		if err != nil {
+			return err
+		}
+		if total, _ := usageOf(q, rf, "cpu"); total != "4" || q.Status.AdmittedWorkloads != 1 {
+			return fmt.Errorf("ClusterQueue %s: %s cpu used by %d workloads; want 4 by 1", cq, total, q.Status.AdmittedWorkloads)
+		}
+		return nil
+	})
 }

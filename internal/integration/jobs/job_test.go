@@ -189,7 +189,7 @@ func TestShrunk(t *testing.T) {
 		}
 	}
 	w := wl.DeepCopy()
-	workload.ShrinkAdmission(w, 3)
+	workload.ResizeAdmission(w, 3)
 	psa := w.Status.Admission.PodSetAssignments[0]
 	if cpu := psa.ResourceUsage["cpu"]; psa.Count != 3 || cpu.String() != "1500m" {
 		t.Fatalf("shrunk to 3 pods of 500m: count %d, cpu %s", psa.Count, cpu.String())

@@ -3,11 +3,13 @@ package jobs
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
@@ -70,6 +72,13 @@ func Setup(mgr ctrl.Manager, podsReady bool) error {
 		// for those still waiting: objects arrive in any order.
 		Watches(&berthv1.WorkloadPriorityClass{}, handler.EnqueueRequestsFromMapFunc(
 			integration.OfClass(r.client, func() client.ObjectList { return &batchv1.JobList{} }))).
+		// A growth Workload (owned by the Job's Workload) moves its Job's raise on.
+		Watches(&berthv1.Workload{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+			if job := o.GetAnnotations()[berthv1.GrowthOfAnnotation]; job != "" {
+				return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: job}}}
+			}
+			return nil
+		})).
 		WithOptions(controllerOptions()).
 		Complete(r)
 }
@@ -104,6 +113,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		// the watch event that brings it asks again. (The requeue is in
 		// case that event maps to nothing, a Workload not owned yet.)
 		return reconcile.Result{RequeueAfter: time.Second}, nil
+	}
+
+	if exists && (!workload.IsAdmitted(&wl) || workload.IsStopping(&wl) || Suspended(&job) || workload.IsFinished(&wl)) {
+		// A raise is only queued while the Job runs as admitted; its
+		// growth Workload never covers pods that run, so it goes at once.
+		if gone, err := r.dropGrowth(ctx, &wl); err != nil || gone {
+			return reconcile.Result{}, err
+		}
 	}
 
 	if finished, failed := Finished(&job); finished {
@@ -203,6 +220,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 
 	if workload.IsAdmitted(&wl) && !Suspended(&job) {
+		slice, err := r.growthOf(ctx, &wl)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		if g := NextGrowth(&job, &wl, slice); g.Step != GrowNothing {
+			return reconcile.Result{}, r.grow(ctx, &job, &wl, slice, g)
+		}
 		if n, ok := Shrunk(&wl, &job); ok {
 			return r.shrink(ctx, &job, &wl, n)
 		}
@@ -239,6 +263,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if Injected(&job) {
 		return r.restore(ctx, &job)
 	}
+	if want, err := PendingParallelism(&job); err == nil && want > 0 && !workload.HasQuota(&wl) {
+		// A raise kept back while it ran: suspended, it queues with it.
+		job.Spec.Parallelism = &want
+		delete(job.Annotations, berthv1.PendingParallelismAnnotation)
+		return reconcile.Result{}, client.IgnoreNotFound(r.client.Update(ctx, &job))
+	}
 	if !workload.HasQuota(&wl) {
 		priority, class := integration.PriorityOf(ctx, r.client, r.rec, &job, job.Spec.Template.Spec.PriorityClassName)
 		if !InSync(&wl, &job, queue, priority) {
@@ -246,6 +276,110 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 	}
 	return reconcile.Result{}, nil
+}
+
+// growthOf reads the growth Workload of a Job's Workload wl; nil when it
+// has none.
+func (r *Reconciler) growthOf(ctx context.Context, wl *berthv1.Workload) (*Slice, error) {
+	var g berthv1.Workload
+	err := r.client.Get(ctx, types.NamespacedName{Namespace: wl.Namespace, Name: GrowthName(wl.Name)}, &g)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if s, ok := SliceOf(&g); ok && metav1.IsControlledBy(&g, wl) {
+		return s, nil
+	}
+	return nil, nil
+}
+
+// dropGrowth deletes the growth Workload of wl, if it has one; it reports
+// whether it did.
+func (r *Reconciler) dropGrowth(ctx context.Context, wl *berthv1.Workload) (bool, error) {
+	s, err := r.growthOf(ctx, wl)
+	if err != nil || s == nil {
+		return false, err
+	}
+	g := &berthv1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: wl.Namespace, Name: s.Name}}
+	return true, client.IgnoreNotFound(r.client.Delete(ctx, g))
+}
+
+// grow takes one step of a running Job's raise (NextGrowth).
+func (r *Reconciler) grow(ctx context.Context, job *batchv1.Job, wl *berthv1.Workload, s *Slice, g Growth) error {
+	switch g.Step {
+	case GrowForget:
+		if g.Why != "" {
+			r.rec.Eventf(job, wl, corev1.EventTypeWarning, "GrowthRefused", "Admission", "%s", g.Why)
+		}
+		delete(job.Annotations, berthv1.PendingParallelismAnnotation)
+		return client.IgnoreNotFound(r.client.Update(ctx, job))
+	case GrowCreate:
+		nw, err := NewGrowth(job, wl, g.From, g.To)
+		if err != nil {
+			return err
+		}
+		if err := r.client.Create(ctx, nw); err != nil {
+			return client.IgnoreAlreadyExists(err)
+		}
+		r.rec.Eventf(job, wl, corev1.EventTypeNormal, "GrowthQueued", "Admission",
+			"Job %s asks for %d pods at once, %d admitted: the %d more wait for quota as Workload %s, its pods keep running",
+			job.Name, g.To, g.From, g.To-g.From, nw.Name)
+		return nil
+	case GrowUpdate:
+		var gw berthv1.Workload
+		if err := r.client.Get(ctx, types.NamespacedName{Namespace: wl.Namespace, Name: s.Name}, &gw); err != nil {
+			return client.IgnoreNotFound(err)
+		}
+		gw.Annotations[berthv1.GrowthToAnnotation] = strconv.Itoa(int(g.To))
+		gw.Spec.PodSets[0].Count = g.To - g.From
+		return client.IgnoreNotFound(r.client.Update(ctx, &gw))
+	case GrowMerge:
+		// The Job's Workload holds the increase too (its growth Workload
+		// still does): then the Job may run it.
+		orig := wl.DeepCopy()
+		workload.ResizeAdmission(wl, g.To)
+		if err := r.client.Status().Patch(ctx, wl, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+			return client.IgnoreNotFound(err)
+		}
+		orig = wl.DeepCopy()
+		wl.Spec.PodSets[0].Count = g.To
+		return client.IgnoreNotFound(r.client.Patch(ctx, wl, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})))
+	case GrowRaise:
+		// Only while the growth Workload holds its quota still (read from
+		// the API server): one preempted meanwhile gave it up, and the
+		// Job's Workload goes back to what it held before.
+		var live berthv1.Workload
+		err := r.live.Get(ctx, types.NamespacedName{Namespace: wl.Namespace, Name: s.Name}, &live)
+		if err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+		if ls, ok := SliceOf(&live); err != nil || !ok || !ls.Admitted || ls.To != g.To {
+			orig := wl.DeepCopy()
+			workload.ResizeAdmission(wl, g.From)
+			if err := r.client.Status().Patch(ctx, wl, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+				return client.IgnoreNotFound(err)
+			}
+			orig = wl.DeepCopy()
+			wl.Spec.PodSets[0].Count = g.From
+			return client.IgnoreNotFound(r.client.Patch(ctx, wl, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})))
+		}
+		job.Spec.Parallelism = ptr.To(g.To)
+		if err := r.client.Update(ctx, job); err != nil {
+			return client.IgnoreNotFound(err)
+		}
+		r.rec.Eventf(job, wl, corev1.EventTypeNormal, "Grown", "Admission",
+			"Job %s runs %d pods at once instead of %d: the increase was admitted, its pods kept running", job.Name, g.To, g.From)
+		return nil
+	case GrowDelete:
+		if g.Why != "" {
+			r.rec.Eventf(job, wl, corev1.EventTypeWarning, "GrowthRefused", "Admission", "%s", g.Why)
+		}
+		gw := &berthv1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: wl.Namespace, Name: s.Name}}
+		return client.IgnoreNotFound(r.client.Delete(ctx, gw))
+	}
+	return nil
 }
 
 // evictResized re-makes the Workload of a Job changed while it ran: its pod
@@ -287,7 +421,7 @@ func (r *Reconciler) shrink(ctx context.Context, job *batchv1.Job, wl *berthv1.W
 	}
 	was := wl.Status.Admission.PodSetAssignments[0].Count
 	orig := wl.DeepCopy()
-	workload.ShrinkAdmission(wl, n)
+	workload.ResizeAdmission(wl, n)
 	if err := r.client.Status().Patch(ctx, wl, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}

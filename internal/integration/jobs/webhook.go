@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"fmt"
+	"strconv"
 
 	batchv1 "k8s.io/api/batch/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -77,15 +78,28 @@ func (k Kind) Hold(obj client.Object) bool {
 	return changed
 }
 
-// HoldGrowth suspends a running queued Job that this update makes run more
-// pods at once than before (its parallelism raised), in the same write: the
-// Job controller would otherwise start them at once, past the quota, before
-// berth could queue the Job again with its new size (Resized). Shrinking
+// HoldGrowth keeps a running queued Job that this update makes run more
+// pods at once than before from starting them past the quota, in the same
+// write (the Job controller would start them at once). A raise of
+// parallelism alone, of a Job that can grow while it runs (GrowsInPlace),
+// is kept back and recorded in berthv1.PendingParallelismAnnotation: the
+// reconciler queues the increase and raises the parallelism once it is
+// admitted, while the running pods keep running. Any other growth
+// suspends the Job, to queue again with its new size (Resized). Shrinking
 // needs no such haste: fewer pods run.
 func (k Kind) HoldGrowth(old, obj client.Object) bool {
 	o, n := old.(*batchv1.Job), obj.(*batchv1.Job)
 	if Suspended(n) || podsAtOnce(n) <= podsAtOnce(o) {
 		return false
+	}
+	if GrowsInPlace(o, n) {
+		want := *n.Spec.Parallelism
+		n.Spec.Parallelism = o.Spec.Parallelism
+		if n.Annotations == nil {
+			n.Annotations = map[string]string{}
+		}
+		n.Annotations[berthv1.PendingParallelismAnnotation] = strconv.Itoa(int(want))
+		return true
 	}
 	yes := true
 	n.Spec.Suspend = &yes
@@ -167,13 +181,16 @@ func (Kind) Steer(obj client.Object, queue string, placed bool) error {
 func (Kind) Finished(obj client.Object) (bool, bool) { return Finished(obj.(*batchv1.Job)) }
 
 // HeldFields are what Hold and HoldGrowth change: whether the Job is
-// suspended, who manages it, and its pod template's labels (the whole
-// template metadata, which every Job has, so the patch needs no parent).
+// suspended, who manages it, its pod template's labels (the whole
+// template metadata, which every Job has, so the patch needs no parent),
+// and a raise kept back: its parallelism and annotations.
 func (Kind) HeldFields(obj client.Object) []integration.Field {
 	job := obj.(*batchv1.Job)
 	return []integration.Field{
 		{Path: "/spec/suspend", Value: job.Spec.Suspend},
 		{Path: "/spec/managedBy", Value: job.Spec.ManagedBy},
 		{Path: "/spec/template/metadata", Value: &job.Spec.Template.ObjectMeta},
+		{Path: "/spec/parallelism", Value: job.Spec.Parallelism},
+		{Path: "/metadata/annotations", Value: job.Annotations},
 	}
 }
