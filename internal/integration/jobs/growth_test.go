@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
@@ -155,4 +156,78 @@ func TestNextGrowthGivesUp(t *testing.T) {
 	if g := NextGrowth(job, wl, nil); g.Step != GrowForget || !strings.Contains(g.Why, "placed by topology") {
 		t.Errorf("placed by topology: %+v", g)
 	}
+}
+
+// Whatever its user, the scheduler and a crash do between berth's steps,
+// a growing Job never runs more pods at once than its Workload holds quota
+// for: a simulation of the steps (NextGrowth, and the shrink) against
+// edits of parallelism and of the annotation, growth Workloads admitted
+// and preempted, and steps lost.
+func FuzzGrowthNeverRunsPastTheQuota(f *testing.F) {
+	f.Add([]byte{1, 5, 0, 2, 0, 0, 3, 0, 0, 0, 0})
+	f.Add([]byte{1, 9, 2, 0, 4, 0, 1, 2, 0, 0, 5, 0, 0, 3, 0})
+	f.Fuzz(func(t *testing.T, ops []byte) {
+		job, wl := runningJob(t, 2)
+		var slice *Slice
+		parallelism := func() int32 { return *job.Spec.Parallelism }
+		for i := 0; i+1 < len(ops); i += 2 {
+			arg := int32(ops[i+1]%12) + 1
+			switch ops[i] % 6 {
+			case 0: // berth's step
+				g := NextGrowth(job, wl, slice)
+				switch g.Step {
+				case GrowNothing:
+					if n, ok := Shrunk(wl, job); ok {
+						workload.ResizeAdmission(wl, n)
+						wl.Spec.PodSets[0].Count = n
+					}
+				case GrowForget:
+					delete(job.Annotations, berthv1.PendingParallelismAnnotation)
+				case GrowCreate:
+					slice = &Slice{Name: "g", From: g.From, To: g.To}
+				case GrowUpdate:
+					slice.To = g.To
+				case GrowMerge:
+					workload.ResizeAdmission(wl, g.To)
+					wl.Spec.PodSets[0].Count = g.To
+				case GrowRaise:
+					if slice.Admitted && slice.To == g.To {
+						job.Spec.Parallelism = ptr.To(g.To)
+					} else {
+						workload.ResizeAdmission(wl, g.From)
+						wl.Spec.PodSets[0].Count = g.From
+					}
+				case GrowDelete:
+					slice = nil
+				}
+			case 1: // its user raises (the webhook keeps it back) or lowers
+				old := job.DeepCopy()
+				job.Spec.Parallelism = ptr.To(arg)
+				if arg > *old.Spec.Parallelism && !(Kind{}).HoldGrowth(old, job) {
+					t.Fatal("a raise got past the webhook")
+				}
+				if Suspended(job) {
+					return // queued again whole: not this test's business
+				}
+			case 2: // its user writes the annotation
+				job.Annotations[berthv1.PendingParallelismAnnotation] = strconv.Itoa(int(arg))
+			case 3: // the scheduler admits the growth Workload
+				if slice != nil {
+					slice.Admitted, slice.Flavors = true, map[string]string{"cpu": "rf"}
+				}
+			case 4: // ... or preempts it
+				if slice != nil {
+					slice.Admitted = false
+				}
+			case 5: // the next step is lost (a crash): nothing happens
+			}
+			held := wl.Status.Admission.PodSetAssignments[0].Count
+			if parallelism() > held {
+				t.Fatalf("after op %d: the Job runs %d pods at once on quota for %d (growth %+v)", i/2, parallelism(), held, slice)
+			}
+			if u := wl.Status.Admission.PodSetAssignments[0].ResourceUsage["cpu"]; u.MilliValue() != 500*int64(held) {
+				t.Fatalf("after op %d: %d pods held as %s cpu", i/2, held, u.String())
+			}
+		}
+	})
 }
