@@ -338,14 +338,7 @@ func (r *Reconciler) grow(ctx context.Context, job *batchv1.Job, wl *berthv1.Wor
 	case GrowMerge:
 		// The Job's Workload holds the increase too (its growth Workload
 		// still does): then the Job may run it.
-		orig := wl.DeepCopy()
-		workload.ResizeAdmission(wl, g.To)
-		if err := r.client.Status().Patch(ctx, wl, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
-			return client.IgnoreNotFound(err)
-		}
-		orig = wl.DeepCopy()
-		wl.Spec.PodSets[0].Count = g.To
-		return client.IgnoreNotFound(r.client.Patch(ctx, wl, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})))
+		return r.resize(ctx, wl, g.To)
 	case GrowRaise:
 		// Only while the growth Workload holds its quota still (read from
 		// the API server): one preempted meanwhile gave it up, and the
@@ -356,14 +349,7 @@ func (r *Reconciler) grow(ctx context.Context, job *batchv1.Job, wl *berthv1.Wor
 			return err
 		}
 		if ls, ok := SliceOf(&live); err != nil || !ok || !ls.Admitted || ls.To != g.To {
-			orig := wl.DeepCopy()
-			workload.ResizeAdmission(wl, g.From)
-			if err := r.client.Status().Patch(ctx, wl, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
-				return client.IgnoreNotFound(err)
-			}
-			orig = wl.DeepCopy()
-			wl.Spec.PodSets[0].Count = g.From
-			return client.IgnoreNotFound(r.client.Patch(ctx, wl, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})))
+			return r.resize(ctx, wl, g.From)
 		}
 		job.Spec.Parallelism = ptr.To(g.To)
 		if err := r.client.Update(ctx, job); err != nil {
@@ -420,19 +406,26 @@ func (r *Reconciler) shrink(ctx context.Context, job *batchv1.Job, wl *berthv1.W
 		return reconcile.Result{RequeueAfter: time.Second}, nil // the Job controller stops the rest; their quota stays till then
 	}
 	was := wl.Status.Admission.PodSetAssignments[0].Count
-	orig := wl.DeepCopy()
-	workload.ResizeAdmission(wl, n)
-	if err := r.client.Status().Patch(ctx, wl, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
-		return reconcile.Result{}, client.IgnoreNotFound(err)
-	}
-	orig = wl.DeepCopy()
-	wl.Spec.PodSets[0].Count = n
-	if err := r.client.Patch(ctx, wl, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
-		return reconcile.Result{}, client.IgnoreNotFound(err)
+	if err := r.resize(ctx, wl, n); err != nil {
+		return reconcile.Result{}, err
 	}
 	r.rec.Eventf(job, wl, corev1.EventTypeNormal, "Shrunk", "Admission",
 		"Job %s runs %d pods at once instead of %d: the quota of %d given back, its pods kept running", job.Name, n, was, was-n)
 	return reconcile.Result{}, nil
+}
+
+// resize has the Job's Workload hold quota for n pods at once (its
+// admission) and ask for n (its spec, so that it queues with them if it is
+// queued again): the admission first, since it is what the quota counts.
+func (r *Reconciler) resize(ctx context.Context, wl *berthv1.Workload, n int32) error {
+	orig := wl.DeepCopy()
+	workload.ResizeAdmission(wl, n)
+	if err := r.client.Status().Patch(ctx, wl, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	orig = wl.DeepCopy()
+	wl.Spec.PodSets[0].Count = n
+	return client.IgnoreNotFound(r.client.Patch(ctx, wl, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})))
 }
 
 // suspend stops the Job; its template is restored in a later step, once the
