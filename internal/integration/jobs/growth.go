@@ -163,8 +163,9 @@ func NextGrowth(job *batchv1.Job, wl *berthv1.Workload, s *Slice) Growth {
 			return Growth{} // not as admitted: resized, queued again whole
 		}
 		if why := notGrowable(job, wl); why != "" {
-			return Growth{Step: GrowForget, Why: fmt.Sprintf("Job %s cannot grow while it runs: %s; lower %s, or suspend it to queue it again with its new size",
-				job.Name, why, berthv1.PendingParallelismAnnotation)}
+			return Growth{Step: GrowForget, Why: fmt.Sprintf("Job %s cannot grow to %d pods at once while it runs (%s %s): %s; "+
+				"set its parallelism while it is suspended to queue it again with that size", job.Name, atOnce(job, want),
+				berthv1.PendingParallelismAnnotation, job.Annotations[berthv1.PendingParallelismAnnotation], why)}
 		}
 		return Growth{Step: GrowCreate, From: admitted, To: atOnce(job, want)}
 	}
