@@ -86,8 +86,8 @@ func (c *Cluster) Cycle(heads []*Workload, now time.Time) []Decision {
 				// What it would borrow, the next workload of a queue that
 				// comes first would take back by preemption: it is left for
 				// the next cycle, where that workload is a head and goes
-				// before it. Each cycle admits the first of its candidates,
-				// so this only orders.
+				// before it. It waits only behind one admitted in this
+				// cycle, so a cycle that holds one back has made progress.
 				d.Pending = &Pending{Reason: Contention,
 					Message: "ClusterQueue " + first + " comes first in the cohort and has more work waiting; looked at again in the next cycle"}
 				continue
