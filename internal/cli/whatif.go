@@ -42,11 +42,12 @@ nominal quota and how much of that it borrowed. With two, it replays both
 and lines them up, then lists the workloads whose wait changed most. With --against-recorded it lines the replay up with what
 happened in the cluster the trace was recorded from (berth trace record
 writes each workload's last admission), and says how many pairs of
-workloads were admitted in the same order. --chart draws, over the trace's time, how many workloads wait
-and how long those arriving then waited, a line per configuration.
+workloads were admitted in the same order. --chart draws, over the trace's time, how many workloads wait,
+how long those arriving then waited, and what share of the nominal quota of
+each resource was held, a line per configuration.
 
-What it does not model is refused: topology-aware placement and admission
-checks in the configuration. A preempted workload gives its quota back at
+What it does not model is refused: topology-aware placement, admission
+checks and budgets in the configuration. A preempted workload gives its quota back at
 once (in a cluster, once its pods are gone), waits out the backoff the
 controller gives an evicted workload, and runs again in full.`,
 		Example: `  berth whatif --trace week.jsonl --config queues.yaml
@@ -123,7 +124,7 @@ controller gives an evicted workload, and runs again in full.`,
 	f.StringArrayVar(&configs, "config", nil, "a queue configuration (YAML as applied); twice to compare two")
 	f.BoolVar(&fairSharing, "fair-sharing", false, "replay as berth controller --fair-sharing does")
 	f.StringVarP(&output, "output", "o", "table", "table or json")
-	f.StringVar(&chart, "chart", "", "also draw, as a PNG file, the workloads waiting and the mean wait over the trace's time, a line per configuration")
+	f.StringVar(&chart, "chart", "", "also draw, as a PNG file, the workloads waiting, the mean wait and the quota held over the trace's time, a line per configuration")
 	f.IntVar(&top, "top", 10, "with two configurations: how many of the workloads whose wait changed most to list")
 	f.BoolVar(&againstRecorded, "against-recorded", false, "compare the replay with what happened in the cluster the trace was recorded from (its admissions): how faithful the replay is")
 	return cmd

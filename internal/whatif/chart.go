@@ -1,6 +1,7 @@
 package whatif
 
 import (
+	"maps"
 	"slices"
 
 	"github.com/berth-dev/berth/internal/bench/plot"
@@ -10,8 +11,9 @@ import (
 const chartBuckets = 200
 
 // Chart draws replays of one trace over its time: how many workloads wait
-// (arrived, not yet admitted) and how long those arriving in each step
-// waited on average, one line per replay, in hours.
+// (arrived, not yet admitted), how long those arriving in each step waited
+// on average, in hours, and what share of the ClusterQueues' nominal quota
+// of each resource was held, one line per replay.
 func Chart(results ...*Result) plot.Chart {
 	end := 0.0
 	for _, r := range results {
@@ -24,7 +26,45 @@ func Chart(results ...*Result) plot.Chart {
 		waiting.Series = append(waiting.Series, plot.Series{Name: r.Config, Points: waitingOver(r, step)})
 		waits.Series = append(waits.Series, plot.Series{Name: r.Config, Points: waitsOver(r, step)})
 	}
-	return plot.Chart{Title: "berth whatif", XLabel: "hours since the trace's start", Panels: []plot.Panel{waiting, waits}}
+	panels := []plot.Panel{waiting, waits}
+	resources := map[string]bool{}
+	for _, r := range results {
+		for res, n := range r.Nominal {
+			resources[res] = resources[res] || n > 0
+		}
+	}
+	for _, res := range slices.Sorted(maps.Keys(resources)) {
+		if !resources[res] {
+			continue
+		}
+		p := plot.Panel{Title: "quota held, % of the ClusterQueues' nominal " + res}
+		for _, r := range results {
+			p.Series = append(p.Series, plot.Series{Name: r.Config, Points: heldOver(r, res, step)})
+		}
+		panels = append(panels, p)
+	}
+	return plot.Chart{Title: "berth whatif", XLabel: "hours since the trace's start", Panels: panels}
+}
+
+// heldOver is, at each step, what the replay's ClusterQueues held of res,
+// as a share of their nominal quota of it, in percent (none for a result
+// without it: what was recorded).
+func heldOver(r *Result, res string, step float64) []plot.Point {
+	nominal := r.Nominal[res]
+	if nominal <= 0 {
+		return nil
+	}
+	var out []plot.Point
+	held, i := 0.0, 0
+	for t := 0.0; t <= r.End+step/2; t += step {
+		for ; i < len(r.Held) && r.Held[i].At <= t; i++ {
+			if r.Held[i].Resource == res {
+				held = r.Held[i].Held
+			}
+		}
+		out = append(out, plot.Point{X: t / 3600, Y: 100 * held / nominal})
+	}
+	return out
 }
 
 // waitingOver counts, at each step, the workloads that have arrived and

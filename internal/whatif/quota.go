@@ -21,19 +21,31 @@ type QuotaUse struct {
 	Borrowed float64 `json:"borrowed"`
 }
 
+// Held is what all ClusterQueues together held of a resource from At
+// (seconds after the trace's start) until the next change, in its units.
+type Held struct {
+	At       float64
+	Resource string
+	Held     float64
+}
+
 // meter integrates what each ClusterQueue holds over virtual time: each
-// change closes the interval since the queue's last one.
+// change closes the interval since the queue's last one. It also keeps
+// what all of them hold of each resource, change by change, for the chart.
 type meter struct {
+	start   time.Time
 	nominal map[string]core.Usage // by ClusterQueue, milli-units
 	held    map[string]core.Usage
 	since   map[string]time.Time
 	// used and borrowed are milli-unit seconds.
 	used, borrowed map[string]map[core.FlavorResource]float64
+	total          map[string]int64 // by resource, milli-units
+	timeline       []Held
 }
 
-func newMeter(cqs []core.ClusterQueue) *meter {
-	m := &meter{nominal: map[string]core.Usage{}, held: map[string]core.Usage{}, since: map[string]time.Time{},
-		used: map[string]map[core.FlavorResource]float64{}, borrowed: map[string]map[core.FlavorResource]float64{}}
+func newMeter(start time.Time, cqs []core.ClusterQueue) *meter {
+	m := &meter{start: start, nominal: map[string]core.Usage{}, held: map[string]core.Usage{}, since: map[string]time.Time{},
+		used: map[string]map[core.FlavorResource]float64{}, borrowed: map[string]map[core.FlavorResource]float64{}, total: map[string]int64{}}
 	for _, cq := range cqs {
 		n := core.Usage{}
 		for _, rg := range cq.ResourceGroups {
@@ -77,7 +89,21 @@ func (m *meter) add(cq string, u core.Usage, sign int64, now time.Time) {
 	}
 	for fr, v := range u {
 		m.held[cq][fr] += sign * v
+		m.total[fr.Resource] += sign * v
+		m.timeline = append(m.timeline, Held{At: now.Sub(m.start).Seconds(), Resource: fr.Resource, Held: float64(m.total[fr.Resource]) / 1000})
 	}
+}
+
+// nominalTotal is the nominal quota of all ClusterQueues, by resource, in
+// its units.
+func (m *meter) nominalTotal() map[string]float64 {
+	out := map[string]float64{}
+	for _, n := range m.nominal {
+		for fr, v := range n {
+			out[fr.Resource] += float64(v) / 1000
+		}
+	}
+	return out
 }
 
 // uses closes every queue at end and says each one's average over the

@@ -57,6 +57,10 @@ type Result struct {
 	// Quota is what each ClusterQueue held on average, per flavor and
 	// resource (none for what was recorded: a trace has no flavors).
 	Quota []QuotaUse `json:"quota,omitempty"`
+	// Held is what all ClusterQueues held, change by change, and Nominal
+	// their nominal quota, by resource: the chart's quota over time.
+	Held    []Held             `json:"-"`
+	Nominal map[string]float64 `json:"-"`
 }
 
 // virtualClock is the replay's time, moved by the loop alone.
@@ -113,7 +117,7 @@ func Replay(cfg *Config, start time.Time, trace []Workload, o Options) (*Result,
 		s.SetClusterQueue(cq)
 		cqs = append(cqs, cq)
 	}
-	m := newMeter(cqs)
+	m := newMeter(start, cqs)
 	cqOf := map[string]string{}
 	for i := range cfg.LocalQueues {
 		lq := queues.LocalQueueOf(&cfg.LocalQueues[i])
@@ -254,6 +258,7 @@ func Replay(cfg *Config, start time.Time, trace []Workload, o Options) (*Result,
 	}
 	res.End = clk.now.Sub(start).Seconds()
 	res.Quota = m.uses(start, clk.now)
+	res.Held, res.Nominal = m.timeline, m.nominalTotal()
 	for i := range res.Workloads {
 		if o := &res.Workloads[i]; o.Admitted == nil {
 			o.Wait = res.End - o.Arrival

@@ -132,6 +132,16 @@ func TestReplayWaitsForQuota(t *testing.T) {
 	if len(waiting) != 2 || at(waiting[0].Points, 5) != 3 || at(waiting[0].Points, 12) != 1 || at(waiting[1].Points, 5) != 1 {
 		t.Errorf("waiting over time: %+v", waiting)
 	}
+	// Quota held: 4 of 4 cpu throughout with 4; with 8, all 8 at 5 s, w1's
+	// 4 alone at 8 s, nothing once w4 (10 to 11 s) is done.
+	if len(chart.Panels) != 3 || chart.Panels[2].Title != "quota held, % of the ClusterQueues' nominal cpu" {
+		t.Fatalf("panels: %+v", chart.Panels)
+	}
+	held := chart.Panels[2].Series
+	if at(held[0].Points, 5) != 100 || at(held[0].Points, 12) != 100 || at(held[1].Points, 5) != 100 ||
+		at(held[1].Points, 8) != 50 || at(held[1].Points, 11) != 0 {
+		t.Errorf("quota held over time: %+v", held)
+	}
 
 	c := whatif.Compare(small, big, 2)
 	if len(c.Changed) != 2 || c.Changed[0].Key != "team/w2" || c.Changed[1].Key != "team/w3" {
