@@ -373,12 +373,18 @@ func termAllows(t corev1.NodeSelectorTerm, labels map[string]string) bool {
 	return true
 }
 
+// InBytes reports whether a resource is counted in bytes (memory, storage,
+// huge pages), written in binary units.
+func InBytes(res string) bool {
+	return res == string(corev1.ResourceMemory) || res == string(corev1.ResourceEphemeralStorage) ||
+		strings.HasPrefix(res, corev1.ResourceHugePagesPrefix)
+}
+
 // FormatQuantity renders milli-units of a resource as a user would write it;
 // a saturated amount (MaxAmount) as what it is known to exceed.
 func FormatQuantity(res string, milli int64) string {
 	format := resource.DecimalSI
-	binary := res == string(corev1.ResourceMemory) || res == string(corev1.ResourceEphemeralStorage) ||
-		strings.HasPrefix(res, corev1.ResourceHugePagesPrefix)
+	binary := InBytes(res)
 	if milli >= MaxAmount {
 		if binary {
 			return "more than 8Pi"

@@ -7,7 +7,6 @@ import (
 	"math"
 	"slices"
 	"strconv"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -351,9 +350,7 @@ func borrowed(u *QuotaUse) string {
 // amount writes an average amount of a resource in its units, to three
 // significant figures; bytes in the largest binary unit below them.
 func amount(res string, v float64) string {
-	// core.FormatQuantity writes the resources counted in bytes in binary
-	// units, so 1024 of them as 1Ki.
-	if b := core.FormatQuantity(res, 1000*1024); !strings.HasSuffix(b, "Ki") || v < 1024 {
+	if !core.InBytes(res) || v < 1024 {
 		return strconv.FormatFloat(v, 'g', 3, 64)
 	}
 	unit := 0
