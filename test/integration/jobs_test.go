@@ -387,6 +387,41 @@ func TestRaisedJobGrowsOnceTheIncreaseFits(t *testing.T) {
 		return nil
 	})
 	waitEvent(t, env, job.Name, "Grown", "runs 3 pods at once instead of 2")
+
+	// Raised again past the quota, then evicted while the increase waits:
+	// the growth Workload goes, and the Job queues again with the raise as
+	// its parallelism.
+	setParallelism(5)
+	waitPending(t, env, env.Namespace, jobs.GrowthName(wl.Name), "needs 2 cpu")
+	lq := &berthv1.LocalQueue{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: "main"}, lq); err != nil {
+		t.Fatal(err)
+	}
+	patch := client.MergeFrom(lq.DeepCopy())
+	lq.Spec.StopPolicy = berthv1.HoldAndDrain
+	if err := env.Client.Patch(ctx, lq, patch); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, wait, func() error {
+		cur, err := getWorkload(env, env.Namespace, wl.Name)
+		if err != nil {
+			return err
+		}
+		if workload.HasQuota(cur) || cur.Spec.PodSets[0].Count != 5 {
+			return fmt.Errorf("the evicted Job's Workload: %d pods asked, %s", cur.Spec.PodSets[0].Count, describe(cur))
+		}
+		j, err := getJob(env, env.Namespace, job.Name)
+		if err != nil {
+			return err
+		}
+		if !jobs.Suspended(j) || *j.Spec.Parallelism != 5 || j.Annotations[berthv1.PendingParallelismAnnotation] != "" {
+			return fmt.Errorf("the evicted Job: suspended %v, parallelism %d, annotations %v", jobs.Suspended(j), *j.Spec.Parallelism, j.Annotations)
+		}
+		if _, err := getWorkload(env, env.Namespace, jobs.GrowthName(wl.Name)); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("the growth Workload is still there (%v)", err)
+		}
+		return nil
+	})
 }
 
 // A workload evicted by HoldAndDrain stops its Job: suspended again, with the
