@@ -48,3 +48,12 @@ func TestHugeRequestsDoNotOverflowIntoAFit(t *testing.T) {
 		wantUsage: map[string]core.Usage{"cq": {}},
 	})
 }
+
+// FormatQuantity writes small whole numbers itself, as a quantity would.
+func TestFormatQuantityWritesWholeNumbersAsQuantities(t *testing.T) {
+	for _, milli := range []int64{0, 1000, 7000, 999000, 1000000, 1500, 2500, 64 * 1000 * 1000} {
+		if got, want := core.FormatQuantity("cpu", milli), resource.NewMilliQuantity(milli, resource.DecimalSI).String(); got != want {
+			t.Errorf("FormatQuantity(cpu, %d) = %q, want %q", milli, got, want)
+		}
+	}
+}

@@ -131,41 +131,54 @@ func (c *Cluster) assignCounts(q *cqNode, w *Workload, counts []int32) (*Assignm
 // workload already claimed. It also returns the flavor-resources that need
 // preemption.
 func (c *Cluster) assignPodSet(q *cqNode, ps PodSet, taken Usage) (PodSetAssignment, []FlavorResource, *Pending) {
-	psa := PodSetAssignment{Name: ps.Name, Count: ps.Count, Flavors: map[string]string{}, Usage: Usage{}}
+	psa := PodSetAssignment{Name: ps.Name, Count: ps.Count}
 	requests := totalRequests(q, ps)
-
-	// Group the requested resources by the resource group covering them.
-	var groups []*ResourceGroup
-	needs := map[*ResourceGroup]map[string]int64{}
-	for _, r := range sortedKeys(requests) {
-		rg, ok := q.groupOf[r]
-		if !ok {
+	for _, r := range requests {
+		if _, ok := q.groupOf[r.resource]; !ok {
 			return psa, nil, &Pending{Reason: Inadmissible, Message: fmt.Sprintf(
-				"requests %s, which ClusterQueue %s has no quota for", r, q.name)}
+				"requests %s, which ClusterQueue %s has no quota for", r.resource, q.name)}
 		}
-		if needs[rg] == nil {
-			needs[rg] = map[string]int64{}
-			groups = append(groups, rg)
-		}
-		needs[rg][r] = requests[r]
 	}
+	psa.Flavors = make(map[string]string, len(requests))
+	psa.Usage = make(Usage, len(requests))
 	var preempt []FlavorResource
-	for _, rg := range groups {
-		choice := c.chooseFlavor(q, ps, rg, needs[rg], taken)
+	// Resource group by resource group, in the order their first resource
+	// sorts; requests is sorted, so each group's needs are too.
+	for i, first := range requests {
+		rg := q.groupOf[first.resource]
+		if slices.ContainsFunc(requests[:i], func(r amount) bool { return q.groupOf[r.resource] == rg }) {
+			continue // its group is done
+		}
+		needs := requests[i:] // when all the rest is in rg, as is common
+		if slices.ContainsFunc(needs, func(r amount) bool { return q.groupOf[r.resource] != rg }) {
+			needs = nil
+			for _, r := range requests[i:] {
+				if q.groupOf[r.resource] == rg {
+					needs = append(needs, r)
+				}
+			}
+		}
+		choice := c.chooseFlavor(q, ps, rg, needs, taken)
 		if choice.flavor == "" {
 			return psa, nil, &Pending{Reason: choice.reason, Message: strings.Join(choice.reasons, "; "),
 				Stable: strings.Join(choice.stable, "; ")}
 		}
-		for r, v := range needs[rg] {
-			fr := FlavorResource{Flavor: choice.flavor, Resource: r}
-			psa.Flavors[r] = choice.flavor
-			psa.Usage[fr] = v
-			if choice.mode == preemptMode && v > max(0, available(&q.node, fr)-taken[fr]) {
+		for _, r := range needs {
+			fr := FlavorResource{Flavor: choice.flavor, Resource: r.resource}
+			psa.Flavors[r.resource] = choice.flavor
+			psa.Usage[fr] = r.milli
+			if choice.mode == preemptMode && r.milli > max(0, available(&q.node, fr)-taken[fr]) {
 				preempt = append(preempt, fr)
 			}
 		}
 	}
 	return psa, preempt, nil
+}
+
+// amount is a quantity of one resource, in milli-units.
+type amount struct {
+	resource string
+	milli    int64
 }
 
 // mode is how a workload could use a flavor.
@@ -190,7 +203,7 @@ type flavorChoice struct {
 // earlier one that needs to borrow. A flavor that fits only by preempting is
 // taken at once with PreemptWhenCanPreempt, else only when no flavor fits.
 // Borrowing is always preferred to preempting.
-func (c *Cluster) chooseFlavor(q *cqNode, ps PodSet, rg *ResourceGroup, needs map[string]int64, taken Usage) flavorChoice {
+func (c *Cluster) chooseFlavor(q *cqNode, ps PodSet, rg *ResourceGroup, needs []amount, taken Usage) flavorChoice {
 	out := flavorChoice{reason: Inadmissible}
 	borrowFallback, preemptFallback := "", ""
 	for _, fq := range rg.Flavors {
@@ -206,9 +219,9 @@ func (c *Cluster) chooseFlavor(q *cqNode, ps PodSet, rg *ResourceGroup, needs ma
 			continue
 		}
 		m, borrows := fit, false
-		for _, r := range sortedKeys(needs) {
+		for _, n := range needs {
+			r, need := n.resource, n.milli
 			fr := FlavorResource{Flavor: fq.Name, Resource: r}
-			need := needs[r]
 			free := max(0, available(&q.node, fr)-taken[fr])
 			if need <= free {
 				if q.usage[fr]+taken[fr]+need > q.quotas[fr].Nominal {
@@ -217,7 +230,7 @@ func (c *Cluster) chooseFlavor(q *cqNode, ps PodSet, rg *ResourceGroup, needs ma
 				continue
 			}
 			out.reason = NoFit
-			short := fmt.Sprintf("needs %s %s in flavor %s", FormatQuantity(r, need), r, fq.Name)
+			short := "needs " + FormatQuantity(r, need) + " " + r + " in flavor " + fq.Name
 			out.reasons = append(out.reasons, short+", "+FormatQuantity(r, free)+" free")
 			out.stable = append(out.stable, short)
 			if c.couldPreemptFor(q, fr, taken[fr]+need) {
@@ -275,20 +288,22 @@ func (c *Cluster) couldPreemptFor(q *cqNode, fr FlavorResource, total int64) boo
 	return total <= root.subtree[fr]
 }
 
-// totalRequests is what the pod set asks for in all: per-pod requests times
-// the count, plus one "pods" per pod when the queue has quota for pods.
-func totalRequests(q *cqNode, ps PodSet) map[string]int64 {
-	out := make(map[string]int64, len(ps.Requests)+1)
+// totalRequests is what the pod set asks for in all, sorted by resource:
+// per-pod requests times the count, plus one "pods" per pod when the queue
+// has quota for pods.
+func totalRequests(q *cqNode, ps PodSet) []amount {
+	out := make([]amount, 0, len(ps.Requests)+1)
 	for r, v := range ps.Requests {
 		if v > 0 {
-			out[r] = MulAmount(v, int64(ps.Count))
+			out = append(out, amount{r, MulAmount(v, int64(ps.Count))})
 		}
 	}
 	if _, ok := q.groupOf[string(corev1.ResourcePods)]; ok {
 		if _, set := ps.Requests[string(corev1.ResourcePods)]; !set {
-			out[string(corev1.ResourcePods)] = 1000 * int64(ps.Count)
+			out = append(out, amount{string(corev1.ResourcePods), 1000 * int64(ps.Count)})
 		}
 	}
+	slices.SortFunc(out, func(a, b amount) int { return strings.Compare(a.resource, b.resource) })
 	return out
 }
 
@@ -385,6 +400,11 @@ func InBytes(res string) bool {
 func FormatQuantity(res string, milli int64) string {
 	format := resource.DecimalSI
 	binary := InBytes(res)
+	if !binary && milli >= 0 && milli < 1000*1000 && milli%1000 == 0 {
+		// What Quantity writes for a whole number below 1000, without
+		// its allocations: pending messages format amounts every cycle.
+		return strconv.FormatInt(milli/1000, 10)
+	}
 	if milli >= MaxAmount {
 		if binary {
 			return "more than 8Pi"

@@ -207,20 +207,39 @@ func rootOf(q *cqNode) *node {
 
 // needsMessage says how much of what needs preemption the workload lacks.
 func needsMessage(a *Assignment, q *cqNode) string {
-	var parts []string
-	for _, fr := range a.Preempt {
-		parts = append(parts, fmt.Sprintf("needs %s %s in flavor %s, %s free", FormatQuantity(fr.Resource, a.Usage[fr]),
-			fr.Resource, fr.Flavor, FormatQuantity(fr.Resource, max(0, available(&q.node, fr)))))
+	var b strings.Builder
+	for i, fr := range a.Preempt {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		writeNeeds(&b, a, fr)
+		b.WriteString(", ")
+		b.WriteString(FormatQuantity(fr.Resource, max(0, available(&q.node, fr))))
+		b.WriteString(" free")
 	}
-	return strings.Join(parts, "; ")
+	return b.String()
 }
 
 func needsStable(a *Assignment) string {
-	var parts []string
-	for _, fr := range a.Preempt {
-		parts = append(parts, fmt.Sprintf("needs %s %s in flavor %s", FormatQuantity(fr.Resource, a.Usage[fr]), fr.Resource, fr.Flavor))
+	var b strings.Builder
+	for i, fr := range a.Preempt {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		writeNeeds(&b, a, fr)
 	}
-	return strings.Join(parts, "; ")
+	return b.String()
+}
+
+// writeNeeds writes "needs 2 cpu in flavor f"; without fmt, as these are
+// written for every waiting head in every cycle.
+func writeNeeds(b *strings.Builder, a *Assignment, fr FlavorResource) {
+	b.WriteString("needs ")
+	b.WriteString(FormatQuantity(fr.Resource, a.Usage[fr]))
+	b.WriteString(" ")
+	b.WriteString(fr.Resource)
+	b.WriteString(" in flavor ")
+	b.WriteString(fr.Flavor)
 }
 
 // fits reports whether an assignment still fits what is free now.

@@ -118,7 +118,8 @@ func fairBefore(a, b []pathShare) (before, decided bool) {
 // Each fair preemption thus strictly lowers the largest share involved, so
 // preemptions cannot go back and forth.
 func (c *Cluster) fairTargets(w *Workload, a *Assignment, q *cqNode, cands []*Admitted,
-	needed map[FlavorResource]bool) []Victim {
+	needed []FlavorResource) []Victim {
+	c.order(q, cands)
 	byQueue := map[string][]*Admitted{}
 	var queues []string
 	for _, cd := range cands {

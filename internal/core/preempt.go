@@ -57,9 +57,13 @@ func (c *Cluster) chooseVictims(w *Workload, a *Assignment) []Victim {
 	if q == nil || len(a.Preempt) == 0 {
 		return nil
 	}
-	needed := map[FlavorResource]bool{}
+	// A slice, not a set: it holds one or two, and each admitted
+	// workload is tested against it.
+	var needed []FlavorResource
 	for _, fr := range a.Preempt {
-		needed[fr] = true
+		if !slices.Contains(needed, fr) {
+			needed = append(needed, fr)
+		}
 	}
 	p := q.spec.Preemption
 	threshold := borrowThreshold(p, w)
@@ -70,7 +74,7 @@ func (c *Cluster) chooseVictims(w *Workload, a *Assignment) []Victim {
 	// nothing was most of the preemption search's cost.
 	others := c.fairSharing || threshold != nil || underNominal(q, needed)
 	cands := c.candidates(w, q, needed, others)
-	if len(cands) == 0 {
+	if !enough(a, q, needed, cands, true) {
 		return nil
 	}
 	var same []*Admitted
@@ -116,9 +120,9 @@ func borrowThreshold(p Preemption, w *Workload) *int32 {
 	return &t
 }
 
-// candidates lists the admitted workloads the policies let w evict, in the
-// order they should be tried; other queues' only when others is set.
-func (c *Cluster) candidates(w *Workload, q *cqNode, needed map[FlavorResource]bool, others bool) []*Admitted {
+// candidates lists the admitted workloads the policies let w evict; other
+// queues' only when others is set.
+func (c *Cluster) candidates(w *Workload, q *cqNode, needed []FlavorResource, others bool) []*Admitted {
 	var out []*Admitted
 	p := q.spec.Preemption
 	if p.WithinClusterQueue.allows() {
@@ -143,59 +147,95 @@ func (c *Cluster) candidates(w *Workload, q *cqNode, needed map[FlavorResource]b
 			}
 		}
 	}
-	// The evicting marks and queue membership are looked up once each, not
-	// at every comparison: with map lookups in the comparator this sort was
-	// a quarter of the controller's CPU in the large-scale bench.
+	return out
+}
+
+// enough reports whether evicting all of cands could free what a needs
+// (without borrowing, unless allowBorrowing): evicting a workload raises
+// what is available to a's queue by at most what it uses, and lowers the
+// queue's own use only if it is one of its own. Most heads that wait find
+// candidates that are not enough, and this saves ordering and trying them.
+func enough(a *Assignment, q *cqNode, needed []FlavorResource, cands []*Admitted, allowBorrowing bool) bool {
+	if len(cands) == 0 {
+		return false
+	}
+	for _, fr := range needed {
+		free, own := max(0, available(&q.node, fr)), int64(0)
+		for _, cd := range cands {
+			free = AddAmounts(free, cd.Usage[fr])
+			if cd.ClusterQueue == q.name {
+				own = AddAmounts(own, cd.Usage[fr])
+			}
+		}
+		if free < a.Usage[fr] || !allowBorrowing && q.usage[fr]-own+a.Usage[fr] > q.quotas[fr].Nominal {
+			return false
+		}
+	}
+	return true
+}
+
+// order sorts candidates in the order they should be tried.
+func (c *Cluster) order(q *cqNode, out []*Admitted) {
+	// What orders them is copied out once into a small key (the evicting
+	// mark is a map lookup, the rest behind a pointer): this sort runs for
+	// every head that waits in every cycle, over every workload it may
+	// take, and was a large part of the scheduler's time.
 	type keyed struct {
-		a             *Admitted
-		evicting, own bool
+		sec      int64 // when admitted: seconds,
+		nsec     int32 // and nanoseconds
+		priority int32
+		idx      int32 // in out
+		rank     int8  // evicting first, then other queues', then its own
 	}
 	ks := make([]keyed, len(out))
 	for i, a := range out {
-		ks[i] = keyed{a: a, evicting: c.evicting[a.Key], own: a.ClusterQueue == q.name}
+		k := keyed{sec: a.AdmittedAt.Unix(), nsec: int32(a.AdmittedAt.Nanosecond()), priority: a.Priority, idx: int32(i), rank: 2}
+		if c.evicting[a.Key] {
+			k.rank = 0
+		} else if a.ClusterQueue != q.name {
+			k.rank = 1
+		}
+		ks[i] = k
 	}
 	slices.SortFunc(ks, func(x, y keyed) int {
-		a, b := x.a, y.a
-		if x.evicting != y.evicting {
-			return boolFirst(x.evicting)
+		if x.rank != y.rank {
+			return cmp.Compare(x.rank, y.rank)
 		}
-		if x.own != y.own {
-			return boolFirst(!x.own)
-		}
-		if a.Priority != b.Priority {
-			return cmp.Compare(a.Priority, b.Priority)
+		if x.priority != y.priority {
+			return cmp.Compare(x.priority, y.priority)
 		}
 		// Most recently admitted first: the reverse of the order nominal
 		// quota is filled in (see claims), so victims come from a queue's
 		// borrowed end.
-		if d := b.AdmittedAt.Compare(a.AdmittedAt); d != 0 {
-			return d
+		if x.sec != y.sec {
+			return cmp.Compare(y.sec, x.sec)
 		}
-		return strings.Compare(b.Key, a.Key)
+		if x.nsec != y.nsec {
+			return cmp.Compare(y.nsec, x.nsec)
+		}
+		return strings.Compare(out[y.idx].Key, out[x.idx].Key)
 	})
-	for i := range ks {
-		out[i] = ks[i].a
+	sorted := make([]*Admitted, len(out))
+	for i, k := range ks {
+		sorted[i] = out[k.idx]
 	}
-	return out
+	copy(out, sorted)
 }
 
-// boolFirst orders the side that is true first.
-func boolFirst(first bool) int {
-	if first {
-		return -1
-	}
-	return 1
-}
-
-// minimal removes candidates in order (skipping other queues' workloads once
-// their queue no longer borrows) until the assignment fits, then puts back
+// minimal removes candidates in the order they should be tried (skipping
+// other queues' workloads once their queue no longer borrows) until the
+// assignment fits, then puts back
 // every removed workload, newest removal first, whose return still lets it
 // fit. It leaves the cluster as it found it.
 //
 // With threshold set (borrowWithinCohort), taking a victim of another queue
 // at or above it forbids the preemptor from borrowing.
-func (c *Cluster) minimal(w *Workload, a *Assignment, q *cqNode, needed map[FlavorResource]bool, cands []*Admitted,
+func (c *Cluster) minimal(w *Workload, a *Assignment, q *cqNode, needed []FlavorResource, cands []*Admitted,
 	allowBorrowing bool, threshold *int32) []Victim {
+	if !enough(a, q, needed, cands, allowBorrowing) {
+		return nil
+	}
+	c.order(q, cands)
 	var removed []*Admitted
 	var victims []Victim
 	defer func() {
@@ -269,11 +309,11 @@ func (c *Cluster) fitsWithout(w *Workload, a *Assignment, q *cqNode, allowBorrow
 
 // borrowing reports whether a queue uses more than its nominal quota of any
 // of the needed flavor-resources.
-func borrowing(q *cqNode, needed map[FlavorResource]bool) bool {
+func borrowing(q *cqNode, needed []FlavorResource) bool {
 	if q == nil || q.parent == nil {
 		return false
 	}
-	for fr := range needed {
+	for _, fr := range needed {
 		if q.usage[fr] > q.quotas[fr].Nominal {
 			return true
 		}
@@ -283,8 +323,8 @@ func borrowing(q *cqNode, needed map[FlavorResource]bool) bool {
 
 // underNominal reports whether the queue uses less than its nominal quota of
 // every needed flavor-resource.
-func underNominal(q *cqNode, needed map[FlavorResource]bool) bool {
-	for fr := range needed {
+func underNominal(q *cqNode, needed []FlavorResource) bool {
+	for _, fr := range needed {
 		if q.usage[fr] >= q.quotas[fr].Nominal {
 			return false
 		}
@@ -292,9 +332,9 @@ func underNominal(q *cqNode, needed map[FlavorResource]bool) bool {
 	return true
 }
 
-func uses(a *Admitted, needed map[FlavorResource]bool) bool {
-	for fr, v := range a.Usage {
-		if v > 0 && needed[fr] {
+func uses(a *Admitted, needed []FlavorResource) bool {
+	for _, fr := range needed {
+		if a.Usage[fr] > 0 {
 			return true
 		}
 	}

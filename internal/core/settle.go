@@ -1,7 +1,8 @@
 package core
 
 import (
-	"sort"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -28,15 +29,27 @@ func (a claim) greater(b claim) bool {
 	return a.key < b.key
 }
 
+// held is one workload's claim of one kind (entitled or borrowed), counted
+// by the workload rather than by its claim: a pointer hashes faster than a
+// claim's key and time, and every workload holds a claim of its own.
+type held struct {
+	a        *Admitted
+	entitled bool
+}
+
+func (h held) claim() claim {
+	return claim{entitled: h.entitled, priority: h.a.Priority, ts: h.a.Timestamp, key: h.a.Key}
+}
+
 // claims adds (sign 1) or subtracts (sign -1) a queue's use of quota, unit
 // by unit, to count. Nominal quota goes to workloads in the order they were
 // admitted: admitting one more never changes what those before it hold.
-func (c *Cluster) claims(q *cqNode, admitted []*Admitted, sign int64, count map[claim]int64) {
-	sort.Slice(admitted, func(i, j int) bool {
-		if !admitted[i].AdmittedAt.Equal(admitted[j].AdmittedAt) {
-			return admitted[i].AdmittedAt.Before(admitted[j].AdmittedAt)
+func (c *Cluster) claims(q *cqNode, admitted []*Admitted, sign int64, count map[held]int64) {
+	slices.SortFunc(admitted, func(a, b *Admitted) int {
+		if d := a.AdmittedAt.Compare(b.AdmittedAt); d != 0 {
+			return d
 		}
-		return admitted[i].Key < admitted[j].Key
+		return strings.Compare(a.Key, b.Key)
 	})
 	used := Usage{}
 	for _, a := range admitted {
@@ -47,8 +60,7 @@ func (c *Cluster) claims(q *cqNode, admitted []*Admitted, sign int64, count map[
 			borrowed = AddAmounts(borrowed, v-in)
 			used[fr] = AddAmounts(used[fr], v)
 		}
-		ke := claim{entitled: true, priority: a.Priority, ts: a.Timestamp, key: a.Key}
-		kb := claim{entitled: false, priority: a.Priority, ts: a.Timestamp, key: a.Key}
+		ke, kb := held{a, true}, held{a, false}
 		count[ke] = AddAmounts(count[ke], sign*entitled)
 		count[kb] = AddAmounts(count[kb], sign*borrowed)
 	}
@@ -73,7 +85,7 @@ func (c *Cluster) improves(w *Workload, a *Assignment, victims []Victim, now tim
 		involved[v.ClusterQueue] = true
 		gone[v.Key] = true
 	}
-	count := map[claim]int64{}
+	count := map[held]int64{}
 	for name := range involved {
 		q := c.cqs[name]
 		var before, after []*Admitted
@@ -92,8 +104,8 @@ func (c *Cluster) improves(w *Workload, a *Assignment, victims []Victim, now tim
 	}
 	var top claim
 	var found, grows bool
-	for cl, n := range count {
-		if n != 0 && (!found || cl.greater(top)) {
+	for h, n := range count {
+		if cl := h.claim(); n != 0 && (!found || cl.greater(top)) {
 			top, found, grows = cl, true, n > 0
 		}
 	}
