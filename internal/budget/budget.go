@@ -150,6 +150,24 @@ func (s Spec) FreeAt(l Ledger, now time.Time) (time.Time, float64) {
 	return now, s.Hours
 }
 
+// SpentAt is the earliest time the budget can be spent when inUse stays
+// in use from now on: now when it is spent, false when it never will be
+// (nothing in use). Buckets leaving the window meanwhile only make it
+// later, so a caller that looks again at that time never looks too late.
+func (s Spec) SpentAt(l Ledger, inUse float64, now time.Time) (time.Time, bool) {
+	left := s.Hours - s.Spent(l, now)
+	if left <= 0 {
+		return now, true
+	}
+	if inUse <= 0 {
+		return time.Time{}, false
+	}
+	// Rounded up to the microsecond: a time a hair early would find it
+	// not quite spent and ask again.
+	d := time.Duration(math.Ceil(left / inUse * float64(time.Hour) / float64(time.Microsecond)))
+	return now.Add(d*time.Microsecond + time.Microsecond), true
+}
+
 // Describe says the budget in words, as "2000 nvidia.com/gpu-hours per
 // 720h0m0s (rolling)".
 func (s Spec) Describe() string {

@@ -132,3 +132,24 @@ func FuzzChargeCountsAllThatWasHeld(f *testing.F) {
 		}
 	})
 }
+
+// With 6 of 10 cpu-hours spent, four cpu in use spend the rest in an
+// hour; at that time it is spent.
+func TestSpentAtIsWhenWhatIsLeftRunsOut(t *testing.T) {
+	s := Spec{Resource: "cpu", Hours: 10, Rolling: 24 * time.Hour}
+	l := s.Charge(Ledger{}, 2, t0)
+	l = s.Charge(l, 2, t0.Add(3*time.Hour)) // 6 spent
+	at, ok := s.SpentAt(l, 4, t0.Add(3*time.Hour))
+	if !ok || at.Sub(t0.Add(4*time.Hour)).Abs() > time.Millisecond {
+		t.Fatalf("SpentAt = %v, %v; want about %v", at, ok, t0.Add(4*time.Hour))
+	}
+	if l = s.Charge(l, 4, at); !s.Exhausted(l, at) {
+		t.Fatalf("at %v, spent %v of 10: not exhausted", at, s.Spent(l, at))
+	}
+	if _, ok := s.SpentAt(l, 0, t0.Add(3*time.Hour)); !ok {
+		t.Fatal("a spent budget says it never will be")
+	}
+	if _, ok := s.SpentAt(Ledger{}, 0, t0); ok {
+		t.Fatal("nothing in use, yet SpentAt names a time")
+	}
+}

@@ -38,7 +38,8 @@ With one --config it reports, per ClusterQueue, LocalQueue and priority,
 how many workloads were admitted and their waits from arrival to first
 admission (mean, p50, p95, max), and how often they were preempted; and
 per ClusterQueue, flavor and resource, what it held on average against its
-nominal quota and how much of that it borrowed. With two, it replays both
+nominal quota and how much of that it borrowed; per budget, how long it held
+its queue back. With two, it replays both
 and lines them up, then lists the workloads whose wait changed most. With --against-recorded it lines the replay up with what
 happened in the cluster the trace was recorded from (berth trace record
 writes each workload's last admission), and says how many pairs of
@@ -46,8 +47,8 @@ workloads were admitted in the same order. --chart draws, over the trace's time,
 how long those arriving then waited, and what share of the nominal quota of
 each resource was held, a line per configuration.
 
-What it does not model is refused: topology-aware placement, admission
-checks and budgets in the configuration. A preempted workload gives its quota back at
+What it does not model is refused: topology-aware placement and admission
+checks in the configuration. Budgets start empty at the trace's start. A preempted workload gives its quota back at
 once (in a cluster, once its pods are gone), waits out the backoff the
 controller gives an evicted workload, and runs again in full.`,
 		Example: `  berth whatif --trace week.jsonl --config queues.yaml

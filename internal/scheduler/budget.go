@@ -98,6 +98,28 @@ func (s *Scheduler) ChargeBudgets() {
 	}
 }
 
+// NextBudgetChange is the earliest time a budget may become spent (at
+// what its queue holds now) or have room again, when nothing else
+// changes; false when none will. A replay in virtual time charges the
+// budgets then, as the controller's periodic charge would.
+func (s *Scheduler) NextBudgetChange() (time.Time, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.clock.Now()
+	var next time.Time
+	for _, st := range s.budgets {
+		at, ok := st.spec.SpentAt(st.ledger, st.ledger.InUse, now)
+		if st.spent {
+			at, _ = st.spec.FreeAt(st.ledger, now)
+			ok = !at.IsZero()
+		}
+		if ok && at.After(now) && (next.IsZero() || at.Before(next)) {
+			next = at
+		}
+	}
+	return next, !next.IsZero()
+}
+
 // applyBudget holds the queue back while its budget is spent at now, and
 // reports whether that changed. Budget freed gives the queue's waiting
 // workloads another look.

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
+	"github.com/berth-dev/berth/internal/controller/queues"
 )
 
 // Config is a queue configuration to replay a trace against: berth's
@@ -96,16 +97,19 @@ func (c *Config) refuse() error {
 		if len(cq.Spec.AdmissionChecks) > 0 {
 			return fmt.Errorf("%s: ClusterQueue %s: spec.admissionChecks: admission checks are not replayed yet", c.Name, cq.Name)
 		}
-		if cq.Spec.Budget != nil {
-			return fmt.Errorf("%s: ClusterQueue %s: spec.budget: budgets are not replayed yet", c.Name, cq.Name)
+		if _, problem := queues.BudgetOf(cq.Spec.Budget); problem != "" {
+			return fmt.Errorf("%s: ClusterQueue %s: %s", c.Name, cq.Name, problem)
 		}
 	}
 	for _, lq := range c.LocalQueues {
 		if lq.Namespace == "" {
 			return fmt.Errorf("%s: LocalQueue %s: metadata.namespace: required", c.Name, lq.Name)
 		}
-		if lq.Spec.Budget != nil {
-			return fmt.Errorf("%s: LocalQueue %s/%s: spec.budget: budgets are not replayed yet", c.Name, lq.Namespace, lq.Name)
+		if b := lq.Spec.Budget; b != nil && b.WhenSpent != berthv1.StopAdmitting {
+			return fmt.Errorf("%s: LocalQueue %s/%s: spec.budget.whenSpent %s: a LocalQueue's budget can only stop it (Stop)", c.Name, lq.Namespace, lq.Name, b.WhenSpent)
+		}
+		if _, problem := queues.BudgetOf(lq.Spec.Budget); problem != "" {
+			return fmt.Errorf("%s: LocalQueue %s/%s: %s", c.Name, lq.Namespace, lq.Name, problem)
 		}
 	}
 	return nil

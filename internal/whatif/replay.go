@@ -60,6 +60,9 @@ type Result struct {
 	// Held is what all ClusterQueues held, change by change, and Nominal
 	// their nominal quota, by resource: the chart's quota over time.
 	Held    []Held             `json:"-"`
+	// Budgets is what each queue's budget did: how long it held its
+	// queue back, and from when.
+	Budgets []BudgetUse `json:"budgets,omitempty"`
 	Nominal map[string]float64 `json:"-"`
 }
 
@@ -125,8 +128,11 @@ func Replay(cfg *Config, start time.Time, trace []Workload, o Options) (*Result,
 		// A ClusterQueue that orders by LocalQueue usage does here too,
 		// measured with the controller's defaults.
 		s.SetLocalQueueWeight(lq.Key, queues.WeightOf(&cfg.LocalQueues[i]))
+		spec, _ := queues.BudgetOf(cfg.LocalQueues[i].Spec.Budget) // refused when it has a problem
+		s.SetLocalQueueBudget(lq.Key, spec)
 		cqOf[lq.Key] = lq.ClusterQueue
 	}
+	bm := newBudgetMeter(start, cfg)
 	nsLabels := map[string]labels.Set{}
 	for _, ns := range cfg.Namespaces {
 		l := labels.Set(maps.Clone(ns.Labels))
@@ -175,7 +181,7 @@ func Replay(cfg *Config, start time.Time, trace []Workload, o Options) (*Result,
 			held[i] = holding{}
 		}
 	}
-	next := 0
+	next, finished := 0, 0
 	for {
 		// The next instant anything happens.
 		var now time.Time
@@ -194,10 +200,19 @@ func Replay(cfg *Config, start time.Time, trace []Workload, o Options) (*Result,
 		if wake, ok := s.NextWake(); ok && wake.After(clk.now) {
 			consider(wake)
 		}
+		// A budget spent, or with room again, is an event of its own
+		// while any workload has not finished.
+		if at, ok := s.NextBudgetChange(); ok && finished < len(trace) {
+			consider(at)
+		}
 		if !has {
 			break
 		}
 		clk.now = now
+		// Budgets are charged for what was held since the last instant,
+		// before anything changes, and told what is held from now on
+		// after: exact, where the controller charges every few seconds.
+		s.ChargeBudgets()
 		for next < len(arrivals) && !at(start, trace[arrivals[next]].Arrival).After(now) {
 			i := arrivals[next]
 			s.WorkloadPending(cws[i], res.Workloads[i].LocalQueue)
@@ -209,6 +224,7 @@ func Replay(cfg *Config, start time.Time, trace []Workload, o Options) (*Result,
 				continue
 			}
 			res.Workloads[f.i].Finished = true
+			finished++
 			release(f.i, now)
 			s.WorkloadGone(cws[f.i].Key)
 		}
@@ -255,8 +271,11 @@ func Replay(cfg *Config, start time.Time, trace []Workload, o Options) (*Result,
 				break
 			}
 		}
+		s.ChargeBudgets()
+		bm.at(s, now)
 	}
 	res.End = clk.now.Sub(start).Seconds()
+	res.Budgets = bm.result()
 	res.Quota = m.uses(start, clk.now)
 	res.Held, res.Nominal = m.timeline, m.nominalTotal()
 	for i := range res.Workloads {

@@ -186,8 +186,10 @@ func TestParseConfigRefuses(t *testing.T) {
 			"ResourceFlavor f: spec.topologyName: topology-aware placement is not replayed yet"},
 		{"apiVersion: berth.dev/v1beta1\nkind: ClusterQueue\nmetadata: {name: q}\nspec: {admissionChecks: [budget]}\n",
 			"ClusterQueue q: spec.admissionChecks: admission checks are not replayed yet"},
-		{"apiVersion: berth.dev/v1beta1\nkind: ClusterQueue\nmetadata: {name: q}\nspec: {budget: {resource: cpu, resourceHours: \"5\", window: CalendarMonth, whenSpent: Stop}}\n",
-			"ClusterQueue q: spec.budget: budgets are not replayed yet"},
+		{"apiVersion: berth.dev/v1beta1\nkind: ClusterQueue\nmetadata: {name: q}\nspec: {budget: {resource: cpu, resourceHours: \"0\", window: CalendarMonth, whenSpent: Stop}}\n",
+			"ClusterQueue q: spec.budget.resourceHours 0: must be positive"},
+		{"apiVersion: berth.dev/v1beta1\nkind: LocalQueue\nmetadata: {name: lq, namespace: t}\nspec: {clusterQueue: q, budget: {resource: cpu, resourceHours: \"5\", window: CalendarMonth, whenSpent: NoBorrowing}}\n",
+			"LocalQueue t/lq: spec.budget.whenSpent NoBorrowing: a LocalQueue's budget can only stop it (Stop)"},
 		{"apiVersion: batch/v1\nkind: Job\nmetadata: {name: j}\n", "Job j (batch/v1) is not part of a queue configuration"},
 		{"apiVersion: berth.dev/v1beta1\nkind: ClusterQueue\nmetadata: {name: q}\nspec: {cohortt: x}\n", `unknown field "spec.cohortt"`},
 		{"apiVersion: berth.dev/v1beta1\nkind: LocalQueue\nmetadata: {name: lq}\nspec: {clusterQueue: q}\n", "LocalQueue lq: metadata.namespace: required"},
@@ -305,5 +307,68 @@ apiVersion: v1
 	}
 	if !strings.Contains(out.String(), "2 of 2 (100 %)") {
 		t.Errorf("the summary does not say cq used 2 cpu, all its nominal quota:\n%s", out.String())
+	}
+}
+
+// Worked by hand: a budget of 2 cpu-hours a rolling day, in hourly
+// buckets. w1 (2 cpu for 2 h) starts at 0; w2 (1 cpu for 1 h) at 30 min;
+// at 3 cpu the budget is spent at 50 min (1 cpu-hour then 1 more at 3 cpu
+// in 20 min), so w3, arriving at 1 h with quota free, waits. Work running
+// is charged on: 2.5 cpu-hours fall in the first hour's bucket, 2.5 in the
+// second's, and the budget has room again only when the second leaves the
+// window, at 2 h + 24 h. Without the budget, w3 starts at once.
+func TestReplayChargesBudgets(t *testing.T) {
+	trace := []whatif.Workload{wl("w1", 0, 7200, "2", 0), wl("w2", 1800, 3600, "1", 0), wl("w3", 3600, 60, "1", 0)}
+	budgeted := parse(t, "budget", queueYAML("4", "budget: {resource: cpu, resourceHours: \"2\", window: Rolling, period: 24h, whenSpent: Stop}"))
+	r, err := whatif.Replay(budgeted, start, trace, whatif.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(t, r, map[string]want{
+		"team/w1": {admitted: true, wait: 0, finished: true},
+		"team/w2": {admitted: true, wait: 0, finished: true},
+		"team/w3": {admitted: true, wait: 26*3600 - 3600, finished: true},
+	})
+	if len(r.Budgets) != 1 {
+		t.Fatalf("budgets %+v; want the ClusterQueue's", r.Budgets)
+	}
+	b := r.Budgets[0]
+	if b.Queue != "cq" || b.LocalQueue || b.FirstSpent == nil || math.Abs(*b.FirstSpent-3000) > 1e-3 || math.Abs(b.SpentFor-(26*3600-3000)) > 1e-3 {
+		t.Errorf("budget %+v (first spent %v); want spent at 3000 s, for %d s", b, b.FirstSpent, 26*3600-3000)
+	}
+	var out strings.Builder
+	if err := whatif.WriteSummary(&out, r); err != nil {
+		t.Fatal(err)
+	}
+	if want := "ClusterQueue cq  2 cpu-hours per 24h0m0s (rolling)  25h10m0s"; !strings.Contains(out.String(), want) {
+		t.Errorf("summary:\n%s\nwant a line with %q", out.String(), want)
+	}
+	free, err := whatif.Replay(config(t, "free", "4", "Never"), start, trace, whatif.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(t, free, map[string]want{"team/w3": {admitted: true, wait: 0, finished: true}})
+	out.Reset()
+	if err := whatif.WriteComparison(&out, whatif.Compare(r, free, 3)); err != nil {
+		t.Fatal(err)
+	}
+	if want := "ClusterQueue cq  25h10m0s     -            50m0s             -"; !strings.Contains(out.String(), want) {
+		t.Errorf("comparison:\n%s\nwant a line with %q", out.String(), want)
+	}
+}
+
+// A LocalQueue's budget stops it alone: 1 cpu-hour a rolling day, spent by
+// w1 in its first hour; w2 waits until w1's second hour leaves the window
+// (2 h + 24 h), while the ClusterQueue has quota free all along.
+func TestReplayChargesLocalQueueBudgets(t *testing.T) {
+	yaml := strings.Replace(queueYAML("4", ""), "spec: {clusterQueue: cq}",
+		`spec: {clusterQueue: cq, budget: {resource: cpu, resourceHours: "1", window: Rolling, period: 24h, whenSpent: Stop}}`, 1)
+	r, err := whatif.Replay(parse(t, "lq-budget", yaml), start, []whatif.Workload{wl("w1", 0, 7200, "1", 0), wl("w2", 5400, 60, "1", 0)}, whatif.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(t, r, map[string]want{"team/w2": {admitted: true, wait: 26*3600 - 5400, finished: true}})
+	if len(r.Budgets) != 1 || r.Budgets[0].Queue != "team/main" || !r.Budgets[0].LocalQueue {
+		t.Errorf("budgets %+v; want LocalQueue team/main's", r.Budgets)
 	}
 }

@@ -233,6 +233,8 @@ type Comparison struct {
 	// Quota lines up what each ClusterQueue held on average under each
 	// (QuotaUse); A is nil where it has none (what was recorded).
 	Quota []QuotaPair `json:"quota,omitempty"`
+	// Budgets lines up what each queue's budget did under each.
+	Budgets []BudgetPair `json:"budgets,omitempty"`
 }
 
 // QuotaPair is one ClusterQueue's average use of one resource in one
@@ -278,7 +280,7 @@ func pairQuota(a, b []QuotaUse) []QuotaPair {
 // and the top workloads whose wait changed most.
 func Compare(a, b *Result, top int) Comparison {
 	c := Comparison{A: a.Config, B: b.Config, PreemptionsA: a.Preemptions, PreemptionsB: b.Preemptions, OrderAgreement: OrderAgreement(a, b),
-		Recorded: a.Recorded, Quota: pairQuota(a.Quota, b.Quota)}
+		Recorded: a.Recorded, Quota: pairQuota(a.Quota, b.Quota), Budgets: pairBudgets(a.Budgets, b.Budgets)}
 	ga, gb := Summarize(a), Summarize(b)
 	index := func(gs []Group) map[[2]string]Stats {
 		m := map[[2]string]Stats{}
@@ -324,6 +326,13 @@ func WriteSummary(w io.Writer, r *Result) error {
 		for i := range r.Quota {
 			u := &r.Quota[i]
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", u.ClusterQueue, u.Flavor, u.Resource, used(u), borrowed(u))
+		}
+	}
+	if len(r.Budgets) > 0 {
+		fmt.Fprintln(tw, "\nBUDGET OF\tBUDGET\tSPENT FOR\tFIRST SPENT AT")
+		for i := range r.Budgets {
+			u := &r.Budgets[i]
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", budgetOwner(u.Queue, u.LocalQueue), u.Budget, spentFor(u), firstSpent(u))
 		}
 	}
 	return tw.Flush()
@@ -384,6 +393,12 @@ func WriteComparison(w io.Writer, c Comparison) error {
 				borrowed(q.A), borrowed(q.B))
 		}
 	}
+	if len(c.Budgets) > 0 {
+		fmt.Fprintln(tw, "\nBUDGET OF\tSPENT FOR A\tSPENT FOR B\tFIRST SPENT AT A\tFIRST SPENT AT B")
+		for _, b := range c.Budgets {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", budgetOwner(b.Queue, b.LocalQueue), spentFor(b.A), spentFor(b.B), firstSpent(b.A), firstSpent(b.B))
+		}
+	}
 	if len(c.Changed) > 0 {
 		fmt.Fprintln(tw, "\nWORKLOAD\tWAIT A\tWAIT B")
 		for _, ch := range c.Changed {
@@ -391,6 +406,32 @@ func WriteComparison(w io.Writer, c Comparison) error {
 		}
 	}
 	return tw.Flush()
+}
+
+func budgetOwner(queue string, local bool) string {
+	if local {
+		return "LocalQueue " + queue
+	}
+	return "ClusterQueue " + queue
+}
+
+// spentFor says how long a budget held its queue back; "-" where the
+// configuration has no such budget.
+func spentFor(u *BudgetUse) string {
+	if u == nil {
+		return "-"
+	}
+	return secs(u.SpentFor)
+}
+
+func firstSpent(u *BudgetUse) string {
+	switch {
+	case u == nil:
+		return "-"
+	case u.FirstSpent == nil:
+		return "never"
+	}
+	return secs(*u.FirstSpent)
 }
 
 func waitText(s float64, admitted bool) string {
