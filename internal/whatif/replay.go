@@ -60,10 +60,10 @@ type Result struct {
 	// Held is what all ClusterQueues held, change by change, and Nominal
 	// their nominal quota, by resource: the chart's quota over time.
 	Held    []Held             `json:"-"`
+	Nominal map[string]float64 `json:"-"`
 	// Budgets is what each queue's budget did: how long it held its
 	// queue back, and from when.
 	Budgets []BudgetUse `json:"budgets,omitempty"`
-	Nominal map[string]float64 `json:"-"`
 }
 
 // virtualClock is the replay's time, moved by the loop alone.
