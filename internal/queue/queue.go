@@ -460,23 +460,35 @@ func (m *Manager) follows(q *cqQueue, f *entry) bool {
 // another look and unblocks them: call it when something happened that could
 // change their answer.
 func (m *Manager) QueueInadmissible(cqs ...string) {
+	m.QueueInadmissibleUnless(nil, cqs...)
+}
+
+// QueueInadmissibleUnless is QueueInadmissible, but leaves set aside the
+// workloads hopeless reports true for (core.Hopeless): those that cannot
+// be admitted as things are. Call it when quota was given back, and
+// QueueInadmissible when anything else changed.
+func (m *Manager) QueueInadmissibleUnless(hopeless func(*core.Workload) bool, cqs ...string) {
 	for _, name := range cqs {
 		if q, ok := m.cqs[name]; ok {
-			m.requeue(q, false)
+			m.requeue(q, false, hopeless)
 		}
 	}
 }
 
-func (m *Manager) requeueAll(q *cqQueue) { m.requeue(q, true) }
+func (m *Manager) requeueAll(q *cqQueue) { m.requeue(q, true, nil) }
 
 // requeue gives q's set-aside workloads another look; unless all, only
 // the first of each run of equal ones (its leader): the others follow
 // once it is decided. Each release of quota put a whole line of equal
 // workloads back in the heap, and took it out again the next cycle.
-func (m *Manager) requeue(q *cqQueue, all bool) {
+// Those hopeless reports true for stay aside (a nil hopeless: none).
+func (m *Manager) requeue(q *cqQueue, all bool, hopeless func(*core.Workload) bool) {
 	q.blocked = false
 	for k, e := range q.inadmissible {
 		if !all && m.follows(q, e) {
+			continue
+		}
+		if hopeless != nil && hopeless(e.w) {
 			continue
 		}
 		delete(q.inadmissible, k)

@@ -342,7 +342,12 @@ func (s *Scheduler) release(key, cq string) {
 	s.cluster.RemoveAdmitted(key)
 	s.setAdmitted(key, "", nil)
 	s.setChecking(key, cq, "", false)
-	s.queueInadmissible(s.cluster.CohortTree(cq)...)
+	// Only quota came back: what cannot fit even so stays aside.
+	cqs := s.cluster.CohortTree(cq)
+	s.queues.QueueInadmissibleUnless(s.cluster.Hopeless().Of, cqs...)
+	for _, name := range cqs {
+		s.dirtyCQ[name] = true
+	}
 	s.signal()
 }
 
