@@ -95,8 +95,9 @@ func (f *finishes) Pop() any {
 	return x
 }
 
-// maxCyclesAtOnce bounds the admission cycles run at one instant: more
-// means the configuration makes workloads preempt each other forever.
+// maxCyclesAtOnce bounds the admission cycles that admit or preempt at one
+// instant: more means the configuration makes workloads preempt each other
+// forever. (Cycles that only set heads aside end when the lines do.)
 const maxCyclesAtOnce = 100000
 
 // Replay runs the trace (its workloads with arrivals counted from start)
@@ -228,11 +229,17 @@ func Replay(cfg *Config, start time.Time, trace []Workload, o Options) (*Result,
 			release(f.i, now)
 			s.WorkloadGone(cws[f.i].Key)
 		}
-		for n := 0; ; n++ {
+		// Cycles run, as in the controller, until no queue has a head to
+		// look at: a head that does not fit is set aside and the next in
+		// its line is looked at in the next cycle, at the same instant.
+		for n := 0; ; {
 			if n == maxCyclesAtOnce {
 				return nil, fmt.Errorf("%s: at %s, %d admission cycles without an end: the workloads preempt each other forever", cfg.Name, now.Sub(start), n)
 			}
 			ds := s.Cycle()
+			if ds == nil {
+				break
+			}
 			res.Cycles++
 			progress := false
 			for _, d := range ds {
@@ -267,8 +274,8 @@ func Replay(cfg *Config, start time.Time, trace []Workload, o Options) (*Result,
 				heap.Push(&running, finish{at: at(now, trace[i].Run), i: i, gen: gen[i]})
 				progress = true
 			}
-			if !progress {
-				break
+			if progress {
+				n++
 			}
 		}
 		s.ChargeBudgets()
