@@ -96,24 +96,13 @@ type BudgetPair struct {
 }
 
 func pairBudgets(a, b []BudgetUse) []BudgetPair {
-	var out []BudgetPair
-	index := map[BudgetPair]int{}
-	for side, uses := range [][]BudgetUse{a, b} {
-		for i := range uses {
-			u := &uses[i]
-			k := BudgetPair{Queue: u.Queue, LocalQueue: u.LocalQueue}
-			j, ok := index[k]
-			if !ok {
-				j = len(out)
-				index[k] = j
-				out = append(out, k)
-			}
-			if side == 0 {
-				out[j].A = u
+	return pairUp(a, b, func(u *BudgetUse) BudgetPair { return BudgetPair{Queue: u.Queue, LocalQueue: u.LocalQueue} },
+		func(u *BudgetUse) BudgetPair { return BudgetPair{Queue: u.Queue, LocalQueue: u.LocalQueue} },
+		func(p *BudgetPair, inA bool, u *BudgetUse) {
+			if inA {
+				p.A = u
 			} else {
-				out[j].B = u
+				p.B = u
 			}
-		}
-	}
-	return out
+		})
 }

@@ -248,31 +248,41 @@ type QuotaPair struct {
 }
 
 func pairQuota(a, b []QuotaUse) []QuotaPair {
-	var out []QuotaPair
-	index := map[[3]string]int{}
-	for _, side := range []struct {
-		uses []QuotaUse
-		a    bool
-	}{{a, true}, {b, false}} {
-		for i := range side.uses {
-			u := &side.uses[i]
-			k := [3]string{u.ClusterQueue, u.Flavor, u.Resource}
-			j, ok := index[k]
-			if !ok {
-				j = len(out)
-				index[k] = j
-				out = append(out, QuotaPair{ClusterQueue: u.ClusterQueue, Flavor: u.Flavor, Resource: u.Resource})
-			}
-			if side.a {
-				out[j].A = u
+	out := pairUp(a, b, func(u *QuotaUse) [3]string { return [3]string{u.ClusterQueue, u.Flavor, u.Resource} },
+		func(u *QuotaUse) QuotaPair {
+			return QuotaPair{ClusterQueue: u.ClusterQueue, Flavor: u.Flavor, Resource: u.Resource}
+		},
+		func(p *QuotaPair, inA bool, u *QuotaUse) {
+			if inA {
+				p.A = u
 			} else {
-				out[j].B = u
+				p.B = u
 			}
-		}
-	}
+		})
 	slices.SortFunc(out, func(x, y QuotaPair) int {
 		return cmp.Or(cmp.Compare(x.ClusterQueue, y.ClusterQueue), cmp.Compare(x.Flavor, y.Flavor), cmp.Compare(x.Resource, y.Resource))
 	})
+	return out
+}
+
+// pairUp lines up what two replays report, by key, in the order first
+// seen (a's, then b's not in a): newPair makes a pair for a key, put sets
+// its side from a (inA) or b.
+func pairUp[U any, K comparable, P any](a, b []U, key func(*U) K, newPair func(*U) P, put func(p *P, inA bool, u *U)) []P {
+	var out []P
+	index := map[K]int{}
+	for side, uses := range [][]U{a, b} {
+		for i := range uses {
+			u := &uses[i]
+			j, ok := index[key(u)]
+			if !ok {
+				j = len(out)
+				index[key(u)] = j
+				out = append(out, newPair(u))
+			}
+			put(&out[j], side == 0, u)
+		}
+	}
 	return out
 }
 
