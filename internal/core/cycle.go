@@ -141,11 +141,11 @@ func (c *Cluster) Cycle(heads []*Workload, now time.Time) []Decision {
 		d.Pending = &Pending{Reason: Preempting, Message: fmt.Sprintf("waiting for %d preempted workload(s) to release their quota: %s",
 			len(keys), strings.Join(keys, ", ")), Stable: "preempting " + strings.Join(keys, ", ")}
 	}
-	for i := range decisions {
+	for i, w := range heads {
 		// One that would have fitted by borrowing says that the budget
 		// keeps it out, and until when.
 		if p := decisions[i].Pending; p != nil && p.Reason == NoFit {
-			if s, ok := c.spent[heads[i].ClusterQueue]; ok && !s.Stop {
+			if s, ok := c.spent[w.ClusterQueue]; ok && !s.Stop {
 				p.Message += "; " + s.Why
 				p.Stable += "; its ClusterQueue's budget is spent"
 			}
