@@ -1,5 +1,7 @@
 package core
 
+import "slices"
+
 // Hopeless tells, cheaply, the waiting workloads that cannot be admitted
 // as things are, whatever their queues' policies let them preempt. The
 // scheduler leaves those set aside when quota is given back: with
@@ -45,11 +47,16 @@ func (h *Hopeless) Of(w *Workload) bool {
 			ps.Count = ps.MinCount
 		}
 		requests := totalRequests(q, ps)
+		var seen []*ResourceGroup // each group once
 		for _, r := range requests {
 			rg, ok := q.groupOf[r.resource]
 			if !ok {
 				return false
 			}
+			if slices.Contains(seen, rg) {
+				continue
+			}
+			seen = append(seen, rg)
 			if !h.anyFlavor(q, w, rg, requests) {
 				return true
 			}

@@ -86,7 +86,8 @@ func ParseConfig(name string, data []byte) (*Config, error) {
 	return cfg, nil
 }
 
-// refuse says what the replay does not model yet.
+// refuse says what the replay does not model yet, and what berth could
+// not count by (a budget with a problem, as the API would refuse it).
 func (c *Config) refuse() error {
 	for _, rf := range c.Flavors {
 		if rf.Spec.TopologyName != nil {
