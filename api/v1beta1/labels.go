@@ -35,6 +35,10 @@ const (
 	// room on nodes is counted by their placement, and the Pod webhook gates
 	// them (TopologyGate).
 	TopologyPlacedLabel = "berth.dev/topology-placed"
+	// PodSetAnnotation on a Pod names the pod set of its Workload it runs
+	// in, where nothing else tells: a pod group's, written when berth starts
+	// it; a configured kind's topology-placed pod set's, on its template.
+	PodSetAnnotation = "berth.dev/pod-set"
 	// MultiClusterOriginLabel marks the copies a manager cluster made on a
 	// worker cluster; its value names the manager, so that managers sharing
 	// a worker collect only their own copies.

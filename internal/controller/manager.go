@@ -726,7 +726,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 			return err
 		}
 	}
-	if err := placement.Setup(ctx, mgr); err != nil {
+	if err := placement.Setup(ctx, mgr, len(o.ConfiguredKinds) > 0); err != nil {
 		return err
 	}
 	if err := topoctrl.Setup(ctx, mgr, sched, func(key, reason, message string) { adm.Evict([]string{key}, reason, message) }); err != nil {

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -156,6 +157,91 @@ func TestKubeRaysRayClusterIsQueuedAndItsOperatorMakesThePods(t *testing.T) {
 	})
 }
 
+// A RayCluster whose worker group requires a rack: on 2 racks of 2 nodes
+// of 8 cpu, its 4 workers of 3 cpu (which kube-scheduler alone would
+// spread over all four nodes) run in one rack, each created gated by berth
+// and given its domain; its head, which asks for no placement, runs where
+// kube-scheduler puts it.
+func TestARayClustersWorkerGroupIsPlacedInOneRack(t *testing.T) {
+	env := testenv.New(t)
+	rayEditors(t, env)
+	standin.InstallCRD(t, env, "../../config/addons/ray/crd/ray.io_rayclusters.yaml", "rayclusters.ray.io.berth.dev")
+	const rackLabel = "topology.berth.dev/rack"
+	pool := env.Name("pool")
+	rackOf := map[string]string{}
+	for r := range 2 {
+		for h := range 2 {
+			name := env.Name(fmt.Sprintf("r%d-h%d", r, h))
+			rack := fmt.Sprintf("r%d", r)
+			env.CreateSimNode(t, name, map[string]string{"pool": pool, rackLabel: rack})
+			rackOf[name] = rack
+		}
+	}
+	topo := &berthv1.Topology{Spec: berthv1.TopologySpec{Levels: []berthv1.TopologyLevel{
+		{NodeLabel: rackLabel}, {NodeLabel: corev1.LabelHostname}}}}
+	topo.Name = env.Name("dc")
+	env.Create(t, topo)
+	rf, cq := env.Name("rf"), env.Name("cq")
+	env.Create(t, MakeResourceFlavor(rf).NodeLabel("pool", pool).Toleration(env.Toleration()).Topology(topo.Name).Obj())
+	env.Create(t, MakeClusterQueue(cq).ResourceGroup(MakeFlavorQuotas(rf).Resource("cpu", "32").Resource("memory", "64Gi").Obj()).Obj())
+	env.Create(t, MakeLocalQueue("main", env.Namespace, cq).Obj())
+
+	rc := readExample(t, "../../examples/configured/raycluster.yaml")
+	rc.SetNamespace(env.Namespace)
+	groups, _, _ := unstructured.NestedSlice(rc.Object, "spec", "workerGroupSpecs")
+	g := groups[0].(map[string]any)
+	g["replicas"], g["maxReplicas"] = int64(4), int64(4)
+	_ = unstructured.SetNestedField(g, rackLabel, "template", "metadata", "annotations", "berth.dev/podset-required-topology")
+	containers, _, _ := unstructured.NestedSlice(g, "template", "spec", "containers")
+	_ = unstructured.SetNestedField(containers[0].(map[string]any), "3", "resources", "requests", "cpu")
+	_ = unstructured.SetNestedSlice(g, containers, "template", "spec", "containers")
+	_ = unstructured.SetNestedSlice(rc.Object, groups, "spec", "workerGroupSpecs")
+	env.Create(t, rc)
+
+	testenv.Eventually(t, 2*time.Minute, func() error {
+		var l corev1.PodList
+		if err := env.Client.List(ctx, &l, client.InNamespace(env.Namespace), client.MatchingLabels{"ray.io/cluster": rc.GetName()}); err != nil {
+			return err
+		}
+		racks := map[string]bool{}
+		var states []string
+		workers, head := 0, 0
+		for _, p := range l.Items {
+			states = append(states, fmt.Sprintf("%s gated=%v node=%q %s", p.Name, len(p.Spec.SchedulingGates) > 0, p.Spec.NodeName, p.Status.Phase))
+			if p.Status.Phase != corev1.PodRunning {
+				continue
+			}
+			switch p.Labels["ray.io/node-type"] {
+			case "worker":
+				if p.Labels[berthv1.TopologyPlacedLabel] != "true" || p.Annotations[berthv1.PodSetAnnotation] != "workers" {
+					return fmt.Errorf("worker %s is not marked for placement: labels %v, annotations %v", p.Name, p.Labels, p.Annotations)
+				}
+				workers++
+				racks[rackOf[p.Spec.NodeName]] = true
+			case "head":
+				if p.Labels[berthv1.TopologyPlacedLabel] != "" {
+					return fmt.Errorf("the head, which asks for no placement, is marked: %v", p.Labels)
+				}
+				head++
+			}
+		}
+		if workers != 4 || head != 1 {
+			return fmt.Errorf("%d workers and %d head running, want 4 and 1: %v", workers, head, states)
+		}
+		if len(racks) != 1 {
+			return fmt.Errorf("the workers run in racks %v, want one", racks)
+		}
+		return nil
+	})
+	wl, err := workloadOf(env, rayKind(t, "RayCluster"), rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if psa := wl.Status.Admission.PodSetAssignments; len(psa) != 2 || psa[0].TopologyAssignment != nil || psa[1].TopologyAssignment == nil {
+		t.Errorf("admission %+v: want the workers placed and the head not", wl.Status.Admission)
+	}
+}
+
 // rayEditors lets the edit role write KubeRay's kinds, as KubeRay's own
 // install does.
 func rayEditors(t *testing.T, env *testenv.Env) {
@@ -190,7 +276,7 @@ func rayKind(t *testing.T, name string) configured.Kind {
 }
 
 // A RayJob, queued by berth with KubeRay's operator running: a RayJob
-// KubeRay could not suspend is refused; one that fits is held until its
+// KubeRay could not suspend, or that asks for placement, is refused; one that fits is held until its
 // cluster and submitter fit, then KubeRay makes its RayCluster (queued with
 // the RayJob, not on its own) and its pods on the flavor's nodes, and a
 // user cannot make such a cluster themselves; on simulated nodes the Ray
@@ -222,6 +308,9 @@ func TestKubeRaysRayJobIsQueuedWholeAndRunsToItsEnd(t *testing.T) {
 			_ = unstructured.SetNestedField(u.Object, "SidecarMode", "spec", "submissionMode")
 			unstructured.RemoveNestedField(u.Object, "spec", "submitterPodTemplate")
 		}, `spec.submissionMode: is "SidecarMode"`},
+		{func(u *unstructured.Unstructured) {
+			_ = unstructured.SetNestedField(u.Object, "kubernetes.io/hostname", "spec", "rayClusterSpec", "headGroupSpec", "template", "metadata", "annotations", "berth.dev/podset-required-topology")
+		}, "spec.rayClusterSpec.headGroupSpec.template.metadata.annotations: topology-aware placement of a RayJob is not supported yet"},
 	} {
 		bad := rj.DeepCopy()
 		bad.SetName("bad")

@@ -170,6 +170,53 @@ func (s slot) template() (t corev1.PodTemplateSpec, found bool, err error) {
 	return t, true, nil
 }
 
+// topology reads what placement a slot's template t asks for, nil for
+// none; an error names the annotation that is wrong, or says why c's
+// objects cannot be placed yet.
+func (s slot) topology(c *Compiled, t corev1.PodTemplateSpec) (*berthv1.TopologyRequest, error) {
+	if s.defaulted() {
+		return nil, nil // berth writes nothing on a default template
+	}
+	req, err := integration.TopologyRequestOf(t.Annotations)
+	if err != nil {
+		return nil, fmt.Errorf("%s.metadata.annotations: %w", s.path(s.ps.Template), err)
+	}
+	if req != nil && len(c.Owns) > 0 {
+		// The owned object's pods name it, not u, as their controller:
+		// the placement cannot tell whose they are.
+		owned := make([]string, len(c.Owns))
+		for i, o := range c.Owns {
+			owned[i] = o.Kind
+		}
+		return nil, fmt.Errorf("%s.metadata.annotations: topology-aware placement of a %s is not supported yet: its pods are made by the %s it makes",
+			s.path(s.ps.Template), c.Kind, strings.Join(owned, " or "))
+	}
+	return req, nil
+}
+
+// placed marks a slot's template, whose pod set is placed by topology or
+// not: a placed one's pods carry berth.dev/topology-placed, so that the
+// Pod webhook creates them gated and the placement reconciler gives each
+// its domain, and the name of their pod set. An unplaced one loses both,
+// which an earlier start may have left.
+func (s slot) placed(yes bool) error {
+	meta := append(append(Path{}, s.ps.Template...), "metadata")
+	label := append(append(Path{}, meta...), "labels", berthv1.TopologyPlacedLabel)
+	podSet := append(append(Path{}, meta...), "annotations", berthv1.PodSetAnnotation)
+	if !yes {
+		unstructured.RemoveNestedField(s.in, label...)
+		unstructured.RemoveNestedField(s.in, podSet...)
+		return nil
+	}
+	if err := unstructured.SetNestedField(s.in, "true", label...); err != nil {
+		return fmt.Errorf("%s.metadata.labels: %w", s.path(s.ps.Template), err)
+	}
+	if err := unstructured.SetNestedField(s.in, s.name, podSet...); err != nil {
+		return fmt.Errorf("%s.metadata.annotations: %w", s.path(s.ps.Template), err)
+	}
+	return nil
+}
+
 // defaulted reports whether the slot runs its default template: one berth
 // cannot put flavors' settings on.
 func (s slot) defaulted() bool {
@@ -283,7 +330,11 @@ func (c *Compiled) ReadPodSets(u *unstructured.Unstructured) ([]berthv1.PodSet, 
 		if n == 0 {
 			continue
 		}
-		out = append(out, integration.PodSetOf(s.name, n, &t.Spec))
+		ps := integration.PodSetOf(s.name, n, &t.Spec)
+		if ps.TopologyRequest, err = s.topology(c, t); err != nil {
+			return nil, err
+		}
+		out = append(out, ps)
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("it has no pods: none of %s is set with a count above zero", c.templatePaths())
@@ -350,8 +401,8 @@ func (k Kind) PodSets(obj client.Object) []berthv1.PodSet {
 
 // Refuse says why u cannot be queued as it is, naming the field, or "".
 // What berth does not do for configured kinds yet is refused rather than
-// ignored: topology-aware placement, partial admission, prebuilt
-// Workloads. A queue label on a pod template would queue its pods one by
+// ignored: partial admission, prebuilt Workloads, and placement of a kind
+// whose pods another object makes (ReadPodSets). A queue label on a pod template would queue its pods one by
 // one, beside the object: the object is queued whole, by its own label.
 func (k Kind) Refuse(obj client.Object) string {
 	u := obj.(*unstructured.Unstructured)
@@ -374,9 +425,6 @@ func (k Kind) Refuse(obj client.Object) string {
 		}
 		if k.QueueName(u) == "" {
 			continue
-		}
-		if integration.HasTopologyAnnotations(t.Annotations) {
-			return fmt.Sprintf("%s: %s.metadata.annotations: topology-aware placement of a kind queued from configuration is not supported yet", who, s.path(s.ps.Template))
 		}
 		// Its own UID, as berth's start left it, is no claim on another's pods.
 		if v, set := t.Labels[berthv1.OwnerUIDLabel]; set && v != string(u.GetUID()) {
@@ -494,7 +542,8 @@ func Injected(u *unstructured.Unstructured) bool {
 
 // Start adds to each pod set's template the node labels and tolerations of
 // the flavors it was admitted in (flavors, by pod set) and the label of
-// u's UID, keeping what each had, and unsuspends u.
+// u's UID, keeping what each had, marks the templates of the pod sets
+// placed by topology (slot.placed), and unsuspends u.
 func (k Kind) Start(obj client.Object, flavors map[string][]*berthv1.ResourceFlavor) error {
 	u := obj.(*unstructured.Unstructured)
 	orig := map[string]scheduling{}
@@ -518,6 +567,15 @@ func (k Kind) Start(obj client.Object, flavors map[string][]*berthv1.ResourceFla
 		}
 		if err := unstructured.SetNestedField(s.in, string(u.GetUID()), append(append(Path{}, s.ps.Template...), "metadata", "labels", berthv1.OwnerUIDLabel)...); err != nil {
 			return fmt.Errorf("%s %s: %s.metadata.labels: %w", k.C.Kind, u.GetName(), s.path(s.ps.Template), err)
+		}
+		req, err := s.topology(k.C, t)
+		if err != nil {
+			return fmt.Errorf("%s %s: %w", k.C.Kind, u.GetName(), err)
+		}
+		// Admitted, a pod set that asks for placement was placed: no
+		// flavor without a topology admits it.
+		if err := s.placed(req != nil); err != nil {
+			return fmt.Errorf("%s %s: %w", k.C.Kind, u.GetName(), err)
 		}
 	}
 	if !Injected(u) {

@@ -69,8 +69,8 @@ func TestRefuseNamesTheField(t *testing.T) {
 			_ = unstructured.SetNestedField(u.Object, "other", "spec", "mpiReplicaSpecs", "Worker", "template", "metadata", "labels", berthv1.QueueNameLabel)
 		}, "MPIJob pi: spec.mpiReplicaSpecs.Worker.template.metadata.labels asks for LocalQueue other; a MPIJob is queued whole"},
 		{func(u *unstructured.Unstructured) {
-			_ = unstructured.SetNestedField(u.Object, "rack", "spec", "mpiReplicaSpecs", "Worker", "template", "metadata", "annotations", "kueue.x-k8s.io/podset-required-topology")
-		}, "topology-aware placement of a kind queued from configuration is not supported yet"},
+			_ = unstructured.SetNestedField(u.Object, "rack", "spec", "mpiReplicaSpecs", "Worker", "template", "metadata", "annotations", "kueue.x-k8s.io/podset-slice-size")
+		}, "MPIJob pi: spec.mpiReplicaSpecs.Worker.template.metadata.annotations: annotation kueue.x-k8s.io/podset-slice-size needs a required, preferred or unconstrained topology annotation too"},
 		{func(u *unstructured.Unstructured) {
 			_ = unstructured.SetNestedField(u.Object, "x", "spec", "mpiReplicaSpecs", "Worker", "template", "metadata", "labels", berthv1.OwnerUIDLabel)
 		}, "berth sets this label itself"},

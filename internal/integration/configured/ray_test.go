@@ -196,6 +196,73 @@ func TestStartAndRestoreReachEachEntryOfAList(t *testing.T) {
 	}
 }
 
+// A worker group that asks for topology-aware placement is placed: its
+// pod set carries the request, and once started its template marks its
+// pods for the placement (gated, with their pod set named); a group that
+// asks for none is left unmarked, and so is one that no longer asks when
+// the cluster starts again.
+func TestAPlacedGroupsTemplateMarksItsPods(t *testing.T) {
+	k := rayCluster(t)
+	u := rayExample(t)
+	group(u, 0, map[string]any{"template": map[string]any{
+		"metadata": map[string]any{"annotations": map[string]any{"berth.dev/podset-required-topology": "rack"}},
+		"spec":     map[string]any{"containers": []any{map[string]any{"name": "w", "image": "x"}}}}})
+	if why := k.Refuse(u); why != "" {
+		t.Fatalf("refused: %s", why)
+	}
+	ps := k.PodSets(u)
+	if len(ps) != 2 || ps[0].TopologyRequest != nil || ps[1].TopologyRequest == nil || *ps[1].TopologyRequest.Required != "rack" {
+		t.Fatalf("pod sets %+v", ps)
+	}
+	mark := func(path ...string) (label, podSet string) {
+		m, _, _ := unstructured.NestedMap(u.Object, path...)
+		label, _, _ = unstructured.NestedString(m, "metadata", "labels", berthv1.TopologyPlacedLabel)
+		podSet, _, _ = unstructured.NestedString(m, "metadata", "annotations", berthv1.PodSetAnnotation)
+		return label, podSet
+	}
+	worker := func() (string, string) {
+		groups, _, _ := unstructured.NestedSlice(u.Object, "spec", "workerGroupSpecs")
+		l, _, _ := unstructured.NestedString(groups[0].(map[string]any), "template", "metadata", "labels", berthv1.TopologyPlacedLabel)
+		p, _, _ := unstructured.NestedString(groups[0].(map[string]any), "template", "metadata", "annotations", berthv1.PodSetAnnotation)
+		return l, p
+	}
+	if err := k.Start(u, nil); err != nil {
+		t.Fatal(err)
+	}
+	if l, p := worker(); l != "true" || p != "workers" {
+		t.Errorf("placed group's template: label %q, pod set %q", l, p)
+	}
+	if l, p := mark("spec", "headGroupSpec", "template"); l != "" || p != "" {
+		t.Errorf("unplaced head's template marked: %q %q", l, p)
+	}
+	if _, err := k.Restore(u); err != nil {
+		t.Fatal(err)
+	}
+	_ = unstructured.SetNestedField(u.Object, true, "spec", "suspend")
+	groups, _, _ := unstructured.NestedSlice(u.Object, "spec", "workerGroupSpecs")
+	unstructured.RemoveNestedField(groups[0].(map[string]any), "template", "metadata", "annotations", "berth.dev/podset-required-topology")
+	_ = unstructured.SetNestedSlice(u.Object, groups, "spec", "workerGroupSpecs")
+	if err := k.Start(u, nil); err != nil {
+		t.Fatal(err)
+	}
+	if l, p := worker(); l != "" || p != "" {
+		t.Errorf("a group that no longer asks stays marked: %q %q", l, p)
+	}
+}
+
+// A RayJob's pods are made by the RayCluster it makes: placement cannot
+// tell whose they are, so a queued RayJob that asks for it is refused.
+func TestARayJobThatAsksForPlacementIsRefused(t *testing.T) {
+	k := rayKind(t, "RayJob")
+	u := rayJobExample(t)
+	_ = unstructured.SetNestedField(u.Object, "K8sJobMode", "spec", "submissionMode") // as KubeRay's CRD defaults it
+	_ = unstructured.SetNestedField(u.Object, "rack", "spec", "rayClusterSpec", "headGroupSpec", "template", "metadata", "annotations", "berth.dev/podset-preferred-topology")
+	want := "RayJob rayjob-small: spec.rayClusterSpec.headGroupSpec.template.metadata.annotations: topology-aware placement of a RayJob is not supported yet: its pods are made by the RayCluster it makes"
+	if why := k.Refuse(u); why != want {
+		t.Errorf("refused %q, want %q", why, want)
+	}
+}
+
 // Autoscaling is refused on a queued RayCluster, and may not be turned on
 // later; the list of groups changes only while it is held; KubeRay's pod
 // labels stay on its pods.

@@ -11,16 +11,19 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 	jobsetv1 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
@@ -112,11 +115,15 @@ func PodWorkload(pod client.Object) (types.NamespacedName, bool) {
 }
 
 // podSetOf is the pod set of wl a pod runs in: a JobSet's is its
-// replicated Job's, a pod group's records it (podgroups.PodSetOf); a Job's
-// or a single Pod's Workload has one.
+// replicated Job's, a pod group's records it (podgroups.PodSetOf), a
+// configured kind's is written on its template (configured.Kind.Start); a
+// Job's or a single Pod's Workload has one.
 func podSetOf(wl *berthv1.Workload, pod *corev1.Pod) string {
 	if len(wl.Spec.PodSets) == 1 {
 		return wl.Spec.PodSets[0].Name
+	}
+	if wl.Labels[berthv1.ConfiguredKindLabel] != "" {
+		return pod.Annotations[berthv1.PodSetAnnotation]
 	}
 	if rj := pod.Labels[jobsetv1.ReplicatedJobNameKey]; rj != "" && pod.Labels[jobsetv1.JobSetUIDKey] != "" {
 		return rj
@@ -130,6 +137,10 @@ const workloadIndex = "berth.dev/placed-workload"
 // Workload.
 type Reconciler struct {
 	client client.Client
+	// unqueued reads the placed pods that carry no queue label, which the
+	// manager's cache (queued pods only) leaves out: those of a kind queued
+	// from configuration. nil where no kind is.
+	unqueued client.Reader
 	// lifted remembers the pods whose gate this reconciler lifted, and with
 	// which node selector, until the cache shows them lifted: a cache behind
 	// must not make a domain look emptier than it is.
@@ -137,18 +148,42 @@ type Reconciler struct {
 	lifted map[types.NamespacedName]map[types.UID]map[string]string // by Workload
 }
 
-// Setup registers the reconciler with mgr.
-func Setup(ctx context.Context, mgr ctrl.Manager) error {
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Pod{}, workloadIndex, func(o client.Object) []string {
+// Setup registers the reconciler with mgr; configured says whether kinds
+// are queued from configuration, whose pods need a cache of their own.
+func Setup(ctx context.Context, mgr ctrl.Manager, configured bool) error {
+	byWorkload := func(o client.Object) []string {
 		if key, ok := WorkloadOf(o); ok {
 			return []string{key.Name}
 		}
 		return nil
-	}); err != nil {
+	}
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Pod{}, workloadIndex, byWorkload); err != nil {
 		return err
 	}
 	r := &Reconciler{client: mgr.GetClient(), lifted: map[types.NamespacedName]map[types.UID]map[string]string{}}
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr)
+	if configured {
+		// A configured kind's pods carry no queue label: its controller makes
+		// them from templates berth does not queue one by one.
+		sel, err := labels.Parse(berthv1.TopologyPlacedLabel + ",!" + berthv1.QueueNameLabel)
+		if err != nil {
+			return err
+		}
+		c, err := cache.New(mgr.GetConfig(), cache.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
+			DefaultLabelSelector: sel, DefaultTransform: cache.TransformStripManagedFields()})
+		if err != nil {
+			return err
+		}
+		if err := mgr.Add(c); err != nil {
+			return err
+		}
+		if err := c.IndexField(ctx, &corev1.Pod{}, workloadIndex, byWorkload); err != nil {
+			return err
+		}
+		r.unqueued = c
+		b = b.WatchesRawSource(source.Kind(c, client.Object(&corev1.Pod{}), handler.EnqueueRequestsFromMapFunc(workloadOfPod)))
+	}
+	return b.
 		Named("placement").
 		// Only Workloads placed by topology: the others need nothing here.
 		For(&berthv1.Workload{}, builder.WithPredicates(predicate.Funcs{
@@ -157,14 +192,16 @@ func Setup(ctx context.Context, mgr ctrl.Manager) error {
 			DeleteFunc:  func(e event.DeleteEvent) bool { return placed(e.Object) },
 			GenericFunc: func(event.GenericEvent) bool { return false },
 		})).
-		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-			if key, ok := WorkloadOf(o); ok {
-				return []reconcile.Request{{NamespacedName: key}}
-			}
-			return nil
-		})).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(workloadOfPod)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
 		Complete(r)
+}
+
+func workloadOfPod(_ context.Context, o client.Object) []reconcile.Request {
+	if key, ok := WorkloadOf(o); ok {
+		return []reconcile.Request{{NamespacedName: key}}
+	}
+	return nil
 }
 
 // Reconcile gives the Workload's gated pods the domains with room.
@@ -181,7 +218,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, nil
 	}
 	var list corev1.PodList
-	if err := r.client.List(ctx, &list, client.InNamespace(req.Namespace), client.MatchingFields{workloadIndex: req.Name}); err != nil {
+	var pods client.Reader = r.client
+	if wl.Labels[berthv1.ConfiguredKindLabel] != "" {
+		if r.unqueued == nil {
+			return reconcile.Result{}, nil
+		}
+		pods = r.unqueued
+	}
+	if err := pods.List(ctx, &list, client.InNamespace(req.Namespace), client.MatchingFields{workloadIndex: req.Name}); err != nil {
 		return reconcile.Result{}, err
 	}
 	placed, gated := map[string][]*corev1.Pod{}, map[string][]*corev1.Pod{} // by pod set

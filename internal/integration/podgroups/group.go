@@ -403,13 +403,12 @@ func finish(g Group) (reason, message string) {
 		succeeded, g.Total, g.Name)
 }
 
-// PodSetAnnotation records on a started Pod of a group the pod set it runs
-// in: its Shape before its flavors' node labels and tolerations were added.
-const PodSetAnnotation = "berth.dev/pod-set"
-
-// PodSetOf is the pod set a Pod of a group belongs to.
+// PodSetOf is the pod set a Pod of a group belongs to: the one recorded
+// when berth started it (berthv1.PodSetAnnotation), else its Shape, which
+// was the pod set's name before its flavors' node labels and tolerations
+// were added.
 func PodSetOf(pod *corev1.Pod) string {
-	if s := pod.Annotations[PodSetAnnotation]; s != "" {
+	if s := pod.Annotations[berthv1.PodSetAnnotation]; s != "" {
 		return s
 	}
 	return Shape(pod)

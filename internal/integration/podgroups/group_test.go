@@ -38,7 +38,7 @@ func makePod(name, cpu string) *podBuilder {
 
 // Started: ungated, in its shape's pod set, with a flavor's node label added.
 func (b *podBuilder) Started() *podBuilder {
-	b.p.Annotations[PodSetAnnotation] = Shape(b.p)
+	b.p.Annotations[berthv1.PodSetAnnotation] = Shape(b.p)
 	b.p.Spec.SchedulingGates = nil
 	b.p.Spec.NodeSelector = map[string]string{"pool": "a"}
 	b.p.Status.Phase = corev1.PodRunning

@@ -416,7 +416,7 @@ func (r *Reconciler) start(ctx context.Context, wl *berthv1.Workload, s Start) e
 	if err := (pods.Kind{}).Steer(pod, wl.Spec.QueueName, integration.Placed(wl.Status.Admission, s.PodSet)); err != nil {
 		return err
 	}
-	metav1.SetMetaDataAnnotation(&pod.ObjectMeta, PodSetAnnotation, s.PodSet)
+	metav1.SetMetaDataAnnotation(&pod.ObjectMeta, berthv1.PodSetAnnotation, s.PodSet)
 	if err := r.client.Update(ctx, pod); err != nil {
 		return client.IgnoreNotFound(err)
 	}
