@@ -74,6 +74,11 @@ const (
 	JobMinParallelismAnnotation = "berth.dev/job-min-parallelism"
 	// KueueJobMinParallelismAnnotation is honoured too.
 	KueueJobMinParallelismAnnotation = "kueue.x-k8s.io/job-min-parallelism"
+	// PartialAdmissionAnnotation ("true") on an object of a kind queued
+	// from configuration allows partial admission: each of its pod sets
+	// whose kind has a least count (minCount) may run with as few pods as
+	// that least when all do not fit.
+	PartialAdmissionAnnotation = "berth.dev/partial-admission"
 	// MaxExecTimeLabel on a queued object limits how long its Workload may
 	// run, in whole seconds, counted over all its admissions: past it, it is
 	// stopped and deactivated (reason MaximumExecutionTimeExceeded).

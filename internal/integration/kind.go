@@ -53,10 +53,11 @@ type Steerer interface {
 
 // Shrinker is a Kind whose objects may ask to run with fewer pods than they
 // want (partial admission: a pod set's minCount): Start calls Shrink after
-// the Kind's Start with the pods admitted, and Shrink makes obj run no more
-// (a Job's parallelism), keeping what it had for when it is held again.
+// the Kind's Start with the pods admitted of each pod set, and Shrink makes
+// obj run no more (a Job's parallelism), keeping what it had for when it is
+// held again.
 type Shrinker interface {
-	Shrink(obj client.Object, admitted int32) error
+	Shrink(obj client.Object, admitted func(podSet string) int32) error
 }
 
 // Refuser is a Kind that refuses some objects at creation, such as those

@@ -202,7 +202,7 @@ func Start(ctx context.Context, c client.Client, live client.Reader, rec events.
 		return err
 	}
 	if s, ok := kind.(Shrinker); ok {
-		if err := s.Shrink(obj, AdmittedCount(wl.Status.Admission, "main")); err != nil {
+		if err := s.Shrink(obj, func(podSet string) int32 { return AdmittedCount(wl.Status.Admission, podSet) }); err != nil {
 			return err
 		}
 	}

@@ -242,6 +242,95 @@ func TestARayClustersWorkerGroupIsPlacedInOneRack(t *testing.T) {
 	}
 }
 
+// A RayCluster that allows partial admission (berth.dev/partial-admission),
+// of a head and 4 workers of 1 cpu with minReplicas 2, in 3 cpu of quota:
+// admitted with 2 workers, it runs with replicas 2 and KubeRay makes 2
+// workers, and its user cannot raise them; evicted, it is suspended with
+// its own 4 back.
+func TestARayClusterAllowingPartialAdmissionRunsTheWorkersThatFit(t *testing.T) {
+	env := testenv.New(t)
+	rayEditors(t, env)
+	standin.InstallCRD(t, env, "../../config/addons/ray/crd/ray.io_rayclusters.yaml", "rayclusters.ray.io.berth.dev")
+	pool, cq := poolQueue(t, env, "3", "16Gi")
+	env.CreateSimNode(t, env.Name("n"), map[string]string{"pool": pool})
+	rc := readExample(t, "../../examples/configured/raycluster.yaml")
+	rc.SetNamespace(env.Namespace)
+	rc.SetAnnotations(map[string]string{berthv1.PartialAdmissionAnnotation: "true"})
+	groups, _, _ := unstructured.NestedSlice(rc.Object, "spec", "workerGroupSpecs")
+	groups[0].(map[string]any)["replicas"], groups[0].(map[string]any)["minReplicas"] = int64(4), int64(2)
+	_ = unstructured.SetNestedSlice(rc.Object, groups, "spec", "workerGroupSpecs")
+	alice := env.AsEditor(t, "alice")
+	testenv.Eventually(t, wait, func() error { return alice.Create(ctx, rc) }) // once the edit role has RayClusters
+	kind := rayKind(t, "RayCluster")
+	replicas := func(u *unstructured.Unstructured) int64 {
+		groups, _, _ := unstructured.NestedSlice(u.Object, "spec", "workerGroupSpecs")
+		n, _, _ := unstructured.NestedInt64(groups[0].(map[string]any), "replicas")
+		return n
+	}
+	get := func() *unstructured.Unstructured {
+		t.Helper()
+		now := rc.DeepCopy()
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(rc), now); err != nil {
+			t.Fatal(err)
+		}
+		return now
+	}
+	workers := func() (running int, err error) {
+		var l corev1.PodList
+		if err := env.Client.List(ctx, &l, client.InNamespace(env.Namespace), client.MatchingLabels{"ray.io/cluster": rc.GetName(), "ray.io/node-type": "worker"}); err != nil {
+			return 0, err
+		}
+		for _, p := range l.Items {
+			if p.Status.Phase == corev1.PodRunning {
+				running++
+			}
+		}
+		return running, nil
+	}
+	testenv.Eventually(t, 2*time.Minute, func() error {
+		wl, err := workloadOf(env, kind, rc)
+		if err != nil {
+			return err
+		}
+		if !workload.IsAdmitted(wl) {
+			return fmt.Errorf("not admitted")
+		}
+		if n := wl.Status.Admission.PodSetAssignments[1].Count; n != 2 {
+			return fmt.Errorf("admitted with %d workers, want 2", n)
+		}
+		if now := get(); kind.C.Suspended(now) || replicas(now) != 2 {
+			return fmt.Errorf("suspended %v, replicas %d; want running with 2", kind.C.Suspended(now), replicas(now))
+		}
+		if n, err := workers(); err != nil || n != 2 {
+			return fmt.Errorf("%d workers running (%v), want 2", n, err)
+		}
+		return nil
+	})
+	// Its user may not take back the workers berth left out.
+	refused(t, alice, get(), func(u *unstructured.Unstructured) {
+		groups, _, _ := unstructured.NestedSlice(u.Object, "spec", "workerGroupSpecs")
+		groups[0].(map[string]any)["replicas"] = int64(4)
+		_ = unstructured.SetNestedSlice(u.Object, groups, "spec", "workerGroupSpecs")
+	}, "spec.workerGroupSpecs: may change on a queued RayCluster only in an update that leaves it suspended")
+
+	var q berthv1.ClusterQueue
+	if err := env.Client.Get(ctx, client.ObjectKey{Name: cq}, &q); err != nil {
+		t.Fatal(err)
+	}
+	orig := q.DeepCopy()
+	q.Spec.StopPolicy = berthv1.HoldAndDrain
+	if err := env.Client.Patch(ctx, &q, client.MergeFrom(orig)); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, wait, func() error {
+		now := get()
+		if !kind.C.Suspended(now) || replicas(now) != 4 {
+			return fmt.Errorf("evicted: suspended %v, replicas %d; want suspended with its own 4", kind.C.Suspended(now), replicas(now))
+		}
+		return nil
+	})
+}
+
 // rayEditors lets the edit role write KubeRay's kinds, as KubeRay's own
 // install does.
 func rayEditors(t *testing.T, env *testenv.Env) {

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -33,9 +34,10 @@ type Kind struct {
 }
 
 var (
-	_ integration.Kind    = Kind{}
-	_ integration.Refuser = Kind{}
-	_ integration.Owned   = Kind{}
+	_ integration.Kind     = Kind{}
+	_ integration.Refuser  = Kind{}
+	_ integration.Owned    = Kind{}
+	_ integration.Shrinker = Kind{}
 )
 
 // QueuingOwner is obj's controller reference when it names a kind of the
@@ -194,6 +196,51 @@ func (s slot) topology(c *Compiled, t corev1.PodTemplateSpec) (*berthv1.Topology
 	return req, nil
 }
 
+// partial reads whether u asks for partial admission
+// (berthv1.PartialAdmissionAnnotation), refusing a value other than true or
+// false, and a kind whose pod sets have no least count to go down to.
+func (c *Compiled) partial(u *unstructured.Unstructured) (bool, error) {
+	v, ok := u.GetAnnotations()[berthv1.PartialAdmissionAnnotation]
+	if !ok {
+		return false, nil
+	}
+	yes, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, fmt.Errorf("metadata.annotations[%s]: %q: want true or false", berthv1.PartialAdmissionAnnotation, v)
+	}
+	if yes && !slices.ContainsFunc(c.PodSets, func(ps CompiledPodSet) bool { return ps.MinCount != nil }) {
+		return false, fmt.Errorf("metadata.annotations[%s]: berth's configuration of %s gives no pod set a least count (minCount) to admit fewer pods down to",
+			berthv1.PartialAdmissionAnnotation, c.Kind)
+	}
+	return yes, nil
+}
+
+// least is the fewest pods a slot of n pods may be admitted with, for an
+// object that allows partial admission: its least count, where the kind
+// has one below n; nil when it may not run with fewer. Placed by topology,
+// or of several pods per count, it is not supported yet.
+func (s slot) least(n int32, placed bool) (*int32, error) {
+	if s.ps.MinCount == nil {
+		return nil, nil
+	}
+	lo, found, err := s.integer(s.ps.MinCount)
+	if err != nil || !found || lo < 1 || lo >= int64(n) {
+		return nil, err
+	}
+	if s.ps.PodsPerCount != nil {
+		if per, found, err := s.integer(s.ps.PodsPerCount); err != nil {
+			return nil, err
+		} else if found && per != 1 {
+			return nil, fmt.Errorf("%s: %d pods per count: partial admission of a pod set of more than one pod per count is not supported yet", s.path(s.ps.PodsPerCount), per)
+		}
+	}
+	if placed {
+		return nil, fmt.Errorf("%s.metadata.annotations: partial admission of a pod set placed by topology is not supported yet", s.path(s.ps.Template))
+	}
+	least := int32(lo)
+	return &least, nil
+}
+
 // placed marks a slot's template, whose pod set is placed by topology or
 // not: a placed one's pods carry berth.dev/topology-placed, so that the
 // Pod webhook creates them gated and the placement reconciler gives each
@@ -314,6 +361,10 @@ func (c *Compiled) ReadPodSets(u *unstructured.Unstructured) ([]berthv1.PodSet, 
 	if err != nil {
 		return nil, err
 	}
+	partial, err := c.partial(u)
+	if err != nil {
+		return nil, err
+	}
 	var out []berthv1.PodSet
 	for _, s := range slots {
 		t, found, err := s.template()
@@ -333,6 +384,11 @@ func (c *Compiled) ReadPodSets(u *unstructured.Unstructured) ([]berthv1.PodSet, 
 		ps := integration.PodSetOf(s.name, n, &t.Spec)
 		if ps.TopologyRequest, err = s.topology(c, t); err != nil {
 			return nil, err
+		}
+		if partial {
+			if ps.MinCount, err = s.least(n, ps.TopologyRequest != nil); err != nil {
+				return nil, err
+			}
 		}
 		out = append(out, ps)
 	}
@@ -401,8 +457,9 @@ func (k Kind) PodSets(obj client.Object) []berthv1.PodSet {
 
 // Refuse says why u cannot be queued as it is, naming the field, or "".
 // What berth does not do for configured kinds yet is refused rather than
-// ignored: partial admission, prebuilt Workloads, and placement of a kind
-// whose pods another object makes (ReadPodSets). A queue label on a pod template would queue its pods one by
+// ignored: prebuilt Workloads, and what ReadPodSets refuses (placement of
+// a kind whose pods another object makes, partial admission of a placed
+// pod set or of several pods per count). A queue label on a pod template would queue its pods one by
 // one, beside the object: the object is queued whole, by its own label.
 func (k Kind) Refuse(obj client.Object) string {
 	u := obj.(*unstructured.Unstructured)
@@ -453,7 +510,8 @@ func (k Kind) Refuse(obj client.Object) string {
 	}
 	for _, key := range []string{berthv1.JobMinParallelismAnnotation, berthv1.KueueJobMinParallelismAnnotation} {
 		if _, ok := u.GetAnnotations()[key]; ok {
-			return fmt.Sprintf("%s: metadata.annotations[%s]: partial admission of a kind queued from configuration is not supported yet", who, key)
+			return fmt.Sprintf("%s: metadata.annotations[%s]: a Job's annotation; a %s allows partial admission with %s: \"true\" (each pod set down to its least count)",
+				who, key, k.C.Kind, berthv1.PartialAdmissionAnnotation)
 		}
 	}
 	if _, err := k.C.ReadPodSets(u); err != nil {
@@ -532,6 +590,8 @@ const OriginalSchedulingAnnotation = "berth.dev/original-scheduling"
 type scheduling struct {
 	NodeSelector map[string]string   `json:"nodeSelector,omitempty"`
 	Tolerations  []corev1.Toleration `json:"tolerations,omitempty"`
+	// Count is the pod set's count before Shrink, when it shrank it.
+	Count *int64 `json:"count,omitempty"`
 }
 
 // Injected reports whether u's templates carry flavors' settings.
@@ -619,6 +679,57 @@ func (s slot) setScheduling(sch scheduling) error {
 	return nil
 }
 
+// Shrink runs each pod set admitted with fewer pods than it asked for
+// (partial admission) with that many: its count is set to them, and its
+// own kept for Restore. Start must have run.
+func (k Kind) Shrink(obj client.Object, admitted func(podSet string) int32) error {
+	u := obj.(*unstructured.Unstructured)
+	slots, err := k.C.slots(u)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", k.C.Kind, u.GetName(), err)
+	}
+	var orig map[string]scheduling
+	if err := json.Unmarshal([]byte(u.GetAnnotations()[OriginalSchedulingAnnotation]), &orig); err != nil {
+		return fmt.Errorf("annotation %s of %s %s/%s is not valid: %w", OriginalSchedulingAnnotation, k.C.Kind, u.GetNamespace(), u.GetName(), err)
+	}
+	shrunk := false
+	for _, s := range slots {
+		n, err := s.count()
+		if err != nil {
+			return err
+		}
+		a := admitted(s.name)
+		if a <= 0 || a >= n || s.ps.Count == nil {
+			continue
+		}
+		own, found, err := s.integer(s.ps.Count)
+		if err != nil || !found {
+			return fmt.Errorf("%s %s: %s: admitted with %d of %d pods, but the count cannot be set: %v", k.C.Kind, u.GetName(), s.path(s.ps.Count), a, n, err)
+		}
+		o := orig[s.name]
+		o.Count = &own
+		if orig == nil {
+			orig = map[string]scheduling{}
+		}
+		orig[s.name] = o
+		if err := unstructured.SetNestedField(s.in, int64(a), s.ps.Count...); err != nil {
+			return fmt.Errorf("%s %s: %s: %w", k.C.Kind, u.GetName(), s.path(s.ps.Count), err)
+		}
+		shrunk = true
+	}
+	if !shrunk {
+		return nil
+	}
+	data, err := json.Marshal(orig)
+	if err != nil {
+		return err
+	}
+	ann := u.GetAnnotations()
+	ann[OriginalSchedulingAnnotation] = string(data)
+	u.SetAnnotations(ann)
+	return nil
+}
+
 // Restore puts back the node selectors and tolerations the templates had
 // before Start. It reports whether it changed u; a damaged annotation is an
 // error naming it, and u is left as it is.
@@ -639,6 +750,11 @@ func (k Kind) Restore(u *unstructured.Unstructured) (bool, error) {
 		o, ok := orig[s.name]
 		if !ok {
 			continue
+		}
+		if o.Count != nil {
+			if err := unstructured.SetNestedField(s.in, *o.Count, s.ps.Count...); err != nil {
+				return false, fmt.Errorf("%s: %w", s.path(s.ps.Count), err)
+			}
 		}
 		if _, found, _ := unstructured.NestedMap(s.in, s.ps.Template...); !found {
 			continue

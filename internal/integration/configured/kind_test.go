@@ -79,7 +79,10 @@ func TestRefuseNamesTheField(t *testing.T) {
 		}, "prebuilt Workloads (dispatch to worker clusters) of a kind queued from configuration are not supported yet"},
 		{func(u *unstructured.Unstructured) {
 			u.SetAnnotations(map[string]string{berthv1.JobMinParallelismAnnotation: "1"})
-		}, "partial admission of a kind queued from configuration is not supported yet"},
+		}, `metadata.annotations[berth.dev/job-min-parallelism]: a Job's annotation; a MPIJob allows partial admission with berth.dev/partial-admission: "true"`},
+		{func(u *unstructured.Unstructured) {
+			u.SetAnnotations(map[string]string{berthv1.PartialAdmissionAnnotation: "true"})
+		}, "MPIJob pi: metadata.annotations[berth.dev/partial-admission]: berth's configuration of MPIJob gives no pod set a least count (minCount)"},
 	} {
 		u := example(t)
 		tc.edit(u)

@@ -250,6 +250,73 @@ func TestAPlacedGroupsTemplateMarksItsPods(t *testing.T) {
 	}
 }
 
+// A RayCluster that allows partial admission may run a worker group with
+// as few workers as its minReplicas: Start and Shrink set its replicas to
+// the workers admitted, which is no reshaping of it, and Restore puts its
+// own back. What partial admission cannot do yet is refused.
+func TestPartialAdmissionShrinksAGroupToTheWorkersAdmitted(t *testing.T) {
+	k := rayCluster(t)
+	u := rayExample(t)
+	group(u, 0, map[string]any{"replicas": int64(4), "minReplicas": int64(2)})
+	if ps := k.PodSets(u); ps[1].MinCount != nil {
+		t.Fatalf("without the annotation the workers have a least count %d", *ps[1].MinCount)
+	}
+	u.SetAnnotations(map[string]string{berthv1.PartialAdmissionAnnotation: "true"})
+	if why := k.Refuse(u); why != "" {
+		t.Fatalf("refused: %s", why)
+	}
+	pods := k.PodSets(u)
+	if pods[0].MinCount != nil || pods[1].MinCount == nil || *pods[1].MinCount != 2 || pods[1].Count != 4 {
+		t.Fatalf("pod sets %+v", pods)
+	}
+	if err := k.Start(u, nil); err != nil {
+		t.Fatal(err)
+	}
+	admitted := map[string]int32{"head": 1, "workers": 3}
+	if err := k.Shrink(u, func(ps string) int32 { return admitted[ps] }); err != nil {
+		t.Fatal(err)
+	}
+	replicas := func() int64 {
+		groups, _, _ := unstructured.NestedSlice(u.Object, "spec", "workerGroupSpecs")
+		n, _, _ := unstructured.NestedInt64(groups[0].(map[string]any), "replicas")
+		return n
+	}
+	if replicas() != 3 {
+		t.Fatalf("replicas %d, want the 3 admitted", replicas())
+	}
+	if k.Reshaped(u, pods) {
+		t.Error("a shrunk cluster counts as reshaped by its user")
+	}
+	if _, err := k.Restore(u); err != nil || replicas() != 4 {
+		t.Fatalf("restored replicas %d (%v), want 4", replicas(), err)
+	}
+
+	for _, tc := range []struct {
+		edit func(*unstructured.Unstructured)
+		want string
+	}{
+		{func(u *unstructured.Unstructured) {
+			u.SetAnnotations(map[string]string{berthv1.PartialAdmissionAnnotation: "yes"})
+		},
+			`RayCluster raycluster-small: metadata.annotations[berth.dev/partial-admission]: "yes": want true or false`},
+		{func(u *unstructured.Unstructured) { group(u, 0, map[string]any{"numOfHosts": int64(2)}) },
+			"RayCluster raycluster-small: spec.workerGroupSpecs[0].numOfHosts: 2 pods per count: partial admission of a pod set of more than one pod per count is not supported yet"},
+		{func(u *unstructured.Unstructured) {
+			groups, _, _ := unstructured.NestedSlice(u.Object, "spec", "workerGroupSpecs")
+			_ = unstructured.SetNestedField(groups[0].(map[string]any), "rack", "template", "metadata", "annotations", "berth.dev/podset-required-topology")
+			_ = unstructured.SetNestedSlice(u.Object, groups, "spec", "workerGroupSpecs")
+		}, "RayCluster raycluster-small: spec.workerGroupSpecs[0].template.metadata.annotations: partial admission of a pod set placed by topology is not supported yet"},
+	} {
+		bad := rayExample(t)
+		group(bad, 0, map[string]any{"replicas": int64(4), "minReplicas": int64(2)})
+		bad.SetAnnotations(map[string]string{berthv1.PartialAdmissionAnnotation: "true"})
+		tc.edit(bad)
+		if why := k.Refuse(bad); why != tc.want {
+			t.Errorf("refused %q, want %q", why, tc.want)
+		}
+	}
+}
+
 // A RayJob's pods are made by the RayCluster it makes: placement cannot
 // tell whose they are, so a queued RayJob that asks for it is refused.
 func TestARayJobThatAsksForPlacementIsRefused(t *testing.T) {

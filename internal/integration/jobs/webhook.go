@@ -165,8 +165,8 @@ func (Kind) Start(obj client.Object, flavors map[string][]*berthv1.ResourceFlavo
 
 // Shrink runs a Job admitted with fewer pods than it asked for with that
 // many at once (ShrinkToAdmitted).
-func (Kind) Shrink(obj client.Object, admitted int32) error {
-	return ShrinkToAdmitted(obj.(*batchv1.Job), admitted)
+func (Kind) Shrink(obj client.Object, admitted func(podSet string) int32) error {
+	return ShrinkToAdmitted(obj.(*batchv1.Job), admitted("main"))
 }
 
 // Steer labels the pod template of a placed Job so that its pods are given
