@@ -59,6 +59,7 @@ lint: ## gofmt, go vet, golangci-lint (.golangci.yml) and go mod tidy, as CI run
 	$(GOLANGCI_LINT) run ./...
 	@$(GO) mod tidy -diff || { echo "go.mod or go.sum is not tidy: run 'go mod tidy' and commit the result"; exit 1; }
 	cd test/certmanager && $(GO) vet ./... && $(GO) mod tidy -diff
+	cd hack/kueuerace && $(GO) mod tidy -diff
 
 up: build ## start a local control plane in the foreground
 	bin/berth up
