@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	corev1 "k8s.io/api/core/v1"
 	"maps"
 	"slices"
 	"strconv"
@@ -43,7 +44,9 @@ func newTraceRecordCommand() *cobra.Command {
 		Long: `Read the cluster's berth Workloads and write, for each that ran to its end,
 its arrival (its creation), LocalQueue, priority, pod sets with their
 requests, run time (from its last admission to its end), and, as it
-happened, when it was last admitted and how often it was evicted. Workloads
+happened, when it was last admitted and how often it was evicted; where
+the cluster has Topologies, its nodes too (names, labels, allocatable,
+taints), for replaying topology-aware placement. Workloads
 still pending or running, and those that ended without being admitted, are
 left out and counted on stderr. Names are replaced by w0, w1, ... in order
 of arrival unless --names: a trace needs only a workload's namespace, where
@@ -94,12 +97,26 @@ history can be replayed against a berth plan. Finished Workloads stay in the clu
 					}
 				}
 				rec, total = whatif.FromWorkloads(all, from, names), len(all)
+				// Nodes, for replaying topology-aware placement: only where
+				// the cluster places by topology.
+				var topos berthv1.TopologyList
+				if err := c.List(ctx, &topos); err != nil {
+					return fmt.Errorf("listing Topologies: %w", err)
+				}
+				if len(topos.Items) > 0 {
+					var nodes corev1.NodeList
+					if err := c.List(ctx, &nodes); err != nil {
+						return fmt.Errorf("listing nodes: %w", err)
+					}
+					rec.Nodes = whatif.NodesOf(nodes.Items)
+					fmt.Fprintf(cmd.ErrOrStderr(), "recorded %d nodes (the cluster has Topologies)\n", len(rec.Nodes))
+				}
 			}
 			for _, why := range slices.Sorted(maps.Keys(rec.Skipped)) {
 				fmt.Fprintf(cmd.ErrOrStderr(), "left out %d workloads: %s\n", rec.Skipped[why], why)
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "recorded %d of %d workloads\n", len(rec.Workloads), total)
-			return whatif.WriteTrace(cmd.OutOrStdout(), whatif.Header{Start: rec.Start, Source: source}, rec.Workloads)
+			return whatif.WriteTrace(cmd.OutOrStdout(), whatif.Header{Start: rec.Start, Source: source, Nodes: rec.Nodes}, rec.Workloads)
 		},
 	}
 	inst.add(cmd)

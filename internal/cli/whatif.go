@@ -29,8 +29,8 @@ func newWhatifCommand() *cobra.Command {
 		Short: "Replay a trace of workloads against a queue configuration with berth's own scheduler, in virtual time, and report each queue's waits",
 		Long: `Replay a trace (docs/whatif.md: one JSON line per workload with its arrival,
 LocalQueue, priority, pod sets and run time) against a queue configuration,
-the YAML of ResourceFlavors, Cohorts, ClusterQueues, LocalQueues and
-Namespaces you would apply, with the scheduler berth's controller runs, in
+the YAML of ResourceFlavors, Cohorts, ClusterQueues, LocalQueues,
+Topologies and Namespaces you would apply, with the scheduler berth's controller runs, in
 virtual time: no cluster, and a day of arrivals in the time its admission
 cycles take.
 
@@ -47,8 +47,10 @@ workloads were admitted in the same order. --chart draws, over the trace's time,
 how long those arriving then waited, and what share of the nominal quota of
 each resource was held, a line per configuration.
 
-What it does not model is refused: topology-aware placement and admission
-checks in the configuration. Budgets start empty at the trace's start. A preempted workload gives its quota back at
+Pod sets that ask for topology-aware placement are placed on the trace's
+nodes when the configuration's flavors name Topologies. What it does not
+model is refused: admission checks in the configuration, and placement
+when the trace has no nodes. Budgets start empty at the trace's start. A preempted workload gives its quota back at
 once (in a cluster, once its pods are gone), waits out the backoff the
 controller gives an evicted workload, and runs again in full.`,
 		Example: `  berth whatif --trace week.jsonl --config queues.yaml
@@ -89,7 +91,7 @@ controller gives an evicted workload, and runs again in full.`,
 					return err
 				}
 				began := time.Now()
-				r, err := whatif.Replay(cfg, header.Start, trace, whatif.Options{FairSharing: fairSharing})
+				r, err := whatif.Replay(cfg, header.Start, trace, whatif.Options{FairSharing: fairSharing, Nodes: header.Nodes})
 				if err != nil {
 					return err
 				}

@@ -306,6 +306,16 @@ func (c *Cluster) IsAdmitted(key string) (cq string, ok bool) {
 	return a.ClusterQueue, true
 }
 
+// Placements are where an admitted workload's topology-aware pod sets were
+// placed, as the cycle that admitted it placed them; nil for one that is
+// not admitted or placed nothing.
+func (c *Cluster) Placements(key string) []Placement {
+	if a, ok := c.admitted[key]; ok {
+		return a.Placements
+	}
+	return nil
+}
+
 // Evicting reports whether an admitted workload was chosen as a victim and
 // its eviction is not yet seen.
 func (c *Cluster) Evicting(key string) bool { return c.evicting[key] }

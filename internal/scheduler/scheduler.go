@@ -300,6 +300,15 @@ func (s *Scheduler) WorkloadAdmitted(a core.Admitted, localQueue string) {
 	}
 }
 
+// Placements are where the cycle that admitted a workload placed its
+// topology-aware pod sets (core.Cluster.Placements): what a caller that
+// keeps no API reports as admitted with it (the what-if replay).
+func (s *Scheduler) Placements(key string) []core.Placement {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cluster.Placements(key)
+}
+
 // WorkloadGone reports a workload deleted, finished, or otherwise no longer
 // waiting nor holding quota. Its quota, if any, is released.
 func (s *Scheduler) WorkloadGone(key string) {

@@ -26,11 +26,12 @@ type Config struct {
 	Cohorts       []berthv1.Cohort
 	ClusterQueues []berthv1.ClusterQueue
 	LocalQueues   []berthv1.LocalQueue
+	Topologies    []berthv1.Topology
 	Namespaces    []corev1.Namespace
 }
 
 // kinds are what a configuration may hold.
-var kinds = []string{"ResourceFlavor", "Cohort", "ClusterQueue", "LocalQueue", "Namespace"}
+var kinds = []string{"ResourceFlavor", "Cohort", "ClusterQueue", "LocalQueue", "Topology", "Namespace"}
 
 // ParseConfig reads a configuration from YAML (or JSON) documents, as
 // applied to a cluster; name says which it is in reports. What the replay
@@ -60,7 +61,7 @@ func ParseConfig(name string, data []byte) (*Config, error) {
 			into = &cfg.Namespaces[len(cfg.Namespaces)-1]
 		case apiVersion != berthv1.GroupVersion.String() || !slices.Contains(kinds, kind):
 			return nil, fmt.Errorf("%s: document %d: %s %s (%s) is not part of a queue configuration; a replay reads %v of %s, and Namespaces",
-				name, doc, kind, objName, apiVersion, kinds[:4], berthv1.GroupVersion)
+				name, doc, kind, objName, apiVersion, kinds[:5], berthv1.GroupVersion)
 		case kind == "ResourceFlavor":
 			cfg.Flavors = append(cfg.Flavors, berthv1.ResourceFlavor{})
 			into = &cfg.Flavors[len(cfg.Flavors)-1]
@@ -73,6 +74,9 @@ func ParseConfig(name string, data []byte) (*Config, error) {
 		case kind == "LocalQueue":
 			cfg.LocalQueues = append(cfg.LocalQueues, berthv1.LocalQueue{})
 			into = &cfg.LocalQueues[len(cfg.LocalQueues)-1]
+		case kind == "Topology":
+			cfg.Topologies = append(cfg.Topologies, berthv1.Topology{})
+			into = &cfg.Topologies[len(cfg.Topologies)-1]
 		}
 		delete(obj, "status")
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(obj, into, true); err != nil {
@@ -90,8 +94,13 @@ func ParseConfig(name string, data []byte) (*Config, error) {
 // not count by (a budget with a problem, as the API would refuse it).
 func (c *Config) refuse() error {
 	for _, rf := range c.Flavors {
-		if rf.Spec.TopologyName != nil {
-			return fmt.Errorf("%s: ResourceFlavor %s: spec.topologyName: topology-aware placement is not replayed yet (a trace holds no nodes)", c.Name, rf.Name)
+		if t := rf.Spec.TopologyName; t != nil && !slices.ContainsFunc(c.Topologies, func(o berthv1.Topology) bool { return o.Name == *t }) {
+			return fmt.Errorf("%s: ResourceFlavor %s: spec.topologyName: Topology %s is not in the configuration", c.Name, rf.Name, *t)
+		}
+	}
+	for _, t := range c.Topologies {
+		if len(t.Spec.Levels) == 0 {
+			return fmt.Errorf("%s: Topology %s: spec.levels: at least one", c.Name, t.Name)
 		}
 	}
 	for _, cq := range c.ClusterQueues {

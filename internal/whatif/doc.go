@@ -13,7 +13,8 @@
 // per workload.
 //
 // What the replay does not model is refused or said, not ignored:
-// topology-aware placement and admission checks are refused in a
-// configuration; an evicted workload gives its quota back at once (a real
-// one holds it until its pods are gone) and runs again from the start.
+// admission checks are refused in a configuration, and topology-aware
+// placement without the trace's nodes; an evicted workload gives its
+// quota back at once (a real one holds it until its pods are gone) and
+// runs again from the start.
 package whatif

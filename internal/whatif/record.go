@@ -20,6 +20,8 @@ import (
 type Recording struct {
 	Start     time.Time
 	Workloads []Workload
+	// Nodes, when the cluster places by topology (NodesOf).
+	Nodes []Node
 	// Skipped counts the Workloads left out, by why.
 	Skipped map[string]int
 }
@@ -72,11 +74,28 @@ func FromWorkloads(wls []berthv1.Workload, since time.Time, keepNames bool) Reco
 			for name, q := range devicesOf(w, ps) {
 				req[string(name)] = q.String()
 			}
-			r.podSets = append(r.podSets, PodSet{Name: ps.Name, Count: ps.Count, Requests: req})
+			r.podSets = append(r.podSets, PodSet{Name: ps.Name, Count: ps.Count, Requests: req, Topology: ps.TopologyRequest.DeepCopy()})
 		}
 		runs = append(runs, r)
 	}
 	return record(runs, since, keepNames)
+}
+
+// NodesOf records a cluster's nodes for topology-aware placement: their
+// names, labels, allocatable, taints and whether they are cordoned.
+func NodesOf(nodes []corev1.Node) []Node {
+	out := make([]Node, 0, len(nodes))
+	for i := range nodes {
+		n := &nodes[i]
+		alloc := make(map[string]string, len(n.Status.Allocatable))
+		for r, q := range n.Status.Allocatable {
+			alloc[string(r)] = q.String()
+		}
+		out = append(out, Node{Name: n.Name, Labels: maps.Clone(n.Labels), Allocatable: alloc,
+			Taints: slices.Clone(n.Spec.Taints), Unschedulable: n.Spec.Unschedulable})
+	}
+	slices.SortFunc(out, func(a, b Node) int { return strings.Compare(a.Name, b.Name) })
+	return out
 }
 
 // devicesOf is what one pod of ps was counted for beyond its spec's

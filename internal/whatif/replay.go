@@ -16,6 +16,7 @@ import (
 	"github.com/berth-dev/berth/internal/controller/queues"
 	"github.com/berth-dev/berth/internal/core"
 	"github.com/berth-dev/berth/internal/scheduler"
+	"github.com/berth-dev/berth/internal/topology"
 	"github.com/berth-dev/berth/internal/workload"
 )
 
@@ -23,6 +24,9 @@ import (
 type Options struct {
 	// FairSharing is berth controller --fair-sharing.
 	FairSharing bool
+	// Nodes are the trace's nodes (Header.Nodes), which a configuration
+	// with Topologies places pods on.
+	Nodes []Node
 }
 
 // Outcome is what became of one workload of the trace.
@@ -109,6 +113,9 @@ func Replay(cfg *Config, start time.Time, trace []Workload, o Options) (*Result,
 	clk := &virtualClock{now: start}
 	s := scheduler.New(clk)
 	s.SetFairSharing(o.FairSharing)
+	if err := setTopologies(s, cfg, o.Nodes); err != nil {
+		return nil, err
+	}
 	for i := range cfg.Flavors {
 		s.SetFlavor(queues.FlavorOf(&cfg.Flavors[i]))
 	}
@@ -262,7 +269,8 @@ func Replay(cfg *Config, start time.Time, trace []Workload, o Options) (*Result,
 				}
 				i := byKey[d.Workload.Key]
 				s.WorkloadAdmitted(core.Admitted{Key: d.Workload.Key, ClusterQueue: d.Admit.ClusterQueue, Usage: d.Admit.Usage,
-					Priority: *cmp.Or(d.Admit.Priority, &d.Workload.Priority), Timestamp: d.Workload.Timestamp, AdmittedAt: now}, res.Workloads[i].LocalQueue)
+					Priority: *cmp.Or(d.Admit.Priority, &d.Workload.Priority), Timestamp: d.Workload.Timestamp, AdmittedAt: now,
+					Placements: s.Placements(d.Workload.Key)}, res.Workloads[i].LocalQueue)
 				o := &res.Workloads[i]
 				t := now.Sub(start).Seconds()
 				if o.Admitted == nil {
@@ -293,6 +301,41 @@ func Replay(cfg *Config, start time.Time, trace []Workload, o Options) (*Result,
 	return res, nil
 }
 
+// setTopologies gives the scheduler cfg's Topologies and the trace's nodes,
+// each Ready with all of its allocatable free: pods that are not placed
+// by topology are not in a trace, so they take no room here.
+func setTopologies(s *scheduler.Scheduler, cfg *Config, nodes []Node) error {
+	for _, rf := range cfg.Flavors {
+		if rf.Spec.TopologyName != nil && len(nodes) == 0 {
+			return fmt.Errorf("%s: ResourceFlavor %s: spec.topologyName: topology-aware placement needs the trace's nodes, and this trace has none (recorded from a cluster without Topologies, or generated)", cfg.Name, rf.Name)
+		}
+	}
+	for _, t := range cfg.Topologies {
+		levels := make([]string, len(t.Spec.Levels))
+		for i, l := range t.Spec.Levels {
+			levels[i] = l.NodeLabel
+		}
+		s.SetTopology(t.Name, levels)
+	}
+	if len(cfg.Topologies) == 0 {
+		return nil
+	}
+	set := make([]topology.Node, 0, len(nodes))
+	for _, n := range nodes {
+		free := make(map[string]int64, len(n.Allocatable))
+		for r, q := range n.Allocatable {
+			v, err := resource.ParseQuantity(q)
+			if err != nil {
+				return fmt.Errorf("node %s: allocatable[%s]: %w", n.Name, r, err)
+			}
+			free[r] = core.Milli(v)
+		}
+		set = append(set, topology.Node{Name: n.Name, Labels: n.Labels, Free: free, Taints: n.Taints, Ready: true, Unschedulable: n.Unschedulable})
+	}
+	s.SetNodes(set, nil)
+	return nil
+}
+
 // at is t plus seconds, to the microsecond.
 func at(t time.Time, seconds float64) time.Time {
 	return t.Add(time.Duration(seconds * float64(time.Second)).Round(time.Microsecond))
@@ -302,7 +345,7 @@ func at(t time.Time, seconds float64) time.Time {
 func coreWorkload(w *Workload, ns labels.Set, arrival time.Time) (*core.Workload, error) {
 	cw := &core.Workload{Key: w.Key(), NamespaceLabels: ns, Priority: w.Priority, Timestamp: arrival}
 	for _, ps := range w.PodSets {
-		cps := core.PodSet{Name: ps.Name, Count: ps.Count, Requests: map[string]int64{}}
+		cps := core.PodSet{Name: ps.Name, Count: ps.Count, Requests: map[string]int64{}, Topology: workload.TopologyRequestOf(ps.Topology)}
 		for _, r := range slices.Sorted(maps.Keys(ps.Requests)) {
 			q, err := resource.ParseQuantity(ps.Requests[r])
 			if err != nil {

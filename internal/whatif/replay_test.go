@@ -183,7 +183,7 @@ func TestReplayPreempts(t *testing.T) {
 func TestParseConfigRefuses(t *testing.T) {
 	for _, tc := range []struct{ doc, want string }{
 		{"apiVersion: berth.dev/v1beta1\nkind: ResourceFlavor\nmetadata: {name: f}\nspec: {topologyName: dc}\n",
-			"ResourceFlavor f: spec.topologyName: topology-aware placement is not replayed yet"},
+			"ResourceFlavor f: spec.topologyName: Topology dc is not in the configuration"},
 		{"apiVersion: berth.dev/v1beta1\nkind: ClusterQueue\nmetadata: {name: q}\nspec: {admissionChecks: [budget]}\n",
 			"ClusterQueue q: spec.admissionChecks: admission checks are not replayed yet"},
 		{"apiVersion: berth.dev/v1beta1\nkind: ClusterQueue\nmetadata: {name: q}\nspec: {budget: {resource: cpu, resourceHours: \"0\", window: CalendarMonth, whenSpent: Stop}}\n",

@@ -9,14 +9,19 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	berthv1 "github.com/berth-dev/berth/api/v1beta1"
 )
 
 // Trace format: JSON Lines. The first line is a Header; each other line one
-// Workload, in any order.
+// Workload, or one node ({"node": Node}), in any order. Version 2 added the
+// nodes and the pod sets' topology requests; version 1 traces are read as
+// they are.
 const (
 	Format  = "berth.dev/trace"
-	Version = 1
+	Version = 2
 )
 
 // Header is a trace's first line.
@@ -27,6 +32,26 @@ type Header struct {
 	Start time.Time `json:"start"`
 	// Source says where the trace came from (a cluster, a generator).
 	Source string `json:"source,omitempty"`
+	// Nodes are the cluster's nodes, for replaying topology-aware
+	// placement: written and read as lines of their own.
+	Nodes []Node `json:"-"`
+}
+
+// Node is one node of the cluster a trace was recorded on: what
+// topology-aware placement reads of it.
+type Node struct {
+	Name   string            `json:"name"`
+	Labels map[string]string `json:"labels,omitempty"`
+	// Allocatable, as quantities ("8", "32Gi", "110"); the replay places
+	// pods in it as if only placed pods ran there.
+	Allocatable   map[string]string `json:"allocatable"`
+	Taints        []corev1.Taint    `json:"taints,omitempty"`
+	Unschedulable bool              `json:"unschedulable,omitempty"`
+}
+
+// nodeLine is how a Node is written: a line a Workload never is.
+type nodeLine struct {
+	Node *Node `json:"node"`
 }
 
 // Workload is one workload of a trace: what the replay needs, nothing of
@@ -57,6 +82,8 @@ type PodSet struct {
 	Count int32  `json:"count"`
 	// Requests of one pod, as quantities ("500m", "2Gi").
 	Requests map[string]string `json:"requests"`
+	// Topology is the placement its pods asked for, if any.
+	Topology *berthv1.TopologyRequest `json:"topology,omitempty"`
 }
 
 // Key is the workload's namespace/name.
@@ -82,10 +109,30 @@ func ReadTrace(r io.Reader) (Header, []Workload, error) {
 			if err := dec.Decode(&h); err != nil {
 				return h, nil, fmt.Errorf("line %d: the header: %w", line, err)
 			}
-			if h.Format != Format || h.Version != Version {
-				return h, nil, fmt.Errorf("line %d: the header says format %q version %d; this berth reads %q version %d", line, h.Format, h.Version, Format, Version)
+			if h.Format != Format || h.Version < 1 || h.Version > Version {
+				return h, nil, fmt.Errorf("line %d: the header says format %q version %d; this berth reads %q versions 1 to %d", line, h.Format, h.Version, Format, Version)
 			}
 			continue
+		}
+		if strings.Contains(text, `"node"`) {
+			// A node's line, or a workload that mentions one.
+			var nl nodeLine
+			if json.Unmarshal([]byte(text), &nl) == nil && nl.Node != nil {
+				strict := json.NewDecoder(strings.NewReader(text))
+				strict.DisallowUnknownFields()
+				if err := strict.Decode(&nl); err != nil {
+					return h, nil, fmt.Errorf("line %d: %w", line, err)
+				}
+				if err := nl.Node.check(); err != nil {
+					return h, nil, fmt.Errorf("line %d: node %s: %w", line, nl.Node.Name, err)
+				}
+				if at, dup := seen["node "+nl.Node.Name]; dup {
+					return h, nil, fmt.Errorf("line %d: node %s: already on line %d", line, nl.Node.Name, at)
+				}
+				seen["node "+nl.Node.Name] = line
+				h.Nodes = append(h.Nodes, *nl.Node)
+				continue
+			}
 		}
 		var w Workload
 		if err := dec.Decode(&w); err != nil {
@@ -107,6 +154,18 @@ func ReadTrace(r io.Reader) (Header, []Workload, error) {
 		return h, nil, errors.New("the trace is empty: its first line is a header")
 	}
 	return h, out, nil
+}
+
+func (n *Node) check() error {
+	if n.Name == "" {
+		return errors.New("name: required")
+	}
+	for r, q := range n.Allocatable {
+		if _, err := resource.ParseQuantity(q); err != nil {
+			return fmt.Errorf("allocatable[%s]: %w", r, err)
+		}
+	}
+	return nil
 }
 
 func (w *Workload) check() error {
@@ -135,16 +194,38 @@ func (w *Workload) check() error {
 				return fmt.Errorf("podSets[%d].requests[%s]: %w", i, r, err)
 			}
 		}
+		if t := ps.Topology; t != nil {
+			modes := 0
+			for _, set := range []bool{t.Required != nil, t.Preferred != nil, t.Unconstrained != nil && *t.Unconstrained} {
+				if set {
+					modes++
+				}
+			}
+			switch {
+			case modes != 1:
+				return fmt.Errorf("podSets[%d].topology: set one of required, preferred and unconstrained", i)
+			case (t.SliceRequiredLevel == nil) != (t.SliceSize == nil):
+				return fmt.Errorf("podSets[%d].topology: sliceRequiredLevel and sliceSize go together", i)
+			case t.SliceSize != nil && (*t.SliceSize < 1 || ps.Count%*t.SliceSize != 0):
+				return fmt.Errorf("podSets[%d].topology.sliceSize: %d does not divide the count %d", i, *t.SliceSize, ps.Count)
+			}
+		}
 	}
 	return nil
 }
 
-// WriteTrace writes a trace: the header, then each workload on its line.
+// WriteTrace writes a trace: the header, its nodes, then each workload on
+// its line.
 func WriteTrace(w io.Writer, h Header, ws []Workload) error {
 	h.Format, h.Version = Format, Version
 	enc := json.NewEncoder(w)
 	if err := enc.Encode(h); err != nil {
 		return err
+	}
+	for i := range h.Nodes {
+		if err := enc.Encode(nodeLine{Node: &h.Nodes[i]}); err != nil {
+			return err
+		}
 	}
 	for i := range ws {
 		if err := enc.Encode(&ws[i]); err != nil {

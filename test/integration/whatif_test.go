@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -24,10 +25,13 @@ import (
 // berth trace record writes them into a trace as they ran (the second
 // arriving after the first, each running its simulated duration or more),
 // and berth whatif replays that history against a queue of 2 cpu, where
-// neither waits.
+// neither waits. The cluster has a Topology, so the trace holds its nodes.
 func TestTraceRecordReplaysWhatRan(t *testing.T) {
 	env := testenv.New(t)
-	env.CreateSimNode(t, env.Name("n1"), nil)
+	node := env.CreateSimNode(t, env.Name("n1"), map[string]string{rackLabel: "r1"})
+	topo := &berthv1.Topology{Spec: berthv1.TopologySpec{Levels: []berthv1.TopologyLevel{{NodeLabel: rackLabel}}}}
+	topo.Name = env.Name("dc")
+	env.Create(t, topo)
 	rf, cq := env.Name("rf"), env.Name("cq")
 	env.Create(t, MakeResourceFlavor(rf).Toleration(env.Toleration()).Obj())
 	env.Create(t, MakeClusterQueue(cq).ResourceGroup(MakeFlavorQuotas(rf).Resource("cpu", "1").Obj()).Obj())
@@ -71,6 +75,10 @@ func TestTraceRecordReplaysWhatRan(t *testing.T) {
 		if w.Namespace == env.Namespace {
 			mine = append(mine, w)
 		}
+	}
+	i := slices.IndexFunc(h.Nodes, func(n whatif.Node) bool { return n.Name == node.Name })
+	if i < 0 || h.Nodes[i].Labels[rackLabel] != "r1" || h.Nodes[i].Allocatable["cpu"] != "8" || len(h.Nodes[i].Taints) != 1 {
+		t.Errorf("the trace's nodes %+v: want %s, in rack r1, of 8 cpu, tainted", h.Nodes, node.Name)
 	}
 	if len(mine) != 2 || h.Source != "berth trace record" {
 		t.Fatalf("recorded %+v of this namespace (header %+v); want its 2 Workloads", mine, h)
