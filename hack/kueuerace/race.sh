@@ -77,8 +77,8 @@ run_kueue() {
 	"$berth" kubectl --name "$name" wait --for condition=Established --timeout 60s crd --all >/dev/null
 	mkdir -p "$out/kueue"
 	"$bin/minimalkueue" --kubeconfig "$kubeconfig" >"$out/kueue/minimalkueue.log" 2>&1 &
-	local mk=$!
-	trap 'kill $mk 2>/dev/null; finish race-kueue' EXIT
+	mk=$! # global: the EXIT trap reads it after this function has returned
+	trap 'kill "$mk" 2>/dev/null; finish race-kueue' EXIT
 	local api
 	api=$(apiserver "$name")
 	local api0 start

@@ -214,7 +214,12 @@ func Start(ctx context.Context, c client.Client, live client.Reader, rec events.
 	if err := c.Update(ctx, obj); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	rec.Eventf(obj, wl, corev1.EventTypeNormal, "Started", "Admission", "admitted by ClusterQueue %s", wl.Status.Admission.ClusterQueue)
+	if obj.GetLabels()[berthv1.MultiClusterOriginLabel] == "" {
+		// A manager's copy goes without: its user reads the manager's
+		// object, which says where it runs, and each dispatch costs the
+		// worker's API server one write less.
+		rec.Eventf(obj, wl, corev1.EventTypeNormal, "Started", "Admission", "admitted by ClusterQueue %s", wl.Status.Admission.ClusterQueue)
+	}
 	return nil
 }
 

@@ -267,6 +267,23 @@ func TestJobRunsOnAWorkerWithRoom(t *testing.T) {
 		return nil
 	})
 	waitNoCopy(t, envs[worker2], job.Name)
+	// The copy was started with no event of berth's: nobody reads the
+	// copy's, and each dispatch costs the worker's API server one write
+	// less. (The Job controller's events say it ran there.)
+	evs, err := envs[worker2].Kube.EventsV1().Events(m.Namespace).List(ctx, metav1.ListOptions{FieldSelector: "regarding.name=" + job.Name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ran := false
+	for _, ev := range evs.Items {
+		if ev.Reason == "Started" {
+			t.Errorf("berth wrote an event on the worker's copy: %s: %s", ev.Reason, ev.Note)
+		}
+		ran = ran || ev.Reason == "Completed"
+	}
+	if !ran {
+		t.Errorf("no Completed event of the Job controller on the worker's copy among %d: the events are not where the test looks", len(evs.Items))
+	}
 	pods, err := m.Kube.CoreV1().Pods(m.Namespace).List(ctx, metav1.ListOptions{})
 	if err != nil || len(pods.Items) != 0 {
 		t.Errorf("%d pods on the manager (%v); it runs none", len(pods.Items), err)
