@@ -77,6 +77,7 @@ history can be replayed against a berth plan. Finished Workloads stay in the clu
 			}
 			var rec whatif.Recording
 			var total int
+			var placed bool // the cluster places by topology
 			source := "berth trace record"
 			if kueue {
 				items, version, err := kueueWorkloads(ctx, c)
@@ -84,6 +85,12 @@ history can be replayed against a berth plan. Finished Workloads stay in the clu
 					return err
 				}
 				rec, total, source = whatif.FromKueueWorkloads(items, from, names), len(items), "berth trace record --kueue ("+whatif.KueueGroup+"/"+version+")"
+				topos := &unstructured.UnstructuredList{}
+				topos.SetGroupVersionKind(schema.GroupVersionKind{Group: whatif.KueueGroup, Version: version, Kind: "TopologyList"})
+				if err := c.List(ctx, topos); err != nil && !meta.IsNoMatchError(err) {
+					return fmt.Errorf("listing Kueue's Topologies: %w", err)
+				}
+				placed = len(topos.Items) > 0
 			} else {
 				var all []berthv1.Workload
 				var list berthv1.WorkloadList
@@ -97,20 +104,21 @@ history can be replayed against a berth plan. Finished Workloads stay in the clu
 					}
 				}
 				rec, total = whatif.FromWorkloads(all, from, names), len(all)
-				// Nodes, for replaying topology-aware placement: only where
-				// the cluster places by topology.
 				var topos berthv1.TopologyList
 				if err := c.List(ctx, &topos); err != nil {
 					return fmt.Errorf("listing Topologies: %w", err)
 				}
-				if len(topos.Items) > 0 {
-					var nodes corev1.NodeList
-					if err := c.List(ctx, &nodes); err != nil {
-						return fmt.Errorf("listing nodes: %w", err)
-					}
-					rec.Nodes = whatif.NodesOf(nodes.Items)
-					fmt.Fprintf(cmd.ErrOrStderr(), "recorded %d nodes (the cluster has Topologies)\n", len(rec.Nodes))
+				placed = len(topos.Items) > 0
+			}
+			if placed {
+				// Nodes, for replaying topology-aware placement: only where
+				// the cluster places by topology.
+				var nodes corev1.NodeList
+				if err := c.List(ctx, &nodes); err != nil {
+					return fmt.Errorf("listing nodes: %w", err)
 				}
+				rec.Nodes = whatif.NodesOf(nodes.Items)
+				fmt.Fprintf(cmd.ErrOrStderr(), "recorded %d nodes (the cluster has Topologies)\n", len(rec.Nodes))
 			}
 			for _, why := range slices.Sorted(maps.Keys(rec.Skipped)) {
 				fmt.Fprintf(cmd.ErrOrStderr(), "left out %d workloads: %s\n", rec.Skipped[why], why)

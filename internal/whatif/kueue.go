@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	resourcehelper "k8s.io/component-helpers/resource"
+
+	berthv1 "github.com/berth-dev/berth/api/v1beta1"
 )
 
 // KueueGroup is the API group of Kueue's Workloads, which FromKueueWorkloads
@@ -19,6 +21,11 @@ const KueueGroup = "kueue.x-k8s.io"
 // SkipUnreadable counts Kueue Workloads whose fields are not what Kueue
 // writes.
 const SkipUnreadable = "not readable as a Kueue Workload"
+
+// SkipSliceConstraints counts Kueue Workloads placed in slices of several
+// levels (podsetSliceRequiredTopologyConstraints), which berth's placement
+// does not do yet.
+const SkipSliceConstraints = "placed in slices of several topology levels (podsetSliceRequiredTopologyConstraints), which the replay does not do yet"
 
 // FromKueueWorkloads records Kueue's Workloads as FromWorkloads records
 // berth's: each that ran to its end arrives at its creation and runs from
@@ -41,9 +48,10 @@ type kueueWorkload struct {
 		QueueName string `json:"queueName"`
 		Priority  *int32 `json:"priority"`
 		PodSets   []struct {
-			Name     string                 `json:"name"`
-			Count    int32                  `json:"count"`
-			Template corev1.PodTemplateSpec `json:"template"`
+			Name            string                 `json:"name"`
+			Count           int32                  `json:"count"`
+			Template        corev1.PodTemplateSpec `json:"template"`
+			TopologyRequest *kueueTopologyRequest  `json:"topologyRequest"`
 		} `json:"podSets"`
 	} `json:"spec"`
 	Status struct {
@@ -52,6 +60,28 @@ type kueueWorkload struct {
 			Count *int32 `json:"count"`
 		} `json:"requeueState"`
 	} `json:"status"`
+}
+
+// kueueTopologyRequest is what a recording reads of a Kueue pod set's
+// topologyRequest (its other fields name pod indexes, which berth's
+// placement does not need).
+type kueueTopologyRequest struct {
+	Required      *string `json:"required"`
+	Preferred     *string `json:"preferred"`
+	Unconstrained *bool   `json:"unconstrained"`
+	SliceLevel    *string `json:"podSetSliceRequiredTopology"`
+	SliceSize     *int32  `json:"podSetSliceSize"`
+	Constraints   []any   `json:"podsetSliceRequiredTopologyConstraints"`
+}
+
+// berth is the request as berth's API says it: nil when it asks for no
+// placement.
+func (k *kueueTopologyRequest) berth() *berthv1.TopologyRequest {
+	if k == nil || k.Required == nil && k.Preferred == nil && (k.Unconstrained == nil || !*k.Unconstrained) {
+		return nil
+	}
+	return &berthv1.TopologyRequest{Required: k.Required, Preferred: k.Preferred, Unconstrained: k.Unconstrained,
+		SliceRequiredLevel: k.SliceLevel, SliceSize: k.SliceSize}
 }
 
 func kueueRan(u *unstructured.Unstructured) ran {
@@ -76,7 +106,10 @@ func kueueRan(u *unstructured.Unstructured) ran {
 				req[string(name)] = q.String()
 			}
 		}
-		r.podSets = append(r.podSets, PodSet{Name: ps.Name, Count: ps.Count, Requests: req})
+		if ps.TopologyRequest != nil && len(ps.TopologyRequest.Constraints) > 0 {
+			r.problem = SkipSliceConstraints
+		}
+		r.podSets = append(r.podSets, PodSet{Name: ps.Name, Count: ps.Count, Requests: req, Topology: ps.TopologyRequest.berth()})
 	}
 	if r.name == "" {
 		r.problem = SkipUnreadable
