@@ -35,6 +35,7 @@ func newTraceRecordCommand() *cobra.Command {
 		inst       instanceFlags
 		kubeconfig string
 		since      time.Duration
+		timeout    time.Duration
 		names      bool
 		kueue      bool
 	)
@@ -61,6 +62,9 @@ history can be replayed against a berth plan. Finished Workloads stay in the clu
 			if since < 0 {
 				return fmt.Errorf("--since %s: must not be negative", since)
 			}
+			if timeout <= 0 {
+				return fmt.Errorf("--timeout %s: must be positive", timeout)
+			}
 			cfg, err := clusterConfig(&inst, kubeconfig)
 			if err != nil {
 				return err
@@ -69,7 +73,9 @@ history can be replayed against a berth plan. Finished Workloads stay in the clu
 			if err != nil {
 				return err
 			}
-			ctx, cancel := contextWithTimeout(cmd)
+			// A busy cluster's week is hundreds of thousands of Workloads, read
+			// 500 at a time: more than the minute other commands allow.
+			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 			defer cancel()
 			var from time.Time
 			if since > 0 {
@@ -102,6 +108,9 @@ history can be replayed against a berth plan. Finished Workloads stay in the clu
 					if list.Continue == "" {
 						break
 					}
+					if len(all)%20000 == 0 {
+						fmt.Fprintf(cmd.ErrOrStderr(), "read %d Workloads so far\n", len(all))
+					}
 				}
 				rec, total = whatif.FromWorkloads(all, from, names), len(all)
 				var topos berthv1.TopologyList
@@ -132,6 +141,7 @@ history can be replayed against a berth plan. Finished Workloads stay in the clu
 	f.StringVar(&kubeconfig, "kubeconfig", "", "the cluster to read, instead of a berth instance")
 	f.DurationVar(&since, "since", 0, "only workloads created this long ago or since (default: all)")
 	f.BoolVar(&names, "names", false, "keep the workloads' names (default: w0, w1, ... in order of arrival)")
+	f.DurationVar(&timeout, "timeout", 10*time.Minute, "give up reading the cluster after this long")
 	f.BoolVar(&kueue, "kueue", false, "read Kueue's Workloads ("+whatif.KueueGroup+" v1beta2, else v1beta1) instead of berth's")
 	return cmd
 }

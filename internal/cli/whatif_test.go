@@ -89,3 +89,14 @@ func TestWhatifComparesTwoPlansOnAGeneratedTrace(t *testing.T) {
 		t.Errorf("no --config: %v", err)
 	}
 }
+
+// trace record refuses a wait that could never end or never start, before
+// it reads anything.
+func TestTraceRecordRefusesAWrongTimeout(t *testing.T) {
+	for _, arg := range []string{"--timeout=0s", "--timeout=-1m"} {
+		_, _, err := runCommand(t, "trace", "record", arg, "--kubeconfig", filepath.Join(t.TempDir(), "none"))
+		if err == nil || !strings.Contains(err.Error(), "must be positive") {
+			t.Errorf("%s: %v", arg, err)
+		}
+	}
+}

@@ -57,14 +57,7 @@ func TestKubeRaysRayClusterIsQueuedAndItsOperatorMakesThePods(t *testing.T) {
 	if !kind.C.Suspended(rc) {
 		t.Fatal("a queued RayCluster was not created suspended")
 	}
-	get := func() *unstructured.Unstructured {
-		t.Helper()
-		now := rc.DeepCopy()
-		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(rc), now); err != nil {
-			t.Fatal(err)
-		}
-		return now
-	}
+	get := func() *unstructured.Unstructured { return current(t, env, rc) }
 	pods := func() []corev1.Pod {
 		t.Helper()
 		var l corev1.PodList
@@ -133,15 +126,7 @@ func TestKubeRaysRayClusterIsQueuedAndItsOperatorMakesThePods(t *testing.T) {
 
 	// Evicted (its ClusterQueue stopped and drained), it is suspended with
 	// its own templates, and KubeRay deletes its pods.
-	var q berthv1.ClusterQueue
-	if err := env.Client.Get(ctx, client.ObjectKey{Name: cq}, &q); err != nil {
-		t.Fatal(err)
-	}
-	orig := q.DeepCopy()
-	q.Spec.StopPolicy = berthv1.HoldAndDrain
-	if err := env.Client.Patch(ctx, &q, client.MergeFrom(orig)); err != nil {
-		t.Fatal(err)
-	}
+	drain(t, env, cq)
 	testenv.Eventually(t, wait, func() error {
 		now := get()
 		if !kind.C.Suspended(now) {
@@ -267,14 +252,7 @@ func TestARayClusterAllowingPartialAdmissionRunsTheWorkersThatFit(t *testing.T) 
 		n, _, _ := unstructured.NestedInt64(groups[0].(map[string]any), "replicas")
 		return n
 	}
-	get := func() *unstructured.Unstructured {
-		t.Helper()
-		now := rc.DeepCopy()
-		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(rc), now); err != nil {
-			t.Fatal(err)
-		}
-		return now
-	}
+	get := func() *unstructured.Unstructured { return current(t, env, rc) }
 	workers := func() (running int, err error) {
 		var l corev1.PodList
 		if err := env.Client.List(ctx, &l, client.InNamespace(env.Namespace), client.MatchingLabels{"ray.io/cluster": rc.GetName(), "ray.io/node-type": "worker"}); err != nil {
@@ -313,6 +291,30 @@ func TestARayClusterAllowingPartialAdmissionRunsTheWorkersThatFit(t *testing.T) 
 		_ = unstructured.SetNestedSlice(u.Object, groups, "spec", "workerGroupSpecs")
 	}, "spec.workerGroupSpecs: may change on a queued RayCluster only in an update that leaves it suspended")
 
+	drain(t, env, cq)
+	testenv.Eventually(t, wait, func() error {
+		now := get()
+		if !kind.C.Suspended(now) || replicas(now) != 4 {
+			return fmt.Errorf("evicted: suspended %v, replicas %d; want suspended with its own 4", kind.C.Suspended(now), replicas(now))
+		}
+		return nil
+	})
+}
+
+// current reads obj as the API server has it now.
+func current(t *testing.T, env *testenv.Env, obj *unstructured.Unstructured) *unstructured.Unstructured {
+	t.Helper()
+	now := obj.DeepCopy()
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(obj), now); err != nil {
+		t.Fatal(err)
+	}
+	return now
+}
+
+// drain stops ClusterQueue cq and evicts what it admitted
+// (HoldAndDrain).
+func drain(t *testing.T, env *testenv.Env, cq string) {
+	t.Helper()
 	var q berthv1.ClusterQueue
 	if err := env.Client.Get(ctx, client.ObjectKey{Name: cq}, &q); err != nil {
 		t.Fatal(err)
@@ -322,13 +324,6 @@ func TestARayClusterAllowingPartialAdmissionRunsTheWorkersThatFit(t *testing.T) 
 	if err := env.Client.Patch(ctx, &q, client.MergeFrom(orig)); err != nil {
 		t.Fatal(err)
 	}
-	testenv.Eventually(t, wait, func() error {
-		now := get()
-		if !kind.C.Suspended(now) || replicas(now) != 4 {
-			return fmt.Errorf("evicted: suspended %v, replicas %d; want suspended with its own 4", kind.C.Suspended(now), replicas(now))
-		}
-		return nil
-	})
 }
 
 // rayEditors lets the edit role write KubeRay's kinds, as KubeRay's own
@@ -415,14 +410,7 @@ func TestKubeRaysRayJobIsQueuedWholeAndRunsToItsEnd(t *testing.T) {
 	if err := alice.Create(ctx, rj); err != nil {
 		t.Fatal(err)
 	}
-	get := func() *unstructured.Unstructured {
-		t.Helper()
-		now := rj.DeepCopy()
-		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(rj), now); err != nil {
-			t.Fatal(err)
-		}
-		return now
-	}
+	get := func() *unstructured.Unstructured { return current(t, env, rj) }
 	if !kind.C.Suspended(get()) {
 		t.Fatal("a queued RayJob was not created suspended")
 	}

@@ -459,8 +459,9 @@ func (k Kind) PodSets(obj client.Object) []berthv1.PodSet {
 // What berth does not do for configured kinds yet is refused rather than
 // ignored: prebuilt Workloads, and what ReadPodSets refuses (placement of
 // a kind whose pods another object makes, partial admission of a placed
-// pod set or of several pods per count). A queue label on a pod template would queue its pods one by
-// one, beside the object: the object is queued whole, by its own label.
+// pod set or of several pods per count). A queue label on a pod template
+// would queue its pods one by one, beside the object: the object is
+// queued whole, by its own label.
 func (k Kind) Refuse(obj client.Object) string {
 	u := obj.(*unstructured.Unstructured)
 	who := fmt.Sprintf("%s %s", k.C.Kind, u.GetName())

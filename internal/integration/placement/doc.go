@@ -6,5 +6,7 @@
 // domain, so that each domain receives exactly its count (Assign, pure).
 // kube-scheduler then binds each pod within its domain. A pod that goes is
 // replaced in the domain it left, since the count of the pods placed there
-// drops.
+// drops. The pods of a kind queued from configuration carry no queue
+// label, so the manager's cache of queued pods leaves them out; they are
+// watched through a cache of their own.
 package placement
