@@ -6,6 +6,8 @@
 #
 #   hack/kueuerace/race.sh OUTDIR [berth|kueue]...   (default: berth kueue)
 #
+# Sides run in the order given, each into OUTDIR/<n>-<side> (berth kueue
+# berth kueue alternates two pairs, as a shared machine's speed drifts).
 # Kueue's side: Kueue v0.17.0 (go.mod here) built from its Go module, its
 # minimalkueue (the core controllers and the scheduler, with the client
 # settings Kueue ships: qps 50, burst 100) and its runner (the baseline
@@ -57,26 +59,28 @@ finish() {
 	rm -rf "${HOME:?}/.berth/$1"
 }
 
+# run_berth DIR
 run_berth() {
-	local name=race-berth
-	echo "berth: berth bench baseline on a fresh instance" >&2
+	local name=race-berth dir=$1
+	echo "berth: berth bench baseline on a fresh instance, into $dir" >&2
 	instance "$name"
 	trap 'finish race-berth' EXIT
-	"$berth" bench baseline --name "$name" --output "$out/berth" >"$out/berth.log" 2>&1
+	"$berth" bench baseline --name "$name" --output "$dir" >"$dir.log" 2>&1
 	finish "$name"
 	trap - EXIT
 }
 
+# run_kueue DIR
 run_kueue() {
-	local name=race-kueue
-	echo "kueue: minimalkueue and its runner on a fresh instance" >&2
+	local name=race-kueue dir=$1
+	echo "kueue: minimalkueue and its runner on a fresh instance, into $dir" >&2
 	instance "$name" --no-controller
 	trap 'finish race-kueue' EXIT
 	local kubeconfig=$HOME/.berth/$name/kubeconfig
 	"$berth" kubectl --name "$name" apply --server-side -f "$kueue/config/components/crd/bases" >/dev/null
 	"$berth" kubectl --name "$name" wait --for condition=Established --timeout 60s crd --all >/dev/null
-	mkdir -p "$out/kueue"
-	"$bin/minimalkueue" --kubeconfig "$kubeconfig" >"$out/kueue/minimalkueue.log" 2>&1 &
+	mkdir -p "$dir"
+	"$bin/minimalkueue" --kubeconfig "$kubeconfig" >"$dir/minimalkueue.log" 2>&1 &
 	mk=$! # global: the EXIT trap reads it after this function has returned
 	trap 'kill "$mk" 2>/dev/null; finish race-kueue' EXIT
 	local api
@@ -85,8 +89,8 @@ run_kueue() {
 	api0=$(cpu "$api")
 	start=$(date +%s.%N)
 	# The runner's own client as Kueue's in-cluster target sets it.
-	KUBECONFIG=$kubeconfig "$bin/kueue-runner" -o "$out/kueue" --qps 1000 --burst 2000 --timeout 40m \
-		--generatorConfig "$kueue/test/performance/scheduler/configs/baseline/generator.yaml" >"$out/kueue/runner.log" 2>&1
+	KUBECONFIG=$kubeconfig "$bin/kueue-runner" -o "$dir" --qps 1000 --burst 2000 --timeout 40m \
+		--generatorConfig "$kueue/test/performance/scheduler/configs/baseline/generator.yaml" >"$dir/runner.log" 2>&1
 	local end api1 mkcpu
 	end=$(date +%s.%N)
 	api1=$(cpu "$api")
@@ -95,15 +99,17 @@ run_kueue() {
 	wait "$mk" || true
 	awk -v s="$start" -v e="$end" -v a0="$api0" -v a1="$api1" -v c="$mkcpu" 'BEGIN {
 		printf "wallSeconds: %.1f\napiServerCPUSeconds: %.1f\napiServerCPUMsPerWorkload: %.1f\ncontrollerCPUSeconds: %.1f\n",
-			e - s, a1 - a0, (a1 - a0) * 1000 / 15000, c }' >"$out/kueue/measured.yaml"
+			e - s, a1 - a0, (a1 - a0) * 1000 / 15000, c }' >"$dir/measured.yaml"
 	finish "$name"
 	trap - EXIT
 }
 
+n=0
 for side in "${sides[@]}"; do
+	n=$((n + 1))
 	case $side in
-	berth) run_berth ;;
-	kueue) run_kueue ;;
+	berth) run_berth "$out/$n-berth" ;;
+	kueue) run_kueue "$out/$n-kueue" ;;
 	*) echo "unknown side $side: want berth or kueue" >&2; exit 2 ;;
 	esac
 done
@@ -112,8 +118,9 @@ done
 {
 	echo "| run | wall | kube-apiserver CPU per workload | controller CPU | evictions | avg admission small / medium / large |"
 	echo "|---|---|---|---|---|---|"
-	if [ -f "$out/berth/results.json" ]; then
-		python3 - "$out/berth/results.json" <<'EOF'
+	for dir in $(ls -d "$out"/[0-9]*-berth "$out"/[0-9]*-kueue 2>/dev/null | sort -V); do
+	if [ -f "$dir/results.json" ]; then
+		python3 - "$dir/results.json" <<'EOF'
 import json, sys
 r = json.load(open(sys.argv[1]))
 c = {k["name"]: k for k in r["classes"]}
@@ -122,8 +129,8 @@ print("| berth %s | %.1f s | %.1f ms | %.1f s | %d | %s |" % (r["version"], r["w
       r["controllerCPUSeconds"], r["evictions"], adm))
 EOF
 	fi
-	if [ -f "$out/kueue/summary.yaml" ]; then
-		python3 - "$out/kueue/summary.yaml" "$out/kueue/measured.yaml" <<'EOF'
+	if [ -f "$dir/summary.yaml" ]; then
+		python3 - "$dir/summary.yaml" "$dir/measured.yaml" <<'EOF'
 import sys, yaml
 s = yaml.safe_load(open(sys.argv[1]))
 m = yaml.safe_load(open(sys.argv[2]))
@@ -134,4 +141,5 @@ print("| Kueue v0.17.0 (minimalkueue, qps 50 / burst 100) | %.1f s | %.1f ms | %
       m["apiServerCPUMsPerWorkload"], m["controllerCPUSeconds"], ev, adm))
 EOF
 	fi
+	done
 } | tee "$out/table.md"
