@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	corev1 "k8s.io/api/core/v1"
 	"maps"
 	"slices"
 	"strconv"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
