@@ -2,8 +2,10 @@ package scheduler
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -77,13 +79,15 @@ func shareTrace(t *testing.T, weights map[string]float64, fair bool) map[string]
 	warm, end := start.Add(2*time.Hour), start.Add(14*time.Hour)
 	for now := start; now.Before(end); now = now.Add(step) {
 		clk.SetTime(now)
-		for key, r := range run {
-			if !now.Before(r.ends) {
+		// In a fixed order, so that the random sizes and run times fall the
+		// same way each time: map order would make the trace differ per run.
+		for _, key := range slices.Sorted(maps.Keys(run)) {
+			if r := run[key]; !now.Before(r.ends) {
 				delete(run, key)
 				s.WorkloadGone(key)
 			}
 		}
-		for lq := range weights {
+		for _, lq := range slices.Sorted(maps.Keys(weights)) {
 			for waiting[lq] < 20 { // a burst of work, as a team submits it
 				n++
 				cpu := 1 + rng.IntN(3)
