@@ -91,12 +91,9 @@ history can be replayed against a berth plan. Finished Workloads stay in the clu
 					return err
 				}
 				rec, total, source = whatif.FromKueueWorkloads(items, from, names), len(items), "berth trace record --kueue ("+whatif.KueueGroup+"/"+version+")"
-				topos := &unstructured.UnstructuredList{}
-				topos.SetGroupVersionKind(schema.GroupVersionKind{Group: whatif.KueueGroup, Version: version, Kind: "TopologyList"})
-				if err := c.List(ctx, topos); err != nil && !meta.IsNoMatchError(err) {
-					return fmt.Errorf("listing Kueue's Topologies: %w", err)
+				if placed, err = kueueTopologies(ctx, c, version); err != nil {
+					return err
 				}
-				placed = len(topos.Items) > 0
 			} else {
 				var all []berthv1.Workload
 				var list berthv1.WorkloadList
@@ -216,6 +213,25 @@ uniformly) asking --cpu (and --memory) each, at a priority drawn from
 	f.Uint64Var(&r.Seed, "seed", 1, "the random seed")
 	f.StringVar(&start, "start", "2026-01-05T00:00:00Z", "the trace's start (RFC 3339): arrivals count from it")
 	return cmd
+}
+
+// kueueTopologies reports whether Kueue has any Topology, at the version
+// its Workloads are read at or an older one (Kueue served Topologies as
+// v1alpha1 before its Workloads' version had them).
+func kueueTopologies(ctx context.Context, c client.Client, version string) (bool, error) {
+	for _, v := range slices.Compact([]string{version, "v1beta1", "v1alpha1"}) {
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(schema.GroupVersionKind{Group: whatif.KueueGroup, Version: v, Kind: "TopologyList"})
+		err := c.List(ctx, list, client.Limit(1))
+		if meta.IsNoMatchError(err) {
+			continue
+		}
+		if err != nil {
+			return false, fmt.Errorf("listing Kueue's Topologies (%s): %w", v, err)
+		}
+		return len(list.Items) > 0, nil
+	}
+	return false, nil
 }
 
 // kueueWorkloads lists Kueue's Workloads at the newest version the API

@@ -151,25 +151,53 @@ spec:
       openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
 `
 
+// kueueTopologyCRD stands in for Kueue's Topology CRD at v1alpha1 only, as
+// older Kueue releases served it: berth looks for Topologies at versions
+// older than its Workloads' too.
+const kueueTopologyCRD = `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: topologies.kueue.x-k8s.io}
+spec:
+  group: kueue.x-k8s.io
+  names: {kind: Topology, listKind: TopologyList, plural: topologies, singular: topology}
+  scope: Cluster
+  versions:
+  - name: v1alpha1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
+`
+
 // berth trace record --kueue reads a Kueue cluster's history: a Kueue
 // Workload that ran to its end is recorded with its pods' requests from
-// its template and its run from admission to end; one still running is
-// left out, and said so.
+// its template, its topology request, and its run from admission to end;
+// one still running is left out, and said so. Kueue has a Topology, so
+// the trace holds the nodes.
 func TestTraceRecordReadsKueueWorkloads(t *testing.T) {
 	env := testenv.New(t)
-	objs, err := manifests.Decode([]byte(kueueWorkloadCRD))
+	objs, err := manifests.Decode([]byte(kueueWorkloadCRD + "---\n" + kueueTopologyCRD))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := manifests.ApplyEstablished(ctx, env.Config, objs...); err != nil {
 		t.Fatal(err)
 	}
+	node := env.CreateSimNode(t, env.Name("n1"), nil)
+	topo := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "kueue.x-k8s.io/v1alpha1", "kind": "Topology",
+		"metadata": map[string]any{"name": env.Name("dc")},
+		"spec":     map[string]any{"levels": []any{map[string]any{"nodeLabel": "kubernetes.io/hostname"}}}}}
+	if err := env.Client.Create(ctx, topo); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Client.Delete(ctx, topo) })
 	made := func(name string, conditions ...map[string]any) {
 		t.Helper()
 		u := &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
 			"metadata": map[string]any{"name": name, "namespace": env.Namespace},
 			"spec": map[string]any{"queueName": "kueue-main", "podSets": []any{map[string]any{"name": "main", "count": int64(2),
+				"topologyRequest": map[string]any{"preferred": "kubernetes.io/hostname", "podIndexLabel": "idx"},
 				"template": map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"name": "c", "image": "busybox",
 					"resources": map[string]any{"requests": map[string]any{"cpu": "750m"}}}}}}}}},
 		}}
@@ -216,6 +244,12 @@ func TestTraceRecordReadsKueueWorkloads(t *testing.T) {
 	}
 	if w := got[0]; w.Name != "ran" || w.LocalQueue != "kueue-main" || w.Run != 150 || w.PodSets[0].Count != 2 || w.PodSets[0].Requests["cpu"] != "750m" {
 		t.Errorf("recorded %+v", w)
+	}
+	if tr := got[0].PodSets[0].Topology; tr == nil || tr.Preferred == nil || *tr.Preferred != "kubernetes.io/hostname" {
+		t.Errorf("recorded topology request %+v; want Kueue's preferred hostname", tr)
+	}
+	if !slices.ContainsFunc(h.Nodes, func(n whatif.Node) bool { return n.Name == node.Name }) {
+		t.Errorf("the trace's %d nodes leave out %s, though Kueue has a Topology", len(h.Nodes), node.Name)
 	}
 	if !strings.Contains(stderr.String(), "left out") || !strings.Contains(stderr.String(), whatif.SkipNotFinished) {
 		t.Errorf("stderr does not say the running one was left out:\n%s", stderr.String())
