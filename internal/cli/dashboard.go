@@ -41,8 +41,9 @@ selected, its pending workloads in order with why each waits, its admitted
 ones and charts of its last hour; a workload's page: 'berth why' in words,
 its conditions, its pod sets with their flavors and topology, its pods and
 its events; each topology flavor's domains with their room and the gangs
-placed there; the worker clusters and what runs on each; and the virtual
-clusters synced into this one. The page updates itself as the cluster
+placed there; the worker clusters and what runs on each; the virtual
+clusters synced into this one; and What if: a trace replayed against this
+cluster's queues and another plan, as 'berth whatif' does. The page updates itself as the cluster
 changes: the dashboard keeps one watch of the cluster and tells every open
 page of each change.
 

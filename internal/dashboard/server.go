@@ -54,6 +54,9 @@ type Server struct {
 	drawn     map[string]drawnTopology // by flavor
 	tenants   tenantsRead
 
+	// replaying is held while a What-if replay runs: one at a time.
+	replaying sync.Mutex
+
 	once     sync.Once
 	startErr error
 
@@ -320,6 +323,9 @@ func (s *Server) tell(ctx context.Context) {
 //     AllowActions);
 //   - POST /api/actions: an Action, as the user whose bearer token comes
 //     with it (AllowActions only);
+//   - POST /api/whatif: a trace replayed against two plans, one of which
+//     may be this cluster's queues (WhatIfRequest, answered with a
+//     WhatIfView); JSON only, one replay at a time;
 //   - GET /api/events: server-sent events, one "tree" event carrying the
 //     tree at once and after every change.
 //
@@ -350,6 +356,7 @@ func (s *Server) Handler() http.Handler {
 		writeJSON(w, map[string]bool{"actions": s.actions})
 	})
 	mux.HandleFunc("POST /api/actions", s.act)
+	mux.HandleFunc("POST /api/whatif", s.whatIf)
 	mux.HandleFunc("GET /api/events", s.events)
 	if s.token != "" {
 		return headers(s.gate(mux))

@@ -83,11 +83,109 @@ func ParseConfig(name string, data []byte) (*Config, error) {
 			return nil, fmt.Errorf("%s: %w", what, err)
 		}
 	}
-	if err := cfg.refuse(); err != nil {
+	if err := cfg.Check(); err != nil {
 		return nil, err
 	}
-	cfg.settle()
 	return cfg, nil
+}
+
+// Check refuses what the replay does not model, naming the object and the
+// field, and makes the objects as berth would have them once it has seen
+// them. ParseConfig checks what it reads; a Config built from objects read
+// elsewhere (a cluster's) is checked before it is replayed.
+func (c *Config) Check() error {
+	if err := c.refuse(); err != nil {
+		return err
+	}
+	c.settle()
+	return nil
+}
+
+// Reached is the part of c a trace's workloads can reach: the ClusterQueues
+// of the LocalQueues they name and every queue of those ClusterQueues'
+// cohort trees (they lend and borrow), with the Cohorts, LocalQueues,
+// ResourceFlavors and Topologies those name, and all Namespaces. A
+// cluster's queues hold much a trace never touches, some of it what a
+// replay refuses (admission checks), which should not stop the replay.
+func (c *Config) Reached(trace []Workload) *Config {
+	parent := map[string]string{}
+	for _, co := range c.Cohorts {
+		parent[co.Name] = co.Spec.Parent
+	}
+	// top is a cohort's tree's top; a loop of parents (refused by the API)
+	// ends the climb.
+	top := func(name string) string {
+		for seen := map[string]bool{}; parent[name] != "" && !seen[name]; name = parent[name] {
+			seen[name] = true
+		}
+		return "cohort/" + name
+	}
+	// root is a ClusterQueue's tree: itself alone when it has no cohort.
+	root := func(cq *berthv1.ClusterQueue) string {
+		if cq.Spec.Cohort == "" {
+			return "cq/" + cq.Name
+		}
+		return top(cq.Spec.Cohort)
+	}
+	cqOf := map[string]string{}
+	for _, lq := range c.LocalQueues {
+		cqOf[lq.Namespace+"/"+lq.Name] = lq.Spec.ClusterQueue
+	}
+	named := map[string]bool{}
+	for i := range trace {
+		named[cqOf[trace[i].Namespace+"/"+trace[i].LocalQueue]] = true
+	}
+	roots := map[string]bool{}
+	for i := range c.ClusterQueues {
+		if named[c.ClusterQueues[i].Name] {
+			roots[root(&c.ClusterQueues[i])] = true
+		}
+	}
+	out := &Config{Name: c.Name, Namespaces: c.Namespaces}
+	cqs, flavors := map[string]bool{}, map[string]bool{}
+	for i := range c.ClusterQueues {
+		cq := &c.ClusterQueues[i]
+		if !roots[root(cq)] {
+			continue
+		}
+		out.ClusterQueues = append(out.ClusterQueues, *cq)
+		cqs[cq.Name] = true
+		for _, rg := range cq.Spec.ResourceGroups {
+			for _, f := range rg.Flavors {
+				flavors[f.Name] = true
+			}
+		}
+	}
+	for _, co := range c.Cohorts {
+		if roots[top(co.Name)] {
+			out.Cohorts = append(out.Cohorts, co)
+			for _, rg := range co.Spec.ResourceGroups {
+				for _, f := range rg.Flavors {
+					flavors[f.Name] = true
+				}
+			}
+		}
+	}
+	for _, lq := range c.LocalQueues {
+		if cqs[lq.Spec.ClusterQueue] {
+			out.LocalQueues = append(out.LocalQueues, lq)
+		}
+	}
+	topologies := map[string]bool{}
+	for _, rf := range c.Flavors {
+		if flavors[rf.Name] {
+			out.Flavors = append(out.Flavors, rf)
+			if rf.Spec.TopologyName != nil {
+				topologies[*rf.Spec.TopologyName] = true
+			}
+		}
+	}
+	for _, t := range c.Topologies {
+		if topologies[t.Name] {
+			out.Topologies = append(out.Topologies, t)
+		}
+	}
+	return out
 }
 
 // refuse says what the replay does not model yet, and what berth could

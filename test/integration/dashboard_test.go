@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -25,6 +27,7 @@ import (
 	"github.com/berth-dev/berth/internal/integration"
 	"github.com/berth-dev/berth/internal/integration/jobs"
 	"github.com/berth-dev/berth/internal/testenv"
+	"github.com/berth-dev/berth/internal/whatif"
 	. "github.com/berth-dev/berth/test/fixtures"
 )
 
@@ -483,4 +486,98 @@ func TestDashboardTokenURLInABrowser(t *testing.T) {
 	env.Create(t, MakeLocalQueue("main", env.Namespace, cq).Obj())
 	env.Create(t, MakeJob("first", env.Namespace).Queue("main").Request("cpu", "2").Obj())
 	waitText(t, ctx, node+` [data-resource="`+rf+`/cpu"] [data-field="usage"]`, "2 of 2")
+}
+
+// What if, in a browser: a trace of two 2-cpu workloads replayed against
+// this cluster's queue (2 cpu, read from the real API server) and a plan
+// of 4 cpu. The page says the second workload waits a minute in this
+// cluster and not at all with the plan; nothing in the cluster changes.
+// A form another site posts is refused before it costs a replay, and so
+// is a request past the size limit.
+func TestDashboardReplaysATraceAgainstThisClusterInABrowser(t *testing.T) {
+	env := testenv.New(t)
+	rf, cq := env.Name("rf"), env.Name("cq")
+	env.Create(t, MakeResourceFlavor(rf).Obj())
+	env.Create(t, MakeClusterQueue(cq).ResourceGroup(MakeFlavorQuotas(rf).Resource("cpu", "2").Obj()).Obj())
+	env.Create(t, MakeLocalQueue("main", env.Namespace, cq).Obj())
+	url := testenv.Dashboard(t, env.Config)
+
+	dir := t.TempDir()
+	var trace strings.Builder
+	job := func(name string) whatif.Workload {
+		return whatif.Workload{Name: name, Namespace: env.Namespace, LocalQueue: "main", Run: 60,
+			PodSets: []whatif.PodSet{{Name: "main", Count: 2, Requests: map[string]string{"cpu": "1"}}}}
+	}
+	if err := whatif.WriteTrace(&trace, whatif.Header{Start: time.Now()}, []whatif.Workload{job("first"), job("second")}); err != nil {
+		t.Fatal(err)
+	}
+	plan := fmt.Sprintf(`apiVersion: berth.dev/v1beta1
+kind: ResourceFlavor
+metadata: {name: %[1]s}
+---
+apiVersion: berth.dev/v1beta1
+kind: ClusterQueue
+metadata: {name: %[2]s}
+spec:
+  namespaceSelector: {}
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors: [{name: %[1]s, resources: [{name: cpu, nominalQuota: "4"}]}]
+---
+apiVersion: berth.dev/v1beta1
+kind: LocalQueue
+metadata: {name: main, namespace: %[3]s}
+spec: {clusterQueue: %[2]s}
+`, rf, cq, env.Namespace)
+	tracePath, planPath := filepath.Join(dir, "two.jsonl"), filepath.Join(dir, "doubled.yaml")
+	for path, text := range map[string]string{tracePath: trace.String(), planPath: plan} {
+		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	res, err := http.Post(url+"api/whatif", "application/x-www-form-urlencoded", strings.NewReader("trace=x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusUnsupportedMediaType {
+		t.Errorf("a form posted to api/whatif: %s; want 415", res.Status)
+	}
+
+	// Past the limit: refused naming it, not read to the end.
+	big := `{"trace":"` + strings.Repeat("x", dashboard.MaxWhatIfBody) + `"}`
+	res, err = http.Post(url+"api/whatif", "application/json", strings.NewReader(big))
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(string(msg), "over 64 MiB") {
+		t.Errorf("a request over the limit: %s %s; want 413 naming the limit", res.Status, msg)
+	}
+
+	ctx := testenv.Browser(t)
+	if err := chromedp.Do(ctx, chromedp.Navigate(url), chromedp.Click(chromedp.CSS("#whatif-open")),
+		chromedp.SetUploadFiles(chromedp.CSS("#whatif-trace"), []string{tracePath}),
+		chromedp.SetUploadFiles(chromedp.CSS("#whatif-b"), []string{planPath}),
+		chromedp.Click(chromedp.CSS("#whatif-run"))); err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, ctx, "#whatif-status", "Replayed 2 workloads. A: this cluster, 0 preemptions. B: doubled.yaml")
+	// Cells are told apart by tabs in an element's text.
+	waitText(t, ctx, "#whatif-changed", env.Namespace+"/second\t60 s → 0.0 s")
+	waitText(t, ctx, "#whatif-groups", "ClusterQueue\t"+cq+"\t2 of 2 → 2 of 2\t30 s → 0.0 s")
+	waitText(t, ctx, "#whatif-quota", cq+"\t"+rf+"/cpu\t2 → 4")
+	waitText(t, ctx, "#whatif-charts", "workloads waiting")
+	testenv.Screenshot(t, ctx, "dashboard-whatif.png")
+
+	// The replay changed nothing: the cluster's queue has its 2 cpu.
+	var got berthv1.ClusterQueue
+	if err := env.Client.Get(context.Background(), client.ObjectKey{Name: cq}, &got); err != nil {
+		t.Fatal(err)
+	}
+	if q := got.Spec.ResourceGroups[0].Flavors[0].Resources[0].NominalQuota; q.String() != "2" {
+		t.Errorf("ClusterQueue %s: nominal quota %s after the replay; want 2", cq, q.String())
+	}
 }

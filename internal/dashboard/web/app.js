@@ -477,6 +477,100 @@ document.getElementById("topology-close").addEventListener("click", () => {
   keepInURL();
 });
 
+// What if: a trace replayed against two plans by the dashboard (POST
+// api/whatif), shown as `berth whatif` prints it, each figure "A → B".
+function waitText(s) {
+  if (s >= 7200) return (s / 3600).toFixed(1) + " h";
+  if (s >= 120) return (s / 60).toFixed(1) + " min";
+  return (s < 10 ? s.toFixed(1) : String(Math.round(s))) + " s";
+}
+
+function both(a, b, f) {
+  return f(a) + " → " + f(b);
+}
+
+// drawWhatIfPanel draws one panel of the replay's chart: the plans' lines
+// over the hours of the trace, on the x values of all of them (a plan's
+// line has a gap where it has no point, such as a step with no arrival).
+function drawWhatIfPanel(box, panel) {
+  const xs = [...new Set(panel.series.flatMap((s) => (s.Points ?? []).map((p) => p.X)))].sort((a, b) => a - b);
+  const data = [xs, ...panel.series.map((s) => {
+    const at = new Map((s.Points ?? []).map((p) => [p.X, p.Y]));
+    return xs.map((x) => at.get(x) ?? null);
+  })];
+  const div = el("div", "chart");
+  box.append(div);
+  new uPlot({
+    title: panel.Title, width: Math.max(box.clientWidth / 2 - 16, 280), height: 150,
+    series: [{ label: "hours" }, ...panel.series.map((s, i) => ({ label: s.Name, stroke: colors[i % colors.length], width: 1.5, spanGaps: true }))],
+    scales: { x: { time: false } }, axes: [{ label: "hours since the trace's start" }, {}], legend: { live: false },
+  }, data, div);
+}
+
+async function replayWhatIf() {
+  const status = document.getElementById("whatif-status");
+  const result = document.getElementById("whatif-result");
+  const file = (id) => document.getElementById(id).files[0];
+  const trace = file("whatif-trace"), a = file("whatif-a"), b = file("whatif-b");
+  status.dataset.state = "refused";
+  if (!trace) {
+    status.textContent = "Choose a trace first.";
+    return;
+  }
+  if (!b) {
+    status.textContent = "Choose plan B, the configuration to compare with.";
+    return;
+  }
+  const plan = async (f) => (f ? { name: f.name, yaml: await f.text() } : { thisCluster: true });
+  const request = { trace: await trace.text(), traceName: trace.name, plans: [await plan(a), await plan(b)],
+    fairSharing: document.getElementById("whatif-fair").checked };
+  status.dataset.state = "running";
+  status.textContent = "Replaying " + trace.name + "…";
+  document.getElementById("whatif-run").disabled = true;
+  let res;
+  try {
+    res = await fetch("api/whatif", { method: "POST", body: JSON.stringify(request), headers: { "Content-Type": "application/json" } });
+  } finally {
+    document.getElementById("whatif-run").disabled = false;
+  }
+  if (!res.ok) {
+    status.dataset.state = "refused";
+    status.textContent = (await res.text()).trim();
+    result.hidden = true;
+    return;
+  }
+  const v = await res.json();
+  const c = v.comparison;
+  status.dataset.state = "done";
+  status.textContent = "Replayed " + v.workloads + " workloads. A: " + c.A + ", " + c.preemptionsA + " preemptions. B: " + c.B + ", " +
+    c.preemptionsB + " preemptions. " + (100 * c.orderAgreement).toFixed(1) + " % of pairs admitted in the same order.";
+  fillTable("whatif-groups", c.groups, (g) => [g.by, g.name,
+    both(g.a, g.b, (s) => s.admitted + " of " + s.workloads), both(g.a, g.b, (s) => waitText(s.meanWait)),
+    both(g.a, g.b, (s) => waitText(s.p50Wait)), both(g.a, g.b, (s) => waitText(s.p95Wait)),
+    both(g.a, g.b, (s) => waitText(s.maxWait)), both(g.a, g.b, (s) => String(s.preempted))]);
+  const use = (u, f) => (u ? f(u) : "none");
+  fillTable("whatif-quota", c.quota ?? [], (q) => [q.clusterQueue, q.flavor + "/" + q.resource,
+    both(q.a, q.b, (u) => use(u, (x) => String(x.nominal))), both(q.a, q.b, (u) => use(u, (x) => x.used.toFixed(2))),
+    both(q.a, q.b, (u) => use(u, (x) => x.borrowed.toFixed(2)))]);
+  fillTable("whatif-changed", c.changed ?? [], (ch) => [ch.key,
+    (ch.admittedA ? waitText(ch.waitA) : "not admitted") + " → " + (ch.admittedB ? waitText(ch.waitB) : "not admitted")]);
+  result.hidden = false;
+  const charts = document.getElementById("whatif-charts");
+  charts.replaceChildren();
+  for (const p of v.chart.Panels ?? []) drawWhatIfPanel(charts, { Title: p.Title, series: p.Series ?? [] });
+}
+
+document.getElementById("whatif-form").addEventListener("submit", (e) => {
+  e.preventDefault();
+  replayWhatIf();
+});
+document.getElementById("whatif-open").addEventListener("click", () => {
+  document.getElementById("whatif").hidden = false;
+});
+document.getElementById("whatif-close").addEventListener("click", () => {
+  document.getElementById("whatif").hidden = true;
+});
+
 function workerState(w) {
   if (w.active) return "reachable";
   return (w.reason ?? "") + (w.message ? ": " + w.message : "");

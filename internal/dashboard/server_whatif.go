@@ -1,0 +1,75 @@
+package dashboard
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"mime"
+	"net/http"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	berthv1 "github.com/berth-dev/berth/api/v1beta1"
+	"github.com/berth-dev/berth/internal/whatif"
+)
+
+// MaxWhatIfBody bounds a What-if request: a trace of about 300,000
+// workloads. Longer ones are for berth whatif.
+const MaxWhatIfBody = 64 << 20
+
+func (s *Server) whatIf(w http.ResponseWriter, r *http.Request) {
+	// Only JSON: a form another site's page posts here (no preflight)
+	// is refused before it costs a replay.
+	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
+		http.Error(w, "Content-Type: application/json only (a WhatIfRequest)", http.StatusUnsupportedMediaType)
+		return
+	}
+	// A replay takes the CPU it needs; one at a time.
+	if !s.replaying.TryLock() {
+		http.Error(w, "another replay is running; try again once it is done", http.StatusTooManyRequests)
+		return
+	}
+	defer s.replaying.Unlock()
+	var req WhatIfRequest
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxWhatIfBody)).Decode(&req); err != nil {
+		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+			http.Error(w, fmt.Sprintf("the request is over %d MiB: replay a trace this long with berth whatif", MaxWhatIfBody>>20), http.StatusRequestEntityTooLarge)
+			return
+		}
+		http.Error(w, "the request: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	view, err := WhatIf(req, func() (*whatif.Config, error) { return s.clusterConfig(r.Context()) })
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	data, err := json.Marshal(view)
+	if err != nil {
+		http.Error(w, "the replay's answer: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(data)
+}
+
+// clusterConfig is the cluster's queues as the dashboard's watch has them.
+func (s *Server) clusterConfig(ctx context.Context) (*whatif.Config, error) {
+	var (
+		rfs  berthv1.ResourceFlavorList
+		cos  berthv1.CohortList
+		cqs  berthv1.ClusterQueueList
+		lqs  berthv1.LocalQueueList
+		tops berthv1.TopologyList
+		nss  corev1.NamespaceList
+	)
+	for _, l := range []client.ObjectList{&rfs, &cos, &cqs, &lqs, &tops, &nss} {
+		if err := s.cache.List(ctx, l); err != nil {
+			return nil, err
+		}
+	}
+	return &whatif.Config{Name: ThisCluster, Flavors: rfs.Items, Cohorts: cos.Items, ClusterQueues: cqs.Items,
+		LocalQueues: lqs.Items, Topologies: tops.Items, Namespaces: nss.Items}, nil
+}
