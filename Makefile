@@ -39,6 +39,9 @@ generate: ## deepcopy, CRDs and RBAC from the markers in api/ and internal/
 	$(CONTROLLER_GEN) rbac:roleName=berth-ray paths="{github.com/ray-project/kuberay/ray-operator/controllers/ray,./internal/addon/ray/...,./internal/sim/raydashboard/...}" output:rbac:artifacts:config=config/addons/ray/rbac
 	$(CONTROLLER_GEN) crd:maxDescLen=0,generateEmbeddedObjectMeta=true paths=github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1 output:crd:artifacts:config=config/addons/trainer/crd
 	$(CONTROLLER_GEN) rbac:roleName=berth-trainer paths="{github.com/kubeflow/trainer/v2/pkg/controller/...,github.com/kubeflow/trainer/v2/pkg/runtime/...,./internal/addon/trainer/...}" output:rbac:artifacts:config=config/addons/trainer/rbac
+	$(CONTROLLER_GEN) crd:maxDescLen=0,generateEmbeddedObjectMeta=true paths=github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1 output:crd:artifacts:config=config/addons/training-operator/crd
+	rm config/addons/training-operator/crd/kubeflow.org_mpijobs.yaml # the MPI Operator's kind (internal/addon/trainingoperator)
+	$(CONTROLLER_GEN) rbac:roleName=berth-training-operator paths="{github.com/kubeflow/training-operator/pkg/controller.v1/...,./internal/addon/trainingoperator/...}" output:rbac:artifacts:config=config/addons/training-operator/rbac
 	$(GO) run ./hack/manifests
 
 verify-generated: generate ## fail when generated files differ from what is committed

@@ -11,6 +11,7 @@ require (
 	github.com/google/pprof v0.0.0-20260402051712-545e8a4df936
 	github.com/itchyny/gojq v0.12.20
 	github.com/kubeflow/trainer/v2 v2.1.0
+	github.com/kubeflow/training-operator v1.9.3
 	github.com/prometheus/client_golang v1.23.2
 	github.com/ray-project/kuberay/ray-operator v1.5.0
 	github.com/spf13/cobra v1.10.2

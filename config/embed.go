@@ -14,7 +14,7 @@ import (
 //go:embed crd/bases/*.yaml rbac/role.yaml rbac/users.yaml local/*.yaml sim/crd/*.yaml sim/rbac/role.yaml
 var manifests embed.FS
 
-//go:embed addons/*/crd/*.yaml addons/*/rbac/role.yaml addons/*/local.yaml addons/ray/kinds.yaml
+//go:embed addons/*/crd/*.yaml addons/*/rbac/role.yaml addons/*/local.yaml addons/*/kinds.yaml
 var addons embed.FS
 
 // CRDs returns the CustomResourceDefinition manifests, sorted by file name:

@@ -21,9 +21,3 @@ var DemoJobs []byte
 //
 //go:embed configured/kinds.yaml
 var ConfiguredMPIJob []byte
-
-// ConfiguredTrainingOperator is configured/training-operator.yaml:
-// Kubeflow's training operator's kinds, described for --configured-kinds.
-//
-//go:embed configured/training-operator.yaml
-var ConfiguredTrainingOperator []byte

@@ -41,8 +41,14 @@ var Ray = Addon{Name: "ray", Component: "ray-operator",
 var Trainer = Addon{Name: "trainer", Component: "trainer-controller",
 	Identity: controlplane.Identity{Name: "berth-trainer", User: "berth-trainer"}, Needs: []string{JobSet.Name}}
 
+// TrainingOperator runs Kubeflow's training operator (PyTorchJobs, TFJobs,
+// XGBoostJobs, PaddleJobs, JAXJobs).
+var TrainingOperator = Addon{Name: "training-operator", Component: "training-operator",
+	Identity: controlplane.Identity{Name: "berth-training-operator", User: "berth-training-operator"}}
+
 // Known are the addons berth has, by name.
-var Known = map[string]Addon{JobSet.Name: JobSet, LeaderWorkerSet.Name: LeaderWorkerSet, Ray.Name: Ray, Trainer.Name: Trainer}
+var Known = map[string]Addon{JobSet.Name: JobSet, LeaderWorkerSet.Name: LeaderWorkerSet, Ray.Name: Ray, Trainer.Name: Trainer,
+	TrainingOperator.Name: TrainingOperator}
 
 // Parse reads --with: names separated by commas, each known, each once.
 func Parse(names []string) ([]Addon, error) {

@@ -18,7 +18,7 @@ func TestParse(t *testing.T) {
 	if got, err := addon.Parse([]string{"jobset,leaderworkerset"}); err != nil || len(got) != 2 || got[1].Component != "leaderworkerset-controller" {
 		t.Errorf("jobset,leaderworkerset: %+v, %v; want both", got, err)
 	}
-	if _, err := addon.Parse([]string{"jobset,kubeflow"}); err == nil || !strings.Contains(err.Error(), `--with: "kubeflow" is not an addon berth has (jobset, leaderworkerset, ray, trainer)`) {
+	if _, err := addon.Parse([]string{"jobset,kubeflow"}); err == nil || !strings.Contains(err.Error(), `--with: "kubeflow" is not an addon berth has (jobset, leaderworkerset, ray, trainer, training-operator)`) {
 		t.Errorf("an unknown addon: %v", err)
 	}
 	// Trainer runs its TrainJobs as JobSets: JobSet's controller comes too,

@@ -172,6 +172,7 @@ the control plane keeps running afterwards. It implies --nodes 4 unless
 			"leaderworkerset (sigs.k8s.io/lws's controller and webhooks), so that LeaderWorkerSets can be queued; "+
 			"ray (KubeRay's operator: RayClusters, RayJobs, RayServices), its RayClusters and RayJobs queued as kinds from configuration (config/addons/ray/kinds.yaml, added to --configured-kinds), the Ray dashboard of a cluster on simulated nodes simulated; "+
 			"trainer (Kubeflow Trainer's controller and TrainJob validation; jobset comes with it), so that TrainJobs can be queued; "+
+			"training-operator (Kubeflow's training operator: PyTorchJobs, TFJobs, XGBoostJobs, PaddleJobs, JAXJobs), queued as kinds from configuration (config/addons/training-operator/kinds.yaml, added to --configured-kinds); "+
 			"--workers instances run them too")
 	cmd.Flags().BoolVar(&o.auditWrites, "audit-writes", false,
 		"kube-apiserver logs every write (who, verb, object) to logs/writes.log in the data directory; "+

@@ -56,13 +56,15 @@ var describedBy = map[string]struct {
 	"ray.io/rayjob":           {rayKinds, []string{"RayCluster", "RayJob"}},
 	"ray.io/raycluster":       {rayKinds, []string{"RayCluster", "RayJob"}},
 	"kubeflow.org/mpijob":     {fixed(examples.ConfiguredMPIJob), []string{"MPIJob"}},
-	"kubeflow.org/pytorchjob": {fixed(examples.ConfiguredTrainingOperator), []string{"PyTorchJob"}},
-	"kubeflow.org/tfjob":      {fixed(examples.ConfiguredTrainingOperator), []string{"TFJob"}},
-	"kubeflow.org/xgboostjob": {fixed(examples.ConfiguredTrainingOperator), []string{"XGBoostJob"}},
-	"kubeflow.org/paddlejob":  {fixed(examples.ConfiguredTrainingOperator), []string{"PaddleJob"}},
+	"kubeflow.org/pytorchjob": {trainingKinds, []string{"PyTorchJob"}},
+	"kubeflow.org/tfjob":      {trainingKinds, []string{"TFJob"}},
+	"kubeflow.org/xgboostjob": {trainingKinds, []string{"XGBoostJob"}},
+	"kubeflow.org/paddlejob":  {trainingKinds, []string{"PaddleJob"}},
+	"kubeflow.org/jaxjob":     {trainingKinds, []string{"JAXJob"}},
 }
 
-func rayKinds() ([]byte, error) { return config.AddonKinds("ray") }
+func rayKinds() ([]byte, error)      { return config.AddonKinds("ray") }
+func trainingKinds() ([]byte, error) { return config.AddonKinds("training-operator") }
 
 func fixed(b []byte) func() ([]byte, error) { return func() ([]byte, error) { return b, nil } }
 

@@ -23,6 +23,7 @@ import (
 	"github.com/berth-dev/berth/internal/addon/leaderworkerset"
 	"github.com/berth-dev/berth/internal/addon/ray"
 	"github.com/berth-dev/berth/internal/addon/trainer"
+	"github.com/berth-dev/berth/internal/addon/trainingoperator"
 )
 
 // runners maps a component name to the function that runs it with the given
@@ -37,10 +38,11 @@ var runners = map[string]func(args []string) int{
 	"kube-proxy": kubeCommand(proxy.NewProxyCommand),
 	"pause":      pause,
 	// Addons (berth up --with): other projects' controllers.
-	addon.JobSet.Component:          jobset.Runner.Run,
-	addon.LeaderWorkerSet.Component: leaderworkerset.Runner.Run,
-	addon.Ray.Component:             ray.Runner.Run,
-	addon.Trainer.Component:         trainer.Runner.Run,
+	addon.JobSet.Component:           jobset.Runner.Run,
+	addon.LeaderWorkerSet.Component:  leaderworkerset.Runner.Run,
+	addon.Ray.Component:              ray.Runner.Run,
+	addon.Trainer.Component:          trainer.Runner.Run,
+	addon.TrainingOperator.Component: trainingoperator.Runner.Run,
 }
 
 // pause is what holds a pod's sandbox (its namespaces) on a real node: it

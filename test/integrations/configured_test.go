@@ -21,7 +21,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
-	"github.com/berth-dev/berth/internal/gomodule"
 	"github.com/berth-dev/berth/internal/integration/configured"
 	"github.com/berth-dev/berth/internal/testenv"
 	"github.com/berth-dev/berth/internal/workload"
@@ -29,49 +28,12 @@ import (
 	"github.com/berth-dev/berth/test/standin"
 )
 
-// configuredKinds is the example of MPIJob; the package's controller
-// queues its kinds and the training operator's (bothExamples).
+// configuredKinds is the example of MPIJob, the package's controller's
+// --configured-kinds (`berth up --with ray,training-operator` adds the
+// kinds of its addons to it).
 const configuredKinds = "../../examples/configured/kinds.yaml"
 
-// bothExamples writes a --configured-kinds file of the kinds of both
-// examples, in a directory of its own, and returns its path. (`berth up
-// --with ray` adds its RayCluster to it.)
-func bothExamples() (string, error) {
-	var files [][]byte
-	for _, name := range []string{configuredKinds, "../../examples/configured/training-operator.yaml"} {
-		data, err := os.ReadFile(name)
-		if err != nil {
-			return "", err
-		}
-		files = append(files, data)
-	}
-	data, err := configured.Merge(files...)
-	if err != nil {
-		return "", err
-	}
-	dir, err := os.MkdirTemp("", "configured-kinds-")
-	if err != nil {
-		return "", err
-	}
-	path := filepath.Join(dir, "kinds.yaml")
-	return path, os.WriteFile(path, data, 0o600)
-}
-
-func mpiJobKind(t *testing.T) configured.Kind { return firstKind(t, configuredKinds) }
-
-// firstKind is the first kind a --configured-kinds file describes.
-func firstKind(t *testing.T, file string) configured.Kind {
-	t.Helper()
-	data, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kinds, err := configured.Parse(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return configured.Kind{C: &kinds[0]}
-}
+func mpiJobKind(t *testing.T) configured.Kind { return kindIn(t, configuredKinds, "MPIJob") }
 
 // installMPIJobs installs the MPIJob CRD (and lets namespace editors use
 // MPIJobs, as the operator's install does), and waits until berth's
@@ -342,111 +304,6 @@ func TestAConfiguredPathTheCRDLacksIsRefused(t *testing.T) {
 	}
 }
 
-// The training operator's PyTorchJob, with the CRD it publishes (its pod
-// templates fully typed, unlike the MPIJob stand-in's): created suspended,
-// a pod set per replica type, admitted and started with its flavor's
-// settings on each template. Its user cannot add workers while it runs,
-// through the object or its scale subresource; one
-// who suspends it and adds workers in one update queues it again with its
-// new shape, which no longer fits. No training operator runs here: berth's
-// part ends where the operator's begins.
-func TestTheTrainingOperatorsPyTorchJobIsQueuedWithItsPublishedCRD(t *testing.T) {
-	env := testenv.New(t)
-	dir, err := gomodule.Dir(configured.TrainingOperator)
-	if err != nil {
-		t.Fatal(err)
-	}
-	installKind(t, env, filepath.Join(dir, "manifests", "base", "crds", "kubeflow.org_pytorchjobs.yaml"), "pytorchjobs.kubeflow.org.berth.dev")
-
-	pool, _ := poolQueue(t, env, "3", "4Gi")
-	job := readExample(t, "../../examples/configured/pytorchjob.yaml")
-	job.SetNamespace(env.Namespace)
-	job.SetLabels(map[string]string{berthv1.QueueNameLabel: "main"})
-	env.Create(t, job)
-	if held, _, _ := unstructured.NestedBool(job.Object, "spec", "runPolicy", "suspend"); !held {
-		t.Fatal("a queued PyTorchJob was not created suspended")
-	}
-	var kind configured.Kind
-	for _, k := range mustParse(t) {
-		if k.Kind == "PyTorchJob" {
-			kind = configured.Kind{C: &k}
-		}
-	}
-	var now *unstructured.Unstructured
-	testenv.Eventually(t, wait, func() error {
-		wl, err := workloadOf(env, kind, job)
-		if err != nil {
-			return err
-		}
-		if len(wl.Spec.PodSets) != 2 || wl.Spec.PodSets[0].Name != "master" || wl.Spec.PodSets[1].Name != "worker" || wl.Spec.PodSets[1].Count != 2 {
-			return fmt.Errorf("pod sets %+v", wl.Spec.PodSets)
-		}
-		now = job.DeepCopy()
-		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(job), now); err != nil {
-			return err
-		}
-		if kind.C.Suspended(now) {
-			return fmt.Errorf("not started")
-		}
-		for _, set := range []string{"Master", "Worker"} {
-			sel, _, _ := unstructured.NestedStringMap(now.Object, "spec", "pytorchReplicaSpecs", set, "template", "spec", "nodeSelector")
-			uid, _, _ := unstructured.NestedString(now.Object, "spec", "pytorchReplicaSpecs", set, "template", "metadata", "labels", berthv1.OwnerUIDLabel)
-			if sel["pool"] != pool || uid != string(job.GetUID()) {
-				return fmt.Errorf("%s's template: node selector %v, owner label %q", set, sel, uid)
-			}
-		}
-		return nil
-	})
-
-	alice := env.AsEditor(t, "alice")
-	refused(t, alice, now, func(u *unstructured.Unstructured) {
-		_ = unstructured.SetNestedField(u.Object, int64(3), "spec", "pytorchReplicaSpecs", "Worker", "replicas")
-	}, "spec.pytorchReplicaSpecs.Worker.replicas: may change on a queued PyTorchJob only in an update that leaves it suspended")
-	// Nor through its scale subresource (its workers), which the API
-	// server's policies cannot see the PyTorchJob behind.
-	scale := &unstructured.Unstructured{}
-	scale.SetAPIVersion("autoscaling/v1")
-	scale.SetKind("Scale")
-	if err := alice.SubResource("scale").Get(ctx, now, scale); err != nil {
-		t.Fatal(err)
-	}
-	_ = unstructured.SetNestedField(scale.Object, int64(6), "spec", "replicas")
-	err = alice.SubResource("scale").Update(ctx, now, client.WithSubResourceBody(scale))
-	if err == nil || !strings.Contains(err.Error(), "PyTorchJob mnist: a queued PyTorchJob is scaled up (from 2 to 6) only while it is suspended") {
-		t.Fatalf("scaling a running PyTorchJob up: %v", err)
-	}
-	// Suspended and grown in one update: it queues again, 4 cpu of 3.
-	testenv.Eventually(t, wait, func() error {
-		grown := job.DeepCopy()
-		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(job), grown); err != nil {
-			return err
-		}
-		_ = unstructured.SetNestedField(grown.Object, true, "spec", "runPolicy", "suspend")
-		_ = unstructured.SetNestedField(grown.Object, int64(3), "spec", "pytorchReplicaSpecs", "Worker", "replicas")
-		return alice.Update(ctx, grown) // a conflict with berth's writes: read and try again
-	})
-	testenv.Eventually(t, wait, func() error {
-		wl, err := workloadOf(env, kind, job)
-		if err != nil {
-			return err
-		}
-		if len(wl.Spec.PodSets) != 2 || wl.Spec.PodSets[1].Count != 3 || workload.HasQuota(wl) {
-			return fmt.Errorf("pod sets %+v, quota %v: not queued again with 3 workers", wl.Spec.PodSets, workload.HasQuota(wl))
-		}
-		return nil
-	})
-	testenv.Consistently(t, 2*time.Second, func() error {
-		cur := job.DeepCopy()
-		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(job), cur); err != nil {
-			return err
-		}
-		if !kind.C.Suspended(cur) {
-			return fmt.Errorf("the grown PyTorchJob runs, past its quota")
-		}
-		return nil
-	})
-}
-
 // poolQueue makes LocalQueue "main" in env's namespace, of a ClusterQueue
 // of cpu and memory in a flavor of nodes labelled pool; it returns the
 // pool and the ClusterQueue.
@@ -481,14 +338,10 @@ func readExample(t *testing.T, file string) *unstructured.Unstructured {
 	return u
 }
 
-func mustParse(t *testing.T) []configured.Compiled {
+// kindIn is kind name as a --configured-kinds file describes it.
+func kindIn(t *testing.T, file, name string) configured.Kind {
 	t.Helper()
-	path, err := bothExamples()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(filepath.Dir(path))
-	data, err := os.ReadFile(path)
+	data, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -496,7 +349,13 @@ func mustParse(t *testing.T) []configured.Compiled {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return kinds
+	for i := range kinds {
+		if kinds[i].Kind == name {
+			return configured.Kind{C: &kinds[i]}
+		}
+	}
+	t.Fatalf("no %s in %s", name, file)
+	return configured.Kind{}
 }
 
 // refused checks that user's update of obj by edit is refused with want:

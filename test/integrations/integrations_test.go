@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -33,19 +32,12 @@ var ctx = context.Background()
 
 func TestMain(m *testing.M) {
 	// JobSets and TrainJobs are on, but their CRDs are not installed when
-	// berth starts; nor
-	// are those of the kinds queued from configuration: MPIJob, and the
-	// training operator's. KubeRay's operator runs (--with ray), its
-	// RayCluster queued from configuration too.
-	kinds, err := bothExamples()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := testenv.MainClusters(m, testenv.Cluster{Name: "integrations",
-		ControllerArgs: []string{"--integrations=batch/job,jobset.x-k8s.io/jobset,trainer.kubeflow.org/trainjob"}, ConfiguredKinds: kinds, With: []string{"ray"}})
-	os.RemoveAll(filepath.Dir(kinds))
-	os.Exit(code)
+	// berth starts; nor is that of MPIJob, queued from configuration.
+	// KubeRay's operator and Kubeflow's training operator run (--with),
+	// their kinds queued from configuration too.
+	os.Exit(testenv.MainClusters(m, testenv.Cluster{Name: "integrations",
+		ControllerArgs:  []string{"--integrations=batch/job,jobset.x-k8s.io/jobset,trainer.kubeflow.org/trainjob"},
+		ConfiguredKinds: configuredKinds, With: []string{"ray", "training-operator"}}))
 }
 
 // webhookNames are the webhooks of berth's configuration.

@@ -2,7 +2,6 @@ package integrations
 
 import (
 	"fmt"
-	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -53,7 +52,7 @@ func TestKubeRaysRayClusterIsQueuedAndItsOperatorMakesThePods(t *testing.T) {
 	}
 
 	env.Create(t, rc)
-	kind := firstKind(t, "../../config/addons/ray/kinds.yaml")
+	kind := rayKind(t, "RayCluster")
 	if !kind.C.Suspended(rc) {
 		t.Fatal("a queued RayCluster was not created suspended")
 	}
@@ -342,21 +341,7 @@ func rayEditors(t *testing.T, env *testenv.Env) {
 // rayKind is a kind as config/addons/ray/kinds.yaml describes it.
 func rayKind(t *testing.T, name string) configured.Kind {
 	t.Helper()
-	data, err := os.ReadFile("../../config/addons/ray/kinds.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	kinds, err := configured.Parse(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range kinds {
-		if kinds[i].Kind == name {
-			return configured.Kind{C: &kinds[i]}
-		}
-	}
-	t.Fatalf("no %s in kinds.yaml", name)
-	return configured.Kind{}
+	return kindIn(t, "../../config/addons/ray/kinds.yaml", name)
 }
 
 // A RayJob, queued by berth with KubeRay's operator running: a RayJob

@@ -200,8 +200,9 @@ type CompiledPodSet struct {
 }
 
 // TrainingOperator is the module of Kubeflow's training operator whose
-// published CRDs examples/configured/training-operator.yaml describes.
-const TrainingOperator = "github.com/kubeflow/training-operator@v1.8.1"
+// published CRDs config/addons/training-operator/kinds.yaml describes (the
+// version berth up --with training-operator runs).
+const TrainingOperator = "github.com/kubeflow/training-operator@v1.9.3"
 
 // MaxPodSets is how many pod sets a Workload may have (its API's limit).
 const MaxPodSets = 8

@@ -13,11 +13,11 @@ import (
 	"github.com/berth-dev/berth/internal/gomodule"
 )
 
-// The training operator's kinds, as examples/configured/training-operator.yaml
+// The training operator's kinds, as config/addons/training-operator/kinds.yaml
 // describes them, fit the CRDs it publishes: every path is there, with its
 // type; and the example PyTorchJob reads as a master and two workers.
 func TestTheTrainingOperatorsKindsFitItsPublishedCRDs(t *testing.T) {
-	data, err := os.ReadFile("../../../examples/configured/training-operator.yaml")
+	data, err := os.ReadFile("../../../config/addons/training-operator/kinds.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
