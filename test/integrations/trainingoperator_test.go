@@ -2,6 +2,7 @@ package integrations
 
 import (
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
 	"github.com/berth-dev/berth/internal/testenv"
@@ -121,15 +123,8 @@ func TestAPyTorchJobRunsUnderTheTrainingOperator(t *testing.T) {
 		}
 		return started(second)
 	})
-	var done bool
-	conds, _, _ := unstructured.NestedSlice(current(t, env, first).Object, "status", "conditions")
-	for _, c := range conds {
-		if c, _ := c.(map[string]any); c["type"] == "Succeeded" && c["status"] == "True" {
-			done = true
-		}
-	}
-	if !done {
-		t.Fatalf("the first PyTorchJob's Workload finished, but the operator did not say it succeeded: %v", conds)
+	if c := finishedCondition(current(t, env, first)); c != "Succeeded" {
+		t.Fatalf("the first PyTorchJob's Workload finished, but the operator says %q; want Succeeded", c)
 	}
 	testenv.Eventually(t, wait, func() error {
 		if n := len(pods(second)); n != 3 {
@@ -254,4 +249,88 @@ func trainingEditors(t *testing.T, env *testenv.Env) {
 	if err := env.Client.Create(ctx, editors); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
+}
+
+// Each of the training operator's examples but PyTorchJob's (above), as
+// it is but for its namespace, queue and run time, all at once: held
+// until admitted whole, started with the flavor on each replica type's
+// template; the operator makes its pods on the flavor's nodes, they run
+// and finish, and the operator's Succeeded finishes its Workload.
+func TestEachTrainingOperatorExampleRunsToItsEnd(t *testing.T) {
+	env := testenv.New(t)
+	pool, _ := poolQueue(t, env, "8", "8Gi")
+	env.CreateSimNode(t, env.Name("n1"), map[string]string{"pool": pool})
+	env.CreateSimNode(t, env.Name("n2"), map[string]string{"pool": pool})
+	examples := []struct {
+		file, kind string
+		podSets    map[string]int32
+	}{
+		{"tfjob.yaml", "TFJob", map[string]int32{"worker": 2}},
+		{"xgboostjob.yaml", "XGBoostJob", map[string]int32{"master": 1, "worker": 1}},
+		{"paddlejob.yaml", "PaddleJob", map[string]int32{"worker": 2}},
+		{"jaxjob.yaml", "JAXJob", map[string]int32{"worker": 2}},
+	}
+	jobs := make([]*unstructured.Unstructured, len(examples))
+	for i, ex := range examples {
+		data, err := os.ReadFile("../../examples/configured/" + ex.file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		job := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal([]byte(strings.ReplaceAll(string(data), "sim-duration: 20s", "sim-duration: 3s")), &job.Object); err != nil {
+			t.Fatal(err)
+		}
+		job.SetNamespace(env.Namespace)
+		job.SetLabels(map[string]string{berthv1.QueueNameLabel: "main"})
+		env.Create(t, job)
+		if !kindIn(t, trainingKinds, ex.kind).C.Suspended(job) {
+			t.Fatalf("a queued %s was not created suspended", ex.kind)
+		}
+		jobs[i] = job
+	}
+	for i, ex := range examples {
+		kind, job := kindIn(t, trainingKinds, ex.kind), jobs[i]
+		testenv.Eventually(t, wait, func() error {
+			wl, err := workloadOf(env, kind, job)
+			if err != nil {
+				return err
+			}
+			got := map[string]int32{}
+			for _, ps := range wl.Spec.PodSets {
+				got[ps.Name] = ps.Count
+			}
+			if fmt.Sprint(got) != fmt.Sprint(ex.podSets) {
+				return fmt.Errorf("%s: pod sets %v; want %v", ex.kind, got, ex.podSets)
+			}
+			var l corev1.PodList
+			if err := env.Client.List(ctx, &l, client.InNamespace(env.Namespace),
+				client.MatchingLabels{"training.kubeflow.org/job-name": job.GetName()}); err != nil {
+				return err
+			}
+			for _, p := range l.Items {
+				if p.Spec.NodeSelector["pool"] != pool {
+					return fmt.Errorf("%s's pod %s: node selector %v", ex.kind, p.Name, p.Spec.NodeSelector)
+				}
+			}
+			if !workload.IsFinished(wl) {
+				return fmt.Errorf("%s: its Workload has not finished (%d of its pods made)", ex.kind, len(l.Items))
+			}
+			if c := finishedCondition(current(t, env, job)); c != "Succeeded" {
+				return fmt.Errorf("%s: the operator says %q; want Succeeded", ex.kind, c)
+			}
+			return nil
+		})
+	}
+}
+
+// finishedCondition is the type of a training job's Succeeded or Failed
+// condition that is True, "" if none is.
+func finishedCondition(job *unstructured.Unstructured) string {
+	conds, _, _ := unstructured.NestedSlice(job.Object, "status", "conditions")
+	for _, c := range conds {
+		if c, _ := c.(map[string]any); (c["type"] == "Succeeded" || c["type"] == "Failed") && c["status"] == "True" {
+			return c["type"].(string)
+		}
+	}
+	return ""
 }
