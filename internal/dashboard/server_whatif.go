@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"mime"
 	"net/http"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -41,7 +42,10 @@ func (s *Server) whatIf(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "the request: "+err.Error(), http.StatusBadRequest)
 		return
 	}
-	view, err := WhatIf(req, func() (*whatif.Config, error) { return s.clusterConfig(r.Context()) })
+	view, err := WhatIf(req, WhatIfCluster{
+		Queues:  func() (*whatif.Config, error) { return s.clusterConfig(r.Context()) },
+		History: func() (whatif.Recording, error) { return s.recording(r.Context()) },
+	})
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
@@ -72,4 +76,29 @@ func (s *Server) clusterConfig(ctx context.Context) (*whatif.Config, error) {
 	}
 	return &whatif.Config{Name: ThisCluster, Flavors: rfs.Items, Cohorts: cos.Items, ClusterQueues: cqs.Items,
 		LocalQueues: lqs.Items, Topologies: tops.Items, Namespaces: nss.Items}, nil
+}
+
+// recording records the cluster's Workloads that ran to their end, as berth
+// trace record --names does, with its nodes where it places by topology
+// (read from the API server: the dashboard does not watch nodes).
+func (s *Server) recording(ctx context.Context) (whatif.Recording, error) {
+	var (
+		wls  berthv1.WorkloadList
+		tops berthv1.TopologyList
+	)
+	if err := s.cache.List(ctx, &wls); err != nil {
+		return whatif.Recording{}, err
+	}
+	if err := s.cache.List(ctx, &tops); err != nil {
+		return whatif.Recording{}, err
+	}
+	rec := whatif.FromWorkloads(wls.Items, time.Time{}, true)
+	if len(tops.Items) > 0 {
+		var nodes corev1.NodeList
+		if err := s.api.List(ctx, &nodes); err != nil {
+			return whatif.Recording{}, fmt.Errorf("listing nodes: %w", err)
+		}
+		rec.Nodes = whatif.NodesOf(nodes.Items)
+	}
+	return rec, nil
 }

@@ -13,9 +13,12 @@ import (
 // to replay it against, as `berth whatif --config A --config B` does.
 type WhatIfRequest struct {
 	// Trace is a trace file's text (docs/whatif.md); TraceName its name.
-	Trace     string       `json:"trace"`
-	TraceName string       `json:"traceName"`
-	Plans     []WhatIfPlan `json:"plans"`
+	Trace     string `json:"trace,omitempty"`
+	TraceName string `json:"traceName,omitempty"`
+	// History, instead of a trace, replays the cluster's own finished
+	// workloads, as berth trace record --names records them.
+	History bool         `json:"history,omitempty"`
+	Plans   []WhatIfPlan `json:"plans"`
 	// FairSharing replays as berth controller --fair-sharing does.
 	FairSharing bool `json:"fairSharing"`
 }
@@ -31,7 +34,10 @@ type WhatIfPlan struct {
 // WhatIfView is the answer: the comparison `berth whatif` prints, and
 // its chart's lines.
 type WhatIfView struct {
-	Workloads  int               `json:"workloads"`
+	Workloads int `json:"workloads"`
+	// Left counts the workloads of the cluster's history left out of the
+	// replay, by why (whatif.Recording.Skipped).
+	Left       map[string]int    `json:"left,omitempty"`
 	Comparison whatif.Comparison `json:"comparison"`
 	Chart      plot.Chart        `json:"chart"`
 }
@@ -42,22 +48,47 @@ const whatIfTop = 20
 // ThisCluster is the name a plan of the cluster's own queues goes by.
 const ThisCluster = "this cluster"
 
-// WhatIf replays the request's trace against its two plans; cluster reads
-// the cluster's queues, for a plan that asks for them, of which the part
-// the trace reaches is replayed (whatif.Config.Reached).
-func WhatIf(req WhatIfRequest, cluster func() (*whatif.Config, error)) (*WhatIfView, error) {
+// WhatIfCluster reads what a request may ask of the cluster the dashboard
+// is served from: its queues, and its history (a recording of its
+// Workloads, with its nodes where it places by topology).
+type WhatIfCluster struct {
+	Queues  func() (*whatif.Config, error)
+	History func() (whatif.Recording, error)
+}
+
+// WhatIf replays the request's trace (or the cluster's history) against its
+// two plans; a plan of the cluster's queues replays the part of them the
+// trace reaches (whatif.Config.Reached).
+func WhatIf(req WhatIfRequest, cluster WhatIfCluster) (*WhatIfView, error) {
 	traceName := req.TraceName
 	if traceName == "" {
 		traceName = "the trace"
 	}
-	if strings.TrimSpace(req.Trace) == "" {
-		return nil, errors.New("trace: required, a trace file as berth trace record or berth trace generate writes it (docs/whatif.md)")
-	}
-	if len(req.Plans) != 2 {
+	hasTrace := strings.TrimSpace(req.Trace) != ""
+	switch {
+	case hasTrace && req.History:
+		return nil, errors.New("trace: either a trace file or this cluster's history, not both")
+	case !hasTrace && !req.History:
+		return nil, errors.New("trace: required, a trace file as berth trace record or berth trace generate writes it (docs/whatif.md), or this cluster's history")
+	case len(req.Plans) != 2:
 		return nil, fmt.Errorf("plans: two to compare (%d given)", len(req.Plans))
 	}
-	header, trace, err := whatif.ReadTrace(strings.NewReader(req.Trace))
-	if err != nil {
+	var (
+		header whatif.Header
+		trace  []whatif.Workload
+		left   map[string]int
+		err    error
+	)
+	if req.History {
+		rec, err := cluster.History()
+		if err != nil {
+			return nil, fmt.Errorf("reading this cluster's history: %w", err)
+		}
+		if len(rec.Workloads) == 0 {
+			return nil, errors.New("this cluster's history has no workload that ran to its end yet: nothing to replay")
+		}
+		header, trace, left = whatif.Header{Start: rec.Start, Nodes: rec.Nodes}, rec.Workloads, rec.Skipped
+	} else if header, trace, err = whatif.ReadTrace(strings.NewReader(req.Trace)); err != nil {
 		return nil, fmt.Errorf("%s: %w", traceName, err)
 	}
 	var results [2]*whatif.Result
@@ -67,7 +98,7 @@ func WhatIf(req WhatIfRequest, cluster func() (*whatif.Config, error)) (*WhatIfV
 		case p.ThisCluster && p.YAML != "":
 			return nil, fmt.Errorf("plan %d (%s): either this cluster's queues or a file, not both", i+1, p.Name)
 		case p.ThisCluster:
-			all, err := cluster()
+			all, err := cluster.Queues()
 			if err != nil {
 				return nil, fmt.Errorf("plan %d (%s): reading the cluster's queues: %w", i+1, ThisCluster, err)
 			}
@@ -96,6 +127,6 @@ func WhatIf(req WhatIfRequest, cluster func() (*whatif.Config, error)) (*WhatIfV
 		results[0].Config += " (A)"
 		results[1].Config += " (B)"
 	}
-	return &WhatIfView{Workloads: len(trace), Comparison: whatif.Compare(results[0], results[1], whatIfTop),
+	return &WhatIfView{Workloads: len(trace), Left: left, Comparison: whatif.Compare(results[0], results[1], whatIfTop),
 		Chart: whatif.Chart(results[0], results[1])}, nil
 }

@@ -11,24 +11,34 @@ import (
 	. "github.com/berth-dev/berth/test/fixtures"
 )
 
-// twoJobs is a trace of two workloads of 2 cpu, arriving together in
-// LocalQueue team/main and running a minute each.
-func twoJobs(t *testing.T) string {
-	t.Helper()
-	var b strings.Builder
+// twoWorkloads are two workloads of 2 cpu, arriving together in LocalQueue
+// team/main and running a minute each.
+func twoWorkloads() []whatif.Workload {
 	job := func(name string) whatif.Workload {
 		return whatif.Workload{Name: name, Namespace: "team", LocalQueue: "main", Run: 60,
 			PodSets: []whatif.PodSet{{Name: "main", Count: 2, Requests: map[string]string{"cpu": "1"}}}}
 	}
-	if err := whatif.WriteTrace(&b, whatif.Header{Start: t0}, []whatif.Workload{job("first"), job("second")}); err != nil {
+	return []whatif.Workload{job("first"), job("second")}
+}
+
+// twoJobs is twoWorkloads' trace file.
+func twoJobs(t *testing.T) string {
+	t.Helper()
+	var b strings.Builder
+	if err := whatif.WriteTrace(&b, whatif.Header{Start: t0}, twoWorkloads()); err != nil {
 		t.Fatal(err)
 	}
 	return b.String()
 }
 
-// cluster is a cluster's queues: ClusterQueue cq of 2 cpu for team/main,
-// and a queue of its own elsewhere that a replay would refuse.
-func cluster() (*whatif.Config, error) {
+// cluster is a cluster whose queues are ClusterQueue cq of 2 cpu for
+// team/main, and a queue of its own elsewhere that a replay would refuse;
+// and whose history is twoWorkloads, one more not finished yet.
+var cluster = dashboard.WhatIfCluster{Queues: queues, History: func() (whatif.Recording, error) {
+	return whatif.Recording{Start: t0, Workloads: twoWorkloads(), Skipped: map[string]int{whatif.SkipNotFinished: 1}}, nil
+}}
+
+func queues() (*whatif.Config, error) {
 	return &whatif.Config{
 		Flavors: []berthv1.ResourceFlavor{*MakeResourceFlavor("default").Obj(), *MakeResourceFlavor("other").Obj()},
 		ClusterQueues: []berthv1.ClusterQueue{
@@ -109,6 +119,8 @@ func TestWhatIfRefusesWhatItCannotReplay(t *testing.T) {
 		want string
 	}{
 		{"no trace", dashboard.WhatIfRequest{Plans: []dashboard.WhatIfPlan{{ThisCluster: true}, {ThisCluster: true}}}, "trace: required"},
+		{"a trace and the history", dashboard.WhatIfRequest{Trace: trace, History: true, Plans: []dashboard.WhatIfPlan{{ThisCluster: true}, {ThisCluster: true}}},
+			"trace: either a trace file or this cluster's history, not both"},
 		{"one plan", dashboard.WhatIfRequest{Trace: trace, Plans: []dashboard.WhatIfPlan{{ThisCluster: true}}}, "plans: two to compare (1 given)"},
 		{"not a trace", dashboard.WhatIfRequest{Trace: "{}\n", TraceName: "x.jsonl", Plans: []dashboard.WhatIfPlan{{ThisCluster: true}, {ThisCluster: true}}}, "x.jsonl: "},
 		{"both", dashboard.WhatIfRequest{Trace: trace, Plans: []dashboard.WhatIfPlan{{ThisCluster: true, YAML: doubled, Name: "d.yaml"}, {ThisCluster: true}}},
@@ -129,5 +141,29 @@ func TestWhatIfRefusesWhatItCannotReplay(t *testing.T) {
 	}
 	if v.Comparison.A == v.Comparison.B {
 		t.Errorf("two plans both named %q", v.Comparison.A)
+	}
+}
+
+// The cluster's own history instead of a trace: the same answer, and what
+// was left out of it.
+func TestWhatIfReplaysThisClustersHistory(t *testing.T) {
+	v, err := dashboard.WhatIf(dashboard.WhatIfRequest{History: true, Plans: []dashboard.WhatIfPlan{
+		{ThisCluster: true}, {Name: "doubled.yaml", YAML: doubled},
+	}}, cluster)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := v.Comparison.Changed; v.Workloads != 2 || len(c) != 1 || c[0].Key != "team/second" || c[0].A != 60 || c[0].B != 0 {
+		t.Errorf("%d workloads, changed %+v; want 2, team/second 60 s to 0", v.Workloads, c)
+	}
+	if v.Left[whatif.SkipNotFinished] != 1 {
+		t.Errorf("left out: %v; want the one not finished", v.Left)
+	}
+	empty := dashboard.WhatIfCluster{Queues: queues, History: func() (whatif.Recording, error) {
+		return whatif.Recording{Skipped: map[string]int{whatif.SkipNotFinished: 3}}, nil
+	}}
+	_, err = dashboard.WhatIf(dashboard.WhatIfRequest{History: true, Plans: []dashboard.WhatIfPlan{{ThisCluster: true}, {ThisCluster: true}}}, empty)
+	if err == nil || !strings.Contains(err.Error(), "no workload that ran to its end yet") {
+		t.Errorf("an empty history: %v; want it refused, saying why", err)
 	}
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/berth-dev/berth/internal/integration/jobs"
 	"github.com/berth-dev/berth/internal/testenv"
 	"github.com/berth-dev/berth/internal/whatif"
+	"github.com/berth-dev/berth/internal/workload"
 	. "github.com/berth-dev/berth/test/fixtures"
 )
 
@@ -492,14 +493,16 @@ func TestDashboardTokenURLInABrowser(t *testing.T) {
 // this cluster's queue (2 cpu, read from the real API server) and a plan
 // of 4 cpu. The page says the second workload waits a minute in this
 // cluster and not at all with the plan; nothing in the cluster changes.
-// A form another site posts is refused before it costs a replay, and so
-// is a request past the size limit.
+// Then the cluster's own history instead of a trace: a Job run to its end
+// here is replayed. A form another site posts is refused before it costs
+// a replay, and so is a request past the size limit.
 func TestDashboardReplaysATraceAgainstThisClusterInABrowser(t *testing.T) {
 	env := testenv.New(t)
 	rf, cq := env.Name("rf"), env.Name("cq")
-	env.Create(t, MakeResourceFlavor(rf).Obj())
+	env.Create(t, MakeResourceFlavor(rf).Toleration(env.Toleration()).Obj())
 	env.Create(t, MakeClusterQueue(cq).ResourceGroup(MakeFlavorQuotas(rf).Resource("cpu", "2").Obj()).Obj())
 	env.Create(t, MakeLocalQueue("main", env.Namespace, cq).Obj())
+	env.CreateSimNode(t, env.Name("n"), nil)
 	url := testenv.Dashboard(t, env.Config)
 
 	dir := t.TempDir()
@@ -511,7 +514,8 @@ func TestDashboardReplaysATraceAgainstThisClusterInABrowser(t *testing.T) {
 	if err := whatif.WriteTrace(&trace, whatif.Header{Start: time.Now()}, []whatif.Workload{job("first"), job("second")}); err != nil {
 		t.Fatal(err)
 	}
-	plan := fmt.Sprintf(`apiVersion: berth.dev/v1beta1
+	plan := func(cpu string) string {
+		return fmt.Sprintf(`apiVersion: berth.dev/v1beta1
 kind: ResourceFlavor
 metadata: {name: %[1]s}
 ---
@@ -522,15 +526,16 @@ spec:
   namespaceSelector: {}
   resourceGroups:
   - coveredResources: [cpu]
-    flavors: [{name: %[1]s, resources: [{name: cpu, nominalQuota: "4"}]}]
+    flavors: [{name: %[1]s, resources: [{name: cpu, nominalQuota: "%[4]s"}]}]
 ---
 apiVersion: berth.dev/v1beta1
 kind: LocalQueue
 metadata: {name: main, namespace: %[3]s}
 spec: {clusterQueue: %[2]s}
-`, rf, cq, env.Namespace)
-	tracePath, planPath := filepath.Join(dir, "two.jsonl"), filepath.Join(dir, "doubled.yaml")
-	for path, text := range map[string]string{tracePath: trace.String(), planPath: plan} {
+`, rf, cq, env.Namespace, cpu)
+	}
+	tracePath, planPath, todayPath := filepath.Join(dir, "two.jsonl"), filepath.Join(dir, "doubled.yaml"), filepath.Join(dir, "today.yaml")
+	for path, text := range map[string]string{tracePath: trace.String(), planPath: plan("4"), todayPath: plan("2")} {
 		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -564,13 +569,38 @@ spec: {clusterQueue: %[2]s}
 		chromedp.Click(chromedp.CSS("#whatif-run"))); err != nil {
 		t.Fatal(err)
 	}
-	waitText(t, ctx, "#whatif-status", "Replayed 2 workloads. A: this cluster, 0 preemptions. B: doubled.yaml")
+	waitText(t, ctx, "#whatif-status", "Replayed 2 workloads of two.jsonl. A: this cluster, 0 preemptions. B: doubled.yaml")
 	// Cells are told apart by tabs in an element's text.
 	waitText(t, ctx, "#whatif-changed", env.Namespace+"/second\t60 s → 0.0 s")
 	waitText(t, ctx, "#whatif-groups", "ClusterQueue\t"+cq+"\t2 of 2 → 2 of 2\t30 s → 0.0 s")
 	waitText(t, ctx, "#whatif-quota", cq+"\t"+rf+"/cpu\t2 → 4")
 	waitText(t, ctx, "#whatif-charts", "workloads waiting")
 	testenv.Screenshot(t, ctx, "dashboard-whatif.png")
+
+	// The cluster's history: a Job that ran to its end here, replayed
+	// against the two plan files (the history holds other tests' Workloads
+	// too; their LocalQueues are in neither plan).
+	done := MakeJob("done", env.Namespace).Queue("main").Request("cpu", "1").PodAnnotation("berth.dev/sim-duration", "1s").Obj()
+	env.Create(t, done)
+	testenv.Eventually(t, wait, func() error {
+		var wl berthv1.Workload
+		if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: env.Namespace, Name: jobs.WorkloadName(done)}, &wl); err != nil {
+			return err
+		}
+		if !workload.IsFinished(&wl) {
+			return fmt.Errorf("the Job's Workload has not finished")
+		}
+		return nil
+	})
+	if err := chromedp.Do(ctx, chromedp.Navigate(url), chromedp.Click(chromedp.CSS("#whatif-open")),
+		chromedp.Click(chromedp.CSS("#whatif-history")),
+		chromedp.SetUploadFiles(chromedp.CSS("#whatif-a"), []string{todayPath}),
+		chromedp.SetUploadFiles(chromedp.CSS("#whatif-b"), []string{planPath}),
+		chromedp.Click(chromedp.CSS("#whatif-run"))); err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, ctx, "#whatif-status", "of this cluster's history")
+	waitText(t, ctx, "#whatif-groups", "LocalQueue\t"+env.Namespace+"/main\t1 of 1 → 1 of 1\t0.0 s → 0.0 s")
 
 	// The replay changed nothing: the cluster's queue has its 2 cpu.
 	var got berthv1.ClusterQueue

@@ -512,9 +512,14 @@ async function replayWhatIf() {
   const result = document.getElementById("whatif-result");
   const file = (id) => document.getElementById(id).files[0];
   const trace = file("whatif-trace"), a = file("whatif-a"), b = file("whatif-b");
+  const history = document.getElementById("whatif-history").checked;
   status.dataset.state = "refused";
-  if (!trace) {
-    status.textContent = "Choose a trace first.";
+  if (!trace && !history) {
+    status.textContent = "Choose a trace, or this cluster's history, first.";
+    return;
+  }
+  if (trace && history) {
+    status.textContent = "Either a trace or this cluster's history, not both.";
     return;
   }
   if (!b) {
@@ -522,10 +527,12 @@ async function replayWhatIf() {
     return;
   }
   const plan = async (f) => (f ? { name: f.name, yaml: await f.text() } : { thisCluster: true });
-  const request = { trace: await trace.text(), traceName: trace.name, plans: [await plan(a), await plan(b)],
-    fairSharing: document.getElementById("whatif-fair").checked };
+  const source = history ? "this cluster's history" : trace.name;
+  const request = { plans: [await plan(a), await plan(b)], fairSharing: document.getElementById("whatif-fair").checked };
+  if (history) request.history = true;
+  else Object.assign(request, { trace: await trace.text(), traceName: trace.name });
   status.dataset.state = "running";
-  status.textContent = "Replaying " + trace.name + "…";
+  status.textContent = "Replaying " + source + "…";
   document.getElementById("whatif-run").disabled = true;
   let res;
   try {
@@ -542,7 +549,8 @@ async function replayWhatIf() {
   const v = await res.json();
   const c = v.comparison;
   status.dataset.state = "done";
-  status.textContent = "Replayed " + v.workloads + " workloads. A: " + c.A + ", " + c.preemptionsA + " preemptions. B: " + c.B + ", " +
+  const left = Object.entries(v.left ?? {}).map(([why, n]) => n + " " + why).join("; ");
+  status.textContent = "Replayed " + v.workloads + " workloads of " + source + (left ? " (left out: " + left + ")" : "") + ". A: " + c.A + ", " + c.preemptionsA + " preemptions. B: " + c.B + ", " +
     c.preemptionsB + " preemptions. " + (100 * c.orderAgreement).toFixed(1) + " % of pairs admitted in the same order.";
   fillTable("whatif-groups", c.groups, (g) => [g.by, g.name,
     both(g.a, g.b, (s) => s.admitted + " of " + s.workloads), both(g.a, g.b, (s) => waitText(s.meanWait)),
