@@ -358,6 +358,37 @@ func kindIn(t *testing.T, file, name string) configured.Kind {
 	return configured.Kind{}
 }
 
+// podLabelRefused checks that user cannot change label on pod: dry runs are
+// tried until the edit role has the pod's kind (aggregation takes a moment).
+func podLabelRefused(t *testing.T, user client.Client, pod *corev1.Pod, label, want string) {
+	t.Helper()
+	testenv.Eventually(t, wait, func() error {
+		p := pod.DeepCopy()
+		if err := user.Get(ctx, client.ObjectKeyFromObject(p), p); err != nil {
+			return err
+		}
+		p.Labels[label] = "elsewhere"
+		err := user.Update(ctx, p, client.DryRunAll)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			return fmt.Errorf("changing label %s on pod %s was not refused: %v", label, pod.Name, err)
+		}
+		return nil
+	})
+}
+
+// editors lets the edit role write the resources of group, as an
+// operator's own install does.
+func editors(t *testing.T, env *testenv.Env, name, group string, resources ...string) {
+	t.Helper()
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name,
+		Labels: map[string]string{"rbac.authorization.k8s.io/aggregate-to-edit": "true"}},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{group}, Resources: resources,
+			Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}}}}
+	if err := env.Client.Create(ctx, role); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+}
+
 // refused checks that user's update of obj by edit is refused with want:
 // first as a dry run, until the edit role has the kind (its aggregation
 // takes a moment) and the API server has taken up berth's policy (it

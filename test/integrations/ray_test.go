@@ -8,7 +8,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -110,18 +109,7 @@ func TestKubeRaysRayClusterIsQueuedAndItsOperatorMakesThePods(t *testing.T) {
 			worker = p
 		}
 	}
-	testenv.Eventually(t, wait, func() error {
-		p := worker.DeepCopy()
-		if err := alice.Get(ctx, client.ObjectKeyFromObject(p), p); err != nil {
-			return err
-		}
-		p.Labels["ray.io/group"] = "elsewhere"
-		err := alice.Update(ctx, p, client.DryRunAll)
-		if err == nil || !strings.Contains(err.Error(), "metadata.labels[ray.io/group]: the RayCluster finds its Pods by it") {
-			return fmt.Errorf("hiding a pod from KubeRay was not refused: %v", err)
-		}
-		return nil
-	})
+	podLabelRefused(t, alice, &worker, "ray.io/group", "metadata.labels[ray.io/group]: the RayCluster finds its Pods by it")
 
 	// Evicted (its ClusterQueue stopped and drained), it is suspended with
 	// its own templates, and KubeRay deletes its pods.
@@ -329,13 +317,7 @@ func drain(t *testing.T, env *testenv.Env, cq string) {
 // install does.
 func rayEditors(t *testing.T, env *testenv.Env) {
 	t.Helper()
-	editors := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "ray-edit",
-		Labels: map[string]string{"rbac.authorization.k8s.io/aggregate-to-edit": "true"}},
-		Rules: []rbacv1.PolicyRule{{APIGroups: []string{"ray.io"}, Resources: []string{"rayclusters", "rayjobs", "rayservices"},
-			Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}}}}
-	if err := env.Client.Create(ctx, editors); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
+	editors(t, env, "ray-edit", "ray.io", "rayclusters", "rayjobs", "rayservices")
 }
 
 // rayKind is a kind as config/addons/ray/kinds.yaml describes it.

@@ -8,9 +8,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -150,18 +147,8 @@ func TestAPyTorchJobRunsUnderTheTrainingOperator(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "PyTorchJob second: a queued PyTorchJob is scaled up (from 2 to 6) only while it is suspended") {
 		t.Fatalf("scaling a running PyTorchJob up: %v", err)
 	}
-	testenv.Eventually(t, wait, func() error {
-		p := pods(second)[0].DeepCopy()
-		if err := alice.Get(ctx, client.ObjectKeyFromObject(p), p); err != nil {
-			return err
-		}
-		p.Labels["training.kubeflow.org/job-name"] = "elsewhere"
-		err := alice.Update(ctx, p, client.DryRunAll)
-		if err == nil || !strings.Contains(err.Error(), "metadata.labels[training.kubeflow.org/job-name]: the PyTorchJob finds its Pods by it") {
-			return fmt.Errorf("hiding a pod from the operator was not refused: %v", err)
-		}
-		return nil
-	})
+	podLabelRefused(t, alice, &pods(second)[0], "training.kubeflow.org/job-name",
+		"metadata.labels[training.kubeflow.org/job-name]: the PyTorchJob finds its Pods by it")
 	managed := pytorchJob("managed", "10m")
 	_ = unstructured.SetNestedField(managed.Object, "kueue.x-k8s.io/multikueue", "spec", "runPolicy", "managedBy")
 	if err := env.Client.Create(ctx, managed); err == nil || !strings.Contains(err.Error(), "spec.runPolicy.managedBy: is set; berth does not follow it") {
@@ -242,13 +229,7 @@ func TestAPyTorchJobRunsUnderTheTrainingOperator(t *testing.T) {
 // as the operator's own install does.
 func trainingEditors(t *testing.T, env *testenv.Env) {
 	t.Helper()
-	editors := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "training-edit",
-		Labels: map[string]string{"rbac.authorization.k8s.io/aggregate-to-edit": "true"}},
-		Rules: []rbacv1.PolicyRule{{APIGroups: []string{"kubeflow.org"}, Resources: []string{"pytorchjobs", "pytorchjobs/scale"},
-			Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}}}}
-	if err := env.Client.Create(ctx, editors); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
+	editors(t, env, "training-edit", "kubeflow.org", "pytorchjobs", "pytorchjobs/scale")
 }
 
 // Each of the training operator's examples but PyTorchJob's (above), as
