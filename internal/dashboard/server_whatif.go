@@ -20,6 +20,9 @@ import (
 // workloads. Longer ones are for berth whatif.
 const MaxWhatIfBody = 64 << 20
 
+// whatIfReadTimeout bounds the reading of a What-if request.
+const whatIfReadTimeout = time.Minute
+
 func (s *Server) whatIf(w http.ResponseWriter, r *http.Request) {
 	// Only JSON: a form another site's page posts here (no preflight)
 	// is refused before it costs a replay.
@@ -33,6 +36,9 @@ func (s *Server) whatIf(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer s.replaying.Unlock()
+	// A client that sends its body slowly holds the replay back from others
+	// for this long at most.
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(whatIfReadTimeout))
 	var req WhatIfRequest
 	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxWhatIfBody)).Decode(&req); err != nil {
 		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
