@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -9,8 +10,10 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/berth-dev/berth/internal/bench/plot"
+	"github.com/berth-dev/berth/internal/controller"
 	"github.com/berth-dev/berth/internal/whatif"
 )
 
@@ -23,9 +26,12 @@ func newWhatifCommand() *cobra.Command {
 		output          string
 		top             int
 		chart           string
+		thisCluster     bool
+		inst            instanceFlags
+		kubeconfig      string
 	)
 	cmd := &cobra.Command{
-		Use:   "whatif --trace FILE --config QUEUES.yaml [--config OTHER.yaml]",
+		Use:   "whatif --trace FILE (--config QUEUES.yaml | --this-cluster) [--config OTHER.yaml]",
 		Short: "Replay a trace of workloads against a queue configuration with berth's own scheduler, in virtual time, and report each queue's waits",
 		Long: `Replay a trace (docs/whatif.md: one JSON line per workload with its arrival,
 LocalQueue, priority, pod sets and run time) against a queue configuration,
@@ -47,6 +53,12 @@ workloads were admitted in the same order. --chart draws, over the trace's time,
 how long those arriving then waited, and what share of the nominal quota of
 each resource was held, a line per configuration.
 
+--this-cluster replays against the queues of a cluster running berth, as
+they are now (a berth instance, --name/--data-dir, or --kubeconfig): the
+part of them the trace's LocalQueues reach (their ClusterQueues and every
+queue of those ClusterQueues' cohort trees, with the flavors, Topologies
+and Namespaces they name), first, as if given as the first --config.
+
 Pod sets that ask for topology-aware placement are placed on the trace's
 nodes when the configuration's flavors name Topologies. What it does not
 model is refused: admission checks in the configuration, and placement
@@ -56,20 +68,24 @@ controller gives an evicted workload, and runs again in full.`,
 		Example: `  berth whatif --trace week.jsonl --config queues.yaml
   berth whatif --trace week.jsonl --config today.yaml --config lend-more.yaml --chart compare.png
   berth whatif --trace week.jsonl --config queues.yaml --fair-sharing -o json
-  berth whatif --trace week.jsonl --config queues.yaml --against-recorded`,
+  berth whatif --trace week.jsonl --config queues.yaml --against-recorded
+  berth whatif --trace week.jsonl --this-cluster --config lend-more.yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			switch {
 			case tracePath == "":
 				return errors.New("--trace is required: a trace file (docs/whatif.md)")
-			case len(configs) == 0 || len(configs) > 2:
-				return fmt.Errorf("--config: give one configuration to replay, or two to compare (%d given)", len(configs))
+			case len(configs) == 0 && !thisCluster || len(configs)+btoi(thisCluster) > 2:
+				return fmt.Errorf("--config: give one configuration to replay, or two to compare (%d given, --this-cluster counting as one)",
+					len(configs)+btoi(thisCluster))
+			case !thisCluster && (kubeconfig != "" || cmd.Flags().Changed("name") || cmd.Flags().Changed("data-dir")):
+				return errors.New("--kubeconfig, --name and --data-dir say which cluster --this-cluster reads: give --this-cluster too")
 			case output != "table" && output != "json":
 				return fmt.Errorf("-o %q: unknown output format (use table or json)", output)
 			case top < 0:
 				return fmt.Errorf("--top %d: must not be negative", top)
-			case againstRecorded && len(configs) != 1:
-				return fmt.Errorf("--against-recorded compares one replay with what happened: give one --config (%d given)", len(configs))
+			case againstRecorded && len(configs)+btoi(thisCluster) != 1:
+				return fmt.Errorf("--against-recorded compares one replay with what happened: give one --config (%d given)", len(configs)+btoi(thisCluster))
 			}
 			f, err := os.Open(tracePath)
 			if err != nil {
@@ -80,7 +96,14 @@ controller gives an evicted workload, and runs again in full.`,
 			if err != nil {
 				return fmt.Errorf("%s: %w", tracePath, err)
 			}
-			var results []*whatif.Result
+			var plans []*whatif.Config
+			if thisCluster {
+				cfg, err := readClusterPlan(cmd.Context(), &inst, kubeconfig, trace)
+				if err != nil {
+					return err
+				}
+				plans = append(plans, cfg)
+			}
 			for _, path := range configs {
 				data, err := os.ReadFile(path)
 				if err != nil {
@@ -90,6 +113,10 @@ controller gives an evicted workload, and runs again in full.`,
 				if err != nil {
 					return err
 				}
+				plans = append(plans, cfg)
+			}
+			var results []*whatif.Result
+			for _, cfg := range plans {
 				began := time.Now()
 				r, err := whatif.Replay(cfg, header.Start, trace, whatif.Options{FairSharing: fairSharing, Nodes: header.Nodes})
 				if err != nil {
@@ -129,6 +156,9 @@ controller gives an evicted workload, and runs again in full.`,
 	f.StringVarP(&output, "output", "o", "table", "table or json")
 	f.StringVar(&chart, "chart", "", "also draw, as a PNG file, the workloads waiting, the mean wait and the quota held over the trace's time, a line per configuration")
 	f.IntVar(&top, "top", 10, "with two configurations: how many of the workloads whose wait changed most to list")
+	f.BoolVar(&thisCluster, "this-cluster", false, "replay against the queues of a cluster running berth as they are now (the instance, or --kubeconfig), as the first configuration")
+	f.StringVar(&kubeconfig, "kubeconfig", "", "with --this-cluster: the cluster to read, instead of a berth instance")
+	inst.add(cmd)
 	f.BoolVar(&againstRecorded, "against-recorded", false, "compare the replay with what happened in the cluster the trace was recorded from (its admissions): how faithful the replay is")
 	return cmd
 }
@@ -148,4 +178,35 @@ func writeWhatif(w io.Writer, output string, results []*whatif.Result, top int) 
 		}{whatif.Summarize(results[0]), results[0]})
 	}
 	return whatif.WriteSummary(w, results[0])
+}
+
+// readClusterPlan reads the queues of the cluster inst or kubeconfig
+// reaches, and keeps the part trace reaches (whatif.Config.Reached).
+func readClusterPlan(ctx context.Context, inst *instanceFlags, kubeconfig string, trace []whatif.Workload) (*whatif.Config, error) {
+	cfg, err := clusterConfig(inst, kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: controller.Scheme()})
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	all, err := whatif.ReadConfig(ctx, c)
+	if err != nil {
+		return nil, fmt.Errorf("--this-cluster: %w", err)
+	}
+	plan := all.Reached(trace)
+	if err := plan.Check(); err != nil {
+		return nil, fmt.Errorf("--this-cluster: %w", err)
+	}
+	return plan, nil
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

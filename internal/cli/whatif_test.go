@@ -100,3 +100,23 @@ func TestTraceRecordRefusesAWrongTimeout(t *testing.T) {
 		}
 	}
 }
+
+// --this-cluster counts as one of the (at most two) configurations, and the
+// flags that say which cluster it reads are refused without it, before
+// anything is read.
+func TestWhatifThisClusterCountsAsAConfiguration(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--this-cluster", "--config", "a.yaml", "--config", "b.yaml"}, "--config: give one configuration to replay, or two to compare (3 given, --this-cluster counting as one)"},
+		{[]string{"--config", "a.yaml", "--kubeconfig", "kc"}, "--kubeconfig, --name and --data-dir say which cluster --this-cluster reads: give --this-cluster too"},
+		{[]string{"--config", "a.yaml", "--name", "other"}, "give --this-cluster too"},
+		{[]string{"--this-cluster", "--config", "a.yaml", "--against-recorded"}, "--against-recorded compares one replay with what happened: give one --config (2 given)"},
+	} {
+		_, _, err := runCommand(t, append([]string{"whatif", "--trace", "t.jsonl"}, c.args...)...)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: %v; want %q", c.args, err, c.want)
+		}
+	}
+}

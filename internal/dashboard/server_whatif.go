@@ -10,7 +10,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	berthv1 "github.com/berth-dev/berth/api/v1beta1"
 	"github.com/berth-dev/berth/internal/whatif"
@@ -49,7 +48,7 @@ func (s *Server) whatIf(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	view, err := WhatIf(req, WhatIfCluster{
-		Queues:  func() (*whatif.Config, error) { return s.clusterConfig(r.Context()) },
+		Queues:  func() (*whatif.Config, error) { return whatif.ReadConfig(r.Context(), s.cache) },
 		History: func() (whatif.Recording, error) { return s.recording(r.Context()) },
 	})
 	if err != nil {
@@ -63,25 +62,6 @@ func (s *Server) whatIf(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write(data)
-}
-
-// clusterConfig is the cluster's queues as the dashboard's watch has them.
-func (s *Server) clusterConfig(ctx context.Context) (*whatif.Config, error) {
-	var (
-		rfs  berthv1.ResourceFlavorList
-		cos  berthv1.CohortList
-		cqs  berthv1.ClusterQueueList
-		lqs  berthv1.LocalQueueList
-		tops berthv1.TopologyList
-		nss  corev1.NamespaceList
-	)
-	for _, l := range []client.ObjectList{&rfs, &cos, &cqs, &lqs, &tops, &nss} {
-		if err := s.cache.List(ctx, l); err != nil {
-			return nil, err
-		}
-	}
-	return &whatif.Config{Name: ThisCluster, Flavors: rfs.Items, Cohorts: cos.Items, ClusterQueues: cqs.Items,
-		LocalQueues: lqs.Items, Topologies: tops.Items, Namespaces: nss.Items}, nil
 }
 
 // recording records the cluster's Workloads that ran to their end, as berth

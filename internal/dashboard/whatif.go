@@ -45,9 +45,6 @@ type WhatIfView struct {
 // whatIfTop is how many of the workloads whose wait changed most are listed.
 const whatIfTop = 20
 
-// ThisCluster is the name a plan of the cluster's own queues goes by.
-const ThisCluster = "this cluster"
-
 // WhatIfCluster reads what a request may ask of the cluster the dashboard
 // is served from: its queues, and its history (a recording of its
 // Workloads, with its nodes where it places by topology).
@@ -100,10 +97,9 @@ func WhatIf(req WhatIfRequest, cluster WhatIfCluster) (*WhatIfView, error) {
 		case p.ThisCluster:
 			all, err := cluster.Queues()
 			if err != nil {
-				return nil, fmt.Errorf("plan %d (%s): reading the cluster's queues: %w", i+1, ThisCluster, err)
+				return nil, fmt.Errorf("plan %d (%s): %w", i+1, whatif.ThisCluster, err)
 			}
 			cfg = all.Reached(trace)
-			cfg.Name = ThisCluster
 			if err := cfg.Check(); err != nil {
 				return nil, fmt.Errorf("plan %d: %w", i+1, err)
 			}

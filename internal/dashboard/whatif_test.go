@@ -39,7 +39,7 @@ var cluster = dashboard.WhatIfCluster{Queues: queues, History: func() (whatif.Re
 }}
 
 func queues() (*whatif.Config, error) {
-	return &whatif.Config{
+	return &whatif.Config{Name: whatif.ThisCluster,
 		Flavors: []berthv1.ResourceFlavor{*MakeResourceFlavor("default").Obj(), *MakeResourceFlavor("other").Obj()},
 		ClusterQueues: []berthv1.ClusterQueue{
 			*MakeClusterQueue("cq").ResourceGroup(MakeFlavorQuotas("default").Resource("cpu", "2").Obj()).Obj(),
@@ -79,8 +79,8 @@ func TestWhatIfComparesThisClusterWithAPlan(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := v.Comparison
-	if v.Workloads != 2 || c.A != dashboard.ThisCluster || c.B != "doubled.yaml" {
-		t.Fatalf("workloads %d, plans %q and %q; want 2, %q and doubled.yaml", v.Workloads, c.A, c.B, dashboard.ThisCluster)
+	if v.Workloads != 2 || c.A != whatif.ThisCluster || c.B != "doubled.yaml" {
+		t.Fatalf("workloads %d, plans %q and %q; want 2, %q and doubled.yaml", v.Workloads, c.A, c.B, whatif.ThisCluster)
 	}
 	var cq *whatif.Pair
 	for i := range c.Groups {

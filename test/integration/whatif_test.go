@@ -130,6 +130,39 @@ spec: {clusterQueue: bigger}
 	if row != "LocalQueue "+env.Namespace+"/main 2 2 0 0.0s 0.0s 0.0s 0.0s 0" {
 		t.Errorf("the replay of this namespace's history on 2 cpu: %q\n%s", row, out)
 	}
+
+	// Against the cluster's own queues as they are (1 cpu: the second waits
+	// for the first), read from the API server, and the plan. Only this
+	// namespace's history: other tests' queues are not this test's to know.
+	var own bytes.Buffer
+	if err := whatif.WriteTrace(&own, h, mine); err != nil {
+		t.Fatal(err)
+	}
+	ownPath := filepath.Join(dir, "own.jsonl")
+	if err := os.WriteFile(ownPath, own.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "whatif", "--trace", ownPath, "--this-cluster", "--kubeconfig", env.Kubeconfig, "--config", plan)
+	stderr.Reset()
+	cmd.Stderr = &stderr
+	out, err = cmd.Output()
+	if err != nil {
+		t.Fatalf("berth whatif --this-cluster: %v\n%s", err, stderr.String())
+	}
+	row = ""
+	for _, line := range strings.Split(string(out), "\n") {
+		if f := strings.Fields(line); len(f) > 5 && f[0] == "LocalQueue" && f[1] == env.Namespace+"/main" {
+			row = strings.Join(f, " ")
+			// BY NAME ADMITTED-A ADMITTED-B MEAN-A MEAN-B ...: waits under
+			// this cluster's 1 cpu, none with 2.
+			if f[2] != "2/2" || f[3] != "2/2" || f[4] == "0.0s" || f[5] != "0.0s" {
+				t.Errorf("this cluster against the plan: %q; want both admitted in both, a wait only in this cluster\n%s", row, out)
+			}
+		}
+	}
+	if row == "" || !strings.Contains(string(out), "A = this cluster") {
+		t.Errorf("no comparison of this cluster with the plan for %s/main:\n%s", env.Namespace, out)
+	}
 }
 
 // kueueWorkloadCRD stands in for Kueue's Workload CRD: its group, kind and
