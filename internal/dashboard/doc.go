@@ -5,7 +5,8 @@
 //
 // Each view is pure and tested without a cluster, in a file named for it
 // (view.go: the tree and a queue's workloads; detail.go, action.go,
-// topology.go, workers.go, vclusters.go, history.go); its handler is beside
+// topology.go, workers.go, vclusters.go, history.go; whatif.go, a trace
+// replayed against two plans); its handler is beside
 // it in server_<view>.go. Server (server.go) holds the watch, the live
 // events and the routes; the page itself is in web/, embedded in the
 // binary.

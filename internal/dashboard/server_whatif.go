@@ -15,8 +15,8 @@ import (
 	"github.com/berth-dev/berth/internal/whatif"
 )
 
-// MaxWhatIfBody bounds a What-if request: a trace of about 300,000
-// workloads. Longer ones are for berth whatif.
+// MaxWhatIfBody bounds a What-if request: a trace of a few hundred
+// thousand workloads. Longer ones are for berth whatif.
 const MaxWhatIfBody = 64 << 20
 
 // whatIfReadTimeout bounds the reading of a What-if request.
