@@ -53,10 +53,19 @@ func Browser(t testing.TB) context.Context {
 	if _, err := os.Stat(Chromium); err != nil {
 		t.Fatalf("the dashboard is tested in Debian's Chromium: %v (apt-get install chromium; .ci/run does)", err)
 	}
+	// Chromium's scratch directories (org.chromium.Chromium.*, which hold
+	// its singleton socket) go to a directory removed once it has stopped,
+	// not to /tmp for good; a short one, as a socket's path is.
+	scratch, err := os.MkdirTemp("", "cr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(scratch) }) // after the browser's own cleanup below
 	// No network but loopback here: Chromium's own calls home are turned off.
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(Chromium), chromedp.NoSandbox,
 		chromedp.Flag("disable-gpu", true), chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-quic", true), chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1400, 900))
+		chromedp.Flag("disable-quic", true), chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1400, 900),
+		chromedp.Env("TMPDIR="+scratch))
 	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelCtx := chromedp.NewContext(alloc)
 	ctx, cancelTimeout := context.WithTimeout(ctx, 3*time.Minute)
