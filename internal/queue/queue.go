@@ -124,6 +124,7 @@ func (m *Manager) put(e *entry) {
 
 // drop forgets a workload entirely.
 func (m *Manager) drop(e *entry) {
+	e.place = detached // out of every line: no follower follows it (follows)
 	delete(m.entries, e.w.Key)
 	delete(m.changed, e.w.Key)
 	m.unindex(e)
@@ -373,6 +374,7 @@ func (m *Manager) Done(d core.Decision) {
 		m.drop(e)
 	case e.replaced != nil:
 		// The workload changed during the cycle: look at the new version.
+		e.place = detached
 		n := e.replaced
 		n.pending = e.pending
 		if d.Pending != nil {
@@ -449,11 +451,13 @@ func (m *Manager) releaseFollowers(e *entry) {
 }
 
 // follows reports whether f waits for its leader, which is still in q's
-// line: set aside, waiting its turn or being decided on.
-func (m *Manager) follows(q *cqQueue, f *entry) bool {
+// line: set aside, waiting its turn or being decided on. An entry that
+// leaves the manager, or is replaced by a newer version, is detached
+// first (remove, drop, Done), so its place says so without a look-up:
+// requeue asks this of every set-aside workload on every release.
+func follows(q *cqQueue, f *entry) bool {
 	l := f.leader
-	return l != nil && m.entries[l.w.Key] == l && l.cq == q &&
-		(l.place == inadmissible || l.place == inHeap || l.place == inFlight)
+	return l != nil && l.cq == q && (l.place == inadmissible || l.place == inHeap || l.place == inFlight)
 }
 
 // QueueInadmissible gives the named ClusterQueues' stepped-aside workloads
@@ -485,7 +489,7 @@ func (m *Manager) requeueAll(q *cqQueue) { m.requeue(q, true, nil) }
 func (m *Manager) requeue(q *cqQueue, all bool, hopeless func(*core.Workload) bool) {
 	q.blocked = false
 	for k, e := range q.inadmissible {
-		if !all && m.follows(q, e) {
+		if !all && follows(q, e) {
 			continue
 		}
 		if hopeless != nil && hopeless(e.w) {
