@@ -141,6 +141,10 @@ func chartFromCode() error {
 		return err
 	}
 
+	if err := chartKinds(); err != nil {
+		return err
+	}
+
 	crdDir := filepath.Join(helmchart.Dir, "crds")
 	old, err := filepath.Glob(filepath.Join(crdDir, "*.yaml"))
 	if err != nil {
@@ -161,6 +165,31 @@ func chartFromCode() error {
 			return err
 		}
 		if err := os.WriteFile(filepath.Join(crdDir, filepath.Base(c)), data, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// chartKinds copies the kinds files of berth's addons
+// (config/addons/*/kinds.yaml) into the chart, as kinds/<addon>.yaml:
+// controller.configuredKindsOf names them.
+func chartKinds() error {
+	dir := filepath.Join(helmchart.Dir, "kinds")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	files, err := filepath.Glob("config/addons/*/kinds.yaml")
+	if err != nil {
+		return err
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		addon := filepath.Base(filepath.Dir(f))
+		if err := os.WriteFile(filepath.Join(dir, addon+".yaml"), []byte(header+"# From "+f+".\n"+string(data)), 0o644); err != nil {
 			return err
 		}
 	}

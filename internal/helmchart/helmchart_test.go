@@ -554,6 +554,70 @@ func TestConfiguredKinds(t *testing.T) {
 	}
 }
 
+// controller.configuredKindsOf adds the kinds of berth's addons by name,
+// after those of controller.configuredKinds, as the files in
+// config/addons describe them; a name the chart has no file for is
+// refused by its schema.
+func TestConfiguredKindsOf(t *testing.T) {
+	var files [][]byte
+	for _, name := range []string{"../../examples/configured/kinds.yaml", "../../config/addons/ray/kinds.yaml", "../../config/addons/training-operator/kinds.yaml"} {
+		data, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, data)
+	}
+	all, err := configured.Merge(files...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := configured.Parse(all)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mpi map[string]any
+	if err := yaml.Unmarshal(files[0], &mpi); err != nil {
+		t.Fatal(err)
+	}
+	objs := render(t, "queues", map[string]any{"controller": map[string]any{"configuredKinds": mpi["kinds"],
+		"configuredKindsOf": []any{"ray", "training-operator"}}})
+	cm := find(objs, "ConfigMap", "berth-configured-kinds")
+	if cm == nil {
+		t.Fatal("no ConfigMap berth-configured-kinds")
+	}
+	content, _, _ := unstructured.NestedString(cm.Object, "data", "kinds.yaml")
+	got, err := configured.Parse([]byte(content))
+	if err != nil {
+		t.Fatalf("the rendered file does not parse: %v\n%s", err, content)
+	}
+	if !equality.Semantic.DeepEqual(got, want) {
+		t.Errorf("the rendered file reads as %d kinds %+v, want the %d of the three files", len(got), got, len(want))
+	}
+	role := find(objs, "ClusterRole", "berth-configured-kinds")
+	var cr rbacv1.ClusterRole
+	if role == nil || runtime.DefaultUnstructuredConverter.FromUnstructured(role.Object, &cr) != nil ||
+		!equality.Semantic.DeepEqual(cr.Rules, configured.Rules(want)) {
+		t.Errorf("the role of the kinds: %+v, want configured.Rules' %+v", cr.Rules, configured.Rules(want))
+	}
+	if c := deployment(t, objs, "berth-controller").Spec.Template.Spec.Containers[0]; !slices.Contains(c.Args, "--configured-kinds=/etc/berth/configured-kinds/kinds.yaml") {
+		t.Errorf("controller args %v lack --configured-kinds", c.Args)
+	}
+	// Alone, without configuredKinds.
+	objs = render(t, "queues", map[string]any{"controller": map[string]any{"configuredKindsOf": []any{"training-operator"}}})
+	if cm := find(objs, "ConfigMap", "berth-configured-kinds"); cm == nil {
+		t.Error("configuredKindsOf alone: no ConfigMap berth-configured-kinds")
+	}
+
+	ch, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Render(ch, "queues", map[string]any{"controller": map[string]any{"configuredKindsOf": []any{"mpi"}}})
+	if err == nil || !strings.Contains(err.Error(), "configuredKindsOf") {
+		t.Errorf("an unknown name: %v; want it refused", err)
+	}
+}
+
 // What `berth import` makes of a Kueue Configuration is values the chart
 // takes (its schema, then its templates), and says what it said: Kueue's
 // frameworks as berth's integrations and configured kinds, the namespaces

@@ -23,3 +23,18 @@ annotations:
   cert-manager.io/inject-ca-from: {{ .Release.Namespace }}/berth-webhook
 {{- end }}
 {{- end }}
+
+{{/* The kinds queued from configuration, as a YAML list:
+controller.configuredKinds, then the kinds of each file
+controller.configuredKindsOf names (kinds/<name>.yaml, berth's addons'). */}}
+{{- define "berth.configuredKinds" -}}
+{{- $kinds := .Values.controller.configuredKinds | default list -}}
+{{- range .Values.controller.configuredKindsOf -}}
+{{- $file := $.Files.Get (printf "kinds/%s.yaml" .) | fromYaml -}}
+{{- if not $file.kinds -}}
+{{- fail (printf "controller.configuredKindsOf: %q: the chart has no such kinds (ray, training-operator)" .) -}}
+{{- end -}}
+{{- $kinds = concat $kinds $file.kinds -}}
+{{- end -}}
+{{- toYaml $kinds -}}
+{{- end }}
