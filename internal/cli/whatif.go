@@ -85,7 +85,7 @@ controller gives an evicted workload, and runs again in full.`,
 			case top < 0:
 				return fmt.Errorf("--top %d: must not be negative", top)
 			case againstRecorded && len(configs)+btoi(thisCluster) != 1:
-				return fmt.Errorf("--against-recorded compares one replay with what happened: give one --config (%d given)", len(configs)+btoi(thisCluster))
+				return fmt.Errorf("--against-recorded compares one replay with what happened: give one --config, or --this-cluster (%d given)", len(configs)+btoi(thisCluster))
 			}
 			f, err := os.Open(tracePath)
 			if err != nil {

@@ -112,7 +112,7 @@ func TestWhatifThisClusterCountsAsAConfiguration(t *testing.T) {
 		{[]string{"--this-cluster", "--config", "a.yaml", "--config", "b.yaml"}, "--config: give one configuration to replay, or two to compare (3 given, --this-cluster counting as one)"},
 		{[]string{"--config", "a.yaml", "--kubeconfig", "kc"}, "--kubeconfig, --name and --data-dir say which cluster --this-cluster reads: give --this-cluster too"},
 		{[]string{"--config", "a.yaml", "--name", "other"}, "give --this-cluster too"},
-		{[]string{"--this-cluster", "--config", "a.yaml", "--against-recorded"}, "--against-recorded compares one replay with what happened: give one --config (2 given)"},
+		{[]string{"--this-cluster", "--config", "a.yaml", "--against-recorded"}, "--against-recorded compares one replay with what happened: give one --config, or --this-cluster (2 given)"},
 	} {
 		_, _, err := runCommand(t, append([]string{"whatif", "--trace", "t.jsonl"}, c.args...)...)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
