@@ -537,6 +537,10 @@ async function replayWhatIf() {
   let res;
   try {
     res = await fetch("api/whatif", { method: "POST", body: JSON.stringify(request), headers: { "Content-Type": "application/json" } });
+  } catch (err) {
+    status.dataset.state = "refused";
+    status.textContent = "The dashboard did not answer: " + err;
+    return;
   } finally {
     document.getElementById("whatif-run").disabled = false;
   }
