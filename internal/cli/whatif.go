@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -101,6 +104,9 @@ controller gives an evicted workload, and runs again in full.`,
 				cfg, err := readClusterPlan(cmd.Context(), &inst, kubeconfig, trace)
 				if err != nil {
 					return err
+				}
+				if missing := missingLocalQueues(cfg, trace); len(missing) > 0 {
+					fmt.Fprintf(cmd.ErrOrStderr(), "the cluster has no LocalQueue %s: their workloads wait for ever in its replay\n", strings.Join(missing, ", "))
 				}
 				plans = append(plans, cfg)
 			}
@@ -209,4 +215,20 @@ func btoi(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// missingLocalQueues are the LocalQueues trace names that cfg does not
+// have, sorted.
+func missingLocalQueues(cfg *whatif.Config, trace []whatif.Workload) []string {
+	have := map[string]bool{}
+	for _, lq := range cfg.LocalQueues {
+		have[lq.Namespace+"/"+lq.Name] = true
+	}
+	missing := map[string]bool{}
+	for i := range trace {
+		if key := trace[i].Namespace + "/" + trace[i].LocalQueue; !have[key] {
+			missing[key] = true
+		}
+	}
+	return slices.Sorted(maps.Keys(missing))
 }

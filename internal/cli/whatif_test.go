@@ -6,8 +6,14 @@ import (
 	"image/png"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	berthv1 "github.com/berth-dev/berth/api/v1beta1"
+	"github.com/berth-dev/berth/internal/whatif"
 )
 
 // runCommand runs a berth command in process, returning its stdout, its
@@ -118,5 +124,15 @@ func TestWhatifThisClusterCountsAsAConfiguration(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: %v; want %q", c.args, err, c.want)
 		}
+	}
+}
+
+// A trace's LocalQueues the cluster lacks are named, once each, in order.
+func TestMissingLocalQueuesAreNamed(t *testing.T) {
+	cfg := &whatif.Config{LocalQueues: []berthv1.LocalQueue{{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "jobs"}}}}
+	trace := []whatif.Workload{{Namespace: "team-b", LocalQueue: "jobs"}, {Namespace: "team-a", LocalQueue: "jobs"},
+		{Namespace: "team-b", LocalQueue: "jobs"}, {Namespace: "team-a", LocalQueue: "gpu"}}
+	if got := missingLocalQueues(cfg, trace); !slices.Equal(got, []string{"team-a/gpu", "team-b/jobs"}) {
+		t.Errorf("missing %v; want team-a/gpu and team-b/jobs", got)
 	}
 }

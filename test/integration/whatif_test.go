@@ -160,6 +160,9 @@ spec: {clusterQueue: bigger}
 			}
 		}
 	}
+	if strings.Contains(stderr.String(), "has no LocalQueue") {
+		t.Errorf("berth whatif --this-cluster says a LocalQueue of the trace is missing: %s", stderr.String())
+	}
 	if row == "" || !strings.Contains(string(out), "A = this cluster") {
 		t.Errorf("no comparison of this cluster with the plan for %s/main:\n%s", env.Namespace, out)
 	}
