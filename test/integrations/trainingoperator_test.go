@@ -288,6 +288,15 @@ func TestEachTrainingOperatorExampleRunsToItsEnd(t *testing.T) {
 				client.MatchingLabels{"training.kubeflow.org/job-name": job.GetName()}); err != nil {
 				return err
 			}
+			want := int32(0)
+			for _, n := range ex.podSets {
+				want += n
+			}
+			// The operator keeps a finished job's pods (cleanPodPolicy
+			// None): all of them ran on the flavor's nodes.
+			if len(l.Items) != int(want) {
+				return fmt.Errorf("%s: %d pods; want %d", ex.kind, len(l.Items), want)
+			}
 			for _, p := range l.Items {
 				if p.Spec.NodeSelector["pool"] != pool {
 					return fmt.Errorf("%s's pod %s: node selector %v", ex.kind, p.Name, p.Spec.NodeSelector)
