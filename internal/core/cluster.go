@@ -79,6 +79,9 @@ type Cluster struct {
 	topologies map[string][]string
 	nodes      map[string]topology.Node
 	placedIn   map[string]map[string]*Admitted // flavor -> workload key
+	// rooms are the topology flavors' trees, nodes less the placements
+	// held, kept as workloads come and go (topology.go).
+	rooms map[string]*room
 	// checks are the AdmissionChecks, by name: whether each is Active.
 	checks map[string]bool
 	// podsPending counts, per ClusterQueue, the admitted workloads whose
@@ -128,6 +131,7 @@ func NewCluster() *Cluster {
 		topologies: map[string][]string{},
 		nodes:      map[string]topology.Node{},
 		placedIn:   map[string]map[string]*Admitted{},
+		rooms:      map[string]*room{},
 		checks:     map[string]bool{},
 
 		podsPending: map[string]int{},
@@ -149,12 +153,14 @@ func (c *Cluster) PodsPending(key string) bool {
 // SetFlavor adds or replaces a flavor.
 func (c *Cluster) SetFlavor(f Flavor) {
 	c.flavors[f.Name] = &f
+	clear(c.rooms)
 	c.refreshActive()
 }
 
 // DeleteFlavor removes a flavor; queues that use it become inactive.
 func (c *Cluster) DeleteFlavor(name string) {
 	delete(c.flavors, name)
+	clear(c.rooms)
 	c.refreshActive()
 }
 

@@ -49,7 +49,7 @@ func (c *Cluster) Repairs(now time.Time, delay time.Duration) (out []Repair, nex
 			}
 		}
 	}
-	pl := c.newPlaces()
+	pl := c.privatePlaces()
 	alive := map[string]map[string]bool{} // flavor -> lowest-level domains with a live node
 	for _, fname := range slices.Sorted(maps.Keys(c.placedIn)) {
 		f := c.flavors[fname]
@@ -160,6 +160,7 @@ func (c *Cluster) repair(pl *places, a *Admitted, alive map[string]map[string]bo
 	for i, ds := range moved {
 		if ds != nil {
 			a.Placements[i].Domains = ds
+			clear(c.rooms) // they hold the domains it left
 		}
 	}
 	return r, true

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -32,6 +33,7 @@ type Placement struct {
 // so, rather than anything indexing an empty list.
 func (c *Cluster) SetTopology(name string, levels []string) {
 	c.topologies[name] = slices.Clone(levels)
+	clear(c.rooms)
 	c.refreshActive()
 }
 
@@ -39,13 +41,21 @@ func (c *Cluster) SetTopology(name string, levels []string) {
 // inactive until it is back.
 func (c *Cluster) DeleteTopology(name string) {
 	delete(c.topologies, name)
+	clear(c.rooms)
 	c.refreshActive()
 }
 
 // SetNode adds or replaces a node, its Free being what the pods bound to it
 // leave, pods of topology-placed workloads excepted: their placements count
 // for them.
-func (c *Cluster) SetNode(n topology.Node) { c.nodes[n.Name] = n }
+func (c *Cluster) SetNode(n topology.Node) {
+	// A node's status is written every few seconds (heartbeats) with
+	// nothing placement reads changed: that keeps the rooms.
+	if old, ok := c.nodes[n.Name]; !ok || !reflect.DeepEqual(old, n) {
+		clear(c.rooms)
+	}
+	c.nodes[n.Name] = n
+}
 
 // Node returns a node as last set.
 func (c *Cluster) Node(name string) (topology.Node, bool) {
@@ -54,7 +64,12 @@ func (c *Cluster) Node(name string) (topology.Node, bool) {
 }
 
 // DeleteNode removes a node.
-func (c *Cluster) DeleteNode(name string) { delete(c.nodes, name) }
+func (c *Cluster) DeleteNode(name string) {
+	if _, ok := c.nodes[name]; ok {
+		clear(c.rooms)
+	}
+	delete(c.nodes, name)
+}
 
 // topologyProblem says why a ClusterQueue's topology flavors cannot place
 // anything, or "".
@@ -78,52 +93,134 @@ func (c *Cluster) topologyProblem(q *cqNode) string {
 }
 
 func (c *Cluster) addPlacements(a *Admitted) {
-	for _, p := range a.Placements {
+	for i, p := range a.Placements {
 		if c.placedIn[p.Flavor] == nil {
 			c.placedIn[p.Flavor] = map[string]*Admitted{}
 		}
 		c.placedIn[p.Flavor][a.Key] = a
+		if r := c.rooms[p.Flavor]; r != nil && !slices.ContainsFunc(a.Placements[:i], func(q Placement) bool { return q.Flavor == p.Flavor }) {
+			r.hold(a)
+		}
 	}
 }
 
 func (c *Cluster) removePlacements(a *Admitted) {
 	for _, p := range a.Placements {
 		delete(c.placedIn[p.Flavor], a.Key)
+		if r := c.rooms[p.Flavor]; r != nil {
+			r.release(a.Key)
+		}
 	}
 }
 
-// places is one cycle's view of the topology flavors' nodes: a tree per
-// flavor, built when first needed, from which each admission takes its room.
-type places struct {
-	c     *Cluster
-	trees map[string]*topology.Tree
+// room is a topology flavor's nodes in its topology less what admitted
+// workloads' placements hold, kept as workloads are admitted and released:
+// building it reads every node and placement, which a cycle at cluster
+// scale cannot afford each time. Changes to nodes, topologies or flavors
+// drop it, to be built again when next needed.
+type room struct {
+	f    *Flavor
+	t    *topology.Tree
+	held map[string][]heldPods // by workload key
 }
 
-func (c *Cluster) newPlaces() *places { return &places{c: c, trees: map[string]*topology.Tree{}} }
+// heldPods are the pods one placement holds, node by node.
+type heldPods struct {
+	nodes map[string]int32
+	ps    topology.PodSet
+}
 
-// tree is the flavor's nodes in its topology, less what admitted workloads'
-// placements take.
-func (pl *places) tree(f *Flavor) (*topology.Tree, error) {
-	if t, ok := pl.trees[f.Name]; ok {
-		return t, nil
+// hold takes the room of a's placements in r's flavor.
+func (r *room) hold(a *Admitted) {
+	for _, p := range a.Placements {
+		if p.Flavor == r.f.Name {
+			ps := p.PodSet // read back from the API without the flavor's tolerations
+			ps.Tolerations = append(slices.Clone(ps.Tolerations), r.f.Tolerations...)
+			r.held[a.Key] = append(r.held[a.Key], heldPods{r.t.TakeDomains(p.Domains, ps), ps})
+		}
 	}
+}
+
+// release gives back what the workload's placements held.
+func (r *room) release(key string) {
+	for _, h := range r.held[key] {
+		r.t.Give(h.nodes, h.ps)
+	}
+	delete(r.held, key)
+}
+
+// buildTree is the flavor's nodes in its topology, nothing held.
+func (c *Cluster) buildTree(f *Flavor) (*topology.Tree, error) {
 	var nodes []topology.Node
-	for _, name := range slices.Sorted(maps.Keys(pl.c.nodes)) {
-		n := pl.c.nodes[name]
+	for _, name := range slices.Sorted(maps.Keys(c.nodes)) {
+		n := c.nodes[name]
 		if !hasLabels(n.Labels, f.NodeLabels) {
 			continue
 		}
 		n.Free = maps.Clone(n.Free)
 		nodes = append(nodes, n)
 	}
-	t, err := topology.Build(pl.c.topologies[f.TopologyName], nodes)
+	t, err := topology.Build(c.topologies[f.TopologyName], nodes)
 	if err != nil {
 		return nil, fmt.Errorf("Topology %s: %w", f.TopologyName, err)
 	}
-	for _, a := range pl.c.placedIn[f.Name] {
-		for _, p := range a.Placements {
+	return t, nil
+}
+
+// roomOf is the flavor's kept room, built when missing.
+func (c *Cluster) roomOf(f *Flavor) (*room, error) {
+	if r, ok := c.rooms[f.Name]; ok && r.f == f {
+		return r, nil
+	}
+	t, err := c.buildTree(f)
+	if err != nil {
+		return nil, err
+	}
+	r := &room{f: f, t: t, held: map[string][]heldPods{}}
+	for _, key := range slices.Sorted(maps.Keys(c.placedIn[f.Name])) {
+		r.hold(c.placedIn[f.Name][key])
+	}
+	c.rooms[f.Name] = r
+	return r, nil
+}
+
+// places is a view of the topology flavors' nodes for placing: the
+// cluster's kept rooms, which place leaves as it found them (an admission
+// then holds its room), or with private set, trees of its own that keep
+// what is taken from them (repairs moving several workloads' pods).
+type places struct {
+	c       *Cluster
+	private bool
+	trees   map[string]*topology.Tree
+}
+
+func (c *Cluster) newPlaces() *places { return &places{c: c} }
+
+func (c *Cluster) privatePlaces() *places {
+	return &places{c: c, private: true, trees: map[string]*topology.Tree{}}
+}
+
+// tree is the flavor's nodes in its topology, less what admitted workloads'
+// placements take.
+func (pl *places) tree(f *Flavor) (*topology.Tree, error) {
+	if !pl.private {
+		r, err := pl.c.roomOf(f)
+		if err != nil {
+			return nil, err
+		}
+		return r.t, nil
+	}
+	if t, ok := pl.trees[f.Name]; ok {
+		return t, nil
+	}
+	t, err := pl.c.buildTree(f)
+	if err != nil {
+		return nil, err
+	}
+	for _, key := range slices.Sorted(maps.Keys(pl.c.placedIn[f.Name])) {
+		for _, p := range pl.c.placedIn[f.Name][key].Placements {
 			if p.Flavor == f.Name {
-				ps := p.PodSet // read back from the API without the flavor's tolerations
+				ps := p.PodSet
 				ps.Tolerations = append(slices.Clone(ps.Tolerations), f.Tolerations...)
 				t.TakeDomains(p.Domains, ps)
 			}
@@ -148,7 +245,7 @@ func (c *Cluster) Topology(flavor string) (*topology.Tree, error) {
 	case !known:
 		return nil, fmt.Errorf("ResourceFlavor %s: Topology %s not found", flavor, f.TopologyName)
 	}
-	return c.newPlaces().tree(f)
+	return c.privatePlaces().tree(f)
 }
 
 func hasLabels(have, want map[string]string) bool {
@@ -165,11 +262,20 @@ func hasLabels(have, want map[string]string) bool {
 // cycle's trees. When one does not fit, nothing is taken and Pending says why.
 func (pl *places) place(w *Workload, a *Assignment) ([]Placement, *Pending) {
 	var out []Placement
-	var taken []*Flavor
-	undo := func() {
-		for _, f := range taken {
-			delete(pl.trees, f.Name) // rebuilt from the admitted placements
+	type took struct {
+		t  *topology.Tree
+		a  *topology.Assignment
+		ps topology.PodSet
+	}
+	var taken []took
+	// What a pod set takes keeps later ones of w off its room; all is
+	// given back at the end, for the admission to hold it.
+	defer func() {
+		for _, tk := range taken {
+			tk.t.Give(tk.a.Nodes, tk.ps)
 		}
+	}()
+	undo := func() {
 		for i := range a.PodSets {
 			a.PodSets[i].Topology = nil
 		}
@@ -216,7 +322,7 @@ func (pl *places) place(w *Workload, a *Assignment) ([]Placement, *Pending) {
 			return nil, &Pending{Reason: Inadmissible, Message: fmt.Sprintf("%stopology request in flavor %s: %v", prefix, f.Name, err)}
 		}
 		t.Take(ta, tps)
-		taken = append(taken, f)
+		taken = append(taken, took{t, ta, tps})
 		psa.Topology = ta
 		tps.Count = 0
 		tps.Tolerations = ps.Tolerations // the flavor's are added where the placement is used, as when read back

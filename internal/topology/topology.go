@@ -39,6 +39,9 @@ type Tree struct {
 	roots  []*domain // the domains of the top level
 	nodes  map[string]*node
 	list   []*node // nodes in the order given, for fast walks
+	// leaves are the lowest-level domains by their values joined with NUL,
+	// made when TakeDomains first needs them.
+	leaves map[string]*domain
 	// Left lists nodes left out, and why (a level's label missing, not
 	// Ready, cordoned).
 	Left []string
@@ -493,18 +496,24 @@ func (t *Tree) noFit(ps PodSet, req Request, ds []*domain, want, size int64) *No
 
 // Take counts a's pods of ps as bound to their nodes, so that a later
 // placement does not count on the same room.
-func (t *Tree) Take(a *Assignment, ps PodSet) {
-	for name, k := range a.Nodes {
+func (t *Tree) Take(a *Assignment, ps PodSet) { t.add(a.Nodes, ps, -1) }
+
+// Give counts pods of ps, per node, as no longer bound there: the inverse
+// of a Take or TakeDomains of the same pods.
+func (t *Tree) Give(perNode map[string]int32, ps PodSet) { t.add(perNode, ps, 1) }
+
+func (t *Tree) add(perNode map[string]int32, ps PodSet, sign int64) {
+	for name, k := range perNode {
 		n, ok := t.nodes[name]
 		if !ok {
 			continue
 		}
 		if _, ok := n.Free[PodsResource]; ok {
-			n.Free[PodsResource] -= 1000 * int64(k)
+			n.Free[PodsResource] += sign * 1000 * int64(k)
 		}
 		for r, req := range ps.Requests {
 			if r != PodsResource {
-				n.Free[r] -= req * int64(k)
+				n.Free[r] += sign * req * int64(k)
 			}
 		}
 	}
@@ -513,17 +522,23 @@ func (t *Tree) Take(a *Assignment, ps PodSet) {
 // TakeDomains counts pods of ps as bound in the lowest-level domains listed,
 // node by node as a placement would fill them: for an admission read back
 // from the API, which records domains, not nodes. Domains the tree does not
-// have (their nodes gone) are skipped.
-func (t *Tree) TakeDomains(domains []Domain, ps PodSet) {
-	byValues := map[string]*domain{}
-	for _, d := range t.at(len(t.levels) - 1) {
-		byValues[strings.Join(d.values, "\x00")] = d
+// have (their nodes gone) are skipped. It returns the pods it took per
+// node, for a later Give.
+func (t *Tree) TakeDomains(domains []Domain, ps PodSet) map[string]int32 {
+	p := &placer{sliceLevel: len(t.levels) - 1, size: 1, out: map[string]int32{}}
+	if len(t.levels) == 0 {
+		return p.out
+	}
+	if t.leaves == nil {
+		t.leaves = map[string]*domain{}
+		for _, d := range t.at(len(t.levels) - 1) {
+			t.leaves[strings.Join(d.values, "\x00")] = d
+		}
 	}
 	reqs := requestsOf(ps)
-	p := &placer{sliceLevel: len(t.levels) - 1, size: 1, out: map[string]int32{}}
 	for _, dom := range domains {
-		d, ok := byValues[strings.Join(dom.Values, "\x00")]
-		if !ok || len(t.levels) == 0 {
+		d, ok := t.leaves[strings.Join(dom.Values, "\x00")]
+		if !ok {
 			continue
 		}
 		for _, n := range d.nodes {
@@ -532,6 +547,7 @@ func (t *Tree) TakeDomains(domains []Domain, ps PodSet) {
 		p.into(d, int64(dom.Count), len(t.levels)-1)
 	}
 	t.Take(&Assignment{Nodes: p.out}, ps)
+	return p.out
 }
 
 // DomainRoom is a domain of the tree as it stands: its nodes with the room
