@@ -149,8 +149,22 @@ func (r *room) release(key string) {
 	delete(r.held, key)
 }
 
-// buildTree is the flavor's nodes in its topology, nothing held.
-func (c *Cluster) buildTree(f *Flavor) (*topology.Tree, error) {
+// roomOf is the flavor's kept room, built when missing.
+func (c *Cluster) roomOf(f *Flavor) (*room, error) {
+	if r, ok := c.rooms[f.Name]; ok && r.f == f {
+		return r, nil
+	}
+	r, err := c.buildRoom(f)
+	if err != nil {
+		return nil, err
+	}
+	c.rooms[f.Name] = r
+	return r, nil
+}
+
+// buildRoom is the flavor's nodes in its topology less what every admitted
+// placement in it holds.
+func (c *Cluster) buildRoom(f *Flavor) (*room, error) {
 	var nodes []topology.Node
 	for _, name := range slices.Sorted(maps.Keys(c.nodes)) {
 		n := c.nodes[name]
@@ -164,23 +178,10 @@ func (c *Cluster) buildTree(f *Flavor) (*topology.Tree, error) {
 	if err != nil {
 		return nil, fmt.Errorf("Topology %s: %w", f.TopologyName, err)
 	}
-	return t, nil
-}
-
-// roomOf is the flavor's kept room, built when missing.
-func (c *Cluster) roomOf(f *Flavor) (*room, error) {
-	if r, ok := c.rooms[f.Name]; ok && r.f == f {
-		return r, nil
-	}
-	t, err := c.buildTree(f)
-	if err != nil {
-		return nil, err
-	}
 	r := &room{f: f, t: t, held: map[string][]heldPods{}}
 	for _, key := range slices.Sorted(maps.Keys(c.placedIn[f.Name])) {
 		r.hold(c.placedIn[f.Name][key])
 	}
-	c.rooms[f.Name] = r
 	return r, nil
 }
 
@@ -213,21 +214,12 @@ func (pl *places) tree(f *Flavor) (*topology.Tree, error) {
 	if t, ok := pl.trees[f.Name]; ok {
 		return t, nil
 	}
-	t, err := pl.c.buildTree(f)
+	r, err := pl.c.buildRoom(f)
 	if err != nil {
 		return nil, err
 	}
-	for _, key := range slices.Sorted(maps.Keys(pl.c.placedIn[f.Name])) {
-		for _, p := range pl.c.placedIn[f.Name][key].Placements {
-			if p.Flavor == f.Name {
-				ps := p.PodSet
-				ps.Tolerations = append(slices.Clone(ps.Tolerations), f.Tolerations...)
-				t.TakeDomains(p.Domains, ps)
-			}
-		}
-	}
-	pl.trees[f.Name] = t
-	return t, nil
+	pl.trees[f.Name] = r.t
+	return r.t, nil
 }
 
 // Topology is a topology flavor's nodes in its domains as the next

@@ -3,6 +3,7 @@ package topology
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -313,6 +314,23 @@ func TestTakeDomainsMatchesTake(t *testing.T) {
 	for name, n := range placed.nodes {
 		if got := readBack.nodes[name].Free["cpu"]; got != n.Free["cpu"] {
 			t.Errorf("node %s: %d milli-cpu free after TakeDomains, %d after Take", name, got, n.Free["cpu"])
+		}
+	}
+	// What TakeDomains took, all 12 pods, given back leaves every node as
+	// it was.
+	again, untouched := build(t, makeNodes(2, 4, 4, 8)), build(t, makeNodes(2, 4, 4, 8))
+	took := again.TakeDomains(a.Domains, ps)
+	var pods int32
+	for _, k := range took {
+		pods += k
+	}
+	if pods != 12 {
+		t.Errorf("TakeDomains took %d pods, want 12", pods)
+	}
+	again.Give(took, ps)
+	for name, n := range untouched.nodes {
+		if got := again.nodes[name].Free; !maps.Equal(got, n.Free) {
+			t.Errorf("node %s: %v free after a take given back, want %v", name, got, n.Free)
 		}
 	}
 }
