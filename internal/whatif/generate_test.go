@@ -59,35 +59,7 @@ func TestGenerate(t *testing.T) {
 // one cohort, each with a LocalQueue; run with -benchtime=1x for one
 // replay of each size.
 func BenchmarkReplay(b *testing.B) {
-	var doc strings.Builder
-	doc.WriteString("apiVersion: berth.dev/v1beta1\nkind: ResourceFlavor\nmetadata: {name: default}\n")
-	var lqs []string
-	for i := range 10 {
-		fmt.Fprintf(&doc, `---
-apiVersion: berth.dev/v1beta1
-kind: ClusterQueue
-metadata: {name: cq%d}
-spec:
-  cohort: all
-  namespaceSelector: {}
-  preemption: {withinClusterQueue: LowerPriority, reclaimWithinCohort: Any}
-  resourceGroups:
-  - coveredResources: [cpu]
-    flavors:
-    - name: default
-      resources: [{name: cpu, nominalQuota: "50"}]
----
-apiVersion: berth.dev/v1beta1
-kind: LocalQueue
-metadata: {name: main, namespace: team%d}
-spec: {clusterQueue: cq%d}
-`, i, i, i)
-		lqs = append(lqs, fmt.Sprintf("team%d/main", i))
-	}
-	cfg, err := whatif.ParseConfig("bench", []byte(doc.String()))
-	if err != nil {
-		b.Fatal(err)
-	}
+	cfg, lqs := benchConfig(b, "apiVersion: berth.dev/v1beta1\nkind: ResourceFlavor\nmetadata: {name: default}\n", 10, 10, "50")
 	for _, n := range []int{10000, 100000} {
 		// 500 cpu of quota, 2.5 cpu a workload on average for 100 s: 2
 		// arrivals a second keep it about full.
@@ -117,8 +89,7 @@ spec: {clusterQueue: cq%d}
 // of the nodes) is about 65 % used on average: the lines grow through the
 // day's peak and drain at night. Run with -benchtime=1x.
 func BenchmarkReplayWeek(b *testing.B) {
-	var doc strings.Builder
-	doc.WriteString(`apiVersion: berth.dev/v1beta1
+	cfg, lqs := benchConfig(b, `apiVersion: berth.dev/v1beta1
 kind: ResourceFlavor
 metadata: {name: default}
 spec: {topologyName: dc}
@@ -131,34 +102,7 @@ spec:
   - nodeLabel: topology.berth.dev/block
   - nodeLabel: topology.berth.dev/rack
   - nodeLabel: kubernetes.io/hostname
-`)
-	var lqs []string
-	for i := range 50 {
-		fmt.Fprintf(&doc, `---
-apiVersion: berth.dev/v1beta1
-kind: ClusterQueue
-metadata: {name: cq%d}
-spec:
-  cohort: org%d
-  namespaceSelector: {}
-  preemption: {withinClusterQueue: LowerPriority, reclaimWithinCohort: Any}
-  resourceGroups:
-  - coveredResources: [cpu]
-    flavors:
-    - name: default
-      resources: [{name: cpu, nominalQuota: "800"}]
----
-apiVersion: berth.dev/v1beta1
-kind: LocalQueue
-metadata: {name: main, namespace: team%d}
-spec: {clusterQueue: cq%d}
-`, i, i/10, i, i)
-		lqs = append(lqs, fmt.Sprintf("team%d/main", i))
-	}
-	cfg, err := whatif.ParseConfig("week", []byte(doc.String()))
-	if err != nil {
-		b.Fatal(err)
-	}
+`, 50, 10, "800")
 	var nodes []whatif.Node
 	for blk := range 50 {
 		for r := range 10 {
@@ -195,4 +139,41 @@ spec: {clusterQueue: cq%d}
 			}
 		})
 	}
+}
+
+// benchConfig is head (the flavor and what it needs) and n ClusterQueues of
+// quota cpu, perCohort to a cohort, preempting lower priorities within a
+// queue and reclaiming in the cohort, each with LocalQueue main in
+// namespace team<i>; it returns the configuration and the LocalQueues.
+func benchConfig(b *testing.B, head string, n, perCohort int, quota string) (*whatif.Config, []string) {
+	var doc strings.Builder
+	doc.WriteString(head)
+	var lqs []string
+	for i := range n {
+		fmt.Fprintf(&doc, `---
+apiVersion: berth.dev/v1beta1
+kind: ClusterQueue
+metadata: {name: cq%d}
+spec:
+  cohort: org%d
+  namespaceSelector: {}
+  preemption: {withinClusterQueue: LowerPriority, reclaimWithinCohort: Any}
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors:
+    - name: default
+      resources: [{name: cpu, nominalQuota: %q}]
+---
+apiVersion: berth.dev/v1beta1
+kind: LocalQueue
+metadata: {name: main, namespace: team%d}
+spec: {clusterQueue: cq%d}
+`, i, i/perCohort, quota, i, i)
+		lqs = append(lqs, fmt.Sprintf("team%d/main", i))
+	}
+	cfg, err := whatif.ParseConfig("bench", []byte(doc.String()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return cfg, lqs
 }
