@@ -14,7 +14,8 @@ import (
 // and dropped when nodes change, is at every step what a tree built afresh
 // from the nodes and the admitted placements would be: random admissions
 // (pods of 1 to 3 cpu on random 8-cpu hosts, as many as their hosts hold),
-// releases, re-admissions of a key, and node changes.
+// releases, re-admissions of a key, a node's labels changed, and its free
+// room changed by pods berth does not place.
 func TestKeptRoomMatchesARebuiltTree(t *testing.T) {
 	for seed := range uint64(20) {
 		rng := rand.New(rand.NewPCG(seed, 1))
@@ -31,6 +32,10 @@ func TestKeptRoomMatchesARebuiltTree(t *testing.T) {
 			}
 		}
 		used := map[string]int64{} // cpu per host, as placed
+		base := map[string]int64{} // cpu per host before placements
+		for _, h := range hosts {
+			base[h] = 8000
+		}
 		held := map[string][]topology.Domain{}
 		for step := range 200 {
 			switch op := rng.IntN(10); {
@@ -45,7 +50,7 @@ func TestKeptRoomMatchesARebuiltTree(t *testing.T) {
 				for range 1 + rng.IntN(2) {
 					h := hosts[rng.IntN(len(hosts))]
 					n := int32(1 + rng.IntN(3))
-					if used[h]+int64(n)*1000 > 8000 || slices.ContainsFunc(domains, func(d topology.Domain) bool { return d.Values[1] == h }) {
+					if used[h]+int64(n)*1000 > base[h] || slices.ContainsFunc(domains, func(d topology.Domain) bool { return d.Values[1] == h }) {
 						continue
 					}
 					used[h] += int64(n) * 1000
@@ -61,10 +66,15 @@ func TestKeptRoomMatchesARebuiltTree(t *testing.T) {
 				}
 				delete(held, key)
 				c.RemoveAdmitted(key)
-			default: // a node's labels change and back: the room is dropped
+			default:
 				h := hosts[rng.IntN(len(hosts))]
 				n := c.nodes[h]
-				n.Labels = map[string]string{"rack": n.Labels["rack"], "host": h, "step": fmt.Sprint(step)}
+				if rng.IntN(2) == 0 { // its labels change: the room is dropped
+					n.Labels = map[string]string{"rack": n.Labels["rack"], "host": h, "step": fmt.Sprint(step)}
+				} else { // pods not placed by berth come or go, in the room placements leave: the room follows
+					n.Free = map[string]int64{"cpu": max(used[h], 8000-500*int64(rng.IntN(4))), topology.PodsResource: 110000 - 1000*int64(rng.IntN(4))}
+					base[h] = n.Free["cpu"]
+				}
 				c.SetNode(n)
 			}
 			kept, err := c.newPlaces().tree(c.flavors["tas"])
@@ -79,8 +89,8 @@ func TestKeptRoomMatchesARebuiltTree(t *testing.T) {
 				t.Fatalf("seed %d step %d: kept room\n%+v\nrebuilt\n%+v", seed, step, got, want)
 			}
 			for _, h := range hosts {
-				if free := fresh.Rooms()[int(h[1]-'0')].Children[int(h[4]-'0')].Nodes[0].Free["cpu"]; free != 8000-used[h] {
-					t.Fatalf("seed %d step %d: host %s has %d milli-cpu free, want %d", seed, step, h, free, 8000-used[h])
+				if free := fresh.Rooms()[int(h[1]-'0')].Children[int(h[4]-'0')].Nodes[0].Free["cpu"]; free != base[h]-used[h] {
+					t.Fatalf("seed %d step %d: host %s has %d milli-cpu free, want %d", seed, step, h, free, base[h]-used[h])
 				}
 			}
 		}

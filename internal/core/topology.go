@@ -49,12 +49,40 @@ func (c *Cluster) DeleteTopology(name string) {
 // leave, pods of topology-placed workloads excepted: their placements count
 // for them.
 func (c *Cluster) SetNode(n topology.Node) {
-	// A node's status is written every few seconds (heartbeats) with
-	// nothing placement reads changed: that keeps the rooms.
-	if old, ok := c.nodes[n.Name]; !ok || !reflect.DeepEqual(old, n) {
-		clear(c.rooms)
-	}
+	old, ok := c.nodes[n.Name]
 	c.nodes[n.Name] = n
+	if !ok || !onlyFreeChanged(old, n) {
+		clear(c.rooms)
+		return
+	}
+	// Pods bound to it came or went, or a heartbeat changed nothing: the
+	// rooms that hold it change by as much.
+	delta := map[string]int64{}
+	for r, v := range n.Free {
+		if v != old.Free[r] {
+			delta[r] = v - old.Free[r]
+		}
+	}
+	if len(delta) > 0 {
+		for _, r := range c.rooms {
+			r.t.AddFree(n.Name, delta)
+		}
+	}
+}
+
+// onlyFreeChanged reports whether a and b differ at most in how much of
+// each resource is free (the same resources listed).
+func onlyFreeChanged(a, b topology.Node) bool {
+	if len(a.Free) != len(b.Free) {
+		return false
+	}
+	for r := range a.Free {
+		if _, ok := b.Free[r]; !ok {
+			return false
+		}
+	}
+	a.Free, b.Free = nil, nil
+	return reflect.DeepEqual(a, b)
 }
 
 // Node returns a node as last set.

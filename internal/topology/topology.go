@@ -502,6 +502,18 @@ func (t *Tree) Take(a *Assignment, ps PodSet) { t.add(a.Nodes, ps, -1) }
 // of a Take or TakeDomains of the same pods.
 func (t *Tree) Give(perNode map[string]int32, ps PodSet) { t.add(perNode, ps, 1) }
 
+// AddFree changes a node's free room by delta (per resource, milli-units),
+// when the tree has the node: the pods bound to it changed.
+func (t *Tree) AddFree(name string, delta map[string]int64) {
+	n, ok := t.nodes[name]
+	if !ok {
+		return
+	}
+	for r, v := range delta {
+		n.Free[r] += v
+	}
+}
+
 func (t *Tree) add(perNode map[string]int32, ps PodSet, sign int64) {
 	for name, k := range perNode {
 		n, ok := t.nodes[name]
